@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func newLogsCmd(g *globals) *cobra.Command {
+	var tail int
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "logs NAME",
+		Short: "Show the agent's output: pane capture (tmux) or captured stdout (exec)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			if tail > 0 {
+				q.Set("tail", strconv.Itoa(tail))
+			}
+			var last []byte
+			for {
+				var out []byte
+				if err := c.Do(cmd.Context(), http.MethodGet, "/v1/sessions/"+args[0]+"/logs", q, nil, &out); err != nil {
+					if cmd.Context().Err() != nil {
+						return nil
+					}
+					return explain(err, g)
+				}
+				b := []byte(out)
+				// When following, print only what is new since the last read.
+				if i := bytes.LastIndex(b, lastLine(last)); len(last) > 0 && i >= 0 {
+					b = b[i+len(lastLine(last)):]
+				}
+				cmd.OutOrStdout().Write(b)
+				if !follow {
+					return nil
+				}
+				if len(out) > 0 {
+					last = out
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-time.After(time.Second):
+				}
+			}
+		},
+	}
+	cmd.Flags().IntVar(&tail, "tail", 0, "only the last N lines")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output")
+	return cmd
+}
+
+// lastLine returns the final non-empty line of b, newline included.
+func lastLine(b []byte) []byte {
+	t := bytes.TrimRight(b, "\n")
+	if i := bytes.LastIndexByte(t, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
+

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+	"herd/internal/api"
+	"herd/internal/tmux"
+)
+
+// post sends a command to the daemon and prints its one-line result.
+func post(cmd *cobra.Command, g *globals, path string, body any) error {
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	var res api.Result
+	if err := c.Do(cmd.Context(), http.MethodPost, path, nil, body, &res); err != nil {
+		return explain(err, g)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), res.Message)
+	return nil
+}
+
+func newStopCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop NAME",
+		Short: "Stop a session through the stop path; its role's replica count drops by one",
+		Long: `Stop a session: its process identity is verified, its process group gets
+SIGTERM (SIGKILL after a grace period), and one 'stopped' event records a
+resume snapshot. 'herd resume NAME' brings it back. Stopping a session that
+is already stopped is not an error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return post(cmd, g, "/v1/sessions/"+args[0]+"/stop", nil)
+		},
+	}
+}
+
+func newResumeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume NAME",
+		Short: "Relaunch a stopped session from its snapshot (e.g. claude --resume <id>)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return post(cmd, g, "/v1/sessions/"+args[0]+"/resume", nil)
+		},
+	}
+}
+
+func newArchiveCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "archive NAME",
+		Short: "Mark a session done; the reaper stops it once detached",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return post(cmd, g, "/v1/sessions/"+args[0]+"/archive", nil)
+		},
+	}
+}
+
+func newScaleCmd(g *globals) *cobra.Command {
+	var replicas int
+	cmd := &cobra.Command{
+		Use:     "scale ROLE --replicas N",
+		Short:   "Change a role's desired replicas (re-arms failed sessions)",
+		Example: "  herd scale worker --replicas 3",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("replicas") {
+				return fmt.Errorf("scale: --replicas N is required")
+			}
+			if replicas < 0 {
+				return fmt.Errorf("scale: --replicas must be >= 0")
+			}
+			return post(cmd, g, "/v1/roles/"+args[0]+"/scale", api.ScaleRequest{Replicas: replicas})
+		},
+	}
+	cmd.Flags().IntVar(&replicas, "replicas", 0, "desired replicas")
+	return cmd
+}
+
+func newDeleteCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "delete role NAME", Short: "Delete a role"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "role NAME",
+		Short: "Stop all of a role's sessions and forget the role and its crash history",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			var res api.Result
+			if err := c.Do(cmd.Context(), http.MethodDelete, "/v1/roles/"+args[0], nil, nil, &res); err != nil {
+				return explain(err, g)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), res.Message)
+			return nil
+		},
+	})
+	return cmd
+}
+
+func newInjectCmd(g *globals) *cobra.Command {
+	var noEnter bool
+	cmd := &cobra.Command{
+		Use:   "inject NAME TEXT",
+		Short: "Type TEXT into the agent (literal; text starting with - is safe; large text works)",
+		Example: `  herd inject worker-0 "run the tests"
+  herd inject worker-0 -- "--flag-looking text"`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return post(cmd, g, "/v1/sessions/"+args[0]+"/inject", api.InjectRequest{Text: args[1], Enter: !noEnter})
+		},
+	}
+	cmd.Flags().BoolVar(&noEnter, "no-enter", false, "do not press Enter after the text")
+	return cmd
+}
+
+func newAttachCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "attach NAME",
+		Short: "Attach the terminal to a session's tmux pane (detach with C-b d)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, _, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			c := &tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket}
+			x := c.AttachCommand(args[0])
+			x.Stdin, x.Stdout, x.Stderr = os.Stdin, os.Stdout, os.Stderr
+			if err := x.Run(); err != nil {
+				if _, ok := err.(*exec.ExitError); ok {
+					return fmt.Errorf("attach %s: tmux could not attach (is it a live tmux session?)", args[0])
+				}
+				return fmt.Errorf("attach %s: %w", args[0], err)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,254 @@
+// Package herd holds the domain types shared by every part of the supervisor.
+package herd
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// State is the lifecycle state of a session (one replica slot of a role).
+type State string
+
+// Session states; see PRODUCT.md, "Session states".
+const (
+	StatePending   State = "pending"
+	StateRunning   State = "running"
+	StateStalled   State = "stalled"
+	StateUnknown   State = "unknown"
+	StateBackoff   State = "backoff"
+	StateCrashed   State = "crashed"
+	StateFailed    State = "failed"
+	StateSucceeded State = "succeeded"
+	StateStopped   State = "stopped"
+)
+
+// CountsTowardReplicas reports whether a session in state s occupies a replica
+// slot, so the reconciler does not launch another one beside it.
+func (s State) CountsTowardReplicas() bool {
+	switch s {
+	case StatePending, StateRunning, StateStalled, StateUnknown, StateBackoff:
+		return true
+	}
+	return false
+}
+
+// Live reports whether a session in state s has (or may have) a live
+// incarnation that herd must watch.
+func (s State) Live() bool {
+	switch s {
+	case StatePending, StateRunning, StateStalled, StateUnknown:
+		return true
+	}
+	return false
+}
+
+// Axis is one liveness axis (runtime or process): alive, dead or unknown.
+type Axis string
+
+// Axis values. Unknown is never read as dead.
+const (
+	Alive   Axis = "alive"
+	Dead    Axis = "dead"
+	Unknown Axis = "unknown"
+)
+
+// Activity is what the agent is doing, as far as herd can tell.
+type Activity string
+
+// Activity values.
+const (
+	ActivityWorking Activity = "working"
+	ActivityWaiting Activity = "waiting"
+	ActivityIdle    Activity = "idle"
+	ActivityUnknown Activity = "unknown"
+)
+
+// Runtime kinds.
+const (
+	RuntimeTmux = "tmux"
+	RuntimeExec = "exec"
+)
+
+// Agent kinds.
+const (
+	AgentClaude  = "claude"
+	AgentCodex   = "codex"
+	AgentGemini  = "gemini"
+	AgentGeneric = "generic"
+)
+
+// Restart policy names.
+const (
+	PolicyAlways    = "always"
+	PolicyOnFailure = "on-failure"
+	PolicyNever     = "never"
+)
+
+// Event kinds; see PRODUCT.md, "Event kinds".
+const (
+	EventSpawned      = "spawned"
+	EventAdopted      = "adopted"
+	EventExited       = "exited"
+	EventCrashed      = "crashed"
+	EventBackoff      = "backoff"
+	EventRestarted    = "restarted"
+	EventFailed       = "failed"
+	EventSucceeded    = "succeeded"
+	EventStalled      = "stalled"
+	EventStallWarning = "stall_warning"
+	EventUnstalled    = "unstalled"
+	EventKilled       = "killed"
+	EventReaped       = "reaped"
+	EventStopped      = "stopped"
+	EventResumed      = "resumed"
+	EventRecovered    = "recovered"
+	EventEscalated    = "escalated"
+	EventActivity     = "activity"
+	EventProbeUnknown = "probe_unknown"
+	EventSummary      = "summary"
+)
+
+// Reasons: short machine words carried by events and exits.
+const (
+	ReasonExitCode       = "exit_code"
+	ReasonSignal         = "signal"
+	ReasonPaneGone       = "pane_gone"
+	ReasonProcessGone    = "process_gone"
+	ReasonHeartbeatStale = "heartbeat_stale"
+	ReasonStallKilled    = "stall_killed"
+	ReasonIdle           = "idle"
+	ReasonOrphan         = "orphan"
+	ReasonArchived       = "archived"
+	ReasonReboot         = "reboot"
+	ReasonUser           = "user"
+	ReasonRoleDeleted    = "role_deleted"
+	ReasonScaledDown     = "scaled_down"
+	ReasonLaunchFailed   = "launch_failed"
+)
+
+// Environment variables herd sets in every agent's environment.
+const (
+	EnvSession     = "HERD_SESSION"
+	EnvIncarnation = "HERD_INCARNATION"
+	EnvSocket      = "HERD_SOCKET"
+)
+
+// RestartPolicy says whether and how fast a crashed session is relaunched.
+type RestartPolicy struct {
+	Policy         string        `json:"policy"`
+	InitialBackoff time.Duration `json:"initial_backoff"`
+	MaxBackoff     time.Duration `json:"max_backoff"`
+	ResetAfter     time.Duration `json:"reset_after"`
+	MaxRestarts    int           `json:"max_restarts"` // 0 = unlimited
+}
+
+// Role is a named template with a desired replica count.
+type Role struct {
+	Name         string            `json:"name"`
+	Replicas     int               `json:"replicas"`
+	Command      []string          `json:"command"`
+	Workdir      string            `json:"workdir"`
+	Env          map[string]string `json:"env"`
+	Runtime      string            `json:"runtime"`
+	Agent        string            `json:"agent"`
+	AgentProcess string            `json:"agent_process"`
+	Restart      RestartPolicy     `json:"restart"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,40}$`)
+
+// ValidRoleName reports whether name is a legal role name.
+func ValidRoleName(name string) bool { return nameRE.MatchString(name) }
+
+// SessionName is the name of slot index of role.
+func SessionName(role string, index int) string { return fmt.Sprintf("%s-%d", role, index) }
+
+// Identity pins down one process across pid reuse and reboots.
+type Identity struct {
+	BootID    string `json:"boot_id"`
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"start_time"` // clock ticks since boot, /proc/<pid>/stat field 22
+	Marker    string `json:"marker"`     // value of HERD_INCARNATION in its environment
+}
+
+// Zero reports whether no process has been recorded.
+func (id Identity) Zero() bool { return id.PID == 0 }
+
+// Exit describes how an incarnation ended.
+type Exit struct {
+	Code   *int      `json:"code"`
+	Signal *int      `json:"signal"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// Snapshot is what is needed to relaunch a stopped session.
+type Snapshot struct {
+	Argv           []string `json:"argv"`
+	Workdir        string   `json:"workdir"`
+	EnvNames       []string `json:"env_names"`
+	Agent          string   `json:"agent"`
+	AgentSessionID string   `json:"agent_session_id,omitempty"`
+	RuntimeKind    string   `json:"runtime_kind"`
+}
+
+// Incarnation is one launch of a session.
+type Incarnation struct {
+	ID          string   `json:"id"`
+	Session     string   `json:"session"`
+	Host        string   `json:"host"`
+	RuntimeKind string   `json:"runtime_kind"`
+	Argv        []string `json:"argv"`
+	Workdir     string   `json:"workdir"`
+	// Identity is the agent process's identity (zero until first seen).
+	Identity Identity `json:"identity"`
+	// Root is the identity of the process herd launched (the pane's process
+	// for tmux). It equals Identity unless the command is a wrapper.
+	Root      Identity   `json:"root"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at"`
+	Exit      *Exit      `json:"exit"`
+	// AgentSessionID is the agent's own session id (for resume), when known.
+	AgentSessionID string `json:"agent_session_id,omitempty"`
+}
+
+// Session is one replica slot of a role, with its crash bookkeeping.
+type Session struct {
+	Name        string `json:"name"`
+	Role        string `json:"role"`
+	Index       int    `json:"index"`
+	Host        string `json:"host"`
+	State       State  `json:"state"`
+	Incarnation string `json:"incarnation"` // current (or last) incarnation id
+	RuntimeKind string `json:"runtime_kind"`
+
+	Runtime  Axis     `json:"runtime"`
+	Process  Axis     `json:"process"`
+	Activity Activity `json:"activity"`
+
+	Restarts     int        `json:"restarts"`
+	LastCrashAt  *time.Time `json:"last_crash_at"`
+	BackoffUntil *time.Time `json:"backoff_until"`
+	Exit         *Exit      `json:"exit"`
+
+	StartedAt      *time.Time `json:"started_at"`
+	LastActivityAt *time.Time `json:"last_activity_at"`
+	StateSince     time.Time  `json:"state_since"`
+	Archived       bool       `json:"archived"`
+	Snapshot       *Snapshot  `json:"snapshot,omitempty"`
+}
+
+// Event is one entry of the append-only event log.
+type Event struct {
+	ID          int64          `json:"id"`
+	Time        time.Time      `json:"time"`
+	Host        string         `json:"host"`
+	Session     string         `json:"session"`
+	Incarnation string         `json:"incarnation"`
+	Kind        string         `json:"kind"`
+	Reason      string         `json:"reason"`
+	Message     string         `json:"message"`
+	Data        map[string]any `json:"data"`
+}

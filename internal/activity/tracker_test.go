@@ -1,0 +1,119 @@
+package activity
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestTrackerEmpty(t *testing.T) {
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := NewTracker(start).Snapshot()
+	if s.Events != 0 || !s.LastOutputAt.IsZero() || s.Recent == nil || len(s.Recent) != 0 || s.StderrTail == nil {
+		t.Errorf("[empty] expected zero counts and empty non-nil rings, got %+v", s)
+	}
+	if got := s.SilentFor(start.Add(time.Minute)); got != time.Minute {
+		t.Errorf("[silent since start] expected 1m, got %v", got)
+	}
+}
+
+func TestTrackerObserve(t *testing.T) {
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(sec int) time.Time { return start.Add(time.Duration(sec) * time.Second) }
+	tr := NewTracker(start)
+	tr.Observe(Output{Type: "system", AgentSessionID: "sid"}, at(5))
+	tr.Observe(Output{Type: "assistant", Tool: "Bash"}, at(7))
+	tr.Observe(Output{Type: "user"}, at(37)) // 30 s gap: longest
+	tr.Observe(Output{Type: "result", Final: true}, at(40))
+	s := tr.Snapshot()
+	want := TrackerSnapshot{
+		Start: start, LastOutputAt: at(40), Events: 4, LastType: "result", LastTool: "Bash",
+		LastFinal: true, AgentSessionID: "sid", LongestSilence: 30 * time.Second,
+		Recent: []RecentEvent{
+			{Type: "system", Time: at(5)}, {Type: "assistant", Tool: "Bash", Time: at(7)},
+			{Type: "user", Time: at(37)}, {Type: "result", Time: at(40)},
+		},
+		StderrTail: []string{},
+	}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("[observe] expected … got … (-want +got):\n%s", diff)
+	}
+	if got := s.SilentFor(at(50)); got != 10*time.Second {
+		t.Errorf("[silent for] expected 10s, got %v", got)
+	}
+	if got := s.SilentFor(at(30)); got != 0 {
+		t.Errorf("[clock behind] expected 0, got %v", got)
+	}
+}
+
+func TestTrackerSilenceFromStart(t *testing.T) {
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tr := NewTracker(start)
+	tr.Observe(Output{Type: OutputText}, start.Add(time.Minute))
+	tr.Observe(Output{Type: OutputText}, start.Add(time.Minute+time.Second))
+	if got := tr.Snapshot().LongestSilence; got != time.Minute {
+		t.Errorf("[gap before first output] expected 1m, got %v", got)
+	}
+	// A clock step backwards neither counts as silence nor moves LastOutputAt back.
+	tr.Observe(Output{Type: OutputText}, start)
+	s := tr.Snapshot()
+	if s.LongestSilence != time.Minute || !s.LastOutputAt.Equal(start.Add(time.Minute+time.Second)) {
+		t.Errorf("[clock step back] expected 1m and unchanged last output, got %v %v", s.LongestSilence, s.LastOutputAt)
+	}
+}
+
+func TestTrackerRings(t *testing.T) {
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tr := NewTracker(start)
+	for i := range 45 {
+		tr.Observe(Output{Type: fmt.Sprint(i)}, start.Add(time.Duration(i)*time.Second))
+	}
+	for i := range 120 {
+		tr.ObserveStderr(fmt.Sprint("line ", i), start.Add(time.Duration(i)*time.Second))
+	}
+	tr.ObserveStderr(strings.Repeat("é", MaxStderrLine), start.Add(200*time.Second))
+	s := tr.Snapshot()
+	if len(s.Recent) != RecentEvents || s.Recent[0].Type != "25" || s.Recent[RecentEvents-1].Type != "44" {
+		t.Errorf("[recent ring] expected events 25..44, got %d events from %v to %v", len(s.Recent), s.Recent[0], s.Recent[len(s.Recent)-1])
+	}
+	if len(s.StderrTail) != StderrLines || s.StderrTail[0] != "line 71" || s.StderrTail[StderrLines-2] != "line 119" {
+		t.Errorf("[stderr ring] expected lines 71..119 then the long one, got %q … %q", s.StderrTail[0], s.StderrTail[StderrLines-2])
+	}
+	last := s.StderrTail[StderrLines-1]
+	if len(last) > MaxStderrLine || !strings.HasPrefix(last, "é") || strings.ContainsRune(last, '\uFFFD') {
+		t.Errorf("[long line] expected a valid line cut to %d bytes, got %d bytes", MaxStderrLine, len(last))
+	}
+	if s.StderrLines != 121 || !s.LastStderrAt.Equal(start.Add(200*time.Second)) {
+		t.Errorf("[stderr counters] expected 121 lines, got %d at %v", s.StderrLines, s.LastStderrAt)
+	}
+	if s.Events != 45 || !s.LastOutputAt.Equal(start.Add(44*time.Second)) {
+		t.Errorf("[stderr is not output] expected 45 events, last at 44s, got %d at %v", s.Events, s.LastOutputAt)
+	}
+	// The snapshot is a copy.
+	s.Recent[0].Type = "changed"
+	if tr.Snapshot().Recent[0].Type != "25" {
+		t.Errorf("[copy] expected snapshot not to alias the ring")
+	}
+}
+
+func TestTrackerConcurrent(t *testing.T) {
+	tr := NewTracker(time.Now())
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				tr.Observe(Output{Type: "x"}, time.Now())
+				tr.ObserveStderr("e", time.Now())
+				_ = tr.Snapshot()
+			}
+		})
+	}
+	wg.Wait()
+	if s := tr.Snapshot(); s.Events != 800 || s.StderrLines != 800 {
+		t.Errorf("[concurrent] expected 800/800, got %d/%d", s.Events, s.StderrLines)
+	}
+}

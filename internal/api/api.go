@@ -1,0 +1,96 @@
+// Package api defines the daemon's HTTP+JSON API over its unix socket, and a client for it.
+package api
+
+import (
+	"time"
+
+	"herd"
+)
+
+// SessionView is one session as shown by `herd get sessions -o json`.
+// The keys are fixed by the product contract.
+type SessionView struct {
+	Name           string        `json:"name"`
+	Role           string        `json:"role"`
+	Index          int           `json:"index"`
+	Host           string        `json:"host"`
+	Incarnation    string        `json:"incarnation"`
+	RuntimeKind    string        `json:"runtime_kind"`
+	State          herd.State    `json:"state"`
+	Runtime        herd.Axis     `json:"runtime"`
+	Process        herd.Axis     `json:"process"`
+	Activity       herd.Activity `json:"activity"`
+	Restarts       int           `json:"restarts"`
+	PID            int           `json:"pid"`
+	StartedAt      *time.Time    `json:"started_at"`
+	LastActivityAt *time.Time    `json:"last_activity_at"`
+	BackoffUntil   *time.Time    `json:"backoff_until"`
+	Attached       bool          `json:"attached"`
+	Exit           *herd.Exit    `json:"exit"`
+	StateSince     time.Time     `json:"state_since"`
+	Archived       bool          `json:"archived"`
+	// Escalated is true while the session has an open escalation.
+	Escalated bool `json:"escalated"`
+	// Unmanaged marks a herd-named tmux session with no record (left for the reaper).
+	Unmanaged bool `json:"unmanaged,omitempty"`
+}
+
+// SessionDetail is `herd describe session NAME -o json`.
+type SessionDetail struct {
+	SessionView
+	Identity     *herd.Identity `json:"identity"`
+	Root         *herd.Identity `json:"root"`
+	Argv         []string       `json:"argv"`
+	Workdir      string         `json:"workdir"`
+	Snapshot     *herd.Snapshot `json:"snapshot"`
+	Diagnostics  any            `json:"diagnostics"`
+	RecentEvents []herd.Event   `json:"recent_events"`
+	StderrTail   []string       `json:"stderr_tail"`
+	Activity     any            `json:"activity_detail,omitempty"`
+}
+
+// RoleView is one role as shown by `herd get roles`.
+type RoleView struct {
+	herd.Role
+	Ready int `json:"ready"` // sessions running
+	Live  int `json:"live"`  // sessions holding a replica
+}
+
+// ScaleRequest is the body of POST /v1/roles/{name}/scale.
+type ScaleRequest struct {
+	Replicas int `json:"replicas"`
+}
+
+// Result is the body of replies to commands.
+type Result struct {
+	// Message is a one-line, human-readable outcome.
+	Message string `json:"message"`
+}
+
+// Error is the body of every non-2xx reply.
+type Error struct {
+	Error string `json:"error"`
+}
+
+// Health is the body of GET /v1/health.
+type Health struct {
+	Version string `json:"version"`
+	PID     int    `json:"pid"`
+	Host    string `json:"host"`
+	BootID  string `json:"boot_id"`
+}
+
+// ActivityReport is the body of POST /v1/activity, sent by `herd hook`.
+type ActivityReport struct {
+	Session     string    `json:"session"`
+	Incarnation string    `json:"incarnation"`
+	Event       string    `json:"event"`
+	Payload     []byte    `json:"payload"` // the hook JSON as received
+	At          time.Time `json:"at"`
+}
+
+// InjectRequest is the body of POST /v1/sessions/{name}/inject.
+type InjectRequest struct {
+	Text  string `json:"text"`
+	Enter bool   `json:"enter"`
+}

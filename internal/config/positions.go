@@ -1,0 +1,210 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// positions maps the keys of a TOML document to the lines they appear on.
+// Key paths are canonical: dotted, with array-of-tables elements indexed
+// from 0, e.g. "role[1].restart.policy" whether the document wrote
+// restart = { policy = ... } or a [role.restart] table.
+type positions struct {
+	// lines maps a key path to the line where it is first written.
+	lines map[string]int
+	// at maps the (line, column) of a written key part to its path, so keys
+	// reported by the decoder can be named canonically.
+	at map[[2]int]string
+}
+
+// line returns the line of the first of keys present in the document.
+func (p *positions) line(keys ...string) (int, string, bool) {
+	if p == nil {
+		return 0, "", false
+	}
+	for _, k := range keys {
+		if l, ok := p.lines[k]; ok {
+			return l, k, true
+		}
+	}
+	return 0, "", false
+}
+
+var indexRE = regexp.MustCompile(`\[\d+\]`)
+
+// name returns the canonical path of the key the decoder reported at
+// (line, col) with the uncanonical path key, or key itself when unknown.
+func (p *positions) name(key string, line, col int) string {
+	if p == nil {
+		return key
+	}
+	// The decoder reports array-of-tables paths without indexes: pick the
+	// indexed path written on that line.
+	var found []string
+	for k, l := range p.lines {
+		if l == line && indexRE.ReplaceAllString(k, "") == key {
+			found = append(found, k)
+		}
+	}
+	if len(found) > 0 {
+		sort.Strings(found)
+		return found[0]
+	}
+	// Within inline tables it may drop parts of the path; its position
+	// still names the key.
+	if k, ok := p.at[[2]int{line, col}]; ok {
+		return k
+	}
+	return key
+}
+
+// indexer walks a parsed document, tracking the current table.
+type indexer struct {
+	p      unstable.Parser
+	pos    *positions
+	nl     []int          // byte offsets of every '\n'
+	arrays map[string]int // array-of-tables path -> elements seen so far
+}
+
+// indexPositions parses data and records the line of every key.
+func indexPositions(data []byte) (*positions, error) {
+	ix := &indexer{
+		pos:    &positions{lines: map[string]int{}, at: map[[2]int]string{}},
+		arrays: map[string]int{},
+	}
+	for i, c := range data {
+		if c == '\n' {
+			ix.nl = append(ix.nl, i)
+		}
+	}
+	ix.p.Reset(data)
+	prefix := ""
+	for ix.p.NextExpression() {
+		n := ix.p.Expression()
+		switch n.Kind {
+		case unstable.Table:
+			parts, first := ix.keyParts(n.Key())
+			prefix = ix.canon(parts)
+			ix.record(prefix, first)
+		case unstable.ArrayTable:
+			parts, first := ix.keyParts(n.Key())
+			full := ix.canon(parts[:len(parts)-1])
+			full = join(full, parts[len(parts)-1])
+			ix.arrays[full]++
+			prefix = fmt.Sprintf("%s[%d]", full, ix.arrays[full]-1)
+			ix.record(full, first)
+			ix.record(prefix, first)
+		case unstable.KeyValue:
+			ix.keyValue(prefix, n)
+		}
+	}
+	if err := ix.p.Error(); err != nil {
+		return nil, err
+	}
+	return ix.pos, nil
+}
+
+// keyParts returns the parts of a key and the line and column of each.
+func (ix *indexer) keyParts(it unstable.Iterator) ([]string, [][2]int) {
+	var parts []string
+	var at [][2]int
+	for it.Next() {
+		k := it.Node()
+		parts = append(parts, string(k.Data))
+		at = append(at, ix.lineCol(k.Raw))
+	}
+	return parts, at
+}
+
+// canon turns the parts of a table header into a canonical path: a part
+// naming an array of tables refers to its last element.
+func (ix *indexer) canon(parts []string) string {
+	path := ""
+	for _, part := range parts {
+		path = join(path, part)
+		if n, ok := ix.arrays[path]; ok {
+			path = fmt.Sprintf("%s[%d]", path, n-1)
+		}
+	}
+	return path
+}
+
+// record notes the line of path and of each part leading to it, given the
+// positions of the parts of its last key.
+func (ix *indexer) record(path string, at [][2]int) {
+	if len(at) == 0 {
+		return
+	}
+	last := at[len(at)-1]
+	if _, ok := ix.pos.lines[path]; !ok {
+		ix.pos.lines[path] = last[0]
+	}
+	ix.pos.at[last] = path
+}
+
+// keyValue records a key = value line under prefix, descending into inline
+// tables and arrays.
+func (ix *indexer) keyValue(prefix string, n *unstable.Node) {
+	parts, at := ix.keyParts(n.Key())
+	path := prefix
+	for i, part := range parts {
+		path = join(path, part)
+		ix.record(path, at[i:i+1])
+	}
+	line := at[len(at)-1][0]
+	ix.value(path, line, n.Value())
+}
+
+// value records the elements of an inline table or array written at path.
+func (ix *indexer) value(path string, line int, v *unstable.Node) {
+	switch v.Kind {
+	case unstable.InlineTable:
+		it := v.Children()
+		for it.Next() {
+			if c := it.Node(); c.Kind == unstable.KeyValue {
+				ix.keyValue(path, c)
+			}
+		}
+	case unstable.Array:
+		it := v.Children()
+		for i := 0; it.Next(); {
+			c := it.Node()
+			if c.Kind == unstable.Comment {
+				continue
+			}
+			elem := fmt.Sprintf("%s[%d]", path, i)
+			l := line
+			if c.Raw.Length > 0 {
+				l = ix.lineCol(c.Raw)[0]
+			}
+			if _, ok := ix.pos.lines[elem]; !ok {
+				ix.pos.lines[elem] = l
+			}
+			ix.value(elem, l, c)
+			i++
+		}
+	}
+}
+
+// lineCol returns the 1-based line and column where r starts.
+func (ix *indexer) lineCol(r unstable.Range) [2]int {
+	off := int(r.Offset)
+	// Number of newlines before off.
+	i := sort.SearchInts(ix.nl, off)
+	lineStart := 0
+	if i > 0 {
+		lineStart = ix.nl[i-1] + 1
+	}
+	return [2]int{i + 1, off - lineStart + 1}
+}
+
+// join appends a key part to a dotted path.
+func join(path, part string) string {
+	if path == "" {
+		return part
+	}
+	return path + "." + part
+}

@@ -1,0 +1,153 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"herd"
+	"herd/internal/restart"
+	"herd/internal/store"
+)
+
+// death is one observed end of an incarnation, whichever path noticed it:
+// a child's exit status, a pidfd, a dead pane, a vanished pane, a stall kill.
+type death struct {
+	Session     string
+	Incarnation string
+	Exit        herd.Exit
+	// Message explains the evidence, for the event log.
+	Message string
+}
+
+// recordDeath is herd's single crash-accounting entry point. Every
+// detection path calls it. It is a compare-and-set on the incarnation: the
+// first path to report a death does the bookkeeping, later reports of the
+// same death are no-ops, so a death is never counted twice nor skipped.
+// It reports whether this call accounted the death.
+func (d *Daemon) recordDeath(ctx context.Context, dt death) (bool, error) {
+	if d.isStopping(dt.Incarnation) {
+		return false, nil // the stop path owns this death
+	}
+	unlock := d.locks.Lock(dt.Session)
+	defer unlock()
+	accounted := false
+	err := d.st.Update(ctx, func(tx store.Tx) error {
+		accounted = false
+		s, err := tx.Session(dt.Session)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		inc, err := tx.Incarnation(dt.Incarnation)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if s.Incarnation != inc.ID || inc.EndedAt != nil || !s.State.Live() {
+			return nil // already accounted, or superseded
+		}
+		accounted = true
+		return d.crashTx(tx, &s, &inc, dt.Exit, dt.Message, time.Now().UTC())
+	})
+	if err == nil && accounted {
+		d.unwatch(dt.Incarnation)
+		wake(d.kick)
+	}
+	return accounted, err
+}
+
+// crashTx ends inc and applies the role's restart policy to s, inside tx.
+// It is the only place that changes crash bookkeeping.
+func (d *Daemon) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, exit herd.Exit, msg string, now time.Time) error {
+	exit.At = now
+	inc.EndedAt = &now
+	inc.Exit = &exit
+	if err := tx.PutIncarnation(*inc); err != nil {
+		return err
+	}
+	policy := d.cfg.Restart
+	if role, err := tx.Role(s.Role); err == nil {
+		policy = role.Restart
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	} else {
+		policy.Policy = herd.PolicyNever // no role: nothing to relaunch from
+	}
+	success := exit.Reason == herd.ReasonExitCode && exit.Code != nil && *exit.Code == 0
+	out := restart.Decide(policy, restart.Tracker{Restarts: s.Restarts}, restart.Ending{Success: success, RanFor: now.Sub(inc.StartedAt)})
+
+	data := exitData(exit)
+	data["ran_for"] = now.Sub(inc.StartedAt).Round(time.Millisecond).String()
+	if msg == "" {
+		msg = describeExit(exit)
+	}
+	events := []*herd.Event{d.event(*s, inc.ID, herd.EventExited, exit.Reason, msg, data)}
+
+	s.Exit = &exit
+	s.Runtime, s.Process = herd.Dead, herd.Dead
+	s.Restarts = out.Restarts
+	s.BackoffUntil = nil
+	s.StateSince = now
+	if !success {
+		s.LastCrashAt = &now
+		events = append(events, d.event(*s, inc.ID, herd.EventCrashed, exit.Reason, msg, exitData(exit)))
+	}
+	switch out.Decision {
+	case restart.Relaunch:
+		until := now.Add(out.Delay)
+		s.State = herd.StateBackoff
+		s.BackoffUntil = &until
+		if out.Delay == 0 {
+			s.State = herd.StateCrashed
+		}
+		events = append(events, d.event(*s, inc.ID, herd.EventBackoff, exit.Reason,
+			fmt.Sprintf("restart %d in %s", out.Restarts, out.Delay),
+			map[string]any{"restarts": out.Restarts, "delay": out.Delay.String(), "backoff_until": until.Format(time.RFC3339Nano)}))
+	case restart.Fail:
+		s.State = herd.StateFailed
+		events = append(events, d.event(*s, inc.ID, herd.EventFailed, exit.Reason, out.Reason, map[string]any{"restarts": out.Restarts}))
+	case restart.Succeed:
+		s.State = herd.StateSucceeded
+		events = append(events, d.event(*s, inc.ID, herd.EventSucceeded, exit.Reason, out.Reason, nil))
+	}
+	if err := tx.PutSession(*s); err != nil {
+		return err
+	}
+	for _, e := range events {
+		if err := tx.AppendEvent(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func exitData(e herd.Exit) map[string]any {
+	m := map[string]any{}
+	if e.Code != nil {
+		m["code"] = *e.Code
+	}
+	if e.Signal != nil {
+		m["signal"] = *e.Signal
+	}
+	return m
+}
+
+func describeExit(e herd.Exit) string {
+	switch {
+	case e.Signal != nil:
+		return fmt.Sprintf("killed by signal %d", *e.Signal)
+	case e.Code != nil:
+		return fmt.Sprintf("exited with code %d", *e.Code)
+	case e.Reason == herd.ReasonPaneGone:
+		return "tmux pane vanished"
+	case e.Reason == herd.ReasonProcessGone:
+		return "agent process is gone"
+	}
+	return e.Reason
+}

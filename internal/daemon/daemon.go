@@ -1,0 +1,223 @@
+// Package daemon is herd's supervisor: it launches, probes, restarts and stops agent sessions and serves the API.
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/config"
+	"herd/internal/execrt"
+	"herd/internal/proc"
+	"herd/internal/store"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	StateDir string
+	Config   *config.Config
+	Store    store.Store
+	Logger   *slog.Logger
+	Version  string
+	// Proc is the /proc to read; proc.Real() when zero.
+	Proc proc.FS
+	// StopGrace is how long the stop path waits after SIGTERM before SIGKILL.
+	StopGrace time.Duration
+}
+
+// Daemon supervises this host's sessions.
+type Daemon struct {
+	cfg      *config.Config
+	st       store.Store
+	log      *slog.Logger
+	version  string
+	stateDir string
+	host     string
+	bootID   string
+	proc     proc.FS
+	exec     *execrt.Runtime
+	grace    time.Duration
+
+	// kick wakes the reconcile loop at once (after a death or an API change).
+	kick chan struct{}
+	// probeKick wakes the prober at once (a pidfd reported an exit).
+	probeKick chan struct{}
+	// locks serializes every state change of one session (launch, death,
+	// stop), so that two paths never act on the same slot at once.
+	locks keyedMutex
+	// watchCtx parents every watcher; cancelled when the daemon stops. It is
+	// never used to kill agents: agents outlive the daemon.
+	watchCtx context.Context
+
+	mu sync.Mutex // guards the fields below
+	// watched maps an incarnation id to the cancel func of its watcher.
+	watched map[string]context.CancelFunc
+	// stopping holds incarnations the stop path is taking down: their
+	// deaths are the stop path's to record, not crashes.
+	stopping map[string]bool
+
+	// tmuxState is the tmux prober's memory between listings.
+	tmuxState tmuxState
+}
+
+// New returns a daemon; Run starts it.
+func New(o Options) (*Daemon, error) {
+	if o.Config == nil || o.Store == nil {
+		return nil, errors.New("daemon: config and store are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if o.Proc.Root == "" {
+		o.Proc = proc.Real()
+	}
+	if o.StopGrace == 0 {
+		o.StopGrace = 5 * time.Second
+	}
+	boot, err := proc.BootID()
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	host := o.Config.Daemon.Host
+	if host == "" {
+		if host, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("daemon: hostname: %w", err)
+		}
+	}
+	d := &Daemon{
+		cfg: o.Config, st: o.Store, log: o.Logger, version: o.Version,
+		stateDir: o.StateDir, host: host, bootID: boot, proc: o.Proc, grace: o.StopGrace,
+		exec:      &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs")},
+		kick:      make(chan struct{}, 1),
+		probeKick: make(chan struct{}, 1),
+		watched:   make(map[string]context.CancelFunc),
+		stopping:  make(map[string]bool),
+	}
+	return d, nil
+}
+
+// Run supervises until ctx is done, serving the API on ln. Agents keep
+// running after Run returns.
+func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
+	watchCtx, cancelWatchers := context.WithCancel(context.Background())
+	defer cancelWatchers()
+	d.watchCtx = watchCtx
+
+	d.log.Info("daemon starting", "host", d.host, "boot_id", d.bootID, "socket", ln.Addr().String())
+	if err := d.sweepAfterReboot(ctx); err != nil {
+		d.log.Error("reboot sweep", "err", err)
+	}
+	d.adopt(ctx)
+
+	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			d.log.Error("api server", "err", err)
+		}
+	})
+	wg.Go(func() { d.reconcileLoop(ctx) })
+	wg.Go(func() { d.probeLoop(ctx) })
+	for _, f := range d.extraLoops() {
+		wg.Go(func() { f(ctx) })
+	}
+
+	<-ctx.Done()
+	d.log.Info("daemon stopping; agents keep running")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdownCtx)
+	wg.Wait()
+	return nil
+}
+
+// extraLoops lists loops of later subsystems; each runs until ctx is done.
+func (d *Daemon) extraLoops() []func(context.Context) { return nil }
+
+// wake asks a loop to run now without blocking.
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// event fills the common fields of an event.
+func (d *Daemon) event(s herd.Session, inc, kind, reason, msg string, data map[string]any) *herd.Event {
+	return &herd.Event{Time: time.Now().UTC(), Host: d.host, Session: s.Name, Incarnation: inc, Kind: kind, Reason: reason, Message: msg, Data: data}
+}
+
+// newID returns a fresh, opaque, roughly time-ordered incarnation id.
+func newID() string {
+	var b [5]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%x%s", time.Now().UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+// keyedMutex is a set of mutexes by key.
+type keyedMutex struct {
+	mu sync.Mutex // guards m
+	m  map[string]*sync.Mutex
+}
+
+// Lock locks key's mutex and returns its unlock.
+func (k *keyedMutex) Lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = make(map[string]*sync.Mutex)
+	}
+	m, ok := k.m[key]
+	if !ok {
+		m = new(sync.Mutex)
+		k.m[key] = m
+	}
+	k.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+func (d *Daemon) isStopping(inc string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stopping[inc]
+}
+
+func (d *Daemon) setStopping(inc string, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if on {
+		d.stopping[inc] = true
+	} else {
+		delete(d.stopping, inc)
+	}
+}
+
+// localSessions returns the roles and this host's sessions.
+func (d *Daemon) snapshot(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
+	err = d.st.View(ctx, func(tx store.Tx) error {
+		if roles, err = tx.Roles(); err != nil {
+			return err
+		}
+		all, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			if s.Host == d.host {
+				sessions = append(sessions, s)
+			}
+		}
+		return nil
+	})
+	return roles, sessions, err
+}

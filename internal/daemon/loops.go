@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"herd"
+	"herd/internal/reconcile"
+	"herd/internal/store"
+)
+
+// reconcileLoop brings sessions toward the declared roles every probe
+// interval, at once when kicked, and exactly when a backoff expires.
+func (d *Daemon) reconcileLoop(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-d.kick:
+		}
+		next := d.reconcileOnce(ctx)
+		wait := d.cfg.Probe.Interval
+		if !next.IsZero() {
+			if until := time.Until(next); until < wait {
+				wait = max(until, time.Millisecond)
+			}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// reconcileOnce runs one plan; it returns the earliest pending backoff
+// deadline (zero when none), so the loop wakes exactly then.
+func (d *Daemon) reconcileOnce(ctx context.Context) (next time.Time) {
+	roles, sessions, err := d.snapshot(ctx)
+	if err != nil {
+		d.log.Error("reconcile: read store", "err", err)
+		return time.Time{}
+	}
+	byName := make(map[string]herd.Role, len(roles))
+	for _, r := range roles {
+		byName[r.Name] = r
+	}
+	for _, a := range reconcile.Plan(roles, sessions, time.Now()) {
+		if ctx.Err() != nil {
+			return time.Time{}
+		}
+		var err error
+		switch a.Kind {
+		case reconcile.Stop:
+			err = d.stop(ctx, stopRequest{Name: a.Session, Reason: a.Reason})
+			if errors.Is(err, errAlreadyStopped) {
+				err = nil
+			}
+		default:
+			err = d.launch(ctx, d.reconcileLaunch(byName[a.Role], a))
+		}
+		if err != nil {
+			d.log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
+		}
+	}
+	for _, s := range sessions {
+		if s.State == herd.StateBackoff && s.BackoffUntil != nil && s.BackoffUntil.After(time.Now()) {
+			if next.IsZero() || s.BackoffUntil.Before(next) {
+				next = *s.BackoffUntil
+			}
+		}
+	}
+	return next
+}
+
+// resetFailedTx re-arms a role's failed sessions after a person acted
+// (apply, scale): their streak starts over and they relaunch now.
+func (d *Daemon) resetFailedTx(tx store.Tx, role string) error {
+	sessions, err := tx.Sessions()
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	for _, s := range sessions {
+		if s.Role != role || s.Host != d.host || s.State != herd.StateFailed {
+			continue
+		}
+		s.State = herd.StateBackoff
+		s.Restarts = 0
+		s.BackoffUntil = &now
+		s.StateSince = now
+		if err := tx.PutSession(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}

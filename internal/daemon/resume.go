@@ -1,0 +1,156 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"herd"
+	"herd/internal/store"
+)
+
+// sweepAfterReboot runs once per boot (a kv row keyed by host and boot id
+// is claimed atomically; only the winner sweeps): every incarnation of
+// this host recorded under an older boot is stopped with reason reboot
+// through the stop path, without a signal (those processes cannot be
+// ours); then sessions whose role restarts them resume from their snapshot.
+func (d *Daemon) sweepAfterReboot(ctx context.Context) error {
+	var open []herd.Incarnation
+	won := false
+	err := d.st.Update(ctx, func(tx store.Tx) error {
+		var err error
+		won, err = tx.ClaimKV("boot/"+d.host+"/"+d.bootID, time.Now().UTC().Format(time.RFC3339Nano))
+		if err != nil || !won {
+			return err
+		}
+		open, err = tx.OpenIncarnations()
+		return err
+	})
+	if err != nil || !won {
+		return err
+	}
+	var swept []string
+	for _, inc := range open {
+		boot := inc.Root.BootID
+		if boot == "" {
+			boot = inc.Identity.BootID
+		}
+		if inc.Host != d.host || boot == "" || boot == d.bootID {
+			continue
+		}
+		err := d.stop(ctx, stopRequest{
+			Name: inc.Session, Reason: herd.ReasonReboot, NoSignal: true, Incarnation: inc.ID,
+			Message: "the machine rebooted; the agent is gone", Data: map[string]any{"old_boot_id": boot},
+		})
+		switch {
+		case errors.Is(err, errAlreadyStopped), errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			d.log.Error("reboot sweep: stop", "session", inc.Session, "err", err)
+		default:
+			swept = append(swept, inc.Session)
+		}
+	}
+	d.log.Info("reboot sweep", "boot_id", d.bootID, "stopped", len(swept))
+	for _, name := range swept {
+		if err := d.resume(ctx, name, false, true); err != nil && !errors.Is(err, errNotRestartable) {
+			d.log.Error("reboot sweep: resume", "session", name, "err", err)
+		}
+	}
+	return nil
+}
+
+// errNotRestartable means the role's policy does not relaunch the session.
+var errNotRestartable = errors.New("policy does not restart it")
+
+// errNotStopped means resume was asked for a session that is not stopped.
+var errNotStopped = errors.New("not stopped")
+
+// resume relaunches a stopped session from its snapshot, agent-aware.
+// byUser counts it toward its role's replicas again; onlyRestartable skips
+// roles whose policy never restarts (reboot sweep).
+func (d *Daemon) resume(ctx context.Context, name string, byUser, onlyRestartable bool) error {
+	var s herd.Session
+	var role herd.Role
+	err := d.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		if s, err = tx.Session(name); err != nil {
+			return err
+		}
+		if role, err = tx.Role(s.Role); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("role %q of session %s is no longer declared", s.Role, name)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if s.State != herd.StateStopped || s.Snapshot == nil {
+		return fmt.Errorf("session %s is %s: %w", name, s.State, errNotStopped)
+	}
+	if onlyRestartable && role.Restart.Policy == herd.PolicyNever {
+		return errNotRestartable
+	}
+	snap := *s.Snapshot
+	if snap.RuntimeKind != "" {
+		role.Runtime = snap.RuntimeKind
+	}
+	if snap.Workdir != "" {
+		role.Workdir = snap.Workdir
+	}
+	if byUser {
+		err := d.st.Update(ctx, func(tx store.Tx) error {
+			r, err := tx.Role(role.Name)
+			if err != nil {
+				return err
+			}
+			r.Replicas++
+			r.UpdatedAt = time.Now().UTC()
+			return tx.PutRole(r)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return d.launch(ctx, launchRequest{
+		Role: role, Name: name, Index: s.Index, Kind: herd.EventResumed, Argv: ResumeArgv(snap),
+		Check: func(cur *herd.Session, exists bool) error {
+			if !exists || cur.State != herd.StateStopped {
+				return errSkip
+			}
+			return nil
+		},
+	})
+}
+
+// ResumeArgv is the command that continues a stopped agent's conversation:
+// `claude --resume <id>` for Claude Code, `codex resume <id>` for Codex,
+// and the original command for anything else or when no id is known.
+func ResumeArgv(snap herd.Snapshot) []string {
+	argv := slices.Clone(snap.Argv)
+	id := snap.AgentSessionID
+	if id == "" || len(argv) == 0 {
+		return argv
+	}
+	switch snap.Agent {
+	case herd.AgentClaude:
+		out := []string{argv[0]}
+		for i := 1; i < len(argv); i++ {
+			switch argv[i] {
+			case "--resume", "-r":
+				i++ // drop an older id
+				continue
+			case "--continue", "-c":
+				continue
+			}
+			out = append(out, argv[i])
+		}
+		return append(out, "--resume", id)
+	case herd.AgentCodex:
+		return []string{argv[0], "resume", id}
+	case herd.AgentGemini:
+		return append(argv, "--resume", id)
+	}
+	return argv
+}

@@ -1,0 +1,207 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"herd"
+	"herd/internal/proc"
+	"herd/internal/store"
+)
+
+// stopRequest asks the one stop path to take a session down.
+type stopRequest struct {
+	Name   string
+	Reason string // herd.ReasonUser, ReasonIdle, ReasonReboot, ...
+	// Kind is the event recorded: herd.EventStopped (default) or herd.EventReaped.
+	Kind string
+	// DropReplica lowers the role's replica count by one (user stop).
+	DropReplica bool
+	// NoSignal records the stop without signalling (reboot sweep: the
+	// recorded processes cannot be ours).
+	NoSignal bool
+	// Incarnation, when set, stops only if it is still the current one.
+	Incarnation string
+	// Data is added to the event.
+	Data map[string]any
+	// Message is the event's message.
+	Message string
+}
+
+// errAlreadyStopped means another caller stopped the session first.
+var errAlreadyStopped = errors.New("already stopped")
+
+// errUnverified means the process's identity could not be verified, so
+// herd did not signal it.
+var errUnverified = errors.New("process identity cannot be verified; not signalled")
+
+// stop is the one stop path (user stop, scale-down, role deletion, reaper,
+// reboot sweep): verify identity, signal the process group (TERM, grace,
+// KILL) or kill the pane, then in ONE transaction end the incarnation only
+// if it is still current and append exactly one stopped/reaped event with
+// a resume snapshot. A caller that loses the race gets errAlreadyStopped.
+func (d *Daemon) stop(ctx context.Context, req stopRequest) error {
+	if req.Kind == "" {
+		req.Kind = herd.EventStopped
+	}
+	unlock := d.locks.Lock(req.Name)
+	defer unlock()
+
+	var s herd.Session
+	var inc herd.Incarnation
+	hasInc := false
+	err := d.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		if s, err = tx.Session(req.Name); err != nil {
+			return err
+		}
+		if s.Incarnation == "" {
+			return nil
+		}
+		inc, err = tx.Incarnation(s.Incarnation)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		hasInc = err == nil
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if s.State == herd.StateStopped || (req.Incarnation != "" && s.Incarnation != req.Incarnation) {
+		return errAlreadyStopped
+	}
+	if s.Host != d.host && !req.NoSignal {
+		return fmt.Errorf("session %s runs on host %s, not %s", s.Name, s.Host, d.host)
+	}
+	open := hasInc && inc.EndedAt == nil
+	if open && !req.NoSignal {
+		d.setStopping(inc.ID, true)
+		defer d.setStopping(inc.ID, false)
+		if err := d.terminate(ctx, inc); err != nil {
+			return err
+		}
+		d.unwatch(inc.ID)
+	}
+
+	return d.st.Update(ctx, func(tx store.Tx) error {
+		cur, err := tx.Session(req.Name)
+		if err != nil {
+			return err
+		}
+		if cur.State == herd.StateStopped || cur.Incarnation != s.Incarnation {
+			return errAlreadyStopped // compare-and-set lost: no second event
+		}
+		now := time.Now().UTC()
+		exit := herd.Exit{Reason: req.Reason, At: now}
+		snap := herd.Snapshot{RuntimeKind: cur.RuntimeKind}
+		role, rerr := tx.Role(cur.Role)
+		if rerr != nil && !errors.Is(rerr, store.ErrNotFound) {
+			return rerr
+		}
+		if rerr == nil {
+			snap.Argv, snap.Workdir, snap.Agent = role.Command, role.Workdir, role.Agent
+			snap.EnvNames = envNames(role.Env)
+		}
+		if hasInc {
+			cinc, err := tx.Incarnation(inc.ID)
+			if err != nil {
+				return err
+			}
+			snap.Argv, snap.Workdir, snap.RuntimeKind = cinc.Argv, cinc.Workdir, cinc.RuntimeKind
+			snap.AgentSessionID = cinc.AgentSessionID
+			if cinc.EndedAt == nil {
+				cinc.EndedAt, cinc.Exit = &now, &exit
+				if err := tx.PutIncarnation(cinc); err != nil {
+					return err
+				}
+			}
+		}
+		cur.State = herd.StateStopped
+		cur.StateSince = now
+		cur.Snapshot = &snap
+		cur.BackoffUntil = nil
+		cur.Runtime, cur.Process = herd.Dead, herd.Dead
+		cur.Exit = &exit
+		if err := tx.PutSession(cur); err != nil {
+			return err
+		}
+		if req.DropReplica && rerr == nil && role.Replicas > 0 {
+			role.Replicas--
+			role.UpdatedAt = now
+			if err := tx.PutRole(role); err != nil {
+				return err
+			}
+		}
+		data := map[string]any{"snapshot": snap}
+		for k, v := range req.Data {
+			data[k] = v
+		}
+		msg := req.Message
+		if msg == "" {
+			msg = fmt.Sprintf("%s (%s)", req.Kind, req.Reason)
+		}
+		return tx.AppendEvent(d.event(cur, s.Incarnation, req.Kind, req.Reason, msg, data))
+	})
+}
+
+// terminate takes an incarnation's processes down, verifying identity
+// before every signal: SIGTERM to the process group, SIGKILL after the
+// grace period; for tmux, the pane is killed too. A process whose identity
+// cannot be verified is never signalled.
+func (d *Daemon) terminate(ctx context.Context, inc herd.Incarnation) error {
+	for _, id := range targets(inc) {
+		switch d.proc.Check(id, d.bootID) {
+		case herd.Unknown:
+			return fmt.Errorf("pid %d: %w", id.PID, errUnverified)
+		case herd.Dead:
+			continue
+		}
+		if err := proc.SignalGroup(d.proc, id, d.bootID, unix.SIGTERM); err != nil && !errors.Is(err, proc.ErrNoProcess) && !errors.Is(err, proc.ErrIdentityMismatch) {
+			return fmt.Errorf("pid %d: sigterm: %w", id.PID, err)
+		}
+		graceCtx, cancel := context.WithTimeout(ctx, d.grace)
+		err := proc.WaitExit(graceCtx, d.proc, id, d.bootID)
+		cancel()
+		if err == nil || errors.Is(err, proc.ErrIdentityMismatch) {
+			continue
+		}
+		d.log.Warn("agent ignored SIGTERM; sending SIGKILL", "pid", id.PID, "grace", d.grace)
+		if err := proc.SignalGroup(d.proc, id, d.bootID, unix.SIGKILL); err != nil && !errors.Is(err, proc.ErrNoProcess) && !errors.Is(err, proc.ErrIdentityMismatch) {
+			return fmt.Errorf("pid %d: sigkill: %w", id.PID, err)
+		}
+		killCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		proc.WaitExit(killCtx, d.proc, id, d.bootID)
+		cancel()
+	}
+	if inc.RuntimeKind == herd.RuntimeTmux {
+		return d.killPane(ctx, inc.Session)
+	}
+	return nil
+}
+
+// targets lists the identities to signal: the launched root (its group
+// holds the whole tree), and the agent when it differs.
+func targets(inc herd.Incarnation) []herd.Identity {
+	var out []herd.Identity
+	if !inc.Root.Zero() {
+		out = append(out, inc.Root)
+	}
+	if !inc.Identity.Zero() && inc.Identity != inc.Root {
+		out = append(out, inc.Identity)
+	}
+	return out
+}
+
+// killLeftover takes down what remains of an incarnation whose agent died
+// (a wrapper shell living on, a pane left open). Its death is recorded already.
+func (d *Daemon) killLeftover(inc herd.Incarnation) {
+	ctx, cancel := context.WithTimeout(d.watchCtx, d.grace+10*time.Second)
+	defer cancel()
+	if err := d.terminate(ctx, inc); err != nil {
+		d.log.Warn("leftover of a dead agent not killed", "session", inc.Session, "err", err)
+	}
+}

@@ -1,0 +1,223 @@
+// Package execrt launches agents as detached child processes with their output captured to files.
+package execrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"herd"
+)
+
+// DefaultMaxLogBytes caps each captured output file; see Cap.
+const DefaultMaxLogBytes = 8 << 20
+
+// Runtime launches agents as children in their own session and process
+// group, so that signals to the daemon never reach them and they outlive it.
+type Runtime struct {
+	// LogDir holds one directory per session with each incarnation's
+	// <incarnation>.stdout and .stderr.
+	LogDir string
+	// MaxLogBytes caps each output file (DefaultMaxLogBytes when 0).
+	MaxLogBytes int64
+}
+
+// Spec describes one launch.
+type Spec struct {
+	Session     string
+	Incarnation string
+	Argv        []string
+	Workdir     string
+	// Env is added to the daemon's environment (role env plus HERD_*).
+	Env map[string]string
+}
+
+// Proc is a launched agent process, a child of this daemon.
+type Proc struct {
+	PID int
+	cmd *exec.Cmd
+}
+
+// Wait blocks until the process exits and returns how it ended.
+func (p *Proc) Wait() herd.Exit {
+	err := p.cmd.Wait()
+	return ExitOf(p.cmd.ProcessState, err)
+}
+
+// ExitOf converts a wait result to an Exit.
+func ExitOf(ps *os.ProcessState, err error) herd.Exit {
+	if ps == nil {
+		return herd.Exit{Reason: herd.ReasonProcessGone}
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	switch {
+	case ok && ws.Signaled():
+		sig := int(ws.Signal())
+		return herd.Exit{Signal: &sig, Reason: herd.ReasonSignal}
+	default:
+		code := ps.ExitCode()
+		return herd.Exit{Code: &code, Reason: herd.ReasonExitCode}
+	}
+}
+
+// Paths returns the stdout and stderr files of an incarnation.
+func (r *Runtime) Paths(session, incarnation string) (stdout, stderr string) {
+	dir := filepath.Join(r.LogDir, session)
+	return filepath.Join(dir, incarnation+".stdout"), filepath.Join(dir, incarnation+".stderr")
+}
+
+// Launch starts spec.Argv without a shell. The child gets its own session
+// (setsid), so its process group id equals its pid.
+func (r *Runtime) Launch(ctx context.Context, spec Spec) (*Proc, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("exec: empty command")
+	}
+	outPath, errPath := r.Paths(spec.Session, spec.Incarnation)
+	if err := os.MkdirAll(filepath.Dir(outPath), 0o700); err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	// O_APPEND lets Cap truncate the file under the running agent safely.
+	stdout, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	defer stdout.Close()
+	stderr, err := os.OpenFile(errPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	defer stderr.Close()
+
+	// Not exec.CommandContext: the agent must outlive ctx and the daemon.
+	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd.Dir = spec.Workdir
+	cmd.Env = mergeEnv(os.Environ(), spec.Env)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("exec: start %q: %w", spec.Argv[0], err)
+	}
+	r.prune(spec.Session, spec.Incarnation)
+	return &Proc{PID: cmd.Process.Pid, cmd: cmd}, nil
+}
+
+// keepIncarnations is how many incarnations' output files are kept per session.
+const keepIncarnations = 5
+
+// prune removes the output of all but the newest incarnations of a session.
+func (r *Runtime) prune(session, current string) {
+	dir := filepath.Join(r.LogDir, session)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type file struct {
+		name string
+		mod  int64
+	}
+	byInc := map[string]int64{}
+	for _, e := range entries {
+		inc, _, ok := strings.Cut(e.Name(), ".")
+		if !ok {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().UnixNano() > byInc[inc] {
+			byInc[inc] = info.ModTime().UnixNano()
+		}
+	}
+	var incs []file
+	for inc, mod := range byInc {
+		if inc != current {
+			incs = append(incs, file{inc, mod})
+		}
+	}
+	sort.Slice(incs, func(i, j int) bool { return incs[i].mod > incs[j].mod })
+	for i := keepIncarnations - 1; i < len(incs); i++ {
+		for _, suffix := range []string{".stdout", ".stdout.1", ".stderr", ".stderr.1"} {
+			os.Remove(filepath.Join(dir, incs[i].name+suffix))
+		}
+	}
+}
+
+// Cap keeps an output file under max bytes: when it is larger, its content
+// moves to <path>.1 (replacing the previous one) and the file is truncated.
+// The agent writes with O_APPEND, so its next write lands at the new end.
+func Cap(path string, max int64) error {
+	info, err := os.Stat(path)
+	if err != nil || info.Size() <= max {
+		return err
+	}
+	src, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(path+".1", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	if err := dst.Close(); err != nil {
+		return err
+	}
+	return os.Truncate(path, 0)
+}
+
+// ReadTail returns at most the last n lines of the captured output of an
+// incarnation (rotated part included); n <= 0 means all.
+func ReadTail(path string, n int) ([]byte, error) {
+	var buf []byte
+	for _, p := range []string{path + ".1", path} {
+		b, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		buf = append(buf, b...)
+	}
+	if n <= 0 {
+		return buf, nil
+	}
+	end := len(buf)
+	if end > 0 && buf[end-1] == '\n' {
+		end--
+	}
+	count := 0
+	for i := end - 1; i >= 0; i-- {
+		if buf[i] == '\n' {
+			count++
+			if count == n {
+				return buf[i+1:], nil
+			}
+		}
+	}
+	return buf, nil
+}
+
+func mergeEnv(base []string, extra map[string]string) []string {
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, overridden := extra[k]; !overridden {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}

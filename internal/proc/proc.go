@@ -1,0 +1,168 @@
+// Package proc reads process facts from /proc and signals processes only after verifying their identity.
+package proc
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EnvBootIDFile names a file that replaces /proc/sys/kernel/random/boot_id,
+// so tests can simulate a reboot.
+const EnvBootIDFile = "HERD_BOOT_ID_FILE"
+
+// DefaultBootIDFile is where the kernel publishes the current boot id.
+const DefaultBootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// ErrNoProcess means the process does not exist (any more). It wraps
+// os.ErrNotExist, so errors.Is(err, fs.ErrNotExist) holds as well.
+var ErrNoProcess = fmt.Errorf("proc: no such process: %w", os.ErrNotExist)
+
+// ErrIdentityMismatch means the process behind a pid is not (or cannot be
+// shown to be) the recorded one; herd never signals it.
+var ErrIdentityMismatch = errors.New("proc: identity mismatch")
+
+// errGarbled marks proc files whose content cannot be parsed.
+var errGarbled = errors.New("proc: garbled")
+
+// BootID returns the current boot id: the content of the file named by
+// HERD_BOOT_ID_FILE when set, else of /proc/sys/kernel/random/boot_id,
+// with surrounding white space removed.
+func BootID() (string, error) {
+	path := os.Getenv(EnvBootIDFile)
+	if path == "" {
+		path = DefaultBootIDFile
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("proc: boot id: %w", err)
+	}
+	id := strings.TrimSpace(string(b))
+	if id == "" {
+		return "", fmt.Errorf("proc: boot id: %s is empty", path)
+	}
+	return id, nil
+}
+
+// FS reads a proc file system mounted at Root ("/proc" for the real one;
+// tests point it at fixture trees).
+type FS struct {
+	Root string
+}
+
+// Real returns the FS of the running system.
+func Real() FS { return FS{Root: "/proc"} }
+
+// path joins Root, the pid and the file name.
+func (fs FS) path(pid int, name ...string) string {
+	return filepath.Join(append([]string{fs.Root, strconv.Itoa(pid)}, name...)...)
+}
+
+// readPidFile reads /proc/<pid>/<name>. A missing pid (or a process that
+// went away while being read) yields ErrNoProcess; a missing or unreadable
+// Root yields a different error, because then nothing is known.
+func (fs FS) readPidFile(pid int, name string) ([]byte, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("proc: invalid pid %d", pid)
+	}
+	b, err := os.ReadFile(fs.path(pid, name))
+	if err == nil {
+		return b, nil
+	}
+	if errors.Is(err, os.ErrNotExist) || isESRCH(err) {
+		if _, rerr := os.Stat(fs.Root); rerr != nil {
+			return nil, fmt.Errorf("proc: root unreadable: %w", rerr)
+		}
+		return nil, fmt.Errorf("proc: pid %d: %w", pid, ErrNoProcess)
+	}
+	return nil, fmt.Errorf("proc: read %s of pid %d: %w", name, pid, err)
+}
+
+// Environ returns the environment the process was started with (or has
+// since written into its environment block). Permission errors are
+// returned as such (errors.Is(err, fs.ErrPermission)).
+func (fs FS) Environ(pid int) (map[string]string, error) {
+	b, err := fs.readPidFile(pid, "environ")
+	if err != nil {
+		return nil, err
+	}
+	env := make(map[string]string)
+	for _, kv := range splitNUL(b) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue // not a K=V entry; the process may have scribbled over its block
+		}
+		if _, dup := env[k]; !dup {
+			env[k] = v // first wins, as getenv(3) does
+		}
+	}
+	return env, nil
+}
+
+// Cmdline returns the argument vector of the process; empty for kernel
+// threads and zombies.
+func (fs FS) Cmdline(pid int) ([]string, error) {
+	b, err := fs.readPidFile(pid, "cmdline")
+	if err != nil {
+		return nil, err
+	}
+	return splitNUL(b), nil
+}
+
+// splitNUL splits a NUL-separated (and usually NUL-terminated) block.
+func splitNUL(b []byte) []string {
+	b = bytes.TrimSuffix(b, []byte{0})
+	if len(b) == 0 {
+		return []string{}
+	}
+	parts := bytes.Split(b, []byte{0})
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = string(p)
+	}
+	return out
+}
+
+// ClockTicks returns USER_HZ, the unit of start times and CPU times in
+// /proc/<pid>/stat. The kernel fixes it at 100 on every Linux architecture
+// herd runs on, whatever the internal HZ.
+func ClockTicks() uint64 { return 100 }
+
+// StartedAt converts a start time in clock ticks since boot into wall time.
+func StartedAt(bootTime time.Time, startTicks uint64) time.Time {
+	hz := ClockTicks()
+	sec := startTicks / hz
+	frac := startTicks % hz
+	return bootTime.Add(time.Duration(sec)*time.Second + time.Duration(frac)*time.Second/time.Duration(hz))
+}
+
+// BootTime reads the boot time (btime) from <Root>/stat.
+func (fs FS) BootTime() (time.Time, error) {
+	f, err := os.Open(filepath.Join(fs.Root, "stat"))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("proc: boot time: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "btime ")
+		if !ok {
+			continue
+		}
+		sec, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("proc: boot time: %w: %q", errGarbled, rest)
+		}
+		return time.Unix(sec, 0), nil
+	}
+	if err := sc.Err(); err != nil {
+		return time.Time{}, fmt.Errorf("proc: boot time: %w", err)
+	}
+	return time.Time{}, fmt.Errorf("proc: boot time: no btime line")
+}

@@ -1,0 +1,169 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"herd"
+)
+
+// Why the pidfd makes signalling safe: the process recorded as id started
+// before the first check (its start time matches) and is still the holder
+// of id.PID at the second check, which comes after pidfd_open. So it held
+// the pid during the whole interval, and the pidfd, opened inside it, refers
+// to this very process. A pidfd never follows a reused pid: once the process
+// exits, signals through it fail with ESRCH instead of hitting a newcomer.
+
+// Signal sends sig to the process recorded as id after verifying its
+// identity twice, the second time while a pidfd pins the process. It
+// returns an error wrapping ErrIdentityMismatch when the pid is not (or
+// cannot be shown to be) the recorded process, one wrapping ErrNoProcess
+// when the process is gone, and nil once the signal is sent.
+func Signal(fs FS, id herd.Identity, bootID string, sig unix.Signal) error {
+	pidfd, _, err := openVerified(fs, id, bootID)
+	if err != nil {
+		return fmt.Errorf("proc: signal %v: %w", sig, err)
+	}
+	defer unix.Close(pidfd)
+	if err := sendPidfd(pidfd, sig, 0); err != nil {
+		return fmt.Errorf("proc: signal %v to pid %d: %w", sig, id.PID, err)
+	}
+	return nil
+}
+
+// SignalGroup sends sig to the process group led by the process recorded
+// as id, verified as in Signal. When that process does not lead its own
+// group (its pgid differs from its pid), only the process is signalled.
+//
+// The group is signalled through the leader's pidfd with
+// PIDFD_SIGNAL_PROCESS_GROUP where the kernel supports it (Linux 6.9+):
+// the kernel then targets the group of that very pid, so no reused pgid
+// can be hit. Older kernels get kill(-pgid) after checking, while holding
+// the pidfd, that the leader has not exited; this is safe because a pgid
+// is a pid number that the kernel does not hand out again while any
+// process still uses it as pid, pgid or sid, and the live leader uses it.
+func SignalGroup(fs FS, id herd.Identity, bootID string, sig unix.Signal) error {
+	pidfd, st, err := openVerified(fs, id, bootID)
+	if err != nil {
+		return fmt.Errorf("proc: signal group %v: %w", sig, err)
+	}
+	defer unix.Close(pidfd)
+	if st.PGRP != id.PID {
+		if err := sendPidfd(pidfd, sig, 0); err != nil {
+			return fmt.Errorf("proc: signal %v to pid %d (not a group leader): %w", sig, id.PID, err)
+		}
+		return nil
+	}
+	err = sendPidfd(pidfd, sig, unix.PIDFD_SIGNAL_PROCESS_GROUP)
+	if !errors.Is(err, unix.EINVAL) {
+		if err != nil {
+			return fmt.Errorf("proc: signal %v to group %d: %w", sig, st.PGRP, err)
+		}
+		return nil
+	}
+	if err := killGroup(pidfd, st.PGRP, sig); err != nil {
+		return fmt.Errorf("proc: signal %v to group %d: %w", sig, st.PGRP, err)
+	}
+	return nil
+}
+
+// killGroup signals group pgid with kill(2) after confirming, through the
+// pidfd of the group leader, that the leader has not exited.
+func killGroup(pidfd, pgid int, sig unix.Signal) error {
+	exited, err := pidfdExited(pidfd, 0)
+	if err != nil {
+		return err
+	}
+	if exited {
+		return ErrNoProcess
+	}
+	if err := unix.Kill(-pgid, sig); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("%w: %w", ErrNoProcess, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// openVerified checks id, opens a pidfd for it and checks it again. On
+// success the caller owns the pidfd and gets the stat read by the second
+// check.
+func openVerified(fs FS, id herd.Identity, bootID string) (int, Stat, error) {
+	if _, err := fs.verify(id, bootID); err != nil {
+		return -1, Stat{}, err
+	}
+	pidfd, err := unix.PidfdOpen(id.PID, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return -1, Stat{}, fmt.Errorf("proc: pid %d: %w", id.PID, ErrNoProcess)
+		}
+		return -1, Stat{}, fmt.Errorf("proc: pidfd_open %d: %w", id.PID, err)
+	}
+	obs := fs.observe(id)
+	if _, err := decide(id, bootID, obs); err != nil {
+		unix.Close(pidfd)
+		return -1, Stat{}, err
+	}
+	return pidfd, obs.stat, nil
+}
+
+// sendPidfd sends sig through pidfd, mapping "already exited" to
+// ErrNoProcess.
+func sendPidfd(pidfd int, sig unix.Signal, flags int) error {
+	err := unix.PidfdSendSignal(pidfd, sig, nil, flags)
+	if errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("%w: %w", ErrNoProcess, err)
+	}
+	return err
+}
+
+// pidfdExited polls pidfd for up to timeoutMS milliseconds; a pidfd turns
+// readable once its process has exited (it may still be a zombie).
+func pidfdExited(pidfd, timeoutMS int) (bool, error) {
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, timeoutMS)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("poll pidfd: %w", err)
+		}
+		return n > 0 && fds[0].Revents != 0, nil
+	}
+}
+
+// waitTick is how long one poll of WaitExit blocks before it looks at ctx.
+const waitTick = 100 // milliseconds
+
+// WaitExit blocks until the process recorded as id exits or ctx is done.
+// It returns nil once the process has exited (also when it was already
+// gone), an error wrapping ErrIdentityMismatch when the pid is not the
+// recorded process, and ctx.Err() when ctx is done first. It notices the
+// death of processes that are not herd's children at once.
+func WaitExit(ctx context.Context, fs FS, id herd.Identity, bootID string) error {
+	pidfd, _, err := openVerified(fs, id, bootID)
+	if errors.Is(err, ErrNoProcess) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("proc: wait: %w", err)
+	}
+	defer unix.Close(pidfd)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		exited, err := pidfdExited(pidfd, waitTick)
+		if err != nil {
+			return fmt.Errorf("proc: wait pid %d: %w", id.PID, err)
+		}
+		if exited {
+			return nil
+		}
+	}
+}

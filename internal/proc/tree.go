@@ -1,0 +1,179 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Children returns the pids of the direct children of pid, in ascending
+// order. It reads /proc/<pid>/task/*/children when the kernel provides
+// them, else scans the PPID of every process.
+func (fs FS) Children(pid int) ([]int, error) {
+	if err := fs.exists(pid); err != nil {
+		return nil, err
+	}
+	if kids, ok := fs.taskChildren(pid); ok {
+		return kids, nil
+	}
+	byParent, err := fs.scanParents()
+	if err != nil {
+		return nil, err
+	}
+	return byParent[pid], nil
+}
+
+// Descendants returns every descendant of pid, breadth-first, children of
+// one parent in ascending order. Processes that exit during the walk are
+// skipped.
+func (fs FS) Descendants(pid int) ([]int, error) {
+	if err := fs.exists(pid); err != nil {
+		return nil, err
+	}
+	children := func(p int) []int {
+		kids, _ := fs.taskChildren(p)
+		return kids
+	}
+	if _, ok := fs.taskChildren(pid); !ok {
+		// One scan serves the whole walk.
+		byParent, err := fs.scanParents()
+		if err != nil {
+			return nil, err
+		}
+		children = func(p int) []int { return byParent[p] }
+	}
+	seen := map[int]bool{pid: true}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, k := range children(p) {
+			if seen[k] { // only a garbled tree has cycles, but never loop
+				continue
+			}
+			seen[k] = true
+			out = append(out, k)
+			queue = append(queue, k)
+		}
+	}
+	return out, nil
+}
+
+// FindAgent returns the first process, root itself first and then its
+// descendants breadth-first, whose command name or argv[0] basename equals
+// one of names. The kernel truncates command names to 15 bytes, so a
+// longer name also matches a command name equal to its first 15 bytes.
+func (fs FS) FindAgent(root int, names []string) (pid int, found bool, err error) {
+	desc, err := fs.Descendants(root)
+	if err != nil {
+		return 0, false, fmt.Errorf("proc: find agent under %d: %w", root, err)
+	}
+	for _, p := range append([]int{root}, desc...) {
+		if fs.matches(p, names) {
+			return p, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// commLen is the longest command name the kernel keeps (TASK_COMM_LEN-1).
+const commLen = 15
+
+// matches reports whether pid's comm or argv[0] basename is one of names.
+// A process that cannot be read does not match.
+func (fs FS) matches(pid int, names []string) bool {
+	var comm, arg0 string
+	if st, err := fs.Stat(pid); err == nil {
+		comm = st.Comm
+	}
+	if argv, err := fs.Cmdline(pid); err == nil && len(argv) > 0 && argv[0] != "" {
+		arg0 = filepath.Base(argv[0])
+	}
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if n == arg0 || n == comm {
+			return true
+		}
+		if len(n) > commLen && len(comm) == commLen && n[:commLen] == comm {
+			return true
+		}
+	}
+	return false
+}
+
+// exists returns nil when /proc/<pid> exists, an error wrapping
+// ErrNoProcess when it does not, and another error when Root is unusable.
+func (fs FS) exists(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("proc: invalid pid %d", pid)
+	}
+	_, err := os.Stat(fs.path(pid))
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		if _, rerr := os.Stat(fs.Root); rerr != nil {
+			return fmt.Errorf("proc: root unreadable: %w", rerr)
+		}
+		return fmt.Errorf("proc: pid %d: %w", pid, ErrNoProcess)
+	}
+	return fmt.Errorf("proc: pid %d: %w", pid, err)
+}
+
+// taskChildren reads /proc/<pid>/task/*/children. ok is false when the
+// kernel offers no children files for pid (or pid is gone), so the
+// caller must fall back to scanning.
+func (fs FS) taskChildren(pid int) (kids []int, ok bool) {
+	files, _ := filepath.Glob(filepath.Join(fs.path(pid, "task"), "*", "children"))
+	seen := map[int]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread exited; its children moved to another thread or parent
+		}
+		ok = true
+		for _, s := range strings.Fields(string(b)) {
+			k, err := strconv.Atoi(s)
+			if err != nil || k <= 0 || seen[k] {
+				continue
+			}
+			seen[k] = true
+			kids = append(kids, k)
+		}
+	}
+	slices.Sort(kids)
+	return kids, ok
+}
+
+// scanParents reads the PPID of every process under Root and returns the
+// children of each parent, in ascending order. Unreadable entries are
+// skipped: they exited or are not processes.
+func (fs FS) scanParents() (map[int][]int, error) {
+	ents, err := os.ReadDir(fs.Root)
+	if err != nil {
+		return nil, fmt.Errorf("proc: scan: %w", err)
+	}
+	byParent := map[int][]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil || p <= 0 {
+			continue
+		}
+		st, err := fs.Stat(p)
+		if err != nil {
+			continue
+		}
+		byParent[st.PPID] = append(byParent[st.PPID], p)
+	}
+	for _, kids := range byParent {
+		slices.Sort(kids)
+	}
+	return byParent, nil
+}

@@ -1,0 +1,114 @@
+// Package reconcile computes, purely, what the supervisor must do to bring live sessions to the declared roles.
+package reconcile
+
+import (
+	"sort"
+	"time"
+
+	"herd"
+)
+
+// ActionKind names one step of a plan.
+type ActionKind string
+
+// Action kinds.
+const (
+	// Launch starts a fresh slot (no live session holds it).
+	Launch ActionKind = "launch"
+	// Relaunch starts the next incarnation of a crashed session whose backoff expired.
+	Relaunch ActionKind = "relaunch"
+	// Stop stops a live session that is no longer wanted (scale-down, role deleted).
+	Stop ActionKind = "stop"
+)
+
+// Action is one step of a plan.
+type Action struct {
+	Kind    ActionKind
+	Role    string
+	Session string // session name; for Launch, the slot's name
+	Index   int
+	Reason  string // for Stop: herd.ReasonScaledDown or herd.ReasonRoleDeleted
+}
+
+// Holds reports whether a session occupies its slot for reconciliation.
+// Every state but stopped does: a failed or succeeded session keeps its slot
+// so that nothing relaunches beside it until a person acts.
+func Holds(s herd.Session) bool { return s.State != herd.StateStopped }
+
+// Plan returns the actions that move sessions toward roles at time now.
+// sessions are this host's sessions only. The result is deterministic:
+// stops first, then relaunches, then launches, each ordered by name.
+func Plan(roles []herd.Role, sessions []herd.Session, now time.Time) []Action {
+	byRole := make(map[string][]herd.Session)
+	for _, s := range sessions {
+		byRole[s.Role] = append(byRole[s.Role], s)
+	}
+	declared := make(map[string]bool, len(roles))
+	var stops, relaunches, launches []Action
+
+	for _, r := range roles {
+		declared[r.Name] = true
+		var holders []herd.Session
+		taken := make(map[int]bool)
+		for _, s := range byRole[r.Name] {
+			if Holds(s) {
+				holders = append(holders, s)
+				taken[s.Index] = true
+			}
+		}
+		sort.Slice(holders, func(i, j int) bool { return holders[i].Index < holders[j].Index })
+
+		// Scale down: the highest indices go first.
+		for i := len(holders) - 1; i >= 0 && len(holders) > r.Replicas; i-- {
+			s := holders[i]
+			stops = append(stops, Action{Kind: Stop, Role: r.Name, Session: s.Name, Index: s.Index, Reason: herd.ReasonScaledDown})
+			holders = holders[:i]
+		}
+		// Scale up: the lowest free indices.
+		for idx := 0; len(holders)+countKind(launches, r.Name) < r.Replicas; idx++ {
+			if taken[idx] {
+				continue
+			}
+			launches = append(launches, Action{Kind: Launch, Role: r.Name, Session: herd.SessionName(r.Name, idx), Index: idx})
+		}
+		for _, s := range holders {
+			if due(s, now) {
+				relaunches = append(relaunches, Action{Kind: Relaunch, Role: r.Name, Session: s.Name, Index: s.Index})
+			}
+		}
+	}
+	// Live sessions of roles no longer declared.
+	for _, s := range sessions {
+		if !declared[s.Role] && s.State.Live() {
+			stops = append(stops, Action{Kind: Stop, Role: s.Role, Session: s.Name, Index: s.Index, Reason: herd.ReasonRoleDeleted})
+		}
+	}
+	byName := func(a []Action) {
+		sort.SliceStable(a, func(i, j int) bool { return a[i].Session < a[j].Session })
+	}
+	byName(stops)
+	byName(relaunches)
+	byName(launches)
+	return append(append(stops, relaunches...), launches...)
+}
+
+// due reports whether a dead slot's replacement should launch now.
+func due(s herd.Session, now time.Time) bool {
+	switch s.State {
+	case herd.StateCrashed:
+		return true
+	case herd.StateBackoff:
+		return s.BackoffUntil == nil || !now.Before(*s.BackoffUntil)
+	}
+	return false
+}
+
+func countKind(actions []Action, role string) int {
+	n := 0
+	for _, a := range actions {
+		if a.Role == role {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,60 @@
+package reconcile
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"herd"
+)
+
+func TestPlan(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	past, future := now.Add(-time.Second), now.Add(time.Second)
+	role := func(name string, n int) herd.Role { return herd.Role{Name: name, Replicas: n} }
+	sess := func(role string, idx int, st herd.State) herd.Session {
+		return herd.Session{Name: herd.SessionName(role, idx), Role: role, Index: idx, State: st}
+	}
+	backoff := func(idx int, until *time.Time) herd.Session {
+		s := sess("w", idx, herd.StateBackoff)
+		s.BackoffUntil = until
+		return s
+	}
+	launch := func(idx int) Action { return Action{Kind: Launch, Role: "w", Session: herd.SessionName("w", idx), Index: idx} }
+
+	cases := []struct {
+		name     string
+		roles    []herd.Role
+		sessions []herd.Session
+		want     []Action
+	}{
+		{"empty", nil, nil, nil},
+		{"fresh role", []herd.Role{role("w", 2)}, nil, []Action{launch(0), launch(1)}},
+		{"satisfied", []herd.Role{role("w", 1)}, []herd.Session{sess("w", 0, herd.StateRunning)}, nil},
+		{"fills the lowest free index", []herd.Role{role("w", 2)}, []herd.Session{sess("w", 1, herd.StateRunning)}, []Action{launch(0)}},
+		{"a stopped slot is free again", []herd.Role{role("w", 1)}, []herd.Session{sess("w", 0, herd.StateStopped)}, []Action{launch(0)}},
+		{"stopped slot, replicas dropped", []herd.Role{role("w", 1)}, []herd.Session{sess("w", 0, herd.StateStopped), sess("w", 1, herd.StateRunning)}, nil},
+		{"failed holds its slot", []herd.Role{role("w", 1)}, []herd.Session{sess("w", 0, herd.StateFailed)}, nil},
+		{"succeeded holds its slot", []herd.Role{role("w", 1)}, []herd.Session{sess("w", 0, herd.StateSucceeded)}, nil},
+		{"backoff not yet due", []herd.Role{role("w", 1)}, []herd.Session{backoff(0, &future)}, nil},
+		{"backoff due", []herd.Role{role("w", 1)}, []herd.Session{backoff(0, &past)}, []Action{{Kind: Relaunch, Role: "w", Session: "w-0"}}},
+		{"backoff due exactly now", []herd.Role{role("w", 1)}, []herd.Session{backoff(0, &now)}, []Action{{Kind: Relaunch, Role: "w", Session: "w-0"}}},
+		{"backoff without deadline is due (never stuck)", []herd.Role{role("w", 1)}, []herd.Session{backoff(0, nil)}, []Action{{Kind: Relaunch, Role: "w", Session: "w-0"}}},
+		{"crashed marker relaunches", []herd.Role{role("w", 1)}, []herd.Session{sess("w", 0, herd.StateCrashed)}, []Action{{Kind: Relaunch, Role: "w", Session: "w-0"}}},
+		{"scale down stops the highest", []herd.Role{role("w", 1)},
+			[]herd.Session{sess("w", 0, herd.StateRunning), sess("w", 1, herd.StateRunning), sess("w", 2, herd.StateBackoff)},
+			[]Action{{Kind: Stop, Role: "w", Session: "w-1", Index: 1, Reason: herd.ReasonScaledDown}, {Kind: Stop, Role: "w", Session: "w-2", Index: 2, Reason: herd.ReasonScaledDown}}},
+		{"scale to zero", []herd.Role{role("w", 0)}, []herd.Session{sess("w", 0, herd.StateFailed)},
+			[]Action{{Kind: Stop, Role: "w", Session: "w-0", Reason: herd.ReasonScaledDown}}},
+		{"role gone: live sessions stop, dead ones stay", nil,
+			[]herd.Session{sess("old", 0, herd.StateRunning), sess("old", 1, herd.StateFailed)},
+			[]Action{{Kind: Stop, Role: "old", Session: "old-0", Reason: herd.ReasonRoleDeleted}}},
+		{"unknown holds its slot (no second copy)", []herd.Role{role("w", 1)}, []herd.Session{sess("w", 0, herd.StateUnknown)}, nil},
+	}
+	for _, c := range cases {
+		got := Plan(c.roles, c.sessions, now)
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("[%s] plan mismatch (-expected +got):\n%s", c.name, diff)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package sqlite
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"herd"
+	"herd/internal/store"
+)
+
+// seeded opens a store holding sessions sessions and events events.
+func seeded(b *testing.B, sessions, events int) *Store {
+	b.Helper()
+	s := openAt(b, filepath.Join(b.TempDir(), "herd.db"))
+	now := time.Now()
+	err := s.Update(testCtx(b), func(tx store.Tx) error {
+		for i := range sessions {
+			code := 1
+			err := tx.PutSession(herd.Session{
+				Name: herd.SessionName("worker", i), Role: "worker", Index: i, Host: "h",
+				State: herd.StateRunning, Incarnation: fmt.Sprint("inc-", i),
+				RuntimeKind: herd.RuntimeTmux, Runtime: herd.Alive, Process: herd.Alive,
+				Activity: herd.ActivityWorking, StartedAt: &now, LastActivityAt: &now,
+				StateSince: now, Exit: &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now},
+				Snapshot: &herd.Snapshot{Argv: []string{"claude"}, Workdir: "/src"},
+			})
+			if err != nil {
+				return err
+			}
+		}
+		for i := range events {
+			err := tx.AppendEvent(&herd.Event{Time: now, Session: herd.SessionName("worker", i%sessions),
+				Kind: herd.EventActivity, Message: "working", Data: map[string]any{"i": i}})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatalf("seed: %v", err)
+	}
+	return s
+}
+
+func BenchmarkSessions1000(b *testing.B) {
+	s := seeded(b, 1000, 0)
+	ctx := testCtx(b)
+	for b.Loop() {
+		err := s.View(ctx, func(tx store.Tx) error {
+			got, err := tx.Sessions()
+			if err == nil && len(got) != 1000 {
+				err = fmt.Errorf("got %d sessions", len(got))
+			}
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLast50Events(b *testing.B) {
+	s := seeded(b, 100, 20000)
+	ctx := testCtx(b)
+	for b.Loop() {
+		err := s.View(ctx, func(tx store.Tx) error {
+			got, err := tx.Events(store.EventFilter{Limit: 50})
+			if err == nil && len(got) != 50 {
+				err = fmt.Errorf("got %d events", len(got))
+			}
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLast50EventsOfSession(b *testing.B) {
+	s := seeded(b, 100, 20000)
+	ctx := testCtx(b)
+	for b.Loop() {
+		err := s.View(ctx, func(tx store.Tx) error {
+			got, err := tx.Events(store.EventFilter{Session: "worker-7", Limit: 50})
+			if err == nil && len(got) != 50 {
+				err = fmt.Errorf("got %d events", len(got))
+			}
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"herd"
+	"herd/internal/store"
+)
+
+var _ store.Tx = (*tx)(nil)
+
+// tx is one transaction; every statement runs under the context given to
+// Update or View.
+type tx struct {
+	ctx context.Context
+	tx  *sql.Tx
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// notFound wraps store.ErrNotFound, or returns err unchanged.
+func notFound(err error, what, key string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: %s %q: %w", what, key, store.ErrNotFound)
+	}
+	return fmt.Errorf("sqlite: %s %q: %w", what, key, err)
+}
+
+// exec runs one statement.
+func (t *tx) exec(query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(t.ctx, query, args...)
+}
+
+var roleCols = []string{
+	"name", "replicas", "command", "workdir", "env", "runtime", "agent",
+	"agent_process", "restart_policy", "initial_backoff", "max_backoff",
+	"reset_after", "max_restarts", "updated_at",
+}
+
+var (
+	roleSelect = "SELECT " + strings.Join(roleCols, ", ") + " FROM roles"
+	roleUpsert = upsertSQL("roles", "name", roleCols)
+)
+
+// Role returns the role called name, or an error wrapping store.ErrNotFound.
+func (t *tx) Role(name string) (herd.Role, error) {
+	r, err := scanRole(t.tx.QueryRowContext(t.ctx, roleSelect+" WHERE name = ?", name))
+	if err != nil {
+		return herd.Role{}, notFound(err, "role", name)
+	}
+	return r, nil
+}
+
+// Roles lists every role by name.
+func (t *tx) Roles() ([]herd.Role, error) {
+	rows, err := t.tx.QueryContext(t.ctx, roleSelect+" ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: roles: %w", err)
+	}
+	defer rows.Close()
+	var out []herd.Role
+	for rows.Next() {
+		r, err := scanRole(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: roles: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: roles: %w", err)
+	}
+	return out, nil
+}
+
+func scanRole(s scanner) (herd.Role, error) {
+	var (
+		r            herd.Role
+		command, env string
+		updated      int64
+	)
+	err := s.Scan(&r.Name, &r.Replicas, &command, &r.Workdir, &env, &r.Runtime,
+		&r.Agent, &r.AgentProcess, &r.Restart.Policy, &r.Restart.InitialBackoff,
+		&r.Restart.MaxBackoff, &r.Restart.ResetAfter, &r.Restart.MaxRestarts, &updated)
+	if err != nil {
+		return r, err
+	}
+	if err := decode(command, &r.Command); err != nil {
+		return r, fmt.Errorf("role %q command: %w", r.Name, err)
+	}
+	if err := decode(env, &r.Env); err != nil {
+		return r, fmt.Errorf("role %q env: %w", r.Name, err)
+	}
+	r.UpdatedAt = fromNanos(updated)
+	return r, nil
+}
+
+// PutRole inserts or replaces r.
+func (t *tx) PutRole(r herd.Role) error {
+	if r.Name == "" {
+		return errors.New("sqlite: put role: empty name")
+	}
+	command, err := encode(r.Command)
+	if err != nil {
+		return fmt.Errorf("sqlite: put role %q: %w", r.Name, err)
+	}
+	env, err := encode(r.Env)
+	if err != nil {
+		return fmt.Errorf("sqlite: put role %q: %w", r.Name, err)
+	}
+	updated, err := nanos(r.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("sqlite: put role %q: updated_at: %w", r.Name, err)
+	}
+	_, err = t.exec(roleUpsert, r.Name, r.Replicas, command, r.Workdir, env, r.Runtime,
+		r.Agent, r.AgentProcess, r.Restart.Policy, int64(r.Restart.InitialBackoff),
+		int64(r.Restart.MaxBackoff), int64(r.Restart.ResetAfter), r.Restart.MaxRestarts, updated)
+	if err != nil {
+		return fmt.Errorf("sqlite: put role %q: %w", r.Name, err)
+	}
+	return nil
+}
+
+// DeleteRole removes the role and its sessions; incarnations and events stay.
+// Deleting a missing role is not an error.
+func (t *tx) DeleteRole(name string) error {
+	if _, err := t.exec("DELETE FROM sessions WHERE role = ?", name); err != nil {
+		return fmt.Errorf("sqlite: delete role %q: %w", name, err)
+	}
+	if _, err := t.exec("DELETE FROM roles WHERE name = ?", name); err != nil {
+		return fmt.Errorf("sqlite: delete role %q: %w", name, err)
+	}
+	return nil
+}
+
+var incarnationCols = []string{
+	"id", "session", "host", "runtime_kind", "argv", "workdir", "boot_id", "pid",
+	"start_time", "marker", "started_at", "ended_at", "exit_code", "exit_signal",
+	"exit_reason", "exit_at", "agent_session_id",
+}
+
+var (
+	incarnationSelect = "SELECT " + strings.Join(incarnationCols, ", ") + " FROM incarnations"
+	incarnationUpsert = upsertSQL("incarnations", "id", incarnationCols)
+)
+
+// Incarnation returns the incarnation id, or an error wrapping
+// store.ErrNotFound.
+func (t *tx) Incarnation(id string) (herd.Incarnation, error) {
+	inc, err := scanIncarnation(t.tx.QueryRowContext(t.ctx, incarnationSelect+" WHERE id = ?", id))
+	if err != nil {
+		return herd.Incarnation{}, notFound(err, "incarnation", id)
+	}
+	return inc, nil
+}
+
+// OpenIncarnations lists the incarnations without an end time, of every host,
+// by start time.
+func (t *tx) OpenIncarnations() ([]herd.Incarnation, error) {
+	rows, err := t.tx.QueryContext(t.ctx,
+		incarnationSelect+" WHERE ended_at IS NULL ORDER BY started_at, id")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open incarnations: %w", err)
+	}
+	defer rows.Close()
+	var out []herd.Incarnation
+	for rows.Next() {
+		inc, err := scanIncarnation(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: open incarnations: %w", err)
+		}
+		out = append(out, inc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: open incarnations: %w", err)
+	}
+	return out, nil
+}
+
+func scanIncarnation(s scanner) (herd.Incarnation, error) {
+	var (
+		inc                  herd.Incarnation
+		argv                 string
+		startTime, started   int64
+		ended, exitAt        sql.NullInt64
+		exitCode, exitSignal sql.NullInt64
+		exitReason           sql.NullString
+	)
+	err := s.Scan(&inc.ID, &inc.Session, &inc.Host, &inc.RuntimeKind, &argv, &inc.Workdir,
+		&inc.Identity.BootID, &inc.Identity.PID, &startTime, &inc.Identity.Marker,
+		&started, &ended, &exitCode, &exitSignal, &exitReason, &exitAt, &inc.AgentSessionID)
+	if err != nil {
+		return inc, err
+	}
+	if err := decode(argv, &inc.Argv); err != nil {
+		return inc, fmt.Errorf("incarnation %q argv: %w", inc.ID, err)
+	}
+	inc.Identity.StartTime = uint64(startTime)
+	inc.StartedAt = fromNanos(started)
+	inc.EndedAt = fromNullNanos(ended)
+	if exitReason.Valid {
+		e := &herd.Exit{Reason: exitReason.String}
+		if exitCode.Valid {
+			c := int(exitCode.Int64)
+			e.Code = &c
+		}
+		if exitSignal.Valid {
+			s := int(exitSignal.Int64)
+			e.Signal = &s
+		}
+		if exitAt.Valid {
+			e.At = fromNanos(exitAt.Int64)
+		}
+		inc.Exit = e
+	}
+	return inc, nil
+}
+
+// PutIncarnation inserts or replaces inc.
+func (t *tx) PutIncarnation(inc herd.Incarnation) error {
+	if inc.ID == "" {
+		return errors.New("sqlite: put incarnation: empty id")
+	}
+	fail := func(err error) error { return fmt.Errorf("sqlite: put incarnation %q: %w", inc.ID, err) }
+	if inc.Identity.StartTime > math.MaxInt64 {
+		return fail(fmt.Errorf("start time %d out of range", inc.Identity.StartTime))
+	}
+	argv, err := encode(inc.Argv)
+	if err != nil {
+		return fail(err)
+	}
+	started, err := nanos(inc.StartedAt)
+	if err != nil {
+		return fail(err)
+	}
+	ended, err := nullNanos(inc.EndedAt)
+	if err != nil {
+		return fail(err)
+	}
+	var exitCode, exitSignal, exitReason, exitAt any
+	if e := inc.Exit; e != nil {
+		if e.Code != nil {
+			exitCode = int64(*e.Code)
+		}
+		if e.Signal != nil {
+			exitSignal = int64(*e.Signal)
+		}
+		exitReason = e.Reason
+		if exitAt, err = nanos(e.At); err != nil {
+			return fail(err)
+		}
+	}
+	_, err = t.exec(incarnationUpsert, inc.ID, inc.Session, inc.Host, inc.RuntimeKind, argv,
+		inc.Workdir, inc.Identity.BootID, inc.Identity.PID, int64(inc.Identity.StartTime),
+		inc.Identity.Marker, started, ended, exitCode, exitSignal, exitReason, exitAt,
+		inc.AgentSessionID)
+	if err != nil {
+		return fail(err)
+	}
+	return nil
+}

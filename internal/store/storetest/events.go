@@ -1,0 +1,162 @@
+package storetest
+
+import (
+	"testing"
+
+	"herd"
+	"herd/internal/store"
+)
+
+// appendAll appends events in one transaction and returns them with their ids.
+func appendAll(t *testing.T, s store.Store, events []herd.Event) []herd.Event {
+	t.Helper()
+	out := make([]herd.Event, len(events))
+	copy(out, events)
+	update(t, s, func(tx store.Tx) error {
+		for i := range out {
+			if err := tx.AppendEvent(&out[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+func testAppendEventSetsID(t *testing.T, s store.Store) {
+	first := appendAll(t, s, []herd.Event{
+		{Time: at(0), Host: "h", Session: "a-0", Incarnation: "i1", Kind: herd.EventSpawned,
+			Reason: herd.ReasonUser, Message: "launched"},
+		{Time: at(1), Session: "a-0", Kind: herd.EventExited},
+	})
+	second := appendAll(t, s, []herd.Event{{Time: at(2), Session: "a-0", Kind: herd.EventCrashed}})
+	all := append(first, second...)
+	for i, e := range all {
+		if e.ID <= 0 || (i > 0 && e.ID <= all[i-1].ID) {
+			t.Errorf("[event %d] expected a positive id above the previous one, got ids %d", i, e.ID)
+		}
+	}
+	view(t, s, func(tx store.Tx) error {
+		got, err := tx.Events(store.EventFilter{})
+		if err != nil {
+			return err
+		}
+		diff(t, "events", all, got)
+		for _, e := range got {
+			checkUTC(t, "event", &e.Time)
+		}
+		return nil
+	})
+}
+
+func testEventFilters(t *testing.T, s store.Store) {
+	ev := appendAll(t, s, []herd.Event{
+		{Time: at(0), Session: "a-0", Kind: herd.EventSpawned},  // 0
+		{Time: at(1), Session: "b-0", Kind: herd.EventSpawned},  // 1
+		{Time: at(2), Session: "a-0", Kind: herd.EventCrashed},  // 2
+		{Time: at(3), Session: "a-0", Kind: herd.EventBackoff},  // 3
+		{Time: at(3), Session: "b-0", Kind: herd.EventCrashed},  // 4
+		{Time: at(5), Session: "a-0", Kind: herd.EventSpawned},  // 5
+		{Time: at(6), Session: "c-0", Kind: herd.EventActivity}, // 6
+	})
+	cases := []struct {
+		name string
+		f    store.EventFilter
+		want []int // indexes into ev
+	}{
+		{"no filter", store.EventFilter{}, []int{0, 1, 2, 3, 4, 5, 6}},
+		{"session", store.EventFilter{Session: "a-0"}, []int{0, 2, 3, 5}},
+		{"kind", store.EventFilter{Kind: herd.EventCrashed}, []int{2, 4}},
+		{"session and kind", store.EventFilter{Session: "a-0", Kind: herd.EventSpawned}, []int{0, 5}},
+		{"since is inclusive", store.EventFilter{Since: at(3)}, []int{3, 4, 5, 6}},
+		{"since in another zone", store.EventFilter{Since: at(3).UTC()}, []int{3, 4, 5, 6}},
+		{"after id", store.EventFilter{AfterID: ev[4].ID}, []int{5, 6}},
+		{"after last id", store.EventFilter{AfterID: ev[6].ID}, nil},
+		{"limit keeps the newest", store.EventFilter{Limit: 3}, []int{4, 5, 6}},
+		{"limit above count", store.EventFilter{Limit: 100}, []int{0, 1, 2, 3, 4, 5, 6}},
+		{"limit with session", store.EventFilter{Session: "a-0", Limit: 2}, []int{3, 5}},
+		{"limit with after id", store.EventFilter{AfterID: ev[1].ID, Limit: 2}, []int{5, 6}},
+		{"since and kind", store.EventFilter{Since: at(1), Kind: herd.EventSpawned}, []int{1, 5}},
+		{"unknown session", store.EventFilter{Session: "zzz"}, nil},
+	}
+	view(t, s, func(tx store.Tx) error {
+		for _, c := range cases {
+			got, err := tx.Events(c.f)
+			if err != nil {
+				t.Errorf("[%s] unexpected error %v", c.name, err)
+				continue
+			}
+			var want []herd.Event
+			for _, i := range c.want {
+				want = append(want, ev[i])
+			}
+			if len(want) == 0 && len(got) == 0 {
+				continue
+			}
+			diff(t, c.name, want, got)
+		}
+		return nil
+	})
+}
+
+func testEventData(t *testing.T, s store.Store) {
+	in := map[string]any{
+		"int":    3,
+		"float":  1.5,
+		"string": "x",
+		"bool":   true,
+		"null":   nil,
+		"list":   []any{1, "a"},
+		"object": map[string]any{"k": int64(2)},
+	}
+	// JSON numbers come back as float64, lists as []any, objects as
+	// map[string]any.
+	want := map[string]any{
+		"int":    float64(3),
+		"float":  1.5,
+		"string": "x",
+		"bool":   true,
+		"null":   nil,
+		"list":   []any{float64(1), "a"},
+		"object": map[string]any{"k": float64(2)},
+	}
+	ev := appendAll(t, s, []herd.Event{
+		{Time: at(0), Session: "a-0", Kind: herd.EventSummary, Data: in},
+		{Time: at(1), Session: "a-0", Kind: herd.EventSummary},
+	})
+	view(t, s, func(tx store.Tx) error {
+		got, err := tx.Events(store.EventFilter{})
+		if err != nil {
+			return err
+		}
+		if len(got) != 2 {
+			t.Fatalf("[events] expected 2, got %d", len(got))
+		}
+		diff(t, "event data", want, got[0].Data)
+		if got[1].Data != nil {
+			t.Errorf("[nil data] expected nil, got %#v", got[1].Data)
+		}
+		if got[0].ID != ev[0].ID {
+			t.Errorf("[id] expected %d, got %d", ev[0].ID, got[0].ID)
+		}
+		return nil
+	})
+
+	// Data that is not JSON is an error, not a panic, and is not stored.
+	err := s.Update(ctx(t), func(tx store.Tx) error {
+		return tx.AppendEvent(&herd.Event{Kind: herd.EventSummary, Data: map[string]any{"f": func() {}}})
+	})
+	if err == nil {
+		t.Errorf("[unencodable data] expected an error, got nil")
+	}
+	view(t, s, func(tx store.Tx) error {
+		got, err := tx.Events(store.EventFilter{})
+		if err != nil {
+			return err
+		}
+		if len(got) != 2 {
+			t.Errorf("[after unencodable data] expected 2 events, got %d", len(got))
+		}
+		return nil
+	})
+}

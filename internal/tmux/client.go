@@ -1,0 +1,225 @@
+// Package tmux drives herd's tmux server through the tmux binary, one bounded call at a time.
+package tmux
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// DefaultTimeout bounds a call when Client.Timeout is zero.
+const DefaultTimeout = 5 * time.Second
+
+// waitDelay is how long a killed call may keep its output pipes open (a
+// wrapper's children) before Wait gives up on them.
+const waitDelay = 500 * time.Millisecond
+
+// Error kinds, matched with errors.Is.
+var (
+	// ErrNoServer means no tmux server listens on the socket: nothing runs there.
+	ErrNoServer = errors.New("no server running")
+	// ErrNoSession means the server runs but has no session of that name.
+	ErrNoSession = errors.New("session not found")
+)
+
+// Client runs tmux commands against one server. Its zero value (plus Binary)
+// works; it holds no state, so one Client may be used from many goroutines.
+type Client struct {
+	Binary  string        // tmux executable; "" means "tmux"
+	Socket  string        // -L value; "" means the user's default server
+	Timeout time.Duration // per call, applied when ctx has no earlier deadline; 0 means DefaultTimeout
+}
+
+// CallError is a failed tmux call: its arguments, tmux's stderr and the cause.
+// Err is ErrNoServer or ErrNoSession (wrapping the exit error) when stderr says
+// so, wraps context.DeadlineExceeded when the call timed out, and is the exit
+// or start error otherwise.
+type CallError struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+// maxErrorArgs caps how much of the argument list an error message repeats.
+const maxErrorArgs = 200
+
+// Error implements error.
+func (e *CallError) Error() string {
+	args := strings.Join(e.Args, " ")
+	if len(args) > maxErrorArgs {
+		args = args[:maxErrorArgs] + "…"
+	}
+	msg := fmt.Sprintf("tmux %s: %v", args, e.Err)
+	if e.Stderr != "" {
+		msg += ": " + e.Stderr
+	}
+	return msg
+}
+
+// Unwrap returns the cause, so errors.Is sees ErrNoServer, ErrNoSession and
+// context.DeadlineExceeded.
+func (e *CallError) Unwrap() error { return e.Err }
+
+// classify maps tmux's stderr to an error kind, or nil when it is none of them.
+// A server that exists but cannot be reached (permission denied, a socket
+// path that is not a socket) is not "no server": something may run there.
+func classify(stderr string) error {
+	switch {
+	case strings.Contains(stderr, "no server running on "):
+		return ErrNoServer
+	case strings.Contains(stderr, "error connecting to ") &&
+		(strings.Contains(stderr, "(No such file or directory)") ||
+			strings.Contains(stderr, "(Connection refused)")):
+		return ErrNoServer
+	case strings.Contains(stderr, "can't find session"),
+		strings.Contains(stderr, "session not found"):
+		return ErrNoSession
+	}
+	return nil
+}
+
+// callError builds the error of a call that ended with runErr (non-nil).
+// ctxErr is the call context's error, which wins: a killed call's stderr is
+// not to be trusted.
+func callError(args []string, stderr string, runErr, ctxErr error) *CallError {
+	stderr = strings.TrimSpace(stderr)
+	e := &CallError{Args: args, Stderr: stderr, Err: runErr}
+	if ctxErr != nil {
+		e.Err = fmt.Errorf("%w (%w)", ctxErr, runErr)
+	} else if kind := classify(stderr); kind != nil {
+		e.Err = fmt.Errorf("%w (%w)", kind, runErr)
+	}
+	return e
+}
+
+func (c *Client) binary() string {
+	if c.Binary == "" {
+		return "tmux"
+	}
+	return c.Binary
+}
+
+func (c *Client) timeout() time.Duration {
+	if c.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return c.Timeout
+}
+
+// globalArgs are the arguments before the command: -u because without it a
+// client in a non-UTF-8 locale gets every tab and non-ASCII byte of -F output
+// replaced by '_'; -L to pick herd's server.
+func (c *Client) globalArgs() []string {
+	args := []string{"-u"}
+	if c.Socket != "" {
+		args = append(args, "-L", c.Socket)
+	}
+	return args
+}
+
+// escapeArg protects one argument from tmux's command splitting: tmux reads
+// any argument ending in ';' as a command separator (keeping the text before
+// it), and turns a trailing "\;" into ";". Inserting a backslash before a
+// trailing ';' makes tmux hand the original argument to the command.
+func escapeArg(s string) string {
+	if strings.HasSuffix(s, ";") {
+		return s[:len(s)-1] + `\;`
+	}
+	return s
+}
+
+// escapeFormat protects a value that tmux expands as a format (new-session's
+// -s and -c): '#' starts a format sequence and "##" is a literal '#'.
+func escapeFormat(s string) string { return strings.ReplaceAll(s, "#", "##") }
+
+// commandLine joins commands into one tmux invocation, escaping every argument
+// and separating the commands with ";" so tmux runs them in one queue, with no
+// event processed in between.
+func commandLine(cmds [][]string) []string {
+	var args []string
+	for i, cmd := range cmds {
+		if i > 0 {
+			args = append(args, ";")
+		}
+		for _, a := range cmd {
+			args = append(args, escapeArg(a))
+		}
+	}
+	return args
+}
+
+// clientEnv is the environment of a tmux client: ours without TMUX, which
+// would otherwise point a client with no -L at the server it runs inside.
+func clientEnv() []string {
+	env := os.Environ()
+	out := env[:0:0]
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// run executes the commands in one tmux invocation, with stdin when non-nil,
+// and returns stdout. The call is bounded by the client's timeout; on timeout
+// the whole process group of the client is killed, so a wedged wrapper and
+// its children cannot hold the call open.
+func (c *Client) run(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
+
+	args := append(c.globalArgs(), commandLine(cmds)...)
+	cmd := exec.CommandContext(ctx, c.binary(), args...)
+	cmd.Env = clientEnv()
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The client leads its own process group; kill all of it.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = waitDelay
+
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), callError(args, stderr.String(), err, ctx.Err())
+	}
+	return stdout.Bytes(), nil
+}
+
+// checkName rejects session names tmux would silently change (it replaces
+// ':' and '.' and escapes control characters), since an exact target for a
+// changed name would never match.
+func checkName(name string) error {
+	if name == "" {
+		return errors.New("tmux: empty session name")
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("tmux: session name %q is not valid UTF-8", name)
+	}
+	if strings.ContainsAny(name, ":.") {
+		return fmt.Errorf("tmux: session name %q contains ':' or '.'", name)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("tmux: session name %q contains a control character", name)
+		}
+	}
+	return nil
+}
+
+// target is the exact target of a session's active pane. A bare name would
+// prefix-match ("work" finding "work-1" when "work" is gone).
+func target(name string) string { return "=" + name + ":" }

@@ -1,0 +1,97 @@
+package tmux
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxSendKeys is the largest text typed with send-keys. A tmux command,
+// arguments included, must fit one 16 KiB message to the server ("command
+// too long"); larger text goes through a paste buffer fed on stdin.
+const maxSendKeys = 8 << 10
+
+// SendText types text into the session's active pane, literally: key names
+// are not interpreted and text starting with '-' is not read as a flag. Text
+// over a few KiB (or containing NUL) is loaded into a uniquely named paste
+// buffer from stdin and pasted with newlines kept as they are, bracketed if
+// the application asked for it; the buffer is deleted. With enter, an Enter
+// key follows in a separate call, so an application that tells typing from
+// pasting by timing does not read it as part of the text.
+func (c *Client) SendText(ctx context.Context, name, text string, enter bool) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if text != "" {
+		var err error
+		if len(text) > maxSendKeys || strings.ContainsRune(text, 0) {
+			err = c.paste(ctx, name, text)
+		} else {
+			_, err = c.run(ctx, nil, []string{"send-keys", "-l", "-t", target(name), "--", text})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if enter {
+		_, err := c.run(ctx, nil, []string{"send-keys", "-t", target(name), "Enter"})
+		return err
+	}
+	return nil
+}
+
+// paste loads text into a fresh buffer from stdin and pastes it, in one tmux
+// invocation (tmux waits for the load before running the paste).
+func (c *Client) paste(ctx context.Context, name, text string) error {
+	buf, err := bufferName()
+	if err != nil {
+		return err
+	}
+	_, err = c.run(ctx, strings.NewReader(text),
+		[]string{"load-buffer", "-b", buf, "-"},
+		[]string{"paste-buffer", "-d", "-p", "-r", "-b", buf, "-t", target(name)},
+	)
+	if err != nil {
+		// paste-buffer -d deletes only on success; do not leave a
+		// copy of the text on the server.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		_, derr := c.run(dctx, nil, []string{"delete-buffer", "-b", buf})
+		cancel()
+		if derr != nil && !strings.Contains(derr.Error(), "no buffer") && !errors.Is(derr, ErrNoServer) {
+			return errors.Join(err, derr)
+		}
+		return err
+	}
+	return nil
+}
+
+func bufferName() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("tmux: buffer name: %w", err)
+	}
+	return "herd-" + hex.EncodeToString(b[:]), nil
+}
+
+// Capture returns the text of the session's active pane, wrapped lines
+// joined: the visible screen, plus up to lines lines of history when lines is
+// positive. It works on a dead pane too (remain-on-exit).
+func (c *Client) Capture(ctx context.Context, name string, lines int) ([]byte, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	args := []string{"capture-pane", "-p", "-J", "-t", target(name)}
+	if lines > 0 {
+		args = append(args, "-S", "-"+strconv.Itoa(lines))
+	}
+	return c.run(ctx, nil, args)
+}
+
+// cleanupTimeout bounds best-effort cleanup calls made after a failure, which
+// run even when the caller's context is done.
+const cleanupTimeout = 2 * time.Second

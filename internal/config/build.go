@@ -81,6 +81,7 @@ func (b *builder) positive(dst *time.Duration, src *string, key string) {
 	*dst = d
 }
 
+// set copies *src into *dst when the key is present.
 func set[T any](dst *T, src *T) {
 	if src != nil {
 		*dst = *src

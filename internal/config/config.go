@@ -17,6 +17,10 @@ const (
 	DriverPostgres = "postgres"
 )
 
+// MaxFileSize bounds a config file. Real files are a few kilobytes; the
+// bound keeps error reporting on a huge garbled file from taking long.
+const MaxFileSize = 256 << 10
+
 // Config is a fully validated herd.toml with every default filled in.
 type Config struct {
 	Daemon     Daemon
@@ -159,6 +163,9 @@ func Load(path string) (*Config, error) {
 // joins one *Error per problem, each formatted "file:line: key: message",
 // in line order.
 func Parse(data []byte, filename, baseDir string) (*Config, error) {
+	if len(data) > MaxFileSize {
+		return nil, &Error{File: filename, Err: fmt.Errorf("config: file is %d bytes, more than the limit of %d", len(data), MaxFileSize)}
+	}
 	if !filepath.IsAbs(baseDir) {
 		abs, err := filepath.Abs(baseDir)
 		if err != nil {

@@ -455,3 +455,11 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseRefusesHugeFile(t *testing.T) {
+	doc := strings.Repeat("# padding\n", MaxFileSize/10+1)
+	cfg, err := Parse([]byte(doc), "herd.toml", "/base")
+	if cfg != nil || err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Errorf("[huge file] expected a size error, got %v, %v", cfg, err)
+	}
+}

@@ -18,6 +18,15 @@ type positions struct {
 	// at maps the (line, column) of a written key part to its path, so keys
 	// reported by the decoder can be named canonically.
 	at map[[2]int]string
+	// unindexed maps a line and a path with its indexes removed to the
+	// first path written on that line, for the decoder's unindexed keys.
+	unindexed map[lineKey]string
+}
+
+// lineKey is a path without array indexes on a line.
+type lineKey struct {
+	line int
+	path string
 }
 
 // line returns the line of the first of keys present in the document.
@@ -43,15 +52,8 @@ func (p *positions) name(key string, line, col int) string {
 	}
 	// The decoder reports array-of-tables paths without indexes: pick the
 	// indexed path written on that line.
-	var found []string
-	for k, l := range p.lines {
-		if l == line && indexRE.ReplaceAllString(k, "") == key {
-			found = append(found, k)
-		}
-	}
-	if len(found) > 0 {
-		sort.Strings(found)
-		return found[0]
+	if k, ok := p.unindexed[lineKey{line, key}]; ok {
+		return k
 	}
 	// Within inline tables it may drop parts of the path; its position
 	// still names the key.
@@ -72,7 +74,8 @@ type indexer struct {
 // indexPositions parses data and records the line of every key.
 func indexPositions(data []byte) (*positions, error) {
 	ix := &indexer{
-		pos:    &positions{lines: map[string]int{}, at: map[[2]int]string{}},
+		pos: &positions{lines: map[string]int{}, at: map[[2]int]string{},
+			unindexed: map[lineKey]string{}},
 		arrays: map[string]int{},
 	}
 	for i, c := range data {
@@ -139,9 +142,7 @@ func (ix *indexer) record(path string, at [][2]int) {
 		return
 	}
 	last := at[len(at)-1]
-	if _, ok := ix.pos.lines[path]; !ok {
-		ix.pos.lines[path] = last[0]
-	}
+	ix.setLine(path, last[0])
 	ix.pos.at[last] = path
 }
 
@@ -180,12 +181,22 @@ func (ix *indexer) value(path string, line int, v *unstable.Node) {
 			if c.Raw.Length > 0 {
 				l = ix.lineCol(c.Raw)[0]
 			}
-			if _, ok := ix.pos.lines[elem]; !ok {
-				ix.pos.lines[elem] = l
-			}
+			ix.setLine(elem, l)
 			ix.value(elem, l, c)
 			i++
 		}
+	}
+}
+
+// setLine records the line of path unless it was seen before.
+func (ix *indexer) setLine(path string, line int) {
+	if _, ok := ix.pos.lines[path]; ok {
+		return
+	}
+	ix.pos.lines[path] = line
+	k := lineKey{line, indexRE.ReplaceAllString(path, "")}
+	if _, ok := ix.pos.unindexed[k]; !ok {
+		ix.pos.unindexed[k] = path
 	}
 }
 

@@ -87,7 +87,7 @@ func (d *Daemon) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, ex
 	if msg == "" {
 		msg = describeExit(exit)
 	}
-	events := []*herd.Event{d.event(*s, inc.ID, herd.EventExited, exit.Reason, msg, data)}
+	events := []*herd.Event{d.event(*s, inc.ID, herd.EventExited, exit.Reason, msg, data), d.summaryEvent(*s, *inc, now)}
 
 	s.Exit = &exit
 	s.Runtime, s.Process = herd.Dead, herd.Dead
@@ -125,6 +125,26 @@ func (d *Daemon) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, ex
 		}
 	}
 	return nil
+}
+
+// summaryEvent is the one summary of an ended incarnation: duration, exit,
+// the agent's session id, and what the watchdog saw.
+func (d *Daemon) summaryEvent(s herd.Session, inc herd.Incarnation, now time.Time) *herd.Event {
+	data := map[string]any{"duration": now.Sub(inc.StartedAt).Round(time.Millisecond).String()}
+	if inc.Exit != nil {
+		data["exit"] = inc.Exit
+	}
+	if inc.AgentSessionID != "" {
+		data["agent_session_id"] = inc.AgentSessionID
+	}
+	for k, v := range d.summaryData(inc.ID) {
+		data[k] = v
+	}
+	reason := ""
+	if inc.Exit != nil {
+		reason = inc.Exit.Reason
+	}
+	return d.event(s, inc.ID, herd.EventSummary, reason, fmt.Sprintf("incarnation ran %s", data["duration"]), data)
 }
 
 func exitData(e herd.Exit) map[string]any {

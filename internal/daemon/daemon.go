@@ -141,8 +141,11 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// extraLoops lists loops of later subsystems; each runs until ctx is done.
-func (d *Daemon) extraLoops() []func(context.Context) { return nil }
+// extraLoops lists the loops of the subsystems that run on their own
+// clocks; each runs until ctx is done.
+func (d *Daemon) extraLoops() []func(context.Context) {
+	return []func(context.Context){d.watchdogLoop, d.reaperLoop, d.escalationLoop}
+}
 
 // wake asks a loop to run now without blocking.
 func wake(ch chan struct{}) {

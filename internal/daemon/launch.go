@@ -113,15 +113,10 @@ func (d *Daemon) launch(ctx context.Context, req launchRequest) error {
 		})
 	}
 
-	root, err := d.proc.Identify(l.RootPID, d.bootID)
-	if err != nil {
-		// The process may already be gone; its watcher reports how.
-		root = herd.Identity{BootID: d.bootID, PID: l.RootPID, Marker: inc.ID}
-	}
-	inc.Root = root
+	inc.Root = d.identifyLaunched(l.RootPID, inc.ID)
 	names, wrapped := agentNames(role, argv)
 	if !wrapped {
-		inc.Identity = root
+		inc.Identity = inc.Root
 	} else if pid, ok, _ := d.proc.FindAgent(l.RootPID, names); ok {
 		if id, err := d.proc.Identify(pid, d.bootID); err == nil {
 			inc.Identity = id
@@ -154,6 +149,34 @@ func (d *Daemon) launch(ctx context.Context, req launchRequest) error {
 	}
 	d.watch(s.Name, inc, l.Wait)
 	return nil
+}
+
+// identifyLaunched records the identity of a process herd just started.
+// A tmux pane's process may not have exec'd yet when tmux answers (it still
+// shows the server's environment), so the marker is awaited briefly; if it
+// never shows, the identity is kept without a marker (pid, start time and
+// boot id still pin it down).
+func (d *Daemon) identifyLaunched(pid int, marker string) herd.Identity {
+	deadline := time.Now().Add(time.Second)
+	for {
+		id, err := d.proc.Identify(pid, d.bootID)
+		if err != nil {
+			// Already gone: its watcher or the prober reports how.
+			st, serr := d.proc.Stat(pid)
+			if serr != nil {
+				return herd.Identity{BootID: d.bootID, PID: pid}
+			}
+			return herd.Identity{BootID: d.bootID, PID: pid, StartTime: st.StartTime}
+		}
+		if id.Marker == marker {
+			return id
+		}
+		if time.Now().After(deadline) {
+			id.Marker = ""
+			return id
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // start hands a launch to the role's runtime.

@@ -35,6 +35,8 @@ func (d *Daemon) routes() http.Handler {
 	mux.HandleFunc("POST /v1/roles/{name}/scale", d.handleScale)
 	mux.HandleFunc("DELETE /v1/roles/{name}", d.handleDeleteRole)
 	mux.HandleFunc("GET /v1/events", d.handleEvents)
+	mux.HandleFunc("POST /v1/activity", d.handleActivity)
+	mux.HandleFunc("POST /v1/reap", d.handleReap)
 	return mux
 }
 
@@ -296,7 +298,11 @@ func (d *Daemon) handleApply(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) ApplyRoles(ctx context.Context, roles []herd.Role) error {
 	seen := map[string]bool{}
 	for i, ro := range roles {
-		ro = config.ResolveRole(ro, d.cfg.Restart)
+		if ro.Restart.InitialBackoff == 0 {
+			// Not resolved by the client (herd run): take the daemon's
+			// defaults. A resolved role keeps max_restarts = 0 (unlimited).
+			ro = config.ResolveRole(ro, d.cfg.Restart)
+		}
 		if err := config.ValidateRole(ro); err != nil {
 			return badf("apply: role %d: %v", i, err)
 		}

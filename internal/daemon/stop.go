@@ -118,6 +118,9 @@ func (d *Daemon) stop(ctx context.Context, req stopRequest) error {
 				if err := tx.PutIncarnation(cinc); err != nil {
 					return err
 				}
+				if err := tx.AppendEvent(d.summaryEvent(cur, cinc, now)); err != nil {
+					return err
+				}
 			}
 		}
 		cur.State = herd.StateStopped

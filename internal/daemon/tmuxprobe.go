@@ -280,6 +280,7 @@ func (d *Daemon) decorate(v *api.SessionView) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	v.Attached = ts.attached[v.Name]
+	v.Escalated = d.escalated(v.Name)
 }
 
 // unmanagedViews lists herd-named tmux sessions that have no record.
@@ -298,5 +299,5 @@ func (d *Daemon) unmanagedViews() []api.SessionView {
 	return out
 }
 
-// describe adds runtime details to `describe session`.
-func (d *Daemon) describe(det *api.SessionDetail) {}
+// describe adds what the watchdog knows to `describe session`.
+func (d *Daemon) describe(det *api.SessionDetail) { d.describeActivity(det) }

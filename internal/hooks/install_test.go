@@ -296,6 +296,7 @@ func TestShellSplit(t *testing.T) {
 		{`/a\ b/herd hook`, []string{"/a b/herd", "hook"}, true},
 		{`"x\"y\\z\a"`, []string{`x"y\z\a`}, true},
 		{`''`, []string{""}, true},
+		{"\"a\\\nb\" c\\\nd", []string{"ab", "cd"}, true},
 		{`'open`, nil, false},
 		{`"open`, nil, false},
 		{`trailing\`, nil, false},

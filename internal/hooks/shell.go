@@ -53,6 +53,9 @@ func shellSplit(s string) (words []string, ok bool) {
 			for ; i < len(s) && s[i] != '"'; i++ {
 				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
 					i++
+					if s[i] == '\n' { // line continuation
+						continue
+					}
 				}
 				cur.WriteByte(s[i])
 			}

@@ -22,6 +22,14 @@ import (
 // the process's exit, so even an agent that dies at once leaves a dead pane
 // with its exit status. workdir, when not empty, must be an existing absolute
 // directory (tmux would silently start elsewhere).
+//
+// The pid is returned as soon as tmux has forked: until the child has
+// exec'd, /proc/<pid>/comm and /proc/<pid>/environ are still the tmux
+// server's, so a caller checking the agent's identity there must retry
+// briefly. The pid and its start time do not change across the exec.
+//
+// On error the session does not exist, unless the error is a timeout after
+// tmux created it; callers reconcile by name.
 func (c *Client) NewSession(ctx context.Context, name, workdir string, env map[string]string, argv []string) (int, error) {
 	if err := checkName(name); err != nil {
 		return 0, err

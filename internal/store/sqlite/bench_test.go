@@ -10,23 +10,27 @@ import (
 	"herd/internal/store"
 )
 
-// seeded opens a store holding sessions sessions and events events.
-func seeded(b *testing.B, sessions, events int) *Store {
+// seeded opens a store holding sessions sessions and events events. With
+// full, every session also carries an exit record and a snapshot.
+func seeded(b *testing.B, sessions, events int, full bool) *Store {
 	b.Helper()
 	s := openAt(b, filepath.Join(b.TempDir(), "herd.db"))
 	now := time.Now()
 	err := s.Update(testCtx(b), func(tx store.Tx) error {
 		for i := range sessions {
-			code := 1
-			err := tx.PutSession(herd.Session{
+			s := herd.Session{
 				Name: herd.SessionName("worker", i), Role: "worker", Index: i, Host: "h",
 				State: herd.StateRunning, Incarnation: fmt.Sprint("inc-", i),
 				RuntimeKind: herd.RuntimeTmux, Runtime: herd.Alive, Process: herd.Alive,
 				Activity: herd.ActivityWorking, StartedAt: &now, LastActivityAt: &now,
-				StateSince: now, Exit: &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now},
-				Snapshot: &herd.Snapshot{Argv: []string{"claude"}, Workdir: "/src"},
-			})
-			if err != nil {
+				StateSince: now,
+			}
+			if full {
+				code := 1
+				s.Exit = &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now}
+				s.Snapshot = &herd.Snapshot{Argv: []string{"claude"}, Workdir: "/src"}
+			}
+			if err := tx.PutSession(s); err != nil {
 				return err
 			}
 		}
@@ -46,7 +50,12 @@ func seeded(b *testing.B, sessions, events int) *Store {
 }
 
 func BenchmarkSessions1000(b *testing.B) {
-	s := seeded(b, 1000, 0)
+	b.Run("running", func(b *testing.B) { benchSessions(b, false) })
+	b.Run("with-exit-and-snapshot", func(b *testing.B) { benchSessions(b, true) })
+}
+
+func benchSessions(b *testing.B, full bool) {
+	s := seeded(b, 1000, 0, full)
 	ctx := testCtx(b)
 	for b.Loop() {
 		err := s.View(ctx, func(tx store.Tx) error {
@@ -63,7 +72,7 @@ func BenchmarkSessions1000(b *testing.B) {
 }
 
 func BenchmarkLast50Events(b *testing.B) {
-	s := seeded(b, 100, 20000)
+	s := seeded(b, 100, 20000, false)
 	ctx := testCtx(b)
 	for b.Loop() {
 		err := s.View(ctx, func(tx store.Tx) error {
@@ -80,7 +89,7 @@ func BenchmarkLast50Events(b *testing.B) {
 }
 
 func BenchmarkLast50EventsOfSession(b *testing.B) {
-	s := seeded(b, 100, 20000)
+	s := seeded(b, 100, 20000, false)
 	ctx := testCtx(b)
 	for b.Loop() {
 		err := s.View(ctx, func(tx store.Tx) error {

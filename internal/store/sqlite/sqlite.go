@@ -48,7 +48,8 @@ type Store struct {
 // Open opens (creating if needed) the database at path, applies pending
 // migrations and returns the Store. The parent directory is created with mode
 // 0700 and a new database file gets mode 0600. Concurrent Opens of one file,
-// from any number of processes, are safe.
+// from any number of processes, are safe: migrations run under an flock on
+// path+".lock", a file that stays beside the database.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: open: empty path")
@@ -123,18 +124,24 @@ func dsn(path string, readOnly bool) string {
 
 // migrate applies the embedded migrations, holding lockPath's file lock so
 // that concurrent Opens do not race on the schema.
-func migrate(ctx context.Context, db *sql.DB, lockPath string) error {
+func migrate(ctx context.Context, db *sql.DB, lockPath string) (err error) {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub,
-		goose.WithDisableGlobalRegistry(true),
-		goose.WithLocker(&fileLocker{path: lockPath}),
-	)
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
+	unlock, err := lockFile(ctx, lockPath)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if uerr := unlock(); uerr != nil && err == nil {
+			err = fmt.Errorf("sqlite: migrate: unlock: %w", uerr)
+		}
+	}()
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,8 +54,10 @@ func TestTwoStoresNoLostUpdate(t *testing.T) {
 	ctx := testCtx(t)
 	var wg sync.WaitGroup
 	errs := make([]error, len(stores))
+	start := make(chan struct{})
 	for i, s := range stores {
 		wg.Go(func() {
+			<-start
 			for range perStore {
 				err := s.Update(ctx, func(tx store.Tx) error {
 					v, _, err := tx.KV("counter")
@@ -66,6 +70,8 @@ func TestTwoStoresNoLostUpdate(t *testing.T) {
 							return err
 						}
 					}
+					// Let the other store run between the read and the write.
+					runtime.Gosched()
 					return tx.PutKV("counter", strconv.Itoa(n+1))
 				})
 				if err != nil {
@@ -75,6 +81,7 @@ func TestTwoStoresNoLostUpdate(t *testing.T) {
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("update: %v", err)
@@ -197,6 +204,26 @@ func TestConcurrentOpen(t *testing.T) {
 			t.Errorf("[store %d] update: %v", i, err)
 		}
 	}
+	// goose records version 0 and then one row per applied migration.
+	if s := stores[0]; s != nil {
+		var rows int
+		if err := s.r.QueryRowContext(testCtx(t), "SELECT COUNT(*) FROM goose_db_version").Scan(&rows); err != nil {
+			t.Fatalf("count versions: %v", err)
+		}
+		if want := 1 + migrationCount(t); rows != want {
+			t.Errorf("[version rows] expected %d (migrations ran once), got %d", want, rows)
+		}
+	}
+}
+
+// migrationCount is the number of embedded migrations.
+func migrationCount(t *testing.T) int {
+	t.Helper()
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(files)
 }
 
 func TestOpenBadPath(t *testing.T) {

@@ -142,7 +142,7 @@ func (t *tx) DeleteRole(name string) error {
 
 var incarnationCols = []string{
 	"id", "session", "host", "runtime_kind", "argv", "workdir", "boot_id", "pid",
-	"start_time", "marker", "started_at", "ended_at", "exit_code", "exit_signal",
+	"start_time", "marker", "root_boot_id", "root_pid", "root_start_time", "root_marker", "started_at", "ended_at", "exit_code", "exit_signal",
 	"exit_reason", "exit_at", "agent_session_id",
 }
 
@@ -189,12 +189,14 @@ func scanIncarnation(s scanner) (herd.Incarnation, error) {
 		inc                  herd.Incarnation
 		argv                 string
 		startTime, started   int64
+		rootStart            int64
 		ended, exitAt        sql.NullInt64
 		exitCode, exitSignal sql.NullInt64
 		exitReason           sql.NullString
 	)
 	err := s.Scan(&inc.ID, &inc.Session, &inc.Host, &inc.RuntimeKind, &argv, &inc.Workdir,
 		&inc.Identity.BootID, &inc.Identity.PID, &startTime, &inc.Identity.Marker,
+		&inc.Root.BootID, &inc.Root.PID, &rootStart, &inc.Root.Marker,
 		&started, &ended, &exitCode, &exitSignal, &exitReason, &exitAt, &inc.AgentSessionID)
 	if err != nil {
 		return inc, err
@@ -203,6 +205,7 @@ func scanIncarnation(s scanner) (herd.Incarnation, error) {
 		return inc, fmt.Errorf("incarnation %q argv: %w", inc.ID, err)
 	}
 	inc.Identity.StartTime = uint64(startTime)
+	inc.Root.StartTime = uint64(rootStart)
 	inc.StartedAt = fromNanos(started)
 	inc.EndedAt = fromNullNanos(ended)
 	if exitReason.Valid {
@@ -229,7 +232,7 @@ func (t *tx) PutIncarnation(inc herd.Incarnation) error {
 		return errors.New("sqlite: put incarnation: empty id")
 	}
 	fail := func(err error) error { return fmt.Errorf("sqlite: put incarnation %q: %w", inc.ID, err) }
-	if inc.Identity.StartTime > math.MaxInt64 {
+	if inc.Identity.StartTime > math.MaxInt64 || inc.Root.StartTime > math.MaxInt64 {
 		return fail(fmt.Errorf("start time %d out of range", inc.Identity.StartTime))
 	}
 	argv, err := encode(inc.Argv)
@@ -259,7 +262,8 @@ func (t *tx) PutIncarnation(inc herd.Incarnation) error {
 	}
 	_, err = t.exec(incarnationUpsert, inc.ID, inc.Session, inc.Host, inc.RuntimeKind, argv,
 		inc.Workdir, inc.Identity.BootID, inc.Identity.PID, int64(inc.Identity.StartTime),
-		inc.Identity.Marker, started, ended, exitCode, exitSignal, exitReason, exitAt,
+		inc.Identity.Marker, inc.Root.BootID, inc.Root.PID, int64(inc.Root.StartTime), inc.Root.Marker,
+		started, ended, exitCode, exitSignal, exitReason, exitAt,
 		inc.AgentSessionID)
 	if err != nil {
 		return fail(err)

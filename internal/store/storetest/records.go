@@ -287,6 +287,12 @@ func openIncarnation(id, session, host string, started time.Time) herd.Incarnati
 			StartTime: 1 << 40,
 			Marker:    id,
 		},
+		Root: herd.Identity{
+			BootID:    "0f4e6c3a-5a1b-4c2d-9e8f-7a6b5c4d3e2f",
+			PID:       424240,
+			StartTime: 1<<40 - 7,
+			Marker:    id,
+		},
 		StartedAt:      started,
 		AgentSessionID: "agent-" + id,
 	}

@@ -56,6 +56,11 @@ CREATE TABLE incarnations (
     pid              BIGINT NOT NULL,
     start_time       BIGINT NOT NULL,
     marker           TEXT NOT NULL,
+    -- root_*: the process herd launched, when it differs from the agent.
+    root_boot_id     TEXT NOT NULL,
+    root_pid         BIGINT NOT NULL,
+    root_start_time  BIGINT NOT NULL,
+    root_marker      TEXT NOT NULL,
     started_at       BIGINT NOT NULL,
     ended_at         BIGINT,
     -- exit_reason is NULL exactly when the incarnation has no exit record.

@@ -68,4 +68,3 @@ func lastLine(b []byte) []byte {
 	}
 	return b
 }
-

@@ -51,7 +51,17 @@ func (d *Daemon) reconcileOnce(ctx context.Context) (next time.Time) {
 	for _, r := range roles {
 		byName[r.Name] = r
 	}
-	for _, a := range reconcile.Plan(roles, sessions, time.Now()) {
+	now := time.Now()
+	// The next wake-up is taken against the plan's own clock: a backoff that
+	// falls due while this round's launches run must not wait for a tick.
+	for _, s := range sessions {
+		if s.State == herd.StateBackoff && s.BackoffUntil != nil && s.BackoffUntil.After(now) {
+			if next.IsZero() || s.BackoffUntil.Before(next) {
+				next = *s.BackoffUntil
+			}
+		}
+	}
+	for _, a := range reconcile.Plan(roles, sessions, now) {
 		if ctx.Err() != nil {
 			return time.Time{}
 		}
@@ -67,13 +77,6 @@ func (d *Daemon) reconcileOnce(ctx context.Context) (next time.Time) {
 		}
 		if err != nil {
 			d.log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
-		}
-	}
-	for _, s := range sessions {
-		if s.State == herd.StateBackoff && s.BackoffUntil != nil && s.BackoffUntil.After(time.Now()) {
-			if next.IsZero() || s.BackoffUntil.Before(next) {
-				next = *s.BackoffUntil
-			}
 		}
 	}
 	return next

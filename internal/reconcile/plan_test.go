@@ -20,7 +20,9 @@ func TestPlan(t *testing.T) {
 		s.BackoffUntil = until
 		return s
 	}
-	launch := func(idx int) Action { return Action{Kind: Launch, Role: "w", Session: herd.SessionName("w", idx), Index: idx} }
+	launch := func(idx int) Action {
+		return Action{Kind: Launch, Role: "w", Session: herd.SessionName("w", idx), Index: idx}
+	}
 
 	cases := []struct {
 		name     string

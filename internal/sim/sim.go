@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"os"
@@ -151,6 +152,13 @@ func run(ctx context.Context, o *options, in io.Reader, out, errw io.Writer) err
 	// Die by the default action on SIGTERM/SIGINT/SIGHUP even when the
 	// parent command asked to be notified of them: that is how an agent dies.
 	signal.Reset(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// Like a real agent, die by the signal when someone sends SEGV, ABRT or
+	// BUS (`kill -SEGV`): the Go runtime would otherwise catch it and exit 2.
+	// No core files from simulated crashes.
+	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
+	for _, sig := range []syscall.Signal{syscall.SIGSEGV, syscall.SIGABRT, syscall.SIGBUS} {
+		setDefaultAction(sig)
+	}
 	cwd, _ := os.Getwd()
 	a := &agent{o: o, out: out, err: errw, stream: streamer{sessionID: o.sessionID, cwd: cwd}}
 	defer a.cleanup()

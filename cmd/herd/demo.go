@@ -1,7 +1,36 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+	"herd/internal/demo"
+)
 
 func newDemoCmd(g *globals) *cobra.Command {
-	return &cobra.Command{Use: "demo", Short: "Run a self-contained demo", RunE: func(cmd *cobra.Command, _ []string) error { return nil }}
+	var o demo.Options
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "One command, no setup: a private daemon supervising simulated agents",
+		Long: `Run a self-contained demo: a temporary state directory, a private daemon,
+and four simulated agents — one healthy, one crash-looping (SEGV), one that
+stalls, one waiting for permission. A live table shows herd launching,
+restarting with backoff, failing the crash loop when its budget is spent,
+noticing the stall and the wait; then a summary, and everything is cleaned up.
+Uses tmux when installed (a private server), child processes otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Out = cmd.OutOrStdout()
+			o.Version = version
+			_, err := unix.IoctlGetTermios(int(os.Stdout.Fd()), unix.TCGETS)
+			o.Render = err == nil
+			return demo.Run(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().DurationVar(&o.Duration, "duration", time.Minute, "how long to show the live table")
+	cmd.Flags().StringVar(&o.Runtime, "runtime", "", "force a runtime: tmux | exec (default: tmux when installed)")
+	cmd.Flags().BoolVar(&o.Keep, "keep", false, "keep the state directory")
+	return cmd
 }

@@ -40,8 +40,16 @@ func (d *Daemon) sweepAfterReboot(ctx context.Context) error {
 		if inc.Host != d.host || boot == "" || boot == d.bootID {
 			continue
 		}
+		// A session that will not be resumed gives its replica back, as a
+		// user stop does; `herd resume` takes it again.
+		restarts := false
+		if s, err := d.sessionByName(ctx, inc.Session); err == nil {
+			if r, err := d.role(ctx, s.Role); err == nil {
+				restarts = r.Restart.Policy != herd.PolicyNever
+			}
+		}
 		err := d.stop(ctx, stopRequest{
-			Name: inc.Session, Reason: herd.ReasonReboot, NoSignal: true, Incarnation: inc.ID,
+			Name: inc.Session, Reason: herd.ReasonReboot, NoSignal: true, Incarnation: inc.ID, DropReplica: !restarts,
 			Message: "the machine rebooted; the agent is gone", Data: map[string]any{"old_boot_id": boot},
 		})
 		switch {
@@ -59,6 +67,14 @@ func (d *Daemon) sweepAfterReboot(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+func (d *Daemon) sessionByName(ctx context.Context, name string) (s herd.Session, err error) {
+	err = d.st.View(ctx, func(tx store.Tx) error {
+		s, err = tx.Session(name)
+		return err
+	})
+	return s, err
 }
 
 // errNotRestartable means the role's policy does not relaunch the session.

@@ -8,8 +8,8 @@ import (
 	"herd/internal/store"
 )
 
-// sentinel is the error fn returns to force a rollback.
-var sentinel = errors.New("storetest: rollback please")
+// errRollback is the error fn returns to force a rollback.
+var errRollback = errors.New("storetest: rollback please")
 
 // writeEverything writes one row of every kind.
 func writeEverything(tx store.Tx) error {
@@ -56,9 +56,9 @@ func testUpdateRollback(t *testing.T, s store.Store) {
 		if err := writeEverything(tx); err != nil {
 			return err
 		}
-		return sentinel
+		return errRollback
 	})
-	if !errors.Is(err, sentinel) {
+	if !errors.Is(err, errRollback) {
 		t.Fatalf("[update error] expected fn's error, got %v", err)
 	}
 	checkEmpty(t, s, "after rollback")
@@ -115,8 +115,8 @@ func testViewIsReadOnly(t *testing.T, s store.Store) {
 		t.Errorf("[write in view] expected an error, got nil")
 	}
 	checkEmpty(t, s, "after write in view")
-	verr := s.View(ctx(t), func(tx store.Tx) error { return sentinel })
-	if !errors.Is(verr, sentinel) {
+	verr := s.View(ctx(t), func(tx store.Tx) error { return errRollback })
+	if !errors.Is(verr, errRollback) {
 		t.Errorf("[view error] expected fn's error, got %v", verr)
 	}
 }

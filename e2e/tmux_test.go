@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"herd"
+)
+
+// TestTmuxSegvInLivePane: kill -SEGV of the agent inside a live pane →
+// crashed with signal 11 (from the pane's dead status), a new incarnation.
+func TestTmuxSegvInLivePane(t *testing.T) {
+	hasTmux(t)
+	e := newEnv(t, fastRestart)
+	e.start()
+	e.must("run", "agent", "--", bin, "sim", "--interval", "200ms")
+	v := e.waitState("agent-0", herd.StateRunning, 10*time.Second)
+	if v.RuntimeKind != herd.RuntimeTmux || v.Runtime != herd.Alive || v.Process != herd.Alive {
+		t.Fatalf("expected a live tmux session on both axes, got %+v", v)
+	}
+	syscall.Kill(v.PID, syscall.SIGSEGV)
+	e.waitFor("crashed with signal 11", 5*time.Second, func() bool {
+		for _, ev := range e.events("--session", "agent-0", "--kind", herd.EventCrashed) {
+			if sig, ok := ev.Data["signal"].(float64); ok && sig == 11 && ev.Reason == herd.ReasonSignal {
+				return true
+			}
+		}
+		return false
+	})
+	e.waitFor("a new incarnation", 5*time.Second, func() bool {
+		n, ok := e.session("agent-0")
+		return ok && n.State == herd.StateRunning && n.Incarnation != v.Incarnation
+	})
+}
+
+// TestTmuxAgentDiesUnderWrapperShell: the launch shape that hid deaths in
+// the field — a shell that runs the agent, then lives on. The agent's
+// death is process_gone while the shell lives; the leftover pane is killed.
+func TestTmuxAgentDiesUnderWrapperShell(t *testing.T) {
+	hasTmux(t)
+	e := newEnv(t, fastRestart)
+	e.start()
+	// The agent is the `sleep 999`; afterwards the shell becomes an
+	// interactive-looking `sleep` of another length with the same pid.
+	e.must("run", "wrapped", "--agent-process", "sleep", "--", "sh", "-c", "sleep 999; exec sleep 888")
+	v := e.waitState("wrapped-0", herd.StateRunning, 10*time.Second)
+	agent := v.PID
+	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(agent) + "/cmdline")
+	if !strings.HasPrefix(string(comm), "sleep\x00999") {
+		t.Fatalf("expected the agent pid to be the sleep 999 under the shell, got %q", comm)
+	}
+	syscall.Kill(agent, syscall.SIGKILL)
+	e.waitFor("process_gone", 5*time.Second, func() bool {
+		return count(e.events("--session", "wrapped-0", "--kind", herd.EventCrashed), herd.EventCrashed) == 1
+	})
+	ev := e.events("--session", "wrapped-0", "--kind", herd.EventCrashed)[0]
+	if ev.Reason != herd.ReasonProcessGone {
+		t.Errorf("expected reason process_gone, got %q", ev.Reason)
+	}
+	// The wrapper (now `sleep 888`) is taken down with the leftover pane.
+	e.waitFor("the leftover wrapper gone", 10*time.Second, func() bool {
+		out, _ := exec.Command("pgrep", "-f", "^sleep 888").Output()
+		return len(strings.TrimSpace(string(out))) == 0
+	})
+}
+
+// TestTmuxKillSessionFromOutside: the pane vanishes → pane_gone.
+func TestTmuxKillSessionFromOutside(t *testing.T) {
+	hasTmux(t)
+	e := newEnv(t, fastRestart)
+	e.start()
+	e.must("run", "agent", "--", "sleep", "300")
+	e.waitState("agent-0", herd.StateRunning, 10*time.Second)
+	if out, err := exec.Command("tmux", "-L", e.tmuxSock, "kill-session", "-t", "=agent-0").CombinedOutput(); err != nil {
+		t.Fatalf("kill-session: %v %s", err, out)
+	}
+	e.waitFor("pane_gone", 5*time.Second, func() bool {
+		for _, ev := range e.events("--session", "agent-0", "--kind", herd.EventCrashed) {
+			if ev.Reason == herd.ReasonPaneGone {
+				return true
+			}
+		}
+		return false
+	})
+	e.waitState("agent-0", herd.StateRunning, 5*time.Second)
+}
+
+// TestTmuxServerKilled: every session goes through one crash each, with
+// backoff — no mass restart storm.
+func TestTmuxServerKilled(t *testing.T) {
+	hasTmux(t)
+	e := newEnv(t, `
+[restart]
+initial_backoff = "500ms"
+max_backoff = "2s"
+`)
+	e.start()
+	e.must("run", "a", "--replicas", "3", "--", "sleep", "300")
+	for _, n := range []string{"a-0", "a-1", "a-2"} {
+		e.waitState(n, herd.StateRunning, 10*time.Second)
+	}
+	exec.Command("tmux", "-L", e.tmuxSock, "kill-server").Run()
+	e.waitFor("all three relaunched", 10*time.Second, func() bool {
+		for _, v := range e.sessions() {
+			if v.State != herd.StateRunning || v.Restarts != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(time.Second)
+	events := e.events()
+	if n := count(events, herd.EventCrashed); n != 3 {
+		t.Errorf("expected exactly one crash per session (3), got %d", n)
+	}
+	if n := count(events, herd.EventRestarted); n != 3 {
+		t.Errorf("expected exactly one relaunch per session (3), got %d", n)
+	}
+}
+
+// TestTmuxHungListing: tmux.binary points at a script that hangs forever on
+// list-panes. Ticks keep their period, sessions go unknown with a
+// probe_unknown event, nothing is killed, and the CLI answers at once.
+func TestTmuxHungListing(t *testing.T) {
+	hasTmux(t)
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "hang")
+	script := filepath.Join(dir, "tmux")
+	real, _ := exec.LookPath("tmux")
+	os.WriteFile(script, []byte("#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = list-panes ] && [ -e "+flag+" ]; then exec sleep 3600; fi\ndone\nexec "+real+" \"$@\"\n"), 0o755)
+	e := newEnv(t, "[probe]\ninterval = \"200ms\"\ntimeout = \"500ms\"\n"+fastRestart+"\n")
+	// The binary is a tmux key: rewrite the config's [tmux] section.
+	cfgPath := filepath.Join(e.dir, "herd.toml")
+	b, _ := os.ReadFile(cfgPath)
+	os.WriteFile(cfgPath, []byte(strings.Replace(string(b), "[tmux]\n", "[tmux]\nbinary = \""+script+"\"\n", 1)), 0o600)
+	e.start()
+	e.must("run", "agent", "--", "sleep", "300")
+	v := e.waitState("agent-0", herd.StateRunning, 10*time.Second)
+
+	os.WriteFile(flag, nil, 0o600)
+	e.waitState("agent-0", herd.StateUnknown, 5*time.Second)
+	if n := count(e.events("--session", "agent-0", "--kind", herd.EventProbeUnknown), herd.EventProbeUnknown); n < 1 {
+		t.Errorf("expected a probe_unknown event")
+	}
+	start := time.Now()
+	e.must("get", "sessions")
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("expected get sessions to answer at once while tmux hangs, took %v", d)
+	}
+	time.Sleep(2 * time.Second)
+	if syscall.Kill(v.PID, 0) != nil {
+		t.Fatal("the agent was killed while its runtime was unknown")
+	}
+	if n := count(e.events("--session", "agent-0"), herd.EventCrashed); n != 0 {
+		t.Errorf("expected no crash while unknown, got %d", n)
+	}
+	// The hang ends: the session is running again, the same incarnation.
+	os.Remove(flag)
+	exec.Command("pkill", "-f", "^sleep 3600$").Run()
+	e.waitState("agent-0", herd.StateRunning, 10*time.Second)
+	if n, _ := e.session("agent-0"); n.Incarnation != v.Incarnation {
+		t.Errorf("expected the same incarnation after the hang, got %s (was %s)", n.Incarnation, v.Incarnation)
+	}
+}

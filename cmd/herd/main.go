@@ -59,8 +59,8 @@ Try it all with no setup: 'herd demo'.`,
 	root.AddCommand(
 		newDaemonCmd(g), newDemoCmd(g), newApplyCmd(g), newRunCmd(g), newGetCmd(g),
 		newDescribeCmd(g), newEventsCmd(g), newLogsCmd(g), newAttachCmd(g), newInjectCmd(g),
-		newStopCmd(g), newResumeCmd(g), newScaleCmd(g), newDeleteCmd(g), newArchiveCmd(g),
-		newVersionCmd(), newSimCmd(),
+		newStopCmd(g), newResumeCmd(g), newScaleCmd(g), newDeleteCmd(g), newArchiveCmd(g), newReapCmd(g),
+		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g),
 	)
 	return root
 }

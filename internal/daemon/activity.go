@@ -1,12 +1,137 @@
 package daemon
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"time"
 
+	"herd"
+	"herd/internal/activity"
 	"herd/internal/api"
+	"herd/internal/store"
 )
+
+// maxReportBody bounds a POST /v1/activity body: the hook payload limit,
+// base64-encoded, plus the envelope.
+const maxReportBody = activity.MaxHookSize*4/3 + 4096
 
 // handleActivity records an agent hook event sent by `herd hook`.
 func (d *Daemon) handleActivity(w http.ResponseWriter, r *http.Request) {
-	reply(w, http.StatusNotImplemented, api.Error{Error: "activity ingest is not available yet"})
+	var rep api.ActivityReport
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxReportBody)).Decode(&rep); err != nil {
+		fail(w, badf("activity: bad request body: %v", err))
+		return
+	}
+	msg, err := d.applyReport(r.Context(), rep)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, api.Result{Message: msg})
+}
+
+// applyReport maps one hook event onto its session: the activity axis
+// (activity.Apply: tools -> working, permission or input needed -> waiting,
+// sticky until the next real activity; Stop -> idle), the time of the last
+// real activity, and the agent's own session id. An activity event is
+// written on transitions only. A report for an incarnation that is no
+// longer current is dropped.
+func (d *Daemon) applyReport(ctx context.Context, rep api.ActivityReport) (string, error) {
+	if rep.Session == "" || rep.Incarnation == "" {
+		return "", badf("activity: session and incarnation are required")
+	}
+	h, err := activity.ParseHookEvent(rep.Payload, rep.Event)
+	if err != nil {
+		return "", badf("activity: %v", err)
+	}
+	now := time.Now()
+	at := rep.At
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	var s herd.Session
+	var inc herd.Incarnation
+	err = d.st.View(ctx, func(tx store.Tx) error {
+		if s, err = tx.Session(rep.Session); err != nil {
+			return err
+		}
+		inc, err = tx.Incarnation(rep.Incarnation)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return "ignored: unknown session or incarnation", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if s.Host != d.host || s.Incarnation != inc.ID || inc.EndedAt != nil || !s.State.Live() {
+		return "ignored: not the current incarnation", nil
+	}
+
+	m := d.wd().watchFor(s, inc)
+	m.hookMu.Lock()
+	defer m.hookMu.Unlock()
+	m.mu.Lock()
+	prev := m.hook
+	next := activity.Apply(prev, h)
+	// From the first hook on, hooks (not output) drive the activity axis.
+	m.hookSeen = true
+	m.mu.Unlock()
+	// A notification that does not ask for a person is not activity.
+	real := h.HookEventName != activity.HookNotification || next.Activity != prev.Activity
+
+	applied := false
+	err = d.update(ctx, s.Name, inc.ID, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+		applied = true
+		var events []*herd.Event
+		if real && (cur.LastActivityAt == nil || at.After(*cur.LastActivityAt)) {
+			t := at.UTC()
+			cur.LastActivityAt = &t
+		}
+		if next.Activity != "" && next.Activity != cur.Activity {
+			events = append(events, d.activityEvent(*cur, inc.ID, cur.Activity, next.Activity, "hook", h.HookEventName, next.Tool))
+			cur.Activity = next.Activity
+		}
+		if next.Ended && !prev.Ended {
+			events = append(events, d.event(*cur, inc.ID, herd.EventActivity, "session_end",
+				"the agent ended its session", map[string]any{"agent_session_id": next.AgentSessionID}))
+		}
+		if next.AgentSessionID != "" && next.AgentSessionID != inc.AgentSessionID {
+			stored, err := tx.Incarnation(inc.ID)
+			if err != nil {
+				return nil, err
+			}
+			if stored.AgentSessionID != next.AgentSessionID {
+				stored.AgentSessionID = next.AgentSessionID
+				if err := tx.PutIncarnation(stored); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return events, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("activity: %w", err)
+	}
+	if !applied {
+		return "ignored: not the current incarnation", nil
+	}
+	m.mu.Lock()
+	m.hook = next
+	m.hooks++
+	if real {
+		m.noteActivityLocked(at)
+		if !at.Before(m.persisted) {
+			m.persisted = at
+		}
+	}
+	if next.AgentSessionID != "" {
+		m.agentSessionID = next.AgentSessionID
+	}
+	m.mu.Unlock()
+	return fmt.Sprintf("%s: %s", s.Name, next.Activity), nil
 }

@@ -27,7 +27,7 @@ type death struct {
 // same death are no-ops, so a death is never counted twice nor skipped.
 // It reports whether this call accounted the death.
 func (d *Daemon) recordDeath(ctx context.Context, dt death) (bool, error) {
-	if d.isStopping(dt.Incarnation) {
+	if d.isStopping(dt.Incarnation) || d.stallKillOwns(dt) {
 		return false, nil // the stop path owns this death
 	}
 	unlock := d.locks.Lock(dt.Session)

@@ -68,6 +68,8 @@ type Daemon struct {
 
 	// tmuxState is the tmux prober's memory between listings.
 	tmuxState tmuxState
+	// esc evaluates and delivers escalations on its own clock.
+	esc *escalator
 }
 
 // New returns a daemon; Run starts it.
@@ -102,6 +104,7 @@ func New(o Options) (*Daemon, error) {
 		probeKick: make(chan struct{}, 1),
 		watched:   make(map[string]context.CancelFunc),
 		stopping:  make(map[string]bool),
+		esc:       newEscalator(o.Config),
 	}
 	return d, nil
 }
@@ -114,23 +117,25 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	d.watchCtx = watchCtx
 
 	d.log.Info("daemon starting", "host", d.host, "boot_id", d.bootID, "socket", ln.Addr().String())
-	if err := d.sweepAfterReboot(ctx); err != nil {
-		d.log.Error("reboot sweep", "err", err)
-	}
-	d.adopt(ctx)
-
 	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
+	// The API and the loops on their own clocks (escalations, watchdog,
+	// reaper) start first: a hung runtime during adoption must not hold
+	// them back.
 	wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			d.log.Error("api server", "err", err)
 		}
 	})
-	wg.Go(func() { d.reconcileLoop(ctx) })
-	wg.Go(func() { d.probeLoop(ctx) })
 	for _, f := range d.extraLoops() {
 		wg.Go(func() { f(ctx) })
 	}
+	if err := d.sweepAfterReboot(ctx); err != nil {
+		d.log.Error("reboot sweep", "err", err)
+	}
+	d.adopt(ctx)
+	wg.Go(func() { d.reconcileLoop(ctx) })
+	wg.Go(func() { d.probeLoop(ctx) })
 
 	<-ctx.Done()
 	d.log.Info("daemon stopping; agents keep running")

@@ -1,0 +1,213 @@
+// Package bench measures herd end to end with a normally built binary:
+// death-detection latency and the cost of a CLI call against a big store.
+// Run: go test -run '^$' -bench . -benchtime 1x ./bench/
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"herd"
+	"herd/internal/api"
+	"herd/internal/store"
+	"herd/internal/store/sqlite"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "herd-bench-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "herd")
+	if out, err := exec.Command("go", "build", "-o", bin, "herd/cmd/herd").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type daemon struct {
+	dir, tmux string
+	cmd       *exec.Cmd
+	client    *api.Client
+}
+
+func startDaemon(b *testing.B, config string) *daemon {
+	b.Helper()
+	d := &daemon{dir: b.TempDir(), tmux: fmt.Sprintf("herd-bench-%d", os.Getpid())}
+	cfg := fmt.Sprintf("[tmux]\nsocket = %q\n%s", d.tmux, config)
+	os.WriteFile(filepath.Join(d.dir, "herd.toml"), []byte(cfg), 0o600)
+	d.cmd = exec.Command(bin, "daemon", "--state-dir", d.dir)
+	d.cmd.Env = append(os.Environ(), "HERD_CONFIG=")
+	if err := d.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	d.client = api.NewClient(filepath.Join(d.dir, "herd.sock"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := d.client.Ping(context.Background(), time.Second); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("daemon did not answer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.Cleanup(func() {
+		d.client.Do(context.Background(), "DELETE", "/v1/roles/lat", nil, nil, nil)
+		d.cmd.Process.Kill()
+		d.cmd.Wait()
+		exec.Command("tmux", "-L", d.tmux, "kill-server").Run()
+	})
+	return d
+}
+
+func (d *daemon) session(b *testing.B, name string) api.SessionView {
+	var views []api.SessionView
+	if err := d.client.Do(context.Background(), "GET", "/v1/sessions", nil, nil, &views); err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range views {
+		if v.Name == name {
+			return v
+		}
+	}
+	return api.SessionView{}
+}
+
+// BenchmarkDeathLatency: SIGKILL of the agent → `crashed` event, over 50
+// kills, with probe.interval = 1s. A prober that only polls would notice a
+// death half an interval later on average (500 ms) and up to a whole one.
+func BenchmarkDeathLatency(b *testing.B) {
+	for _, rt := range []string{herd.RuntimeTmux, herd.RuntimeExec} {
+		b.Run(rt, func(b *testing.B) {
+			if _, err := exec.LookPath("tmux"); err != nil && rt == herd.RuntimeTmux {
+				b.Skip("tmux is not installed")
+			}
+			d := startDaemon(b, `
+[probe]
+interval = "1s"
+[restart]
+initial_backoff = "10ms"
+max_backoff = "10ms"
+max_restarts = 0
+`)
+			role := []herd.Role{{Name: "lat", Replicas: 1, Command: []string{"sleep", "3600"}, Workdir: d.dir, Runtime: rt}}
+			if err := d.client.Do(context.Background(), "POST", "/v1/roles", nil, role, nil); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				var lat []time.Duration
+				var lastInc string
+				for range 50 {
+					var v api.SessionView
+					for v.State != herd.StateRunning || v.PID == 0 || v.Incarnation == lastInc {
+						time.Sleep(5 * time.Millisecond)
+						v = d.session(b, "lat-0")
+					}
+					killed := time.Now()
+					syscall.Kill(v.PID, syscall.SIGKILL)
+					var crashedAt time.Time
+					for crashedAt.IsZero() {
+						var events []herd.Event
+						q := map[string][]string{"session": {"lat-0"}, "kind": {herd.EventCrashed}}
+						d.client.Do(context.Background(), "GET", "/v1/events", q, nil, &events)
+						for _, e := range events {
+							if e.Incarnation == v.Incarnation {
+								crashedAt = e.Time
+							}
+						}
+						time.Sleep(2 * time.Millisecond)
+					}
+					lat = append(lat, crashedAt.Sub(killed))
+					lastInc = v.Incarnation
+				}
+				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+				p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+				b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+			}
+		})
+	}
+}
+
+// BenchmarkGetSessions1000: one `herd get sessions` CLI call with 1000
+// sessions in the store, against `herd version` (process start, no daemon
+// call) in the same run.
+func BenchmarkGetSessions1000(b *testing.B) {
+	dir := b.TempDir()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "herd.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	now := time.Now().UTC()
+	states := []herd.State{herd.StateStopped, herd.StateFailed, herd.StateSucceeded}
+	err = st.Update(ctx, func(tx store.Tx) error {
+		tx.PutRole(herd.Role{Name: "w", Command: []string{"true"}, Workdir: dir, Runtime: herd.RuntimeExec, Agent: herd.AgentGeneric,
+			Restart: herd.RestartPolicy{Policy: herd.PolicyNever, InitialBackoff: time.Second, MaxBackoff: time.Second, ResetAfter: time.Minute}})
+		for i := range 1000 {
+			code := 1
+			name := herd.SessionName("w", i)
+			inc := herd.Incarnation{ID: fmt.Sprintf("inc-%d", i), Session: name, Host: host, RuntimeKind: herd.RuntimeExec, Argv: []string{"true"}, Workdir: dir, StartedAt: now, EndedAt: &now,
+				Exit: &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now}}
+			if err := tx.PutIncarnation(inc); err != nil {
+				return err
+			}
+			s := herd.Session{Name: name, Role: "w", Index: i, Host: host, State: states[i%3], Incarnation: inc.ID, RuntimeKind: herd.RuntimeExec, Exit: inc.Exit, StartedAt: &now, StateSince: now,
+				Snapshot: &herd.Snapshot{Argv: []string{"true"}, Workdir: dir, Agent: herd.AgentGeneric}}
+			if err := tx.PutSession(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	st.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "daemon", "--state-dir", dir)
+	cmd.Env = append(os.Environ(), "HERD_CONFIG=")
+	cmd.Start()
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	c := api.NewClient(filepath.Join(dir, "herd.sock"))
+	for range 500 {
+		if _, err := c.Ping(ctx, time.Second); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	run := func(b *testing.B, args ...string) {
+		for b.Loop() {
+			out, err := exec.Command(bin, append(args, "--state-dir", dir)...).Output()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if args[0] == "get" {
+				var v []api.SessionView
+				if err := json.Unmarshal(out, &v); err != nil || len(v) != 1000 {
+					b.Fatalf("expected 1000 sessions, got %d (%v)", len(v), err)
+				}
+			} else if !bytes.HasPrefix(out, []byte("herd")) {
+				b.Fatalf("unexpected version output %q", out)
+			}
+		}
+	}
+	b.Run("get-sessions-json", func(b *testing.B) { run(b, "get", "sessions", "-o", "json") })
+	b.Run("version-baseline", func(b *testing.B) { run(b, "version") })
+}

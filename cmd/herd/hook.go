@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"herd"
+	"herd/internal/activity"
+	"herd/internal/api"
+	"herd/internal/daemon"
+)
+
+// Time budget of `herd hook`: it must never hold the agent up.
+const (
+	hookReadWait    = 200 * time.Millisecond // for the payload on stdin
+	hookPostTimeout = 500 * time.Millisecond // for the daemon's answer
+)
+
+func newHookCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "hook [EVENT]",
+		Short: "Agent hook entry point: record activity from the hook JSON on stdin",
+		Long: `Read an agent hook payload (Claude Code hook JSON) on stdin and record the
+agent's activity with the herd daemon of its session (HERD_SESSION,
+HERD_INCARNATION and HERD_SOCKET are set in every agent herd launches).
+EVENT is used when the payload names none. When the daemon does not answer,
+the report is spooled under <state-dir>/activity/ for the daemon to ingest.
+It always exits 0 within about a second and prints nothing on stdout;
+outside herd (no HERD_SESSION) it does nothing. 'herd hooks install' wires it
+into an agent's settings.`,
+		Args: cobra.ArbitraryArgs,
+		// A hook must never fail the agent, not even on a flag it does not know.
+		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			event := ""
+			if len(args) > 0 {
+				event = args[0]
+			}
+			runHook(cmd.Context(), g, event, cmd.InOrStdin(), cmd.ErrOrStderr())
+			return nil
+		},
+	}
+}
+
+// runHook does the work of `herd hook`; problems are one line on stderr.
+func runHook(ctx context.Context, g *globals, event string, stdin io.Reader, stderr io.Writer) {
+	session := os.Getenv(herd.EnvSession)
+	if session == "" {
+		return // not an agent herd launched
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "herd hook: "+format+"\n", a...) }
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	data := readPayload(stdin, hookReadWait, activity.MaxHookSize+1)
+	if len(data) == 0 {
+		data = []byte("{}")
+	}
+	h, err := activity.ParseHookEvent(data, event)
+	if err != nil {
+		logf("%v; ignored", err)
+		return
+	}
+	rep := api.ActivityReport{
+		Session: session, Incarnation: os.Getenv(herd.EnvIncarnation),
+		Event: h.HookEventName, Payload: data, At: time.Now().UTC(),
+	}
+	socket := os.Getenv(herd.EnvSocket)
+	stateDir := ""
+	if socket != "" {
+		stateDir = filepath.Dir(socket)
+	} else {
+		if stateDir, err = g.dir(); err != nil {
+			logf("%v", err)
+			return
+		}
+		socket = daemon.SocketPath(stateDir)
+	}
+	postCtx, cancel := context.WithTimeout(ctx, hookPostTimeout)
+	defer cancel()
+	err = api.NewClient(socket).Do(postCtx, http.MethodPost, "/v1/activity", nil, rep, nil)
+	if err == nil {
+		return
+	}
+	var se *api.StatusError
+	if errors.As(err, &se) && se.Code/100 == 4 {
+		logf("daemon refused the report: %v", err)
+		return
+	}
+	if err := daemon.SpoolActivity(stateDir, rep); err != nil {
+		logf("daemon unreachable and %v", err)
+	}
+}
+
+// readPayload reads stdin up to limit bytes, giving up after wait: an agent
+// that leaves stdin open must not hold the hook. It returns what it read.
+func readPayload(r io.Reader, wait time.Duration, limit int64) []byte {
+	var (
+		mu   sync.Mutex
+		buf  []byte
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		lr := io.LimitReader(r, limit)
+		chunk := make([]byte, 32<<10)
+		for {
+			n, err := lr.Read(chunk)
+			mu.Lock()
+			buf = append(buf, chunk[:n]...)
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]byte(nil), buf...)
+}

@@ -1,0 +1,317 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"herd"
+	"herd/internal/api"
+	"herd/internal/config"
+	"herd/internal/store"
+	"herd/internal/store/sqlite"
+)
+
+// wdEnv is a daemon that is not running: tests call its parts directly,
+// with explicit times, on a session that has no process.
+type wdEnv struct {
+	d   *Daemon
+	st  store.Store
+	dir string
+	t0  time.Time
+}
+
+const wdSession = "w-0"
+
+func newWDEnv(t *testing.T) *wdEnv {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "herd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := config.Default()
+	cfg.Daemon.Host = "wd-test"
+	cfg.Tmux.Binary = "/bin/false"
+	cfg.Watchdog.StallAfter = time.Minute
+	cfg.Watchdog.StallRepeat = time.Minute
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := New(Options{StateDir: dir, Config: cfg, Store: st, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wdStates.Delete(d) })
+	// The timeline lies in the past, so reports keep their own times.
+	e := &wdEnv{d: d, st: st, dir: dir, t0: time.Now().Add(-3 * time.Hour).UTC()}
+	e.launch(t, "inc-1")
+	return e
+}
+
+// launch records a running exec incarnation without a process.
+func (e *wdEnv) launch(t *testing.T, inc string) {
+	t.Helper()
+	err := e.st.Update(context.Background(), func(tx store.Tx) error {
+		s := herd.Session{Name: wdSession, Role: "w", Host: e.d.host, State: herd.StateRunning, Incarnation: inc,
+			RuntimeKind: herd.RuntimeExec, Runtime: herd.Alive, Process: herd.Alive, Activity: herd.ActivityUnknown,
+			StartedAt: &e.t0, StateSince: e.t0}
+		if err := tx.PutSession(s); err != nil {
+			return err
+		}
+		return tx.PutIncarnation(herd.Incarnation{ID: inc, Session: wdSession, Host: e.d.host,
+			RuntimeKind: herd.RuntimeExec, Argv: []string{"agent"}, StartedAt: e.t0})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *wdEnv) at(d time.Duration) time.Time { return e.t0.Add(d) }
+
+func (e *wdEnv) report(t *testing.T, inc string, at time.Duration, payload string) string {
+	t.Helper()
+	msg, err := e.d.applyReport(context.Background(), api.ActivityReport{
+		Session: wdSession, Incarnation: inc, Payload: []byte(payload), At: e.at(at)})
+	if err != nil {
+		t.Fatalf("[report %s] expected no error, got %v", payload, err)
+	}
+	return msg
+}
+
+func (e *wdEnv) session(t *testing.T) (s herd.Session, inc herd.Incarnation) {
+	t.Helper()
+	err := e.st.View(context.Background(), func(tx store.Tx) (err error) {
+		if s, err = tx.Session(wdSession); err != nil {
+			return err
+		}
+		inc, err = tx.Incarnation(s.Incarnation)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, inc
+}
+
+func (e *wdEnv) events(t *testing.T, kind string) []herd.Event {
+	t.Helper()
+	var out []herd.Event
+	err := e.st.View(context.Background(), func(tx store.Tx) (err error) {
+		out, err = tx.Events(store.EventFilter{Session: wdSession, Kind: kind})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func hook(event string, extra ...string) string {
+	fields := []string{`"session_id":"agent-42"`, `"hook_event_name":"` + event + `"`}
+	return "{" + strings.Join(append(fields, extra...), ",") + "}"
+}
+
+// TestActivityThroughDaemon drives hook reports and watchdog ticks through
+// the daemon: the activity axis follows the hooks, waiting is sticky (no
+// notification nor time clears it, and it is not a stall), events are
+// written on transitions only, and silence while working is a stall.
+func TestActivityThroughDaemon(t *testing.T) {
+	e := newWDEnv(t)
+	ctx := context.Background()
+	type step struct {
+		name     string
+		do       func()
+		activity herd.Activity
+		state    herd.State
+		// activityEvents is the number of activity events written so far.
+		activityEvents int
+	}
+	steps := []step{
+		{"session start", func() { e.report(t, "inc-1", time.Second, hook("SessionStart")) }, herd.ActivityWorking, herd.StateRunning, 1},
+		{"tool starts", func() { e.report(t, "inc-1", 2*time.Second, hook("PreToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 1},
+		{"a long tool is no stall at 2m", func() { e.d.watchdogTick(ctx, e.at(2*time.Minute)) }, herd.ActivityWorking, herd.StateRunning, 1},
+		{"permission request", func() { e.report(t, "inc-1", 2*time.Minute+10*time.Second, hook("PermissionRequest", `"tool_name":"Bash"`)) }, herd.ActivityWaiting, herd.StateRunning, 2},
+		{"waiting does not expire nor stall", func() { e.d.watchdogTick(ctx, e.at(time.Hour)) }, herd.ActivityWaiting, herd.StateRunning, 2},
+		{"other notifications keep waiting", func() {
+			e.report(t, "inc-1", time.Hour, hook("Notification", `"notification_type":"auth_success"`, `"message":"signed in"`))
+		}, herd.ActivityWaiting, herd.StateRunning, 2},
+		{"the tool ran", func() { e.report(t, "inc-1", time.Hour+time.Minute, hook("PostToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 3},
+		{"silent while working: stalled", func() { e.d.watchdogTick(ctx, e.at(time.Hour+2*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
+		{"stalled still: a warning", func() { e.d.watchdogTick(ctx, e.at(time.Hour+3*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
+		{"turn over", func() { e.report(t, "inc-1", time.Hour+4*time.Minute, hook("Stop")) }, herd.ActivityIdle, herd.StateStalled, 4},
+		{"idle unstalls", func() { e.d.watchdogTick(ctx, e.at(time.Hour+4*time.Minute+time.Second)) }, herd.ActivityIdle, herd.StateRunning, 4},
+		{"stale incarnation is ignored", func() {
+			if msg := e.report(t, "inc-0", time.Hour+5*time.Minute, hook("PreToolUse")); !strings.Contains(msg, "ignored") {
+				t.Errorf("[stale] expected the report to be ignored, got %q", msg)
+			}
+		}, herd.ActivityIdle, herd.StateRunning, 4},
+		{"session end", func() { e.report(t, "inc-1", time.Hour+6*time.Minute, hook("SessionEnd")) }, herd.ActivityIdle, herd.StateRunning, 5},
+	}
+	for _, st := range steps {
+		st.do()
+		s, inc := e.session(t)
+		if s.Activity != st.activity || s.State != st.state {
+			t.Fatalf("[%s] expected %s/%s, got %s/%s", st.name, st.state, st.activity, s.State, s.Activity)
+		}
+		if n := len(e.events(t, herd.EventActivity)); n != st.activityEvents {
+			t.Fatalf("[%s] expected %d activity events, got %d", st.name, st.activityEvents, n)
+		}
+		if inc.AgentSessionID != "agent-42" {
+			t.Fatalf("[%s] expected the agent session id recorded, got %q", st.name, inc.AgentSessionID)
+		}
+	}
+	s, _ := e.session(t)
+	if want := e.at(time.Hour + 6*time.Minute); s.LastActivityAt == nil || !s.LastActivityAt.Equal(want) {
+		t.Errorf("[last activity] expected %v, got %v", want, s.LastActivityAt)
+	}
+	stalled, warnings, unstalled := e.events(t, herd.EventStalled), e.events(t, herd.EventStallWarning), e.events(t, herd.EventUnstalled)
+	if len(stalled) != 1 || len(warnings) != 1 || len(unstalled) != 1 {
+		t.Fatalf("[stall events] expected 1 stalled, 1 warning, 1 unstalled, got %d, %d, %d", len(stalled), len(warnings), len(unstalled))
+	}
+	if _, ok := stalled[0].Data["diagnostics_error"]; !ok {
+		t.Errorf("[stalled] expected a diagnostics error (no process), got %v", stalled[0].Data)
+	}
+	if warnings[0].Data["count"] != float64(1) {
+		t.Errorf("[warning] expected count 1, got %v", warnings[0].Data["count"])
+	}
+	sum := e.d.summaryData("inc-1")
+	if sum["hook_events"] != 7 || sum["stall_warnings"] != 1 || sum["last_event_type"] != "SessionEnd" || sum["agent_session_id"] != "agent-42" {
+		t.Errorf("[summary] expected 7 hooks, 1 warning, last SessionEnd, agent-42, got %v", sum)
+	}
+}
+
+func TestActivityHandlerRejectsGarbage(t *testing.T) {
+	e := newWDEnv(t)
+	cases := []struct {
+		name string
+		body string
+		code int
+	}{
+		{"not json", "garbage", http.StatusBadRequest},
+		{"garbage payload", `{"session":"w-0","incarnation":"inc-1","payload":"` + b64("not json") + `"}`, http.StatusBadRequest},
+		{"no event name", `{"session":"w-0","incarnation":"inc-1","payload":"` + b64(`{"session_id":"x"}`) + `"}`, http.StatusBadRequest},
+		{"no session", `{"incarnation":"inc-1","event":"Stop","payload":"` + b64(`{}`) + `"}`, http.StatusBadRequest},
+		{"event from the argument", `{"session":"w-0","incarnation":"inc-1","event":"Stop","payload":"` + b64(`{}`) + `"}`, http.StatusOK},
+		{"unknown session", `{"session":"x-0","incarnation":"inc-1","event":"Stop","payload":"` + b64(`{}`) + `"}`, http.StatusOK},
+	}
+	h := e.d.routes()
+	for _, c := range cases {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/activity", strings.NewReader(c.body)))
+		if rec.Code != c.code {
+			t.Errorf("[%s] expected %d, got %d: %s", c.name, c.code, rec.Code, rec.Body.String())
+		}
+	}
+	if s, _ := e.session(t); s.Activity != herd.ActivityIdle {
+		t.Errorf("[after] expected idle from the one good report, got %s", s.Activity)
+	}
+}
+
+func b64(s string) string {
+	b, _ := json.Marshal([]byte(s))
+	return strings.Trim(string(b), `"`)
+}
+
+// TestSpoolIngest spools reports as `herd hook` does with no daemon, then
+// ingests them: applied in order, bad lines skipped, the file removed, and
+// a writer after the takeover starts a fresh file.
+func TestSpoolIngest(t *testing.T) {
+	e := newWDEnv(t)
+	for i, p := range []string{hook("SessionStart"), hook("PreToolUse", `"tool_name":"Read"`), hook("PermissionRequest")} {
+		rep := api.ActivityReport{Session: wdSession, Incarnation: "inc-1", Payload: []byte(p), At: e.at(time.Duration(i+1) * time.Second)}
+		if err := SpoolActivity(e.dir, rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(ActivityDir(e.dir), wdSession+".jsonl")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, "not a report")
+	f.Close()
+	if err := SpoolActivity(e.dir, api.ActivityReport{Session: "../evil", Incarnation: "x"}); err == nil {
+		t.Error("[bad name] expected an error, got none")
+	}
+
+	e.d.ingestAll(context.Background(), ActivityDir(e.dir))
+	s, _ := e.session(t)
+	if s.Activity != herd.ActivityWaiting {
+		t.Errorf("[ingested] expected waiting, got %s", s.Activity)
+	}
+	if want := e.at(3 * time.Second); s.LastActivityAt == nil || !s.LastActivityAt.Equal(want) {
+		t.Errorf("[ingested] expected last activity %v, got %v", want, s.LastActivityAt)
+	}
+	left, _ := os.ReadDir(ActivityDir(e.dir))
+	if len(left) != 0 {
+		t.Errorf("[ingested] expected an empty spool dir, got %d file(s)", len(left))
+	}
+	if n := len(e.events(t, herd.EventActivity)); n != 2 {
+		t.Errorf("[ingested] expected 2 activity events (-> working, -> waiting), got %d", n)
+	}
+}
+
+// TestTailer checks the output tailer: partial lines wait for their end,
+// a capped (rotated) file loses no line, and an adopted file is read from
+// its last window only, at a line start.
+func TestTailer(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out")
+	write := func(s string) {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(s)
+		f.Close()
+	}
+	var got []string
+	collect := func(b []byte, _ time.Time) { got = append(got, string(b)) }
+	tl := &tailer{path: path}
+	now := time.Now()
+	if err := tl.poll(now, collect); err != nil || len(got) != 0 {
+		t.Fatalf("[missing file] expected nothing, got %v, %v", got, err)
+	}
+	write("one\ntw")
+	tl.poll(now, collect)
+	write("o\nthree\n")
+	tl.poll(now, collect)
+	write("four\nfive\n")
+	if err := tl.capFile(5, now, collect); err != nil {
+		t.Fatal(err)
+	}
+	write("six\n")
+	tl.poll(now, collect)
+	want := []string{"one", "two", "three", "four", "five", "six"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("[rotation] expected %v, got %v", want, got)
+	}
+
+	big := filepath.Join(dir, "big")
+	var buf bytes.Buffer
+	for i := 0; buf.Len() < 3*adoptWindow; i++ {
+		fmt.Fprintf(&buf, "line %d\n", i)
+	}
+	if err := os.WriteFile(big, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	(&tailer{path: big}).poll(now, collect)
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(got) == 0 || len(got) > adoptWindow/6 || got[len(got)-1] != lines[len(lines)-1] {
+		t.Fatalf("[adopt] expected the last window's lines, got %d ending %q", len(got), got[len(got)-1])
+	}
+	if !strings.HasPrefix(got[0], "line ") || !strings.Contains(buf.String(), "\n"+got[0]+"\n") {
+		t.Errorf("[adopt] expected whole lines, first is %q", got[0])
+	}
+}

@@ -1,0 +1,88 @@
+package daemon
+
+import (
+	"context"
+	"hash/fnv"
+	"sort"
+	"sync"
+	"time"
+
+	"herd/internal/watchdog"
+)
+
+// maxPaneCaptures bounds the capture-pane calls of one watchdog tick.
+const maxPaneCaptures = 16
+
+// watchTmux folds the tmux evidence of output into the memory of tmux
+// sessions: window_activity from the prober's last listing (it moves on
+// output, unlike session_activity), and, for sessions that look silent
+// only, a change of the visible pane content (a cheap hash of capture-pane).
+func (d *Daemon) watchTmux(ctx context.Context, items []watchItem, now time.Time) {
+	if len(items) == 0 {
+		return
+	}
+	ts := &d.tmuxState
+	acts := make(map[string]time.Time, len(items))
+	ts.mu.Lock()
+	for _, it := range items {
+		if t, ok := ts.lastActivity[it.s.Name]; ok {
+			acts[it.s.Name] = t
+		}
+	}
+	ts.mu.Unlock()
+
+	type silent struct {
+		it      watchItem
+		silence time.Duration
+	}
+	var quiet []silent
+	for _, it := range items {
+		m := it.m
+		m.mu.Lock()
+		if wa, ok := acts[it.s.Name]; ok && wa.After(m.winActivity) {
+			m.winActivity = wa
+			if wa.After(now) {
+				wa = now
+			}
+			m.noteActivityLocked(wa)
+		}
+		silence := now.Sub(m.lastActivity)
+		threshold := watchdog.Threshold(d.wdConfig(), m.hook.InTool)
+		looksSilent := threshold > 0 && silence >= threshold/2
+		if !looksSilent {
+			// A pane hash compares captures of one silent spell only.
+			m.paneHashed = false
+		}
+		m.mu.Unlock()
+		if looksSilent {
+			quiet = append(quiet, silent{it, silence})
+		}
+	}
+	sort.Slice(quiet, func(i, j int) bool { return quiet[i].silence > quiet[j].silence })
+	if len(quiet) > maxPaneCaptures {
+		quiet = quiet[:maxPaneCaptures]
+	}
+	sem := make(chan struct{}, max(1, d.cfg.Probe.Concurrency))
+	var wg sync.WaitGroup
+	for _, q := range quiet {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			b, err := d.capturePane(ctx, q.it.s.Name, 0)
+			if err != nil {
+				return // the prober reports an unreachable tmux
+			}
+			h := fnv.New64a()
+			h.Write(b)
+			sum := h.Sum64()
+			m := q.it.m
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.paneHashed && sum != m.paneHash {
+				m.noteActivityLocked(now)
+			}
+			m.paneHash, m.paneHashed = sum, true
+		})
+	}
+	wg.Wait()
+}

@@ -198,16 +198,30 @@ func BenchmarkGetSessions1000(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if args[0] == "get" {
+			switch {
+			case args[len(args)-1] == "json":
 				var v []api.SessionView
 				if err := json.Unmarshal(out, &v); err != nil || len(v) != 1000 {
 					b.Fatalf("expected 1000 sessions, got %d (%v)", len(v), err)
 				}
-			} else if !bytes.HasPrefix(out, []byte("herd")) {
+			case args[0] == "get":
+				if n := bytes.Count(out, []byte("\n")); n != 1001 {
+					b.Fatalf("expected a header and 1000 rows, got %d lines", n)
+				}
+			case !bytes.HasPrefix(out, []byte("herd")):
 				b.Fatalf("unexpected version output %q", out)
 			}
 		}
 	}
+	b.Run("api-only", func(b *testing.B) {
+		for b.Loop() {
+			var v []api.SessionView
+			if err := c.Do(ctx, "GET", "/v1/sessions", nil, nil, &v); err != nil || len(v) != 1000 {
+				b.Fatalf("expected 1000 sessions, got %d (%v)", len(v), err)
+			}
+		}
+	})
 	b.Run("get-sessions-json", func(b *testing.B) { run(b, "get", "sessions", "-o", "json") })
+	b.Run("get-sessions-table", func(b *testing.B) { run(b, "get", "sessions") })
 	b.Run("version-baseline", func(b *testing.B) { run(b, "version") })
 }

@@ -168,3 +168,35 @@ func TestTmuxHungListing(t *testing.T) {
 		t.Errorf("expected the same incarnation after the hang, got %s (was %s)", n.Incarnation, v.Incarnation)
 	}
 }
+
+// TestTmuxUnmanagedSessionReported: a herd-named tmux session with no
+// record is reported (an event) and shown, never adopted or killed by the prober.
+func TestTmuxUnmanagedSessionReported(t *testing.T) {
+	hasTmux(t)
+	e := newEnv(t, fastRestart)
+	e.start()
+	e.must("run", "agent", "--", "sleep", "300")
+	e.waitState("agent-0", herd.StateRunning, 10*time.Second)
+	if out, err := exec.Command("tmux", "-L", e.tmuxSock, "new-session", "-d", "-s", "ghost-7", "sleep", "300").CombinedOutput(); err != nil {
+		t.Fatalf("new-session: %v %s", err, out)
+	}
+	e.waitFor("an event about ghost-7", 5*time.Second, func() bool {
+		for _, ev := range e.events("--session", "ghost-7") {
+			if ev.Kind == herd.EventProbeUnknown && ev.Reason == "unmanaged" {
+				return true
+			}
+		}
+		return false
+	})
+	v, ok := e.session("ghost-7")
+	if !ok || !v.Unmanaged {
+		t.Fatalf("expected ghost-7 listed as unmanaged, got %+v", v)
+	}
+	if out := e.must("get", "sessions", "-o", "wide"); !strings.Contains(out, "unmanaged") {
+		t.Errorf("expected -o wide to show it, got:\n%s", out)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := len(e.events("--session", "ghost-7")); n != 1 {
+		t.Errorf("expected exactly one event, got %d", n)
+	}
+}

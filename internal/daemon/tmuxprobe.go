@@ -12,6 +12,7 @@ import (
 	"herd/internal/api"
 	"herd/internal/execrt"
 	"herd/internal/liveness"
+	"herd/internal/store"
 	"herd/internal/tmux"
 )
 
@@ -28,6 +29,8 @@ type tmuxState struct {
 	unmanaged []tmux.Pane
 	// lastActivity is window_activity from the last good listing.
 	lastActivity map[string]time.Time
+	// reported holds the unmanaged sessions already announced by an event.
+	reported map[string]bool
 }
 
 func (d *Daemon) tmuxClient() *tmux.Client {
@@ -174,6 +177,37 @@ func (d *Daemon) rememberListing(l listing, sessions []herd.Session) {
 		}
 	}
 	ts.unmanaged = unmanaged
+	var fresh []tmux.Pane
+	seen := map[string]bool{}
+	for _, p := range unmanaged {
+		seen[p.Session] = true
+		if !ts.reported[p.Session] {
+			fresh = append(fresh, p)
+		}
+	}
+	ts.reported = seen
+	if len(fresh) > 0 {
+		go d.reportUnmanaged(fresh)
+	}
+}
+
+// reportUnmanaged records one event per herd-named tmux session found with
+// no record; such sessions are left for the reaper.
+func (d *Daemon) reportUnmanaged(panes []tmux.Pane) {
+	err := d.st.Update(d.watchCtx, func(tx store.Tx) error {
+		for _, p := range panes {
+			s := herd.Session{Name: p.Session}
+			e := d.event(s, "", herd.EventProbeUnknown, "unmanaged",
+				"herd-named tmux session with no record; left for the reaper", map[string]any{"pid": p.PID, "pane": p.PaneID})
+			if err := tx.AppendEvent(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		d.log.Error("report unmanaged sessions", "err", err)
+	}
 }
 
 // herdNamed reports whether a tmux session name is in herd's namespace

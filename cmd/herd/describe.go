@@ -70,8 +70,29 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	if d.Snapshot != nil {
 		kv("Resume snapshot", fmt.Sprintf("%s (agent %s, session id %s)", strings.Join(d.Snapshot.Argv, " "), dash(d.Snapshot.Agent), dash(d.Snapshot.AgentSessionID)))
 	}
-	if d.Diagnostics != nil {
-		kv("Diagnostics", fmt.Sprintf("%v", d.Diagnostics))
+	if m, ok := d.ActivityDetail.(map[string]any); ok {
+		line := fmt.Sprintf("silent %v (longest %v), last hook %v", m["silence"], m["longest_silence"], dashAny(m["last_hook"]))
+		if inTool, _ := m["in_tool"].(bool); inTool {
+			line += fmt.Sprintf(", in tool %v", m["tool"])
+		}
+		line += fmt.Sprintf(", stalls %v, warnings %v", m["stalls"], m["stall_warnings"])
+		kv("Watchdog", line)
+		if why, ok := m["auto_kill"]; ok {
+			kv("Auto-kill", why)
+		}
+	}
+	if m, ok := d.Diagnostics.(map[string]any); ok {
+		kv("Diagnostics", fmt.Sprintf("state %v, cpu %s%%, rss %s, threads %v, fds %v, own tcp %v, wchan %v",
+			m["proc_state"], num(m["cpu_percent"]), bytesText(m["rss_bytes"]), m["threads"], m["fds"], m["tcp_established"], dashAny(m["wchan"])))
+		if kids, ok := m["children"].([]any); ok && len(kids) > 0 {
+			var parts []string
+			for _, k := range kids {
+				if c, ok := k.(map[string]any); ok {
+					parts = append(parts, fmt.Sprintf("%v (%v)", c["comm"], c["pid"]))
+				}
+			}
+			kv("Children", strings.Join(parts, ", "))
+		}
 	}
 	tw.Flush()
 	if len(d.StderrTail) > 0 {
@@ -87,4 +108,32 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\n", e.Time.Local().Format("15:04:05.000"), e.Kind, dash(e.Reason), e.Message)
 	}
 	ew.Flush()
+}
+
+func dashAny(v any) string {
+	if v == nil || v == "" {
+		return "-"
+	}
+	return fmt.Sprint(v)
+}
+
+func num(v any) string {
+	if f, ok := v.(float64); ok {
+		return fmt.Sprintf("%.1f", f)
+	}
+	return "?"
+}
+
+func bytesText(v any) string {
+	f, ok := v.(float64)
+	if !ok {
+		return "?"
+	}
+	switch {
+	case f >= 1<<30:
+		return fmt.Sprintf("%.1fGiB", f/(1<<30))
+	case f >= 1<<20:
+		return fmt.Sprintf("%.1fMiB", f/(1<<20))
+	}
+	return fmt.Sprintf("%.0fKiB", f/(1<<10))
 }

@@ -46,7 +46,8 @@ type SessionDetail struct {
 	Diagnostics  any            `json:"diagnostics"`
 	RecentEvents []herd.Event   `json:"recent_events"`
 	StderrTail   []string       `json:"stderr_tail"`
-	Activity     any            `json:"activity_detail,omitempty"`
+	// ActivityDetail is what the watchdog saw of the agent's output and hooks.
+	ActivityDetail any `json:"activity_detail,omitempty"`
 }
 
 // RoleView is one role as shown by `herd get roles`.

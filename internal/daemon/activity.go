@@ -80,6 +80,7 @@ func (d *Daemon) applyReport(ctx context.Context, rep api.ActivityReport) (strin
 	next := activity.Apply(prev, h)
 	// From the first hook on, hooks (not output) drive the activity axis.
 	m.hookSeen = true
+	m.hooks++
 	m.mu.Unlock()
 	// A notification that does not ask for a person is not activity.
 	real := h.HookEventName != activity.HookNotification || next.Activity != prev.Activity
@@ -122,7 +123,6 @@ func (d *Daemon) applyReport(ctx context.Context, rep api.ActivityReport) (strin
 	}
 	m.mu.Lock()
 	m.hook = next
-	m.hooks++
 	if real {
 		m.noteActivityLocked(at)
 		if !at.Before(m.persisted) {

@@ -51,7 +51,6 @@ func newWDEnv(t *testing.T) *wdEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { wdStates.Delete(d) })
 	// The timeline lies in the past, so reports keep their own times.
 	e := &wdEnv{d: d, st: st, dir: dir, t0: time.Now().Add(-3 * time.Hour).UTC()}
 	e.launch(t, "inc-1")
@@ -140,7 +139,9 @@ func TestActivityThroughDaemon(t *testing.T) {
 		{"session start", func() { e.report(t, "inc-1", time.Second, hook("SessionStart")) }, herd.ActivityWorking, herd.StateRunning, 1},
 		{"tool starts", func() { e.report(t, "inc-1", 2*time.Second, hook("PreToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 1},
 		{"a long tool is no stall at 2m", func() { e.d.watchdogTick(ctx, e.at(2*time.Minute)) }, herd.ActivityWorking, herd.StateRunning, 1},
-		{"permission request", func() { e.report(t, "inc-1", 2*time.Minute+10*time.Second, hook("PermissionRequest", `"tool_name":"Bash"`)) }, herd.ActivityWaiting, herd.StateRunning, 2},
+		{"permission request", func() {
+			e.report(t, "inc-1", 2*time.Minute+10*time.Second, hook("PermissionRequest", `"tool_name":"Bash"`))
+		}, herd.ActivityWaiting, herd.StateRunning, 2},
 		{"waiting does not expire nor stall", func() { e.d.watchdogTick(ctx, e.at(time.Hour)) }, herd.ActivityWaiting, herd.StateRunning, 2},
 		{"other notifications keep waiting", func() {
 			e.report(t, "inc-1", time.Hour, hook("Notification", `"notification_type":"auth_success"`, `"message":"signed in"`))

@@ -70,6 +70,8 @@ type Daemon struct {
 	tmuxState tmuxState
 	// esc evaluates and delivers escalations on its own clock.
 	esc *escalator
+	// wdog is the watchdog's memory of activity, output and stalls.
+	wdog *wdState
 }
 
 // New returns a daemon; Run starts it.
@@ -105,6 +107,7 @@ func New(o Options) (*Daemon, error) {
 		watched:   make(map[string]context.CancelFunc),
 		stopping:  make(map[string]bool),
 		esc:       newEscalator(o.Config),
+		wdog:      newWDState(o.Proc, o.Logger),
 	}
 	return d, nil
 }

@@ -48,7 +48,7 @@ func (d *Daemon) reaperLoop(ctx context.Context) {
 			for _, n := range rep.Notes {
 				if !noted[n] {
 					noted[n] = true
-					d.log.Warn("reaper: " + n)
+					d.log.Info("reaper: " + n)
 				}
 			}
 			d.logPass(rep)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,7 +50,8 @@ type reapState struct {
 //  2. decide each candidate with reaper.Decide;
 //  3. just before each kill, list again and re-read the store, and kill
 //     only when the same session (same pane and pane pid, same
-//     incarnation) is still detached and still eligible.
+//     incarnation) is still detached and still eligible; kills run
+//     probe.concurrency at a time.
 //
 // Managed sessions go down through the stop path (identity verified, one
 // `reaped` event with the reason and idle time, resume snapshot kept) with
@@ -112,24 +114,34 @@ func (d *Daemon) reapPass(ctx context.Context, o reapOptions) (api.ReapReport, e
 		o.afterList()
 	}
 
+	// Kills run with bounded concurrency, so one agent that ignores
+	// SIGTERM for the grace period does not hold up the others; each
+	// makes its own re-check, and each writes only its own candidate.
+	sem := make(chan struct{}, max(1, d.cfg.Probe.Concurrency))
+	var wg sync.WaitGroup
 	for _, p := range reaps {
-		c := &rep.Candidates[p.i]
 		if o.dryRun {
-			continue
+			break
 		}
+		c := &rep.Candidates[p.i]
 		if ctx.Err() != nil {
 			c.Action, c.Error = api.ReapActionSkipped, "pass cancelled before the kill"
 			continue
 		}
-		dec, err := d.reapOne(ctx, p.facts, p.dec, tmuxOK)
-		if err != nil {
-			c.Action, c.Error = api.ReapActionSkipped, err.Error()
-			continue
-		}
-		c.Action, c.Reason, c.Detail = api.ReapActionReaped, dec.Reason, dec.Detail
-		c.IdleSeconds = dec.IdleFor.Seconds()
-		d.log.Info("reaped", "session", c.Session, "reason", dec.Reason, "detail", dec.Detail, "idle_for", dec.IdleFor.Round(time.Second))
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			dec, err := d.reapOne(ctx, p.facts, p.dec, tmuxOK)
+			if err != nil {
+				c.Action, c.Error = api.ReapActionSkipped, err.Error()
+				return
+			}
+			c.Action, c.Reason, c.Detail = api.ReapActionReaped, dec.Reason, dec.Detail
+			c.IdleSeconds = dec.IdleFor.Seconds()
+			d.log.Info("reaped", "session", c.Session, "reason", dec.Reason, "detail", dec.Detail, "idle_for", dec.IdleFor.Round(time.Second))
+		})
 	}
+	wg.Wait()
 	for _, c := range rep.Candidates {
 		switch c.Action {
 		case api.ReapActionReaped, api.ReapActionWouldReap:
@@ -146,6 +158,9 @@ func (d *Daemon) reapPass(ctx context.Context, o reapOptions) (api.ReapReport, e
 
 // reapOne re-checks one candidate with fresh facts and, if it is still the
 // same session and still eligible, kills it. It returns the fresh decision.
+// For a managed session the re-check runs just outside the session's lock
+// (the stop path takes it); a relaunch in between is caught by the stop
+// path's compare-and-set on the incarnation checked here.
 func (d *Daemon) reapOne(ctx context.Context, first reaper.Facts, firstDec reaper.Decision, tmuxOK bool) (reaper.Decision, error) {
 	// The kill itself must not be cut short by the caller going away: a
 	// half-done stop would read as a crash.

@@ -32,7 +32,7 @@ func TestReapSoak(t *testing.T) {
 		sleeper("att", 3),   // attached: kept
 		sleeper("arch", 30), // archived
 		{Name: "orph", Replicas: 20, Command: []string{"sleep", "3600"}, Workdir: orphDir}, // orphan
-		{Name: "busy", Replicas: 25, Command: busy},                                       // output: kept
+		{Name: "busy", Replicas: 25, Command: busy},                                        // output: kept
 		sleeper("garb", 12), // garbled rows: skipped
 	}
 	const ghosts = 10 // unmanaged herd-named tmux sessions: orphan

@@ -26,7 +26,6 @@ const maxPersistEvery = 30 * time.Second
 // are ingested alongside.
 func (d *Daemon) watchdogLoop(ctx context.Context) {
 	w := d.wd()
-	defer wdStates.Delete(d)
 	defer w.kills.Wait()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -412,7 +411,7 @@ func (d *Daemon) describeActivity(det *api.SessionDetail) {
 	if m.killWhy != "" {
 		detail["auto_kill"] = m.killWhy
 	}
-	det.Activity = detail
+	det.ActivityDetail = detail
 }
 
 // summaryData returns what the watchdog knows about an ending incarnation,

@@ -1,17 +1,15 @@
 package daemon
 
 import (
+	"log/slog"
 	"sync"
 	"time"
 
 	"herd"
 	"herd/internal/activity"
 	"herd/internal/diag"
+	"herd/internal/proc"
 )
-
-// wdStates holds each daemon's watchdog memory. It lives beside the Daemon
-// rather than in it so that the watchdog stays one self-contained subsystem.
-var wdStates sync.Map // *Daemon -> *wdState
 
 // wdState is what the watchdog remembers between ticks: one incWatch per
 // live incarnation, and the incarnations it is killing.
@@ -28,17 +26,15 @@ type wdState struct {
 	kills sync.WaitGroup
 }
 
-// wd returns the daemon's watchdog memory, creating it on first use.
-func (d *Daemon) wd() *wdState {
-	if v, ok := wdStates.Load(d); ok {
-		return v.(*wdState)
-	}
-	v, _ := wdStates.LoadOrStore(d, &wdState{
-		collector: diag.Collector{Root: d.proc.Root, Logger: d.log},
+// wd returns the daemon's watchdog memory.
+func (d *Daemon) wd() *wdState { return d.wdog }
+
+func newWDState(fs proc.FS, log *slog.Logger) *wdState {
+	return &wdState{
+		collector: diag.Collector{Root: fs.Root, Logger: log},
 		incs:      map[string]*incWatch{},
 		killing:   map[string]bool{},
-	})
-	return v.(*wdState)
+	}
 }
 
 // incWatch is what the watchdog saw of one incarnation.

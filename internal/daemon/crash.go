@@ -30,10 +30,13 @@ func (d *Daemon) recordDeath(ctx context.Context, dt death) (bool, error) {
 	if d.isStopping(dt.Incarnation) || d.stallKillOwns(dt) {
 		return false, nil // the stop path owns this death
 	}
-	unlock := d.locks.Lock(dt.Session)
+	unlock, err := d.locks.LockCtx(ctx, dt.Session)
+	if err != nil {
+		return false, err
+	}
 	defer unlock()
 	accounted := false
-	err := d.st.Update(ctx, func(tx store.Tx) error {
+	err = d.st.Update(ctx, func(tx store.Tx) error {
 		accounted = false
 		s, err := tx.Session(dt.Session)
 		if errors.Is(err, store.ErrNotFound) {

@@ -60,8 +60,8 @@ type Daemon struct {
 	watchCtx context.Context
 
 	mu sync.Mutex // guards the fields below
-	// watched maps an incarnation id to the cancel func of its watcher.
-	watched map[string]context.CancelFunc
+	// watched maps an incarnation id to its watchers.
+	watched map[string]*watchSet
 	// stopping holds incarnations the stop path is taking down: their
 	// deaths are the stop path's to record, not crashes.
 	stopping map[string]bool
@@ -104,7 +104,7 @@ func New(o Options) (*Daemon, error) {
 		exec:      &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs")},
 		kick:      make(chan struct{}, 1),
 		probeKick: make(chan struct{}, 1),
-		watched:   make(map[string]context.CancelFunc),
+		watched:   make(map[string]*watchSet),
 		stopping:  make(map[string]bool),
 		esc:       newEscalator(o.Config),
 		wdog:      newWDState(o.Proc, o.Logger),
@@ -178,23 +178,40 @@ func newID() string {
 // keyedMutex is a set of mutexes by key.
 type keyedMutex struct {
 	mu sync.Mutex // guards m
-	m  map[string]*sync.Mutex
+	m  map[string]chan struct{}
+}
+
+func (k *keyedMutex) slot(key string) chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = make(map[string]chan struct{})
+	}
+	ch, ok := k.m[key]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		k.m[key] = ch
+	}
+	return ch
 }
 
 // Lock locks key's mutex and returns its unlock.
 func (k *keyedMutex) Lock(key string) func() {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = make(map[string]*sync.Mutex)
+	ch := k.slot(key)
+	ch <- struct{}{}
+	return func() { <-ch }
+}
+
+// LockCtx is Lock giving up when ctx is done first, so that a probe tick
+// never waits past its deadline on a session a slow stop is holding.
+func (k *keyedMutex) LockCtx(ctx context.Context, key string) (unlock func(), err error) {
+	ch := k.slot(key)
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	m, ok := k.m[key]
-	if !ok {
-		m = new(sync.Mutex)
-		k.m[key] = m
-	}
-	k.mu.Unlock()
-	m.Lock()
-	return m.Unlock
 }
 
 func (d *Daemon) isStopping(inc string) bool {

@@ -45,13 +45,22 @@ var errSkip = errors.New("launch not needed")
 func (d *Daemon) launch(ctx context.Context, req launchRequest) error {
 	unlock := d.locks.Lock(req.Name)
 	defer unlock()
+	return d.launchLocked(ctx, req)
+}
+
+// launchLocked is launch for a caller that holds the slot's lock.
+func (d *Daemon) launchLocked(ctx context.Context, req launchRequest) error {
 
 	var prior herd.Session
 	exists := false
+	prevRoot := 0
 	err := d.st.View(ctx, func(tx store.Tx) error {
 		s, err := tx.Session(req.Name)
 		if err == nil {
 			prior, exists = s, true
+			if inc, err := tx.Incarnation(s.Incarnation); err == nil {
+				prevRoot = inc.Root.PID
+			}
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -85,7 +94,7 @@ func (d *Daemon) launch(ctx context.Context, req launchRequest) error {
 	env[herd.EnvSocket] = SocketPath(d.stateDir)
 	spec := execrt.Spec{Session: req.Name, Incarnation: inc.ID, Argv: argv, Workdir: role.Workdir, Env: env}
 
-	l, startErr := d.start(ctx, role, spec)
+	l, startErr := d.start(ctx, role, spec, prevRoot)
 
 	s := prior
 	if !exists {
@@ -134,7 +143,11 @@ func (d *Daemon) launch(ctx context.Context, req launchRequest) error {
 	} else {
 		s.State, s.Process = herd.StateRunning, herd.Alive
 	}
-	err = d.st.Update(ctx, func(tx store.Tx) error {
+	// The agent runs now: its record must be written even if ctx ends (a
+	// daemon stopping), or the next daemon would launch a second copy.
+	recCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err = d.st.Update(recCtx, func(tx store.Tx) error {
 		if err := tx.PutIncarnation(inc); err != nil {
 			return err
 		}
@@ -145,6 +158,11 @@ func (d *Daemon) launch(ctx context.Context, req launchRequest) error {
 		return tx.AppendEvent(d.event(s, inc.ID, req.Kind, "", msg, map[string]any{"pid": l.RootPID, "argv": argv, "restarts": s.Restarts}))
 	})
 	if err != nil {
+		// Unrecorded, the agent would be invisible: take it down again.
+		d.log.Error("launch: record failed; stopping the new agent", "session", s.Name, "err", err)
+		if terr := d.terminate(recCtx, inc); terr != nil {
+			d.log.Error("launch: stop unrecorded agent", "session", s.Name, "err", terr)
+		}
 		return err
 	}
 	d.watch(s.Name, inc, l.Wait)
@@ -180,7 +198,7 @@ func (d *Daemon) identifyLaunched(pid int, marker string) herd.Identity {
 }
 
 // start hands a launch to the role's runtime.
-func (d *Daemon) start(ctx context.Context, role herd.Role, spec execrt.Spec) (launched, error) {
+func (d *Daemon) start(ctx context.Context, role herd.Role, spec execrt.Spec, prevRoot int) (launched, error) {
 	switch role.Runtime {
 	case herd.RuntimeExec:
 		p, err := d.exec.Launch(ctx, spec)
@@ -189,7 +207,7 @@ func (d *Daemon) start(ctx context.Context, role herd.Role, spec execrt.Spec) (l
 		}
 		return launched{RootPID: p.PID, Wait: p.Wait}, nil
 	case herd.RuntimeTmux:
-		return d.startTmux(ctx, spec)
+		return d.startTmux(ctx, spec, prevRoot)
 	}
 	return launched{}, fmt.Errorf("unknown runtime %q", role.Runtime)
 }

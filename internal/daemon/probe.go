@@ -67,7 +67,7 @@ func (d *Daemon) probeExec(ctx context.Context, s herd.Session) {
 		d.findAgent(ctx, s, inc)
 		return
 	}
-	if d.isWatched(inc.ID) {
+	if d.isWatched(inc) {
 		return // its watcher reports the death the moment it happens
 	}
 	switch d.proc.Check(inc.Identity, d.bootID) {
@@ -97,7 +97,8 @@ func (d *Daemon) findAgent(ctx context.Context, s herd.Session, inc herd.Incarna
 			}
 		}
 	}
-	if !d.isWatched(inc.ID) && d.proc.Check(inc.Root, d.bootID) == herd.Dead {
+	// A root that is our child is reaped by its watcher, with its status.
+	if !d.watchingPID(inc.ID, inc.Root.PID) && d.proc.Check(inc.Root, d.bootID) == herd.Dead {
 		d.recordDeath(ctx, death{Session: s.Name, Incarnation: inc.ID, Exit: herd.Exit{Reason: herd.ReasonProcessGone}})
 	}
 }
@@ -150,7 +151,10 @@ func (d *Daemon) markUnknown(ctx context.Context, s herd.Session, inc, why strin
 // update applies fn to a live session under its lock, only while inc is
 // still its current incarnation; events returned are appended.
 func (d *Daemon) update(ctx context.Context, name, inc string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error)) error {
-	unlock := d.locks.Lock(name)
+	unlock, err := d.locks.LockCtx(ctx, name)
+	if err != nil {
+		return err // busy (a stop in progress): the next tick looks again
+	}
 	defer unlock()
 	return d.st.Update(ctx, func(tx store.Tx) error {
 		s, err := tx.Session(name)

@@ -181,6 +181,18 @@ func (d *Daemon) reapOne(ctx context.Context, first reaper.Facts, firstDec reape
 		Name: f.Name, Reason: dec.Reason, Kind: herd.EventReaped, DropReplica: true,
 		Incarnation: f.Incarnation, Data: reapData(dec),
 		Message: fmt.Sprintf("reaped (%s): %s", dec.Reason, dec.Detail),
+		// Under the session's lock: activity recorded after the re-check
+		// (a hook, output seen by the watchdog) keeps the session.
+		Guard: func(s herd.Session) error {
+			var last time.Time
+			if s.LastActivityAt != nil {
+				last = *s.LastActivityAt
+			}
+			if !last.Equal(f.LastActivityAt) || s.Activity != f.Activity || s.State != f.State {
+				return errors.New("re-check: activity arrived just before the kill")
+			}
+			return nil
+		},
 	})
 	if errors.Is(err, errAlreadyStopped) {
 		return dec, errors.New("re-check: stopped or relaunched meanwhile")

@@ -17,21 +17,31 @@ import (
 // through the stop path, without a signal (those processes cannot be
 // ours); then sessions whose role restarts them resume from their snapshot.
 func (d *Daemon) sweepAfterReboot(ctx context.Context) error {
+	key := "boot/" + d.host + "/" + d.bootID
 	var open []herd.Incarnation
-	won := false
+	sweep := false
 	err := d.st.Update(ctx, func(tx store.Tx) error {
-		var err error
-		won, err = tx.ClaimKV("boot/"+d.host+"/"+d.bootID, time.Now().UTC().Format(time.RFC3339Nano))
-		if err != nil || !won {
+		won, err := tx.ClaimKV(key, sweepStarted)
+		if err != nil {
 			return err
 		}
+		if !won {
+			// Claimed before: sweep again only if that sweep never finished
+			// (its daemon died midway). This daemon holds the state dir's
+			// lock, so no other sweeper of this host runs now.
+			v, _, err := tx.KV(key)
+			if err != nil || v == sweepDone {
+				return err
+			}
+		}
+		sweep = true
 		open, err = tx.OpenIncarnations()
 		return err
 	})
-	if err != nil || !won {
+	if err != nil || !sweep {
 		return err
 	}
-	var swept []string
+	stopped := 0
 	for _, inc := range open {
 		boot := inc.Root.BootID
 		if boot == "" {
@@ -57,17 +67,43 @@ func (d *Daemon) sweepAfterReboot(ctx context.Context) error {
 		case err != nil:
 			d.log.Error("reboot sweep: stop", "session", inc.Session, "err", err)
 		default:
-			swept = append(swept, inc.Session)
+			stopped++
 		}
 	}
-	d.log.Info("reboot sweep", "boot_id", d.bootID, "stopped", len(swept))
-	for _, name := range swept {
-		if err := d.resume(ctx, name, false, true); err != nil && !errors.Is(err, errNotRestartable) {
+	// Resume every session the reboot stopped (also those of a sweep that
+	// died before resuming them): their exit reason says so.
+	var toResume []string
+	err = d.st.View(ctx, func(tx store.Tx) error {
+		all, err := tx.Sessions()
+		for _, s := range all {
+			if s.Host == d.host && s.State == herd.StateStopped && s.Exit != nil && s.Exit.Reason == herd.ReasonReboot {
+				toResume = append(toResume, s.Name)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	resumed := 0
+	for _, name := range toResume {
+		err := d.resume(ctx, name, false, true)
+		switch {
+		case err == nil:
+			resumed++
+		case !errors.Is(err, errNotRestartable):
 			d.log.Error("reboot sweep: resume", "session", name, "err", err)
 		}
 	}
-	return nil
+	d.log.Info("reboot sweep", "boot_id", d.bootID, "stopped", stopped, "resumed", resumed)
+	return d.st.Update(ctx, func(tx store.Tx) error { return tx.PutKV(key, sweepDone) })
 }
+
+// Values of the per-boot sweep row.
+const (
+	sweepStarted = "started"
+	sweepDone    = "done"
+)
 
 func (d *Daemon) sessionByName(ctx context.Context, name string) (s herd.Session, err error) {
 	err = d.st.View(ctx, func(tx store.Tx) error {
@@ -115,8 +151,19 @@ func (d *Daemon) resume(ctx context.Context, name string, byUser, onlyRestartabl
 	if snap.Workdir != "" {
 		role.Workdir = snap.Workdir
 	}
+	// The slot stays locked from the replica bump to the launch, so the
+	// reconciler cannot fill the slot with a fresh copy in between.
+	unlock := d.locks.Lock(name)
+	defer unlock()
 	if byUser {
 		err := d.st.Update(ctx, func(tx store.Tx) error {
+			cur, err := tx.Session(name)
+			if err != nil {
+				return err
+			}
+			if cur.State != herd.StateStopped {
+				return fmt.Errorf("session %s is %s: %w", name, cur.State, errNotStopped)
+			}
 			r, err := tx.Role(role.Name)
 			if err != nil {
 				return err
@@ -129,7 +176,7 @@ func (d *Daemon) resume(ctx context.Context, name string, byUser, onlyRestartabl
 			return err
 		}
 	}
-	return d.launch(ctx, launchRequest{
+	return d.launchLocked(ctx, launchRequest{
 		Role: role, Name: name, Index: s.Index, Kind: herd.EventResumed, Argv: ResumeArgv(snap),
 		Check: func(cur *herd.Session, exists bool) error {
 			if !exists || cur.State != herd.StateStopped {

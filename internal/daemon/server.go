@@ -193,7 +193,9 @@ func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) handleStop(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	err := d.stop(r.Context(), stopRequest{Name: name, Reason: herd.ReasonUser, DropReplica: true, Message: "stopped by user"})
+	ctx, cancel := opCtx(r)
+	defer cancel()
+	err := d.stop(ctx, stopRequest{Name: name, Reason: herd.ReasonUser, DropReplica: true, Message: "stopped by user"})
 	switch {
 	case errors.Is(err, errAlreadyStopped):
 		reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s already stopped", name)})
@@ -209,7 +211,9 @@ func (d *Daemon) handleStop(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) handleResume(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if err := d.resume(r.Context(), name, true, false); err != nil {
+	ctx, cancel := opCtx(r)
+	defer cancel()
+	if err := d.resume(ctx, name, true, false); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			err = fmt.Errorf("session %q: %w", name, err)
 		}
@@ -357,14 +361,24 @@ func (d *Daemon) handleScale(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("role %s scaled to %d", name, req.Replicas)})
 }
 
-// handleDeleteRole stops every session of the role through the stop path,
-// then forgets the role, its sessions and their crash history.
+// handleDeleteRole scales the role to zero (so nothing relaunches), stops
+// every session through the stop path, then forgets the role, its sessions
+// and their crash history. A session that cannot be stopped (its identity
+// unverifiable) keeps the role: nothing is forgotten while it may live.
 func (d *Daemon) handleDeleteRole(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := opCtx(r)
+	defer cancel()
 	name := r.PathValue("name")
 	var sessions []herd.Session
-	err := d.st.View(r.Context(), func(tx store.Tx) error {
-		if _, err := tx.Role(name); err != nil {
+	err := d.st.Update(ctx, func(tx store.Tx) error {
+		ro, err := tx.Role(name)
+		if err != nil {
 			return fmt.Errorf("role %q: %w", name, err)
+		}
+		ro.Replicas = 0
+		ro.UpdatedAt = time.Now().UTC()
+		if err := tx.PutRole(ro); err != nil {
+			return err
 		}
 		all, err := tx.Sessions()
 		for _, s := range all {
@@ -378,22 +392,45 @@ func (d *Daemon) handleDeleteRole(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	stopped := 0
 	for _, s := range sessions {
-		if s.State == herd.StateStopped || s.Host != d.host {
+		if s.State == herd.StateStopped {
 			continue
 		}
-		err := d.stop(r.Context(), stopRequest{Name: s.Name, Reason: herd.ReasonRoleDeleted})
-		if err != nil && !errors.Is(err, errAlreadyStopped) {
-			fail(w, fmt.Errorf("delete role %s: stop %s: %w", name, s.Name, err))
+		if s.Host != d.host {
+			fail(w, fmt.Errorf("delete role %s: session %s runs on host %s; delete it there", name, s.Name, s.Host))
 			return
 		}
+		err := d.stop(ctx, stopRequest{Name: s.Name, Reason: herd.ReasonRoleDeleted})
+		if err != nil && !errors.Is(err, errAlreadyStopped) {
+			fail(w, fmt.Errorf("delete role %s: stop %s: %w (the role is kept, scaled to 0)", name, s.Name, err))
+			return
+		}
+		stopped++
 	}
-	err = d.st.Update(r.Context(), func(tx store.Tx) error { return tx.DeleteRole(name) })
+	err = d.st.Update(ctx, func(tx store.Tx) error {
+		all, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			if s.Role == name && s.State.Live() {
+				return fmt.Errorf("delete role %s: session %s is %s again; retry", name, s.Name, s.State)
+			}
+		}
+		return tx.DeleteRole(name)
+	})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("role %s deleted (%d session(s) stopped)", name, len(sessions))})
+	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("role %s deleted (%d session(s) stopped)", name, stopped)})
+}
+
+// opCtx is the context of work a request starts that must finish even if
+// the client goes away (a stop cut short would read as a crash).
+func opCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
 }
 
 func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {

@@ -29,6 +29,10 @@ type stopRequest struct {
 	Data map[string]any
 	// Message is the event's message.
 	Message string
+	// Guard, when set, re-validates the session under its lock, just
+	// before any signal; an error cancels the stop (the reaper's last
+	// look: activity that arrived after its re-check keeps the session).
+	Guard func(s herd.Session) error
 }
 
 // errAlreadyStopped means another caller stopped the session first.
@@ -74,6 +78,11 @@ func (d *Daemon) stop(ctx context.Context, req stopRequest) error {
 	if s.State == herd.StateStopped || (req.Incarnation != "" && s.Incarnation != req.Incarnation) {
 		return errAlreadyStopped
 	}
+	if req.Guard != nil {
+		if err := req.Guard(s); err != nil {
+			return err
+		}
+	}
 	if s.Host != d.host && !req.NoSignal {
 		return fmt.Errorf("session %s runs on host %s, not %s", s.Name, s.Host, d.host)
 	}
@@ -82,6 +91,9 @@ func (d *Daemon) stop(ctx context.Context, req stopRequest) error {
 		d.setStopping(inc.ID, true)
 		defer d.setStopping(inc.ID, false)
 		if err := d.terminate(ctx, inc); err != nil {
+			// Deaths seen meanwhile were suppressed: the prober looks again.
+			d.unwatch(inc.ID)
+			wake(d.probeKick)
 			return err
 		}
 		d.unwatch(inc.ID)
@@ -163,27 +175,74 @@ func (d *Daemon) terminate(ctx context.Context, inc herd.Incarnation) error {
 		case herd.Dead:
 			continue
 		}
-		if err := proc.SignalGroup(d.proc, id, d.bootID, unix.SIGTERM); err != nil && !errors.Is(err, proc.ErrNoProcess) && !errors.Is(err, proc.ErrIdentityMismatch) {
-			return fmt.Errorf("pid %d: sigterm: %w", id.PID, err)
+		if err := d.signal(id, unix.SIGTERM); err != nil {
+			return err
 		}
-		graceCtx, cancel := context.WithTimeout(ctx, d.grace)
-		err := proc.WaitExit(graceCtx, d.proc, id, d.bootID)
-		cancel()
-		if err == nil || errors.Is(err, proc.ErrIdentityMismatch) {
-			continue
+		if !d.waitGone(ctx, id, d.grace) {
+			d.log.Warn("agent ignored SIGTERM; sending SIGKILL", "pid", id.PID, "grace", d.grace)
+			if err := d.signal(id, unix.SIGKILL); err != nil {
+				return err
+			}
+			d.waitGone(ctx, id, 5*time.Second)
 		}
-		d.log.Warn("agent ignored SIGTERM; sending SIGKILL", "pid", id.PID, "grace", d.grace)
-		if err := proc.SignalGroup(d.proc, id, d.bootID, unix.SIGKILL); err != nil && !errors.Is(err, proc.ErrNoProcess) && !errors.Is(err, proc.ErrIdentityMismatch) {
-			return fmt.Errorf("pid %d: sigkill: %w", id.PID, err)
+		// Only a process seen dead counts as stopped.
+		switch d.proc.Check(id, d.bootID) {
+		case herd.Alive:
+			return fmt.Errorf("pid %d is still alive after SIGKILL", id.PID)
+		case herd.Unknown:
+			return fmt.Errorf("pid %d: %w", id.PID, errUnverified)
 		}
-		killCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		proc.WaitExit(killCtx, d.proc, id, d.bootID)
-		cancel()
 	}
 	if inc.RuntimeKind == herd.RuntimeTmux {
-		return d.killPane(ctx, inc.Session)
+		return d.killPane(ctx, inc)
 	}
 	return nil
+}
+
+// signal sends sig to id's process group after verifying its identity.
+// A refusal is re-judged by a fresh Check: dead is done, unknown is an
+// error, and alive (the refusal was transient) is tried again.
+func (d *Daemon) signal(id herd.Identity, sig unix.Signal) error {
+	var err error
+	for range 5 {
+		err = proc.SignalGroup(d.proc, id, d.bootID, sig)
+		if err == nil || errors.Is(err, proc.ErrNoProcess) {
+			return nil
+		}
+		if !errors.Is(err, proc.ErrIdentityMismatch) {
+			return fmt.Errorf("pid %d: %v: %w", id.PID, sig, err)
+		}
+		switch d.proc.Check(id, d.bootID) {
+		case herd.Dead:
+			return nil
+		case herd.Unknown:
+			return fmt.Errorf("pid %d: %w", id.PID, errUnverified)
+		}
+		d.log.Warn("signal refused, yet the process checks alive; retrying", "pid", id.PID, "signal", sig, "err", err)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("pid %d: %v: %w", id.PID, sig, err)
+}
+
+// waitGone waits up to timeout for id to exit; it reports whether it did.
+func (d *Daemon) waitGone(ctx context.Context, id herd.Identity, timeout time.Duration) bool {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		err := proc.WaitExit(wctx, d.proc, id, d.bootID)
+		if err == nil || d.proc.Check(id, d.bootID) == herd.Dead {
+			return true
+		}
+		if wctx.Err() != nil {
+			return false
+		}
+		// Refused (an unreadable moment): look again shortly.
+		select {
+		case <-wctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // targets lists the identities to signal: the launched root (its group

@@ -38,26 +38,66 @@ func (d *Daemon) tmuxClient() *tmux.Client {
 }
 
 // startTmux launches argv in a new detached tmux session (no shell in
-// between); a leftover session of the same name (a dead pane) goes first.
-func (d *Daemon) startTmux(ctx context.Context, spec execrt.Spec) (launched, error) {
+// between). A session of the same name is removed first only when it is
+// this slot's leftover: a dead pane, or the pane of the slot's previous
+// incarnation (prevRoot). Anything else — an unmanaged session, someone's
+// own — is never touched, and the launch fails.
+func (d *Daemon) startTmux(ctx context.Context, spec execrt.Spec, prevRoot int) (launched, error) {
 	c := d.tmuxClient()
-	if err := c.KillSession(ctx, spec.Session); err != nil && !errors.Is(err, tmux.ErrNoSession) && !errors.Is(err, tmux.ErrNoServer) {
-		return launched{}, fmt.Errorf("tmux: clear old session: %w", err)
-	}
+	d.tmuxState.mu.Lock()
+	delete(d.tmuxState.missing, spec.Session)
+	d.tmuxState.mu.Unlock()
 	pid, err := c.NewSession(ctx, spec.Session, spec.Workdir, spec.Env, spec.Argv)
-	if err != nil {
-		return launched{}, err
+	if err == nil || !strings.Contains(err.Error(), "duplicate session") {
+		return launched{RootPID: pid}, err
 	}
-	return launched{RootPID: pid}, nil
+	// The name is taken: look before removing anything.
+	panes, err := c.ListPanes(ctx)
+	if err != nil && !errors.Is(err, tmux.ErrNoServer) {
+		return launched{}, fmt.Errorf("tmux: list before launch: %w", err)
+	}
+	for _, p := range panes {
+		if p.Session != spec.Session {
+			continue
+		}
+		if p.Err != nil || (!p.Dead && (prevRoot == 0 || p.PID != prevRoot)) {
+			return launched{}, fmt.Errorf("tmux: a session named %s already exists and is not this slot's leftover (pane pid %d); not touching it", spec.Session, p.PID)
+		}
+		if err := c.KillSession(ctx, spec.Session); err != nil && !errors.Is(err, tmux.ErrNoSession) {
+			return launched{}, fmt.Errorf("tmux: clear old session: %w", err)
+		}
+		break
+	}
+	pid, err = c.NewSession(ctx, spec.Session, spec.Workdir, spec.Env, spec.Argv)
+	return launched{RootPID: pid}, err
 }
 
-// killPane removes a session's tmux session; already gone is fine.
-func (d *Daemon) killPane(ctx context.Context, name string) error {
-	err := d.tmuxClient().KillSession(ctx, name)
-	if err == nil || errors.Is(err, tmux.ErrNoSession) || errors.Is(err, tmux.ErrNoServer) {
+// killPane removes an incarnation's tmux session, only if its pane is
+// still the one herd launched for it (same pane pid): a replacement
+// launched meanwhile under the same name is never killed.
+func (d *Daemon) killPane(ctx context.Context, inc herd.Incarnation) error {
+	c := d.tmuxClient()
+	panes, err := c.ListPanes(ctx)
+	if errors.Is(err, tmux.ErrNoServer) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for _, p := range panes {
+		if p.Session != inc.Session {
+			continue
+		}
+		if p.Err != nil || inc.Root.PID == 0 || p.PID != inc.Root.PID {
+			return nil // not this incarnation's pane
+		}
+		err := c.KillSession(ctx, inc.Session)
+		if err == nil || errors.Is(err, tmux.ErrNoSession) || errors.Is(err, tmux.ErrNoServer) {
+			return nil
+		}
+		return err
+	}
+	return nil
 }
 
 func (d *Daemon) capturePane(ctx context.Context, name string, lines int) ([]byte, error) {
@@ -260,7 +300,7 @@ func (d *Daemon) probeTmuxSession(ctx context.Context, s herd.Session, l listing
 	switch v.State {
 	case herd.StateRunning:
 		kind := ""
-		if !d.isWatched(inc.ID) {
+		if !d.isWatched(inc) {
 			kind = herd.EventAdopted
 			if s.State == herd.StatePending {
 				kind = ""

@@ -7,72 +7,110 @@ import (
 	"herd/internal/proc"
 )
 
-// watch notices the death of an incarnation's agent the moment it happens:
-// by reaping it when it is this daemon's child (exact exit status), else by
-// polling its pidfd. A death is then recorded (exec) or handed to the prober,
-// which reads the exit status from the pane (tmux).
+// watchSet is what watches one incarnation: a context for its watchers and
+// the pids being watched (the launched root, and the agent under a wrapper).
+type watchSet struct {
+	cancel context.CancelFunc
+	ctx    context.Context
+	pids   map[int]bool
+}
+
+// watch notices the death of an incarnation's processes the moment it
+// happens: by reaping the root when it is this daemon's child (exact exit
+// status), and by polling the agent's pidfd when the agent is another
+// process or not our child. A death is then recorded (exec) or handed to
+// the prober, which reads the exit status from the pane (tmux). Calling
+// watch again when the agent is first identified adds its watcher.
 func (d *Daemon) watch(session string, inc herd.Incarnation, wait func() herd.Exit) {
 	d.mu.Lock()
-	if _, ok := d.watched[inc.ID]; ok {
-		d.mu.Unlock()
-		return
+	ws, ok := d.watched[inc.ID]
+	if !ok {
+		ctx, cancel := context.WithCancel(d.watchCtx)
+		ws = &watchSet{ctx: ctx, cancel: cancel, pids: map[int]bool{}}
+		d.watched[inc.ID] = ws
 	}
-	ctx, cancel := context.WithCancel(d.watchCtx)
-	d.watched[inc.ID] = cancel
+	waitRoot := wait != nil && !ws.pids[inc.Root.PID]
+	if waitRoot {
+		ws.pids[inc.Root.PID] = true
+	}
+	agent := inc.Identity
+	watchAgent := !agent.Zero() && !ws.pids[agent.PID]
+	if watchAgent {
+		ws.pids[agent.PID] = true
+	}
 	d.mu.Unlock()
 
-	if wait != nil {
-		// The root is our child: reap it for its exact exit status.
+	if waitRoot {
 		go func() {
 			exit := wait()
-			if ctx.Err() != nil && d.watchCtx.Err() != nil {
+			if d.watchCtx.Err() != nil {
 				return // the daemon is stopping; the next daemon adopts
 			}
 			d.onDeath(session, inc, exit, inc.Root)
 		}()
 	}
-	agent := inc.Identity
-	if agent.Zero() || (wait != nil && agent == inc.Root) {
-		return // nothing else to watch yet; the prober finds the agent
-	}
-	go func() {
-		if err := proc.WaitExit(ctx, d.proc, agent, d.bootID); err != nil {
-			if ctx.Err() != nil {
+	if watchAgent {
+		go func() {
+			err := proc.WaitExit(ws.ctx, d.proc, agent, d.bootID)
+			if ws.ctx.Err() != nil {
 				return
 			}
-			// Not ours to begin with, or unreadable: the prober decides.
-			wake(d.probeKick)
-			return
-		}
-		d.onDeath(session, inc, herd.Exit{Reason: herd.ReasonProcessGone}, agent)
-	}()
+			if err != nil {
+				// Not ours to begin with, or unreadable: /proc polling by
+				// the prober takes over.
+				d.dropWatch(inc.ID, agent.PID)
+				wake(d.probeKick)
+				return
+			}
+			d.onDeath(session, inc, herd.Exit{Reason: herd.ReasonProcessGone}, agent)
+		}()
+	}
 }
 
 // unwatch stops watching an incarnation.
 func (d *Daemon) unwatch(inc string) {
 	d.mu.Lock()
-	cancel := d.watched[inc]
+	ws := d.watched[inc]
 	delete(d.watched, inc)
 	d.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if ws != nil {
+		ws.cancel()
 	}
 }
 
-func (d *Daemon) isWatched(inc string) bool {
+// dropWatch forgets one pid's watcher so the prober looks at it again.
+func (d *Daemon) dropWatch(inc string, pid int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	_, ok := d.watched[inc]
-	return ok
+	if ws := d.watched[inc]; ws != nil {
+		delete(ws.pids, pid)
+	}
 }
 
-// onDeath handles a death seen by a watcher.
+// isWatched reports whether the agent process of inc (its recorded pid)
+// has a watcher, so polling it would be redundant.
+func (d *Daemon) isWatched(inc herd.Incarnation) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ws := d.watched[inc.ID]
+	return ws != nil && !inc.Identity.Zero() && ws.pids[inc.Identity.PID]
+}
+
+// watchingPID reports whether pid of incarnation inc has a watcher.
+func (d *Daemon) watchingPID(inc string, pid int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ws := d.watched[inc]
+	return ws != nil && ws.pids[pid]
+}
+
+// onDeath handles a death seen by a watcher. Whatever happens, a death
+// that is not recorded here leaves the incarnation to the prober: nothing
+// is lost.
 func (d *Daemon) onDeath(session string, inc herd.Incarnation, exit herd.Exit, who herd.Identity) {
-	if d.isStopping(inc.ID) {
-		return
-	}
 	if inc.RuntimeKind == herd.RuntimeTmux {
 		// The pane holds the exit status; the prober reads it right away.
+		d.dropWatch(inc.ID, who.PID)
 		wake(d.probeKick)
 		return
 	}
@@ -81,11 +119,17 @@ func (d *Daemon) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 		exit = herd.Exit{Reason: herd.ReasonProcessGone}
 	}
 	ok, err := d.recordDeath(d.watchCtx, death{Session: session, Incarnation: inc.ID, Exit: exit})
-	if err != nil {
-		d.log.Error("record death", "session", session, "err", err)
+	if err != nil || !ok {
+		if err != nil {
+			d.log.Error("record death", "session", session, "err", err)
+		}
+		// Not recorded (a stop or stall kill owns it, or the store failed):
+		// let the prober look again rather than trust a stale watcher.
+		d.dropWatch(inc.ID, who.PID)
+		wake(d.probeKick)
 		return
 	}
-	if ok && who != inc.Root {
+	if who != inc.Root {
 		d.killLeftover(inc)
 	}
 }

@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"herd"
+	"herd/internal/store"
+	"herd/internal/store/sqlite"
+)
+
+// TestExecAgentDiesUnderWrapper: regression — with the exec runtime, an
+// agent found under a wrapper got no watcher of its own, so its death went
+// unnoticed while the wrapper lived on.
+func TestExecAgentDiesUnderWrapper(t *testing.T) {
+	e := newEnv(t, fastRestart)
+	e.start()
+	e.must("run", "w", "--runtime", "exec", "--agent-process", "sleep", "--", "sh", "-c", "sleep 999; exec sleep 888")
+	v := e.waitState("w-0", herd.StateRunning, 10*time.Second)
+	e.waitFor("the agent (not the wrapper) identified", 5*time.Second, func() bool {
+		v, _ = e.session("w-0")
+		b, _ := exec.Command("cat", "/proc/"+strconv.Itoa(v.PID)+"/cmdline").Output()
+		return strings.HasPrefix(string(b), "sleep\x00999")
+	})
+	syscall.Kill(v.PID, syscall.SIGKILL)
+	e.waitFor("process_gone", 5*time.Second, func() bool {
+		ev := e.events("--session", "w-0", "--kind", herd.EventCrashed)
+		return len(ev) == 1 && ev[0].Reason == herd.ReasonProcessGone
+	})
+	e.waitFor("the leftover wrapper gone", 10*time.Second, func() bool {
+		out, _ := exec.Command("pgrep", "-f", "^sleep 888").Output()
+		return len(strings.TrimSpace(string(out))) == 0
+	})
+}
+
+// TestLeftoverKillSparesReplacement: regression — killing what was left of
+// a dead agent (a wrapper ignoring SIGTERM, up to the grace period) killed
+// the replacement's tmux session of the same name.
+func TestLeftoverKillSparesReplacement(t *testing.T) {
+	hasTmux(t)
+	e := newEnv(t, fastRestart)
+	e.start()
+	e.must("run", "w", "--agent-process", "sleep", "--", "sh", "-c", "trap '' TERM; sleep 999; exec sleep 888")
+	v := e.waitState("w-0", herd.StateRunning, 10*time.Second)
+	syscall.Kill(v.PID, syscall.SIGKILL)
+	e.waitFor("a replacement", 5*time.Second, func() bool {
+		n, ok := e.session("w-0")
+		return ok && n.State == herd.StateRunning && n.Incarnation != v.Incarnation
+	})
+	// Past the daemon's stop grace (5s) and the leftover's SIGKILL.
+	time.Sleep(6 * time.Second)
+	if n := count(e.events("--session", "w-0", "--kind", herd.EventCrashed), herd.EventCrashed); n != 1 {
+		t.Errorf("expected only the first crash, got %d (the replacement was killed)", n)
+	}
+}
+
+// TestDeleteRoleLeavesNothingRunning: regression — deleting a role let the
+// reconciler relaunch stopped slots, then forgot the running agents.
+func TestDeleteRoleLeavesNothingRunning(t *testing.T) {
+	e := newEnv(t, fastRestart)
+	e.start()
+	e.must("run", "d", "--runtime", "exec", "--replicas", "2", "--", "sleep", "300")
+	e.waitState("d-0", herd.StateRunning, 10*time.Second)
+	e.waitState("d-1", herd.StateRunning, 10*time.Second)
+	out := e.must("delete", "role", "d")
+	if !strings.Contains(out, "deleted (2 session(s) stopped)") {
+		t.Errorf("unexpected output %q", out)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if pids := e.agentPIDs(); len(pids) != 0 {
+		t.Errorf("expected no agent left running, got pids %v", pids)
+	}
+	if n := len(e.sessions()); n != 0 {
+		t.Errorf("expected no sessions left, got %d", n)
+	}
+	if roles := e.must("get", "roles"); strings.Contains(roles, "\nd ") {
+		t.Errorf("expected the role gone, got:\n%s", roles)
+	}
+}
+
+// TestStopSurvivesClientCancel: regression — Ctrl-C on `herd stop` cut the
+// grace period short, turning the stop into a SIGKILL, a crash and a restart.
+func TestStopSurvivesClientCancel(t *testing.T) {
+	e := newEnv(t, fastRestart)
+	e.start()
+	// Dies 1s after SIGTERM: the stop spans the client's lifetime.
+	e.must("run", "slow", "--runtime", "exec", "--", "sh", "-c", "trap 'sleep 1; exit 0' TERM; while :; do sleep 0.1; done")
+	e.waitState("slow-0", herd.StateRunning, 10*time.Second)
+	cmd := exec.Command(bin, "stop", "slow-0")
+	cmd.Env = e.environ()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	e.waitState("slow-0", herd.StateStopped, 10*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	events := e.events("--session", "slow-0")
+	if n := count(events, herd.EventCrashed) + count(events, herd.EventRestarted); n != 0 {
+		t.Errorf("expected a clean stop, got %d crash/restart events", n)
+	}
+	if n := count(events, herd.EventStopped); n != 1 {
+		t.Errorf("expected one stopped event, got %d", n)
+	}
+}
+
+// TestUnfinishedSweepIsRedone: regression — a daemon that died after
+// claiming the boot's sweep row but before finishing left old incarnations
+// unswept for good.
+func TestUnfinishedSweepIsRedone(t *testing.T) {
+	e := newEnv(t, fastRestart)
+	e.start()
+	e.must("run", "a", "--runtime", "exec", "--", "sleep", "300")
+	e.waitState("a-0", herd.StateRunning, 10*time.Second)
+	e.kill(syscall.SIGTERM)
+	for _, pid := range e.agentPIDs() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	newBoot := "00000000-0000-4000-8000-000000000003"
+	e.setBootID(newBoot)
+	// The row a sweep that died midway leaves behind.
+	st, err := sqlite.Open(context.Background(), filepath.Join(e.dir, "herd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := hostname(t)
+	err = st.Update(context.Background(), func(tx store.Tx) error { return tx.PutKV("boot/"+host+"/"+newBoot, "started") })
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	e.waitState("a-0", herd.StateRunning, 10*time.Second)
+	events := e.events("--session", "a-0")
+	if count(events, herd.EventStopped) != 1 || count(events, herd.EventResumed) != 1 || count(events, herd.EventCrashed) != 0 {
+		t.Errorf("expected one stopped (reboot) and one resumed, no crash; got %d stopped, %d resumed, %d crashed",
+			count(events, herd.EventStopped), count(events, herd.EventResumed), count(events, herd.EventCrashed))
+	}
+}
+
+// TestLaunchNeverKillsForeignSession: regression — a launch killed any
+// tmux session with the slot's name, even one herd did not start.
+func TestLaunchNeverKillsForeignSession(t *testing.T) {
+	hasTmux(t)
+	e := newEnv(t, fastRestart)
+	e.start()
+	if out, err := exec.Command("tmux", "-L", e.tmuxSock, "new-session", "-d", "-s", "w-0", "sleep", "300").CombinedOutput(); err != nil {
+		t.Fatalf("new-session: %v %s", err, out)
+	}
+	pane, _ := exec.Command("tmux", "-L", e.tmuxSock, "list-panes", "-t", "=w-0:", "-F", "#{pane_pid}").Output()
+	e.must("run", "w", "--", "sleep", "300")
+	e.waitFor("the launch refused", 5*time.Second, func() bool {
+		for _, ev := range e.events("--session", "w-0", "--kind", herd.EventExited) {
+			if ev.Reason == herd.ReasonLaunchFailed {
+				return true
+			}
+		}
+		return false
+	})
+	after, err := exec.Command("tmux", "-L", e.tmuxSock, "list-panes", "-t", "=w-0:", "-F", "#{pane_pid}").Output()
+	if err != nil || string(after) != string(pane) {
+		t.Errorf("expected the foreign session untouched (pane %q), got %q %v", pane, after, err)
+	}
+}

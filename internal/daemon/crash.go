@@ -94,6 +94,7 @@ func (d *Daemon) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, ex
 
 	s.Exit = &exit
 	s.Runtime, s.Process = herd.Dead, herd.Dead
+	s.Activity = herd.ActivityUnknown // the agent that did it is gone
 	s.Restarts = out.Restarts
 	s.BackoffUntil = nil
 	s.StateSince = now

@@ -140,6 +140,7 @@ func (d *Daemon) stop(ctx context.Context, req stopRequest) error {
 		cur.Snapshot = &snap
 		cur.BackoffUntil = nil
 		cur.Runtime, cur.Process = herd.Dead, herd.Dead
+		cur.Activity = herd.ActivityUnknown
 		cur.Exit = &exit
 		if err := tx.PutSession(cur); err != nil {
 			return err

@@ -4,6 +4,7 @@ package herd
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -164,6 +165,21 @@ func ValidRoleName(name string) bool { return nameRE.MatchString(name) }
 
 // SessionName is the name of slot index of role.
 func SessionName(role string, index int) string { return fmt.Sprintf("%s-%d", role, index) }
+
+// InNamespace reports whether a (tmux) session name is in herd's
+// namespace, <role>-<index>.
+func InNamespace(name string) bool {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 || !ValidRoleName(name[:i]) {
+		return false
+	}
+	for _, c := range name[i+1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // Identity pins down one process across pid reuse and reboots.
 type Identity struct {

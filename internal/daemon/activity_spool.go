@@ -42,7 +42,7 @@ func ActivityDir(stateDir string) string { return filepath.Join(stateDir, "activ
 // tried for a short while only, and a report that cannot be written is
 // returned as an error for the caller to log.
 func SpoolActivity(stateDir string, rep api.ActivityReport) error {
-	if !herdNamed(rep.Session) {
+	if !herd.InNamespace(rep.Session) {
 		return fmt.Errorf("activity: invalid session name %q", rep.Session)
 	}
 	line, err := json.Marshal(rep)

@@ -212,7 +212,7 @@ func (d *Daemon) rememberListing(l listing, sessions []herd.Session) {
 		if !p.WindowActivity.IsZero() {
 			ts.lastActivity[name] = p.WindowActivity
 		}
-		if !known[name] && herdNamed(name) {
+		if !known[name] && herd.InNamespace(name) {
 			unmanaged = append(unmanaged, p)
 		}
 	}
@@ -248,21 +248,6 @@ func (d *Daemon) reportUnmanaged(panes []tmux.Pane) {
 	if err != nil {
 		d.log.Error("report unmanaged sessions", "err", err)
 	}
-}
-
-// herdNamed reports whether a tmux session name is in herd's namespace
-// (<role>-<index>).
-func herdNamed(name string) bool {
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 || i == len(name)-1 || !herd.ValidRoleName(name[:i]) {
-		return false
-	}
-	for _, c := range name[i+1:] {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 func (d *Daemon) probeTmuxSession(ctx context.Context, s herd.Session, l listing) {

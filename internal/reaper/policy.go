@@ -316,15 +316,4 @@ func round(d time.Duration) time.Duration {
 
 // InNamespace reports whether a tmux session name is in herd's namespace
 // (<role>-<index>). Sessions outside it are never reaped.
-func InNamespace(name string) bool {
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 || i == len(name)-1 || !herd.ValidRoleName(name[:i]) {
-		return false
-	}
-	for _, c := range name[i+1:] {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
+func InNamespace(name string) bool { return herd.InNamespace(name) }

@@ -133,7 +133,8 @@ func TestTmuxHungListing(t *testing.T) {
 	flag := filepath.Join(dir, "hang")
 	script := filepath.Join(dir, "tmux")
 	real, _ := exec.LookPath("tmux")
-	os.WriteFile(script, []byte("#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = list-panes ] && [ -e "+flag+" ]; then exec sleep 3600; fi\ndone\nexec "+real+" \"$@\"\n"), 0o755)
+	pids := filepath.Join(dir, "hung.pids")
+	os.WriteFile(script, []byte("#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = list-panes ] && [ -e "+flag+" ]; then echo $$ >> "+pids+"; exec sleep 3600; fi\ndone\nexec "+real+" \"$@\"\n"), 0o755)
 	e := newEnv(t, "[probe]\ninterval = \"200ms\"\ntimeout = \"500ms\"\n"+fastRestart+"\n")
 	// The binary is a tmux key: rewrite the config's [tmux] section.
 	cfgPath := filepath.Join(e.dir, "herd.toml")
@@ -162,7 +163,13 @@ func TestTmuxHungListing(t *testing.T) {
 	}
 	// The hang ends: the session is running again, the same incarnation.
 	os.Remove(flag)
-	exec.Command("pkill", "-f", "^sleep 3600$").Run()
+	// Only this test's hung calls: other tests' agents run sleeps too.
+	b, _ = os.ReadFile(pids)
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 	e.waitState("agent-0", herd.StateRunning, 10*time.Second)
 	if n, _ := e.session("agent-0"); n.Incarnation != v.Incarnation {
 		t.Errorf("expected the same incarnation after the hang, got %s (was %s)", n.Incarnation, v.Incarnation)

@@ -202,7 +202,7 @@ func live(ctx context.Context, c *api.Client, o Options) error {
 		switch {
 		case o.Render:
 			fmt.Fprintf(o.Out, "\033[H\033[2J%s — %s left (Ctrl-C ends the demo early)\n\n%s", time.Now().Format("15:04:05"), left, Table(views))
-		case time.Since(lastPrint) >= 5*time.Second:
+		case len(views) > 0 && time.Since(lastPrint) >= 5*time.Second:
 			fmt.Fprintf(o.Out, "--- %s (%s left)\n%s", time.Now().Format("15:04:05"), left, Table(views))
 			lastPrint = time.Now()
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"herd"
@@ -146,6 +147,22 @@ func (d *Daemon) handleSession(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, det)
 }
 
+// tailLines drops a pane capture's trailing blank lines (the unused rows
+// of the pane) and keeps the last n lines (all when n <= 0).
+func tailLines(b []byte, n int) []byte {
+	lines := splitLines(b)
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if n > 0 && len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
 func splitLines(b []byte) []string {
 	var out []string
 	start := 0
@@ -179,6 +196,7 @@ func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 	var out []byte
 	if s.RuntimeKind == herd.RuntimeTmux && s.State.Live() {
 		out, err = d.capturePane(r.Context(), name, tail)
+		out = tailLines(out, tail)
 	} else {
 		outPath, _ := d.exec.Paths(name, s.Incarnation)
 		out, err = execrt.ReadTail(outPath, tail)

@@ -1,9 +1,8 @@
-package main
+package e2e
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,141 +18,50 @@ import (
 	"herd/internal/api"
 )
 
-// herdBin is the herd binary built once for the end-to-end tests.
-var herdBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "herd-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	herdBin = filepath.Join(dir, "herd")
-	build := exec.Command("go", "build", "-o", herdBin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build herd: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// The watchdog and hook tests: fast watchdog settings, exec agents.
 
 // e2eWait bounds every poll of these tests.
 const e2eWait = 20 * time.Second
 
-var e2eSeq atomic.Int64
-
-// e2e is one `herd daemon` on its own state dir, driven through the CLI.
-type e2e struct {
-	t     *testing.T
-	dir   string
-	roles []string
+// wdEnv is an env with fast watchdog settings and helpers shaped for the
+// watchdog tests.
+type wdEnv struct {
+	*env
 }
 
 // startE2E runs a daemon with fast watchdog settings plus extra config.
-func startE2E(t *testing.T, extra string) *e2e {
+func startE2E(t *testing.T, extra string) *wdEnv {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "hw") // short: unix socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	cfg := fmt.Sprintf(`[tmux]
-socket = "herd-wd-%d-%d"
-[probe]
+	e := &wdEnv{env: newEnv(t, fmt.Sprintf(`[probe]
 interval = "200ms"
 [watchdog]
 stall_after = "1s"
 stall_repeat = "1s"
 liveness_timeout = "2s"
 %s
-`, os.Getpid(), e2eSeq.Add(1), extra)
-	if err := os.WriteFile(filepath.Join(dir, "herd.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	cmd := exec.Command(herdBin, "daemon", "--state-dir", dir)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e := &e2e{t: t, dir: dir}
-	t.Cleanup(func() {
-		for _, r := range e.roles {
-			e.herd("delete", "role", r) // stops the agents: they outlive the daemon
-		}
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", log.String())
-		}
-	})
-	e.poll("the daemon answers", func() bool {
-		_, err := e.herd("get", "sessions")
-		return err == nil
-	})
+`, extra))}
+	e.start()
 	return e
 }
 
-// herd runs the CLI against the test's daemon.
-func (e *e2e) herd(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, herdBin, append([]string{"--state-dir", e.dir}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("herd %s: %w: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out), nil
-}
-
-func (e *e2e) must(args ...string) string {
-	e.t.Helper()
-	out, err := e.herd(args...)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
 // run declares a one-replica exec role running the simulated agent.
-func (e *e2e) run(role string, simArgs ...string) {
+func (e *wdEnv) run(role string, simArgs ...string) {
 	e.t.Helper()
-	e.roles = append(e.roles, role)
-	args := append([]string{"run", role, "--runtime", "exec", "--restart", "never", "--", herdBin, "sim"}, simArgs...)
-	e.must(args...)
+	e.must(append([]string{"run", role, "--runtime", "exec", "--restart", "never", "--", bin, "sim"}, simArgs...)...)
 }
 
-func (e *e2e) poll(what string, cond func() bool) {
+func (e *wdEnv) poll(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(e2eWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("[%s] expected within %s, it did not happen", what, e2eWait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	e.waitFor(what, e2eWait, cond)
 }
 
-func (e *e2e) session(name string) api.SessionView {
+func (e *wdEnv) session(name string) api.SessionView {
 	e.t.Helper()
-	var views []api.SessionView
-	if err := json.Unmarshal([]byte(e.must("get", "sessions", "-o", "json")), &views); err != nil {
-		e.t.Fatal(err)
-	}
-	for _, v := range views {
-		if v.Name == name {
-			return v
-		}
-	}
-	return api.SessionView{}
+	v, _ := e.env.session(name)
+	return v
 }
 
-func (e *e2e) events(session, kind string) []herd.Event {
+func (e *wdEnv) events(session, kind string) []herd.Event {
 	e.t.Helper()
 	args := []string{"events", "--session", session, "-o", "json"}
 	if kind != "" {
@@ -376,7 +283,7 @@ func TestE2EHookCommand(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	hook := func(env []string, stdin string, args ...string) (stdout, stderr string) {
 		t.Helper()
-		cmd := exec.Command(herdBin, append([]string{"hook"}, args...)...)
+		cmd := exec.Command(bin, append([]string{"hook"}, args...)...)
 		cmd.Env = append(os.Environ(), env...)
 		cmd.Stdin = strings.NewReader(stdin)
 		var o, e bytes.Buffer
@@ -407,7 +314,7 @@ func TestE2EHookCommand(t *testing.T) {
 		t.Fatalf("[no daemon] expected one spooled report, got %q, %v", b, err)
 	}
 	// A stdin that never closes does not hold the hook.
-	cmd := exec.Command(herdBin, "hook", "Stop")
+	cmd := exec.Command(bin, "hook", "Stop")
 	cmd.Env = append(os.Environ(), under...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -424,7 +331,7 @@ func TestE2EHookCommand(t *testing.T) {
 	// The daemon ingests the spool at start (the session is unknown to it,
 	// so the reports are dropped, but the file is consumed).
 	var log bytes.Buffer
-	d := exec.Command(herdBin, "daemon", "--state-dir", dir)
+	d := exec.Command(bin, "daemon", "--state-dir", dir)
 	d.Stdout, d.Stderr = &log, &log
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
@@ -455,7 +362,7 @@ func TestE2EHooksInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func() string {
-		out, err := exec.Command(herdBin, "hooks", "install", "--dir", dir).CombinedOutput()
+		out, err := exec.Command(bin, "hooks", "install", "--dir", dir).CombinedOutput()
 		if err != nil {
 			t.Fatalf("[install] %v: %s", err, out)
 		}
@@ -472,7 +379,7 @@ func TestE2EHooksInstall(t *testing.T) {
 	if !bytes.Equal(first, second) {
 		t.Error("[second] expected the file unchanged")
 	}
-	for _, want := range []string{"notify-send done", `"model"`, herdBin + " hook Stop", herdBin + " hook PreToolUse"} {
+	for _, want := range []string{"notify-send done", `"model"`, bin + " hook Stop", bin + " hook PreToolUse"} {
 		if !strings.Contains(string(second), want) {
 			t.Errorf("[merged] expected %q in the settings, got %s", want, second)
 		}

@@ -99,6 +99,7 @@ func TestSegvIsACrashWithSignal(t *testing.T) {
 	e.start()
 	e.must("run", "good", "--runtime", "exec", "--", bin, "sim", "--interval", "200ms")
 	v := e.waitState("good-0", herd.StateRunning, 10*time.Second)
+	e.waitOutput("good-0")
 	if err := syscall.Kill(v.PID, syscall.SIGSEGV); err != nil {
 		t.Fatal(err)
 	}

@@ -258,3 +258,12 @@ func hasTmux(t *testing.T) {
 		t.Skip("tmux is not installed")
 	}
 }
+
+// waitOutput waits until a simulated agent has printed, so it is past its
+// start-up: a signal sent earlier would reach a half-started process.
+func (e *env) waitOutput(name string) {
+	e.t.Helper()
+	e.waitFor(name+" output", 10*time.Second, func() bool {
+		return strings.Contains(e.must("logs", name), `"type"`)
+	})
+}

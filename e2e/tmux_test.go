@@ -24,6 +24,7 @@ func TestTmuxSegvInLivePane(t *testing.T) {
 	if v.RuntimeKind != herd.RuntimeTmux || v.Runtime != herd.Alive || v.Process != herd.Alive {
 		t.Fatalf("expected a live tmux session on both axes, got %+v", v)
 	}
+	e.waitOutput("agent-0")
 	syscall.Kill(v.PID, syscall.SIGSEGV)
 	e.waitFor("crashed with signal 11", 5*time.Second, func() bool {
 		for _, ev := range e.events("--session", "agent-0", "--kind", herd.EventCrashed) {

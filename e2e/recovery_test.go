@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/api"
 	"herd/internal/proc"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
@@ -172,6 +173,10 @@ func TestTwoDaemonsAfterReboot(t *testing.T) {
 			c.Wait()
 		}
 	}()
+	e.waitFor("one of the daemons answers", 10*time.Second, func() bool {
+		_, err := api.NewClient(e.socket).Ping(context.Background(), time.Second)
+		return err == nil
+	})
 	for _, n := range []string{"a-0", "a-1", "a-2"} {
 		e.waitState(n, herd.StateRunning, 10*time.Second)
 	}

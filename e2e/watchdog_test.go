@@ -248,6 +248,16 @@ func TestE2EHooks(t *testing.T) {
 	if fmt.Sprint(trans) != fmt.Sprint(wantTrans) {
 		t.Errorf("[events] expected transitions %v, got %v", wantTrans, trans)
 	}
+	// A hook that missed its time budget is spooled and ingested a little
+	// later: stop only once the daemon has counted all six.
+	e.poll("all six hooks counted", func() bool {
+		var det api.SessionDetail
+		if err := json.Unmarshal([]byte(e.must("describe", "session", "hooked-0", "-o", "json")), &det); err != nil {
+			return false
+		}
+		m, _ := det.ActivityDetail.(map[string]any)
+		return m["hook_events"] == float64(6)
+	})
 	e.must("stop", "hooked-0")
 	var det api.SessionDetail
 	if err := json.Unmarshal([]byte(e.must("describe", "session", "hooked-0", "-o", "json")), &det); err != nil {

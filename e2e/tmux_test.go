@@ -143,7 +143,9 @@ func TestTmuxHungListing(t *testing.T) {
 	os.WriteFile(cfgPath, []byte(strings.Replace(string(b), "[tmux]\n", "[tmux]\nbinary = \""+script+"\"\n", 1)), 0o600)
 	e.start()
 	e.must("run", "agent", "--", "sleep", "300")
+	e.must("run", "side", "--runtime", "exec", "--", "sleep", "300")
 	v := e.waitState("agent-0", herd.StateRunning, 10*time.Second)
+	side := e.waitState("side-0", herd.StateRunning, 10*time.Second)
 
 	os.WriteFile(flag, nil, 0o600)
 	e.waitState("agent-0", herd.StateUnknown, 5*time.Second)
@@ -155,6 +157,13 @@ func TestTmuxHungListing(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("expected get sessions to answer at once while tmux hangs, took %v", d)
 	}
+	// Supervision of the other runtime goes on: a crash is accounted and
+	// relaunched while every tmux listing hangs.
+	syscall.Kill(side.PID, syscall.SIGKILL)
+	e.waitFor("side-0 relaunched while tmux hangs", 5*time.Second, func() bool {
+		n, _ := e.session("side-0")
+		return n.State == herd.StateRunning && n.Incarnation != side.Incarnation
+	})
 	time.Sleep(2 * time.Second)
 	if syscall.Kill(v.PID, 0) != nil {
 		t.Fatal("the agent was killed while its runtime was unknown")

@@ -29,7 +29,10 @@ func (d *Daemon) probeLoop(ctx context.Context) {
 
 // probeOnce runs one probe round over this host's live sessions.
 func (d *Daemon) probeOnce(ctx context.Context) {
-	tickCtx, cancel := context.WithTimeout(ctx, d.cfg.Probe.Interval+d.cfg.Probe.Timeout)
+	// The tick ends on time: a call still running then (a hung tmux) goes on
+	// in the background, bounded by probe.timeout, and its sessions read
+	// unknown for this tick.
+	tickCtx, cancel := context.WithTimeout(ctx, d.cfg.Probe.Interval)
 	defer cancel()
 	_, sessions, err := d.snapshot(tickCtx)
 	if err != nil {

@@ -120,6 +120,9 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	d.watchCtx = watchCtx
 
 	d.log.Info("daemon starting", "host", d.host, "boot_id", d.bootID, "socket", ln.Addr().String())
+	if err := d.sweepAfterReboot(ctx); err != nil {
+		d.log.Error("reboot sweep", "err", err)
+	}
 	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	// The API and the loops on their own clocks (escalations, watchdog,
@@ -133,8 +136,8 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	for _, f := range d.extraLoops() {
 		wg.Go(func() { f(ctx) })
 	}
-	if err := d.sweepAfterReboot(ctx); err != nil {
-		d.log.Error("reboot sweep", "err", err)
+	if err := d.resumeAfterReboot(ctx); err != nil {
+		d.log.Error("resume after reboot", "err", err)
 	}
 	d.adopt(ctx)
 	wg.Go(func() { d.reconcileLoop(ctx) })

@@ -223,8 +223,12 @@ func TestReapFailedListingKillsNothing(t *testing.T) {
 	if evs := e.reapedEvents(); len(evs) != 0 {
 		t.Errorf("expected no reaped event … got %+v", evs)
 	}
-	// Listing back: the next pass reaps.
+	// Listing back: once the prober has read the sessions again (the failed
+	// listings made them unknown, which is never reaped), the next pass reaps.
 	e.failListings(false)
+	e.poll("both sessions readable again", func() bool {
+		return e.session("w-0").State == herd.StateRunning && e.session("w-1").State == herd.StateRunning
+	})
 	if rep := e.pass(reapOptions{}); rep.Reaped[herd.ReasonIdle] != 2 {
 		t.Errorf("expected both reaped once the listing works … got %+v", rep)
 	}

@@ -16,6 +16,8 @@ import (
 // this host recorded under an older boot is stopped with reason reboot
 // through the stop path, without a signal (those processes cannot be
 // ours); then sessions whose role restarts them resume from their snapshot.
+// The stops touch only the store and run before the API opens, so no one
+// sees a pre-reboot session as running; resumeAfterReboot launches later.
 func (d *Daemon) sweepAfterReboot(ctx context.Context) error {
 	key := "boot/" + d.host + "/" + d.bootID
 	var open []herd.Incarnation
@@ -70,10 +72,20 @@ func (d *Daemon) sweepAfterReboot(ctx context.Context) error {
 			stopped++
 		}
 	}
-	// Resume every session the reboot stopped (also those of a sweep that
-	// died before resuming them): their exit reason says so.
+	d.log.Info("reboot sweep", "boot_id", d.bootID, "stopped", stopped)
+	return nil
+}
+
+// resumeAfterReboot resumes every session a reboot stopped (also those of a
+// sweep that died before resuming them: their exit reason says so), then
+// marks this boot's sweep done.
+func (d *Daemon) resumeAfterReboot(ctx context.Context) error {
+	key := "boot/" + d.host + "/" + d.bootID
 	var toResume []string
-	err = d.st.View(ctx, func(tx store.Tx) error {
+	err := d.st.View(ctx, func(tx store.Tx) error {
+		if v, _, err := tx.KV(key); err != nil || v == sweepDone {
+			return err
+		}
 		all, err := tx.Sessions()
 		for _, s := range all {
 			if s.Host == d.host && s.State == herd.StateStopped && s.Exit != nil && s.Exit.Reason == herd.ReasonReboot {
@@ -95,7 +107,9 @@ func (d *Daemon) sweepAfterReboot(ctx context.Context) error {
 			d.log.Error("reboot sweep: resume", "session", name, "err", err)
 		}
 	}
-	d.log.Info("reboot sweep", "boot_id", d.bootID, "stopped", stopped, "resumed", resumed)
+	if len(toResume) > 0 {
+		d.log.Info("resumed after reboot", "boot_id", d.bootID, "resumed", resumed)
+	}
 	return d.st.Update(ctx, func(tx store.Tx) error { return tx.PutKV(key, sweepDone) })
 }
 

@@ -53,7 +53,7 @@ func (d *Daemon) probeOnce(ctx context.Context) {
 	for _, s := range execs {
 		d.probeExec(tickCtx, s)
 	}
-	d.probeTmux(tickCtx, tmuxes)
+	d.probeTmux(tickCtx, tmuxes, sessions)
 }
 
 // probeExec checks one exec session's agent through /proc.

@@ -164,13 +164,15 @@ func (d *Daemon) listTmux(ctx context.Context) listing {
 
 // probeTmux runs one batched listing for all tmux sessions and decides
 // each session from both axes.
-func (d *Daemon) probeTmux(ctx context.Context, sessions []herd.Session) {
+// all is every session of this host (live or not), to tell records from
+// unmanaged tmux sessions.
+func (d *Daemon) probeTmux(ctx context.Context, sessions, all []herd.Session) {
 	if len(sessions) == 0 && !d.tmuxExpected() {
 		return
 	}
 	l := d.listTmux(ctx)
 	if l.err == nil {
-		d.rememberListing(l, sessions)
+		d.rememberListing(l, all)
 	}
 	sem := make(chan struct{}, max(1, d.cfg.Probe.Concurrency))
 	var wg sync.WaitGroup
@@ -192,12 +194,8 @@ func (d *Daemon) tmuxExpected() bool {
 	return len(d.tmuxState.unmanaged) > 0
 }
 
-func (d *Daemon) rememberListing(l listing, sessions []herd.Session) {
+func (d *Daemon) rememberListing(l listing, all []herd.Session) {
 	known := map[string]bool{}
-	for _, s := range sessions {
-		known[s.Name] = true
-	}
-	_, all, _ := d.snapshot(context.Background())
 	for _, s := range all {
 		known[s.Name] = true
 	}

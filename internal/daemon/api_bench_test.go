@@ -54,3 +54,63 @@ func BenchmarkListSessions1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadLive200 is the store read of one probe (or watchdog) tick
+// over 200 live sessions: readLive's two queries against the naive read
+// of each session's incarnation in a transaction of its own.
+func BenchmarkReadLive200(b *testing.B) {
+	dir := b.TempDir()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "herd.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	d, err := New(Options{StateDir: dir, Config: config.Default(), Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UTC()
+	err = st.Update(ctx, func(tx store.Tx) error {
+		for i := range 200 {
+			inc := herd.Incarnation{ID: fmt.Sprint("inc-", i), Session: herd.SessionName("w", i), Host: d.host, StartedAt: now,
+				Identity: herd.Identity{BootID: "b", PID: 1000 + i, StartTime: 1}, Argv: []string{"x"}}
+			if err := tx.PutIncarnation(inc); err != nil {
+				return err
+			}
+			s := herd.Session{Name: inc.Session, Role: "w", Index: i, Host: d.host, State: herd.StateRunning, Incarnation: inc.ID, StartedAt: &now, StateSince: now}
+			if err := tx.PutSession(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("bulk", func(b *testing.B) {
+		for b.Loop() {
+			if _, live, err := d.readLive(ctx); err != nil || len(live) != 200 {
+				b.Fatalf("expected 200 live sessions, got %d (%v)", len(live), err)
+			}
+		}
+	})
+	b.Run("per-session", func(b *testing.B) {
+		for b.Loop() {
+			_, sessions, err := d.snapshot(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for _, s := range sessions {
+				err := st.View(ctx, func(tx store.Tx) error { _, err := tx.Incarnation(s.Incarnation); return err })
+				if err == nil {
+					n++
+				}
+			}
+			if n != 200 {
+				b.Fatalf("expected 200 incarnations, got %d", n)
+			}
+		}
+	})
+}

@@ -34,38 +34,62 @@ func (d *Daemon) probeOnce(ctx context.Context) {
 	// unknown for this tick.
 	tickCtx, cancel := context.WithTimeout(ctx, d.cfg.Probe.Interval)
 	defer cancel()
-	_, sessions, err := d.snapshot(tickCtx)
+	all, live, err := d.readLive(tickCtx)
 	if err != nil {
 		d.log.Error("probe: read store", "err", err)
 		return
 	}
-	var execs, tmuxes []herd.Session
-	for _, s := range sessions {
-		if !s.State.Live() {
-			continue
-		}
-		if s.RuntimeKind == herd.RuntimeTmux {
-			tmuxes = append(tmuxes, s)
+	var tmuxes []liveItem
+	for _, it := range live {
+		if it.s.RuntimeKind == herd.RuntimeTmux {
+			tmuxes = append(tmuxes, it)
 		} else {
-			execs = append(execs, s)
+			d.probeExec(tickCtx, it.s, it.inc)
 		}
 	}
-	for _, s := range execs {
-		d.probeExec(tickCtx, s)
-	}
-	d.probeTmux(tickCtx, tmuxes, sessions)
+	d.probeTmux(tickCtx, tmuxes, all)
+}
+
+// liveItem is a live session with its open incarnation.
+type liveItem struct {
+	s   herd.Session
+	inc herd.Incarnation
+}
+
+// readLive reads this host's sessions and, for the live ones, their open
+// incarnation: two queries in one transaction, whatever the number of
+// sessions. The prober and the watchdog read through it each tick.
+func (d *Daemon) readLive(ctx context.Context) (all []herd.Session, live []liveItem, err error) {
+	err = d.st.View(ctx, func(tx store.Tx) error {
+		all, live = nil, nil
+		sessions, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		open, err := tx.OpenIncarnations()
+		if err != nil {
+			return err
+		}
+		byID := make(map[string]herd.Incarnation, len(open))
+		for _, inc := range open {
+			byID[inc.ID] = inc
+		}
+		for _, s := range sessions {
+			if s.Host != d.host {
+				continue
+			}
+			all = append(all, s)
+			if inc, ok := byID[s.Incarnation]; ok && s.State.Live() {
+				live = append(live, liveItem{s: s, inc: inc})
+			}
+		}
+		return nil
+	})
+	return all, live, err
 }
 
 // probeExec checks one exec session's agent through /proc.
-func (d *Daemon) probeExec(ctx context.Context, s herd.Session) {
-	inc, err := d.incarnation(ctx, s.Incarnation)
-	if err != nil {
-		d.log.Error("probe", "session", s.Name, "err", err)
-		return
-	}
-	if inc.EndedAt != nil {
-		return
-	}
+func (d *Daemon) probeExec(ctx context.Context, s herd.Session, inc herd.Incarnation) {
 	if inc.Identity.Zero() {
 		d.findAgent(ctx, s, inc)
 		return
@@ -83,12 +107,13 @@ func (d *Daemon) probeExec(ctx context.Context, s herd.Session) {
 	}
 }
 
-// findAgent looks for the agent under a wrapper; the wrapper dying first
-// is a death of the incarnation.
-func (d *Daemon) findAgent(ctx context.Context, s herd.Session, inc herd.Incarnation) {
+// findAgent looks for the agent under a wrapper and returns the
+// incarnation with its identity when found; the wrapper dying first is a
+// death of the incarnation.
+func (d *Daemon) findAgent(ctx context.Context, s herd.Session, inc herd.Incarnation) herd.Incarnation {
 	role, err := d.role(ctx, s.Role)
 	if err != nil {
-		return
+		return inc
 	}
 	names, _ := agentNames(role, inc.Argv)
 	if len(names) > 0 {
@@ -96,7 +121,7 @@ func (d *Daemon) findAgent(ctx context.Context, s herd.Session, inc herd.Incarna
 			if id, err := d.proc.Identify(pid, d.bootID); err == nil && id.Marker == inc.ID {
 				inc.Identity = id
 				d.markAlive(ctx, s, inc, "")
-				return
+				return inc
 			}
 		}
 	}
@@ -104,6 +129,7 @@ func (d *Daemon) findAgent(ctx context.Context, s herd.Session, inc herd.Incarna
 	if !d.watchingPID(inc.ID, inc.Root.PID) && d.proc.Check(inc.Root, d.bootID) == herd.Dead {
 		d.recordDeath(ctx, death{Session: s.Name, Incarnation: inc.ID, Exit: herd.Exit{Reason: herd.ReasonProcessGone}})
 	}
+	return inc
 }
 
 // markAlive records that an incarnation's agent is alive and watches it.
@@ -190,14 +216,6 @@ func (d *Daemon) update(ctx context.Context, name, inc string, fn func(tx store.
 }
 
 func sameSession(a, b herd.Session) bool { return reflect.DeepEqual(a, b) }
-
-func (d *Daemon) incarnation(ctx context.Context, id string) (inc herd.Incarnation, err error) {
-	err = d.st.View(ctx, func(tx store.Tx) error {
-		inc, err = tx.Incarnation(id)
-		return err
-	})
-	return inc, err
-}
 
 func (d *Daemon) role(ctx context.Context, name string) (r herd.Role, err error) {
 	err = d.st.View(ctx, func(tx store.Tx) error {

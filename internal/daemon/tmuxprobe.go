@@ -166,7 +166,7 @@ func (d *Daemon) listTmux(ctx context.Context) listing {
 // each session from both axes.
 // all is every session of this host (live or not), to tell records from
 // unmanaged tmux sessions.
-func (d *Daemon) probeTmux(ctx context.Context, sessions, all []herd.Session) {
+func (d *Daemon) probeTmux(ctx context.Context, sessions []liveItem, all []herd.Session) {
 	if len(sessions) == 0 && !d.tmuxExpected() {
 		return
 	}
@@ -176,11 +176,11 @@ func (d *Daemon) probeTmux(ctx context.Context, sessions, all []herd.Session) {
 	}
 	sem := make(chan struct{}, max(1, d.cfg.Probe.Concurrency))
 	var wg sync.WaitGroup
-	for _, s := range sessions {
+	for _, it := range sessions {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			d.probeTmuxSession(ctx, s, l)
+			d.probeTmuxSession(ctx, it.s, it.inc, l)
 		})
 	}
 	wg.Wait()
@@ -248,18 +248,11 @@ func (d *Daemon) reportUnmanaged(panes []tmux.Pane) {
 	}
 }
 
-func (d *Daemon) probeTmuxSession(ctx context.Context, s herd.Session, l listing) {
-	inc, err := d.incarnation(ctx, s.Incarnation)
-	if err != nil || inc.EndedAt != nil {
-		return
-	}
+func (d *Daemon) probeTmuxSession(ctx context.Context, s herd.Session, inc herd.Incarnation, l listing) {
 	rt := d.runtimeAxis(s.Name, l)
 	identified := !inc.Identity.Zero()
 	if !identified && rt.Axis == herd.Alive {
-		d.findAgent(ctx, s, inc)
-		if inc, err = d.incarnation(ctx, s.Incarnation); err != nil {
-			return
-		}
+		inc = d.findAgent(ctx, s, inc)
 		identified = !inc.Identity.Zero()
 	}
 	process := herd.Unknown

@@ -45,9 +45,8 @@ func (d *Daemon) watchdogLoop(ctx context.Context) {
 
 // watchItem is one live session with its current incarnation and memory.
 type watchItem struct {
-	s   herd.Session
-	inc herd.Incarnation
-	m   *incWatch
+	liveItem
+	m *incWatch
 }
 
 func (d *Daemon) wdConfig() watchdog.Config {
@@ -60,10 +59,14 @@ func (d *Daemon) wdConfig() watchdog.Config {
 func (d *Daemon) watchdogTick(ctx context.Context, now time.Time) {
 	tickCtx, cancel := context.WithTimeout(ctx, d.cfg.Probe.Interval+d.cfg.Probe.Timeout)
 	defer cancel()
-	items, err := d.watchList(tickCtx)
+	_, live, err := d.readLive(tickCtx)
 	if err != nil {
 		d.log.Error("watchdog: read store", "err", err)
 		return
+	}
+	items := make([]watchItem, len(live))
+	for i, it := range live {
+		items[i].liveItem = it
 	}
 	w := d.wd()
 	current := make(map[string]bool, len(items))
@@ -83,30 +86,6 @@ func (d *Daemon) watchdogTick(ctx context.Context, now time.Time) {
 		}
 		d.watchOne(tickCtx, it, now)
 	}
-}
-
-// watchList reads the live sessions of this host and their open incarnations.
-func (d *Daemon) watchList(ctx context.Context) ([]watchItem, error) {
-	var items []watchItem
-	err := d.st.View(ctx, func(tx store.Tx) error {
-		items = items[:0]
-		sessions, err := tx.Sessions()
-		if err != nil {
-			return err
-		}
-		for _, s := range sessions {
-			if s.Host != d.host || !s.State.Live() || s.Incarnation == "" {
-				continue
-			}
-			inc, err := tx.Incarnation(s.Incarnation)
-			if err != nil || inc.EndedAt != nil {
-				continue
-			}
-			items = append(items, watchItem{s: s, inc: inc})
-		}
-		return nil
-	})
-	return items, err
 }
 
 // watchOne folds new output into one session's memory, persists what

@@ -35,6 +35,9 @@ func (d *Daemon) recordDeath(ctx context.Context, dt death) (bool, error) {
 		return false, err
 	}
 	defer unlock()
+	// What the watchdog saw is gathered before the write transaction: it
+	// reads the last output from files.
+	seen := d.summaryData(dt.Incarnation)
 	accounted := false
 	err = d.st.Update(ctx, func(tx store.Tx) error {
 		accounted = false
@@ -56,7 +59,7 @@ func (d *Daemon) recordDeath(ctx context.Context, dt death) (bool, error) {
 			return nil // already accounted, or superseded
 		}
 		accounted = true
-		return d.crashTx(tx, &s, &inc, dt.Exit, dt.Message, time.Now().UTC())
+		return d.crashTx(tx, &s, &inc, dt.Exit, dt.Message, seen, time.Now().UTC())
 	})
 	if err == nil && accounted {
 		d.unwatch(dt.Incarnation)
@@ -66,8 +69,9 @@ func (d *Daemon) recordDeath(ctx context.Context, dt death) (bool, error) {
 }
 
 // crashTx ends inc and applies the role's restart policy to s, inside tx.
-// It is the only place that changes crash bookkeeping.
-func (d *Daemon) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, exit herd.Exit, msg string, now time.Time) error {
+// It is the only place that changes crash bookkeeping. seen is what the
+// watchdog saw of the incarnation (summaryData), nil when nothing.
+func (d *Daemon) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, exit herd.Exit, msg string, seen map[string]any, now time.Time) error {
 	exit.At = now
 	inc.EndedAt = &now
 	inc.Exit = &exit
@@ -90,7 +94,7 @@ func (d *Daemon) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, ex
 	if msg == "" {
 		msg = describeExit(exit)
 	}
-	events := []*herd.Event{d.event(*s, inc.ID, herd.EventExited, exit.Reason, msg, data), d.summaryEvent(*s, *inc, now)}
+	events := []*herd.Event{d.event(*s, inc.ID, herd.EventExited, exit.Reason, msg, data), d.summaryEvent(*s, *inc, seen, now)}
 
 	s.Exit = &exit
 	s.Runtime, s.Process = herd.Dead, herd.Dead
@@ -132,8 +136,8 @@ func (d *Daemon) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, ex
 }
 
 // summaryEvent is the one summary of an ended incarnation: duration, exit,
-// the agent's session id, and what the watchdog saw.
-func (d *Daemon) summaryEvent(s herd.Session, inc herd.Incarnation, now time.Time) *herd.Event {
+// the agent's session id, and what the watchdog saw (seen).
+func (d *Daemon) summaryEvent(s herd.Session, inc herd.Incarnation, seen map[string]any, now time.Time) *herd.Event {
 	data := map[string]any{"duration": now.Sub(inc.StartedAt).Round(time.Millisecond).String()}
 	if inc.Exit != nil {
 		data["exit"] = inc.Exit
@@ -141,7 +145,7 @@ func (d *Daemon) summaryEvent(s herd.Session, inc herd.Incarnation, now time.Tim
 	if inc.AgentSessionID != "" {
 		data["agent_session_id"] = inc.AgentSessionID
 	}
-	for k, v := range d.summaryData(inc.ID) {
+	for k, v := range seen {
 		data[k] = v
 	}
 	reason := ""

@@ -118,7 +118,7 @@ func (d *Daemon) launchLocked(ctx context.Context, req launchRequest) error {
 			if err := tx.PutIncarnation(inc); err != nil {
 				return err
 			}
-			return d.crashTx(tx, &s, &inc, herd.Exit{Reason: herd.ReasonLaunchFailed}, startErr.Error(), time.Now().UTC())
+			return d.crashTx(tx, &s, &inc, herd.Exit{Reason: herd.ReasonLaunchFailed}, startErr.Error(), nil, time.Now().UTC())
 		})
 	}
 

@@ -99,6 +99,10 @@ func (d *Daemon) stop(ctx context.Context, req stopRequest) error {
 		d.unwatch(inc.ID)
 	}
 
+	var seen map[string]any
+	if hasInc {
+		seen = d.summaryData(inc.ID) // file reads stay out of the write transaction
+	}
 	return d.st.Update(ctx, func(tx store.Tx) error {
 		cur, err := tx.Session(req.Name)
 		if err != nil {
@@ -130,7 +134,7 @@ func (d *Daemon) stop(ctx context.Context, req stopRequest) error {
 				if err := tx.PutIncarnation(cinc); err != nil {
 					return err
 				}
-				if err := tx.AppendEvent(d.summaryEvent(cur, cinc, now)); err != nil {
+				if err := tx.AppendEvent(d.summaryEvent(cur, cinc, seen, now)); err != nil {
 					return err
 				}
 			}

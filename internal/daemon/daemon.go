@@ -72,6 +72,8 @@ type Daemon struct {
 	esc *escalator
 	// wdog is the watchdog's memory of activity, output and stalls.
 	wdog *wdState
+	// reapMu serializes reaper passes.
+	reapMu sync.Mutex
 }
 
 // New returns a daemon; Run starts it.

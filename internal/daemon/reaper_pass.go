@@ -18,10 +18,6 @@ import (
 	"herd/internal/tmux"
 )
 
-// reaperLockKey serializes reaper passes (the loop's and `herd reap`'s)
-// on the daemon's keyed mutex; no session can have this name.
-const reaperLockKey = " reaper"
-
 // reapOptions shape one reaper pass.
 type reapOptions struct {
 	// dryRun decides and reports, changing nothing.
@@ -64,8 +60,8 @@ type reapState struct {
 // event (reason orphan) written here. tmux not installed makes the tmux
 // part a no-op, reported in Notes.
 func (d *Daemon) reapPass(ctx context.Context, o reapOptions) (api.ReapReport, error) {
-	unlock := d.locks.Lock(reaperLockKey)
-	defer unlock()
+	d.reapMu.Lock() // one pass at a time: the loop's and `herd reap`'s
+	defer d.reapMu.Unlock()
 	start := time.Now()
 	rep := api.ReapReport{DryRun: o.dryRun, StartedAt: start.UTC(), Reaped: map[string]int{}}
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -11,32 +12,44 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/api"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
 
-// TestExecAgentDiesUnderWrapper: regression — with the exec runtime, an
-// agent found under a wrapper got no watcher of its own, so its death went
-// unnoticed while the wrapper lived on.
-func TestExecAgentDiesUnderWrapper(t *testing.T) {
-	e := newEnv(t, fastRestart)
-	e.start()
-	e.must("run", "w", "--runtime", "exec", "--agent-process", "sleep", "--", "sh", "-c", "sleep 999; exec sleep 888")
-	v := e.waitState("w-0", herd.StateRunning, 10*time.Second)
-	e.waitFor("the agent (not the wrapper) identified", 5*time.Second, func() bool {
-		v, _ = e.session("w-0")
-		b, _ := exec.Command("cat", "/proc/"+strconv.Itoa(v.PID)+"/cmdline").Output()
-		return strings.HasPrefix(string(b), "sleep\x00999")
-	})
-	syscall.Kill(v.PID, syscall.SIGKILL)
-	e.waitFor("process_gone", 5*time.Second, func() bool {
-		ev := e.events("--session", "w-0", "--kind", herd.EventCrashed)
-		return len(ev) == 1 && ev[0].Reason == herd.ReasonProcessGone
-	})
-	e.waitFor("the leftover wrapper gone", 10*time.Second, func() bool {
-		out, _ := exec.Command("pgrep", "-f", "^sleep 888").Output()
-		return len(strings.TrimSpace(string(out))) == 0
-	})
+// TestAgentDiesUnderWrapper: the launch shape that hid deaths in the
+// field — a shell that runs the agent, then lives on. In both runtimes the
+// agent's death is process_gone while the shell lives, and the leftover
+// (the shell, the pane) is taken down. Regression (exec): an agent found
+// under a wrapper got no watcher of its own, so its death went unnoticed.
+func TestAgentDiesUnderWrapper(t *testing.T) {
+	for _, rt := range []string{herd.RuntimeExec, herd.RuntimeTmux} {
+		t.Run(rt, func(t *testing.T) {
+			if rt == herd.RuntimeTmux {
+				hasTmux(t)
+			}
+			e := newEnv(t, fastRestart)
+			e.start()
+			// The agent is the `sleep 999`; afterwards the shell becomes a
+			// `sleep 888` with the same pid.
+			e.must("run", "w", "--runtime", rt, "--agent-process", "sleep", "--", "sh", "-c", "sleep 999; exec sleep 888")
+			var v api.SessionView
+			e.waitFor("the agent (not the wrapper) identified", 10*time.Second, func() bool {
+				v, _ = e.session("w-0")
+				b, _ := os.ReadFile("/proc/" + strconv.Itoa(v.PID) + "/cmdline")
+				return v.State == herd.StateRunning && strings.HasPrefix(string(b), "sleep\x00999")
+			})
+			syscall.Kill(v.PID, syscall.SIGKILL)
+			e.waitFor("process_gone", 5*time.Second, func() bool {
+				ev := e.events("--session", "w-0", "--kind", herd.EventCrashed)
+				return len(ev) == 1 && ev[0].Reason == herd.ReasonProcessGone
+			})
+			e.waitFor("the leftover wrapper gone", 10*time.Second, func() bool {
+				out, _ := exec.Command("pgrep", "-f", "^sleep 888").Output()
+				return len(strings.TrimSpace(string(out))) == 0
+			})
+		})
+	}
 }
 
 // TestLeftoverKillSparesReplacement: regression — killing what was left of

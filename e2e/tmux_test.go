@@ -40,37 +40,6 @@ func TestTmuxSegvInLivePane(t *testing.T) {
 	})
 }
 
-// TestTmuxAgentDiesUnderWrapperShell: the launch shape that hid deaths in
-// the field — a shell that runs the agent, then lives on. The agent's
-// death is process_gone while the shell lives; the leftover pane is killed.
-func TestTmuxAgentDiesUnderWrapperShell(t *testing.T) {
-	hasTmux(t)
-	e := newEnv(t, fastRestart)
-	e.start()
-	// The agent is the `sleep 999`; afterwards the shell becomes an
-	// interactive-looking `sleep` of another length with the same pid.
-	e.must("run", "wrapped", "--agent-process", "sleep", "--", "sh", "-c", "sleep 999; exec sleep 888")
-	v := e.waitState("wrapped-0", herd.StateRunning, 10*time.Second)
-	agent := v.PID
-	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(agent) + "/cmdline")
-	if !strings.HasPrefix(string(comm), "sleep\x00999") {
-		t.Fatalf("expected the agent pid to be the sleep 999 under the shell, got %q", comm)
-	}
-	syscall.Kill(agent, syscall.SIGKILL)
-	e.waitFor("process_gone", 5*time.Second, func() bool {
-		return count(e.events("--session", "wrapped-0", "--kind", herd.EventCrashed), herd.EventCrashed) == 1
-	})
-	ev := e.events("--session", "wrapped-0", "--kind", herd.EventCrashed)[0]
-	if ev.Reason != herd.ReasonProcessGone {
-		t.Errorf("expected reason process_gone, got %q", ev.Reason)
-	}
-	// The wrapper (now `sleep 888`) is taken down with the leftover pane.
-	e.waitFor("the leftover wrapper gone", 10*time.Second, func() bool {
-		out, _ := exec.Command("pgrep", "-f", "^sleep 888").Output()
-		return len(strings.TrimSpace(string(out))) == 0
-	})
-}
-
 // TestTmuxKillSessionFromOutside: the pane vanishes → pane_gone.
 func TestTmuxKillSessionFromOutside(t *testing.T) {
 	hasTmux(t)

@@ -29,7 +29,15 @@ var (
 	ErrNoServer = errors.New("no server running")
 	// ErrNoSession means the server runs but has no session of that name.
 	ErrNoSession = errors.New("session not found")
+	// ErrServerExited means the server went away while the call was
+	// connected: tmux exits when its last session is killed, so a call
+	// racing that kill sees this. The command did not run; run retries it.
+	ErrServerExited = errors.New("server exited")
 )
+
+// serverExitRetries is how many times run repeats a call that met an
+// exiting server; the next attempt finds no server, or starts a new one.
+const serverExitRetries = 3
 
 // Client runs tmux commands against one server. Its zero value (plus Binary)
 // works; it holds no state, so one Client may be used from many goroutines.
@@ -83,6 +91,9 @@ func classify(stderr string) error {
 	case strings.Contains(stderr, "can't find session"),
 		strings.Contains(stderr, "session not found"):
 		return ErrNoSession
+	case strings.Contains(stderr, "server exited unexpectedly"),
+		strings.Contains(stderr, "lost server"):
+		return ErrServerExited
 	}
 	return nil
 }
@@ -172,10 +183,39 @@ func clientEnv() []string {
 }
 
 // run executes the commands in one tmux invocation, with stdin when non-nil,
-// and returns stdout. The call is bounded by the client's timeout; on timeout
-// the whole process group of the client is killed, so a wedged wrapper and
-// its children cannot hold the call open.
+// and returns stdout. A call that met the server exiting under it (its last
+// session killed meanwhile) is repeated, up to serverExitRetries times: the
+// command did not run, and the next attempt meets no server or a new one.
 func (c *Client) run(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]byte, error) {
+	var input []byte
+	if stdin != nil {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("tmux: read input: %w", err)
+		}
+		input = b
+	}
+	for attempt := 0; ; attempt++ {
+		var in io.Reader
+		if stdin != nil {
+			in = bytes.NewReader(input)
+		}
+		out, err := c.runOnce(ctx, in, cmds...)
+		if err == nil || !errors.Is(err, ErrServerExited) || attempt == serverExitRetries {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(time.Duration(attempt+1) * 10 * time.Millisecond):
+		}
+	}
+}
+
+// runOnce is one tmux invocation. It is bounded by the client's timeout; on
+// timeout the whole process group of the client is killed, so a wedged
+// wrapper and its children cannot hold the call open.
+func (c *Client) runOnce(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 

@@ -415,3 +415,72 @@ func TestStderrInError(t *testing.T) {
 		t.Errorf("expected a alive … got %+v, %v", p, ok)
 	}
 }
+
+// TestCallsSurviveLastSessionKill: regression — tmux exits when its last
+// session is killed, and a call connected at that moment failed with
+// "server exited unexpectedly" (a replacement's launch racing the kill of
+// its predecessor's pane failed, and counted as a crash). Such a call is
+// repeated. Each round kills the only session while listings and a launch
+// start at staggered moments across the server's exit.
+func TestCallsSurviveLastSessionKill(t *testing.T) {
+	c := newClient(t)
+	ctx := ctxT(t)
+	const callers = 8
+	for round := range 60 {
+		if _, err := c.NewSession(ctx, "old", "", nil, []string{"sleep", "100"}); err != nil {
+			t.Fatalf("round %d: launch old: %v", round, err)
+		}
+		errs := make(chan error, callers+1)
+		go func() {
+			err := c.KillSession(ctx, "old")
+			if errors.Is(err, ErrNoServer) || errors.Is(err, ErrNoSession) {
+				err = nil
+			}
+			errs <- err
+		}()
+		launcher := round % callers
+		for i := range callers {
+			go func() {
+				time.Sleep(time.Duration(i) * 400 * time.Microsecond)
+				var err error
+				if i == launcher {
+					_, err = c.NewSession(ctx, "new", "", nil, []string{"sleep", "100"})
+				} else if _, err = c.ListPanes(ctx); errors.Is(err, ErrNoServer) {
+					err = nil
+				}
+				errs <- err
+			}()
+		}
+		for range callers + 1 {
+			if err := <-errs; err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		if err := c.KillSession(ctx, "new"); err != nil && !errors.Is(err, ErrNoServer) {
+			t.Fatalf("round %d: kill new: %v", round, err)
+		}
+	}
+}
+
+// TestListPanesOfEmptyServer: regression — between its last session's kill
+// and its exit, a server answers list-panes -a with "no current target";
+// that is an empty listing, not a failed one (which would make every
+// session unknown and abort a reaper round). exit-empty off holds the
+// server in that state.
+func TestListPanesOfEmptyServer(t *testing.T) {
+	c := newClient(t)
+	ctx := ctxT(t)
+	if _, err := c.NewSession(ctx, "only", "", nil, []string{"sleep", "100"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.run(ctx, nil, []string{"set-option", "-s", "exit-empty", "off"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.KillSession(ctx, "only"); err != nil {
+		t.Fatal(err)
+	}
+	panes, err := c.ListPanes(ctx)
+	if err != nil || len(panes) != 0 {
+		t.Fatalf("ListPanes of an empty server = %v, %v; want no panes, no error", panes, err)
+	}
+}

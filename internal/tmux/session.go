@@ -180,9 +180,8 @@ func (c *Client) AttachCommand(name string) *exec.Cmd {
 // KillServer kills the server and every session on it. With no server it
 // returns an error wrapping ErrNoServer.
 func (c *Client) KillServer(ctx context.Context) error {
-	_, err := c.run(ctx, nil, []string{"kill-server"})
-	var ce *CallError
-	if errors.As(err, &ce) && strings.Contains(ce.Stderr, "server exited unexpectedly") {
+	_, err := c.runOnce(ctx, nil, []string{"kill-server"})
+	if errors.Is(err, ErrServerExited) {
 		// The client saw the server go away before its reply: that is
 		// the kill succeeding.
 		return nil

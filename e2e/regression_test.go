@@ -104,13 +104,18 @@ func TestStopSurvivesClientCancel(t *testing.T) {
 	e.start()
 	// Dies 1s after SIGTERM: the stop spans the client's lifetime.
 	e.must("run", "slow", "--runtime", "exec", "--", "sh", "-c", "trap 'sleep 1; exit 0' TERM; while :; do sleep 0.1; done")
-	e.waitState("slow-0", herd.StateRunning, 10*time.Second)
+	v := e.waitState("slow-0", herd.StateRunning, 10*time.Second)
 	cmd := exec.Command(bin, "stop", "slow-0")
 	cmd.Env = e.environ()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Interrupt the client only once the stop is under way: the agent's
+	// TERM trap runs its `sleep 1`.
+	e.waitFor("the agent to get SIGTERM", 10*time.Second, func() bool {
+		out, _ := exec.Command("pgrep", "-P", strconv.Itoa(v.PID), "-fx", "sleep 1").Output()
+		return len(strings.TrimSpace(string(out))) > 0
+	})
 	cmd.Process.Signal(syscall.SIGINT)
 	cmd.Wait()
 	e.waitState("slow-0", herd.StateStopped, 10*time.Second)

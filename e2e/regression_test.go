@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,5 +186,44 @@ func TestLaunchNeverKillsForeignSession(t *testing.T) {
 	after, err := exec.Command("tmux", "-L", e.tmuxSock, "list-panes", "-t", "=w-0:", "-F", "#{pane_pid}").Output()
 	if err != nil || string(after) != string(pane) {
 		t.Errorf("expected the foreign session untouched (pane %q), got %q %v", pane, after, err)
+	}
+}
+
+// TestScaleDownStopsAtOnce: regression — the reconciler ran its stops one
+// after another on its own loop, so a scale-down of agents that take their
+// time on SIGTERM held every other stop, and every launch of every other
+// role, for the sum of their exits. Stops now run side by side, off the loop.
+func TestScaleDownStopsAtOnce(t *testing.T) {
+	e := newEnv(t, fastRestart)
+	e.start()
+	// Each agent takes 3s to exit after SIGTERM.
+	e.must("run", "slow", "--runtime", "exec", "--replicas", "3", "--", "sh", "-c", "trap 'sleep 3; exit 0' TERM; while :; do sleep 0.1; done")
+	for i := range 3 {
+		e.waitState(fmt.Sprintf("slow-%d", i), herd.StateRunning, 10*time.Second)
+	}
+	e.must("scale", "slow", "--replicas", "0")
+	e.must("run", "other", "--runtime", "exec", "--", "sleep", "300")
+	for i := range 3 {
+		e.waitState(fmt.Sprintf("slow-%d", i), herd.StateStopped, 20*time.Second)
+	}
+	var first, last time.Time
+	for _, ev := range e.events("--kind", herd.EventStopped) {
+		if !strings.HasPrefix(ev.Session, "slow-") {
+			continue
+		}
+		if first.IsZero() || ev.Time.Before(first) {
+			first = ev.Time
+		}
+		if ev.Time.After(last) {
+			last = ev.Time
+		}
+	}
+	// One after another, the stops would end about 3s apart.
+	if spread := last.Sub(first); spread > 2*time.Second {
+		t.Errorf("the three stops ended %v apart: they ran one after another", spread)
+	}
+	spawned := e.events("--session", "other-0", "--kind", herd.EventSpawned)
+	if len(spawned) == 0 || !spawned[0].Time.Before(first) {
+		t.Errorf("other-0 launched at %v, not before the slow stops ended (%v): the launch waited for them", spawned, first)
 	}
 }

@@ -65,6 +65,13 @@ type Daemon struct {
 	// stopping holds incarnations the stop path is taking down: their
 	// deaths are the stop path's to record, not crashes.
 	stopping map[string]bool
+	// planStops holds the sessions whose reconcile stop runs in the
+	// background, so that a later round does not start a second one.
+	planStops map[string]bool
+
+	// bg tracks the background stops; Run waits for them before it returns
+	// (the store outlives them).
+	bg sync.WaitGroup
 
 	// tmuxState is the tmux prober's memory between listings.
 	tmuxState tmuxState
@@ -108,6 +115,7 @@ func New(o Options) (*Daemon, error) {
 		probeKick: make(chan struct{}, 1),
 		watched:   make(map[string]*watchSet),
 		stopping:  make(map[string]bool),
+		planStops: make(map[string]bool),
 		esc:       newEscalator(o.Config),
 		wdog:      newWDState(o.Proc, o.Logger),
 	}
@@ -151,6 +159,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	srv.Shutdown(shutdownCtx)
 	wg.Wait()
+	d.bg.Wait()
 	return nil
 }
 

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"herd"
@@ -65,21 +66,52 @@ func (d *Daemon) reconcileOnce(ctx context.Context) (next time.Time) {
 		if ctx.Err() != nil {
 			return time.Time{}
 		}
-		var err error
-		switch a.Kind {
-		case reconcile.Stop:
-			err = d.stop(ctx, stopRequest{Name: a.Session, Reason: a.Reason})
-			if errors.Is(err, errAlreadyStopped) {
-				err = nil
-			}
-		default:
-			err = d.launch(ctx, d.reconcileLaunch(byName[a.Role], a))
+		if a.Kind == reconcile.Stop {
+			d.stopInBackground(ctx, a)
+			continue
 		}
-		if err != nil {
+		if err := d.launch(ctx, d.reconcileLaunch(byName[a.Role], a)); err != nil {
 			d.log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
 		}
 	}
 	return next
+}
+
+// stopInBackground runs a planned stop on its own goroutine: a stop may
+// wait out the grace period of an agent that ignores SIGTERM, and neither
+// the other stops of a scale-down nor the launches of other roles wait for
+// it. A session already being stopped this way is skipped.
+func (d *Daemon) stopInBackground(ctx context.Context, a reconcile.Action) {
+	d.mu.Lock()
+	if d.planStops[a.Session] {
+		d.mu.Unlock()
+		return
+	}
+	d.planStops[a.Session] = true
+	d.mu.Unlock()
+	d.bg.Go(func() {
+		defer func() {
+			d.mu.Lock()
+			delete(d.planStops, a.Session)
+			d.mu.Unlock()
+		}()
+		err := d.stop(ctx, stopRequest{Name: a.Session, Reason: a.Reason})
+		if err != nil && !errors.Is(err, errAlreadyStopped) {
+			d.log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
+		}
+	})
+}
+
+// stopAll stops the sessions of reqs at once, each through the one stop
+// path; errs[i] is the outcome of reqs[i].
+func (d *Daemon) stopAll(ctx context.Context, reqs []stopRequest) (errs []error) {
+	errs = make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Go(func() { errs[i] = d.stop(ctx, req) })
+	}
+	wg.Wait()
+	return errs
 }
 
 // resetFailedTx re-arms a role's failed sessions after a person acted

@@ -410,7 +410,7 @@ func (d *Daemon) handleDeleteRole(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	stopped := 0
+	var reqs []stopRequest
 	for _, s := range sessions {
 		if s.State == herd.StateStopped {
 			continue
@@ -419,13 +419,19 @@ func (d *Daemon) handleDeleteRole(w http.ResponseWriter, r *http.Request) {
 			fail(w, fmt.Errorf("delete role %s: session %s runs on host %s; delete it there", name, s.Name, s.Host))
 			return
 		}
-		err := d.stop(ctx, stopRequest{Name: s.Name, Reason: herd.ReasonRoleDeleted})
-		if err != nil && !errors.Is(err, errAlreadyStopped) {
-			fail(w, fmt.Errorf("delete role %s: stop %s: %w (the role is kept, scaled to 0)", name, s.Name, err))
-			return
-		}
-		stopped++
+		reqs = append(reqs, stopRequest{Name: s.Name, Reason: herd.ReasonRoleDeleted})
 	}
+	var failed []error
+	for i, err := range d.stopAll(ctx, reqs) {
+		if err != nil && !errors.Is(err, errAlreadyStopped) {
+			failed = append(failed, fmt.Errorf("stop %s: %w", reqs[i].Name, err))
+		}
+	}
+	if len(failed) > 0 {
+		fail(w, fmt.Errorf("delete role %s: %w (the role is kept, scaled to 0)", name, errors.Join(failed...)))
+		return
+	}
+	stopped := len(reqs)
 	err = d.st.Update(ctx, func(tx store.Tx) error {
 		all, err := tx.Sessions()
 		if err != nil {

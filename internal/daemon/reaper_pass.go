@@ -296,9 +296,25 @@ func (d *Daemon) reapState(ctx context.Context, only string) (reapState, error) 
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		// Live sessions' incarnations come in one query; the others (an
+		// ended incarnation: backoff, failed) one by one.
+		open := map[string]herd.Incarnation{}
+		if len(sessions) > 1 {
+			incs, err := tx.OpenIncarnations()
+			if err != nil {
+				return err
+			}
+			for _, inc := range incs {
+				open[inc.ID] = inc
+			}
+		}
 		for _, s := range sessions {
 			st.sessions[s.Name] = s
 			if s.Host != d.host || s.State == herd.StateStopped || s.Incarnation == "" {
+				continue
+			}
+			if inc, ok := open[s.Incarnation]; ok {
+				st.incs[s.Name] = inc
 				continue
 			}
 			inc, err := tx.Incarnation(s.Incarnation)

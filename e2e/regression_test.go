@@ -227,3 +227,80 @@ func TestScaleDownStopsAtOnce(t *testing.T) {
 		t.Errorf("other-0 launched at %v, not before the slow stops ended (%v): the launch waited for them", spawned, first)
 	}
 }
+
+// TestDaemonShutdownFinishesStops: regression — a stop under way when the
+// daemon was told to shut down had its grace period cut short (an instant
+// SIGKILL), was never recorded, and the next daemon counted the death as
+// a crash and relaunched the agent. A stop, once begun, runs to its end,
+// and the daemon waits for it.
+func TestDaemonShutdownFinishesStops(t *testing.T) {
+	e := newEnv(t, fastRestart)
+	e.start()
+	// Each agent takes 2s to exit after SIGTERM, and says it exited cleanly.
+	e.must("run", "slow", "--runtime", "exec", "--replicas", "2", "--", "sh", "-c", "trap 'sleep 2; exit 0' TERM; while :; do sleep 0.1; done")
+	var pids []int
+	for i := range 2 {
+		pids = append(pids, e.waitState(fmt.Sprintf("slow-%d", i), herd.StateRunning, 10*time.Second).PID)
+	}
+	// slow-1 by a scale-down (the reconciler's stop), slow-0 by the user.
+	e.must("scale", "slow", "--replicas", "1")
+	user := exec.Command(bin, "stop", "slow-0")
+	user.Env = e.environ()
+	if err := user.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer user.Wait()
+	e.waitFor("both agents to get SIGTERM", 10*time.Second, func() bool {
+		for _, pid := range pids {
+			out, _ := exec.Command("pgrep", "-P", strconv.Itoa(pid), "-fx", "sleep 2").Output()
+			if len(strings.TrimSpace(string(out))) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	began := time.Now()
+	e.kill(syscall.SIGTERM)
+	if waited := time.Since(began); waited < time.Second {
+		t.Errorf("the daemon exited %v after SIGTERM, before its stops ended", waited)
+	}
+	e.start()
+	time.Sleep(time.Second) // a prober tick or more
+	for i := range 2 {
+		name := fmt.Sprintf("slow-%d", i)
+		v, _ := e.session(name)
+		events := e.events("--session", name)
+		if v.State != herd.StateStopped || count(events, herd.EventStopped) != 1 || count(events, herd.EventCrashed) != 0 {
+			t.Errorf("%s: expected stopped with one stopped event and no crash, got %s with %d stopped, %d crashed", name, v.State, count(events, herd.EventStopped), count(events, herd.EventCrashed))
+		}
+	}
+}
+
+// TestExecWrapperExitsAgentLivesOn: regression — in the exec runtime, the
+// launched wrapper's exit was recorded as the agent's death although the
+// agent found under it (started in the background) lived on: a crash, and
+// a second copy launched beside the first. The agent's own death counts.
+func TestExecWrapperExitsAgentLivesOn(t *testing.T) {
+	e := newEnv(t, fastRestart)
+	e.start()
+	e.must("run", "bg", "--runtime", "exec", "--agent-process", "tail", "--", "sh", "-c", "tail -f /dev/null & sleep 2; exit 3")
+	var v api.SessionView
+	e.waitFor("the backgrounded agent identified", 10*time.Second, func() bool {
+		v, _ = e.session("bg-0")
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(v.PID) + "/cmdline")
+		return v.State == herd.StateRunning && strings.HasPrefix(string(b), "tail\x00")
+	})
+	e.waitFor("the wrapper to exit", 10*time.Second, func() bool {
+		out, _ := exec.Command("pgrep", "-fx", "sh -c tail -f /dev/null & sleep 2; exit 3").Output()
+		return len(strings.TrimSpace(string(out))) == 0
+	})
+	time.Sleep(time.Second)
+	if n, _ := e.session("bg-0"); n.State != herd.StateRunning || n.PID != v.PID || n.Restarts != 0 {
+		t.Fatalf("after the wrapper exited: got %s pid %d restarts %d, want running pid %d restarts 0", n.State, n.PID, n.Restarts, v.PID)
+	}
+	syscall.Kill(v.PID, syscall.SIGKILL)
+	e.waitFor("the agent's death recorded", 5*time.Second, func() bool {
+		ev := e.events("--session", "bg-0", "--kind", herd.EventCrashed)
+		return len(ev) == 1 && ev[0].Reason == herd.ReasonProcessGone
+	})
+}

@@ -69,9 +69,9 @@ type Daemon struct {
 	// background, so that a later round does not start a second one.
 	planStops map[string]bool
 
-	// bg tracks the background stops; Run waits for them before it returns
-	// (the store outlives them).
-	bg sync.WaitGroup
+	// ops counts the stops and launches in flight; Run returns only once
+	// they are done (the store and the state-dir lock outlive them).
+	ops opTracker
 
 	// tmuxState is the tmux prober's memory between listings.
 	tmuxState tmuxState
@@ -159,7 +159,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	srv.Shutdown(shutdownCtx)
 	wg.Wait()
-	d.bg.Wait()
+	d.ops.closeAndWait()
 	return nil
 }
 
@@ -262,4 +262,50 @@ func (d *Daemon) snapshot(ctx context.Context) (roles []herd.Role, sessions []he
 		return nil
 	})
 	return roles, sessions, err
+}
+
+// errShuttingDown refuses an operation that would start after Run began
+// waiting for the operations in flight.
+var errShuttingDown = errors.New("the daemon is shutting down")
+
+// opTracker counts operations in flight and, once closed, refuses new ones.
+type opTracker struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	n      int
+	closed bool
+}
+
+// begin registers an operation; false means the daemon is shutting down.
+func (o *opTracker) begin() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false
+	}
+	o.n++
+	return true
+}
+
+// end marks an operation begun with begin as done.
+func (o *opTracker) end() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n--
+	if o.n == 0 && o.cond != nil {
+		o.cond.Broadcast()
+	}
+}
+
+// closeAndWait refuses new operations and waits for those in flight.
+func (o *opTracker) closeAndWait() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	if o.cond == nil {
+		o.cond = sync.NewCond(&o.mu)
+	}
+	for o.n > 0 {
+		o.cond.Wait()
+	}
 }

@@ -50,7 +50,10 @@ func (d *Daemon) launch(ctx context.Context, req launchRequest) error {
 
 // launchLocked is launch for a caller that holds the slot's lock.
 func (d *Daemon) launchLocked(ctx context.Context, req launchRequest) error {
-
+	if !d.ops.begin() {
+		return errShuttingDown
+	}
+	defer d.ops.end()
 	var prior herd.Session
 	exists := false
 	prevRoot := 0

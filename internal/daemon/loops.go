@@ -89,17 +89,17 @@ func (d *Daemon) stopInBackground(ctx context.Context, a reconcile.Action) {
 	}
 	d.planStops[a.Session] = true
 	d.mu.Unlock()
-	d.bg.Go(func() {
+	go func() {
 		defer func() {
 			d.mu.Lock()
 			delete(d.planStops, a.Session)
 			d.mu.Unlock()
 		}()
 		err := d.stop(ctx, stopRequest{Name: a.Session, Reason: a.Reason})
-		if err != nil && !errors.Is(err, errAlreadyStopped) {
+		if err != nil && !errors.Is(err, errAlreadyStopped) && !errors.Is(err, errShuttingDown) {
 			d.log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
 		}
-	})
+	}()
 }
 
 // stopAll stops the sessions of reqs at once, each through the one stop

@@ -158,9 +158,11 @@ func (d *Daemon) markAlive(ctx context.Context, s herd.Session, inc herd.Incarna
 			cur.StateSince = time.Now().UTC()
 		}
 		cur.Process = herd.Alive
+		// Under the session's lock and only while inc is current: a stop
+		// or death that ended it meanwhile leaves no watcher behind.
+		d.watch(s.Name, inc, nil)
 		return events, nil
 	})
-	d.watch(s.Name, inc, nil)
 }
 
 // markUnknown records that a session cannot be read; nothing destructive

@@ -35,6 +35,10 @@ type stopRequest struct {
 	Guard func(s herd.Session) error
 }
 
+// stopSlack bounds a stop beyond its grace period: the SIGKILL wait, the
+// pane kill and the store write.
+const stopSlack = 30 * time.Second
+
 // errAlreadyStopped means another caller stopped the session first.
 var errAlreadyStopped = errors.New("already stopped")
 
@@ -51,6 +55,16 @@ func (d *Daemon) stop(ctx context.Context, req stopRequest) error {
 	if req.Kind == "" {
 		req.Kind = herd.EventStopped
 	}
+	if !d.ops.begin() {
+		return errShuttingDown
+	}
+	defer d.ops.end()
+	// A stop, once begun, runs to its end whatever its caller does: a
+	// grace period cut short by a cancelled caller (a client gone, the
+	// daemon shutting down) would SIGKILL at once and leave a death the
+	// next probe counts as a crash.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.grace+stopSlack)
+	defer cancel()
 	unlock := d.locks.Lock(req.Name)
 	defer unlock()
 
@@ -199,7 +213,12 @@ func (d *Daemon) terminate(ctx context.Context, inc herd.Incarnation) error {
 		}
 	}
 	if inc.RuntimeKind == herd.RuntimeTmux {
-		return d.killPane(ctx, inc)
+		// Every process of the incarnation is seen dead: the stop is
+		// done. A pane left behind (tmux not answering) is cleared by
+		// the slot's next launch, which removes its own dead pane.
+		if err := d.killPane(ctx, inc); err != nil {
+			d.log.Warn("agent stopped; its tmux pane not removed", "session", inc.Session, "err", err)
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"herd"
 	"herd/internal/proc"
+	"herd/internal/store"
 )
 
 // watchSet is what watches one incarnation: a context for its watchers and
@@ -114,6 +115,9 @@ func (d *Daemon) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 		wake(d.probeKick)
 		return
 	}
+	if who == inc.Root && d.agentOutlivesWrapper(session, inc.ID) {
+		return
+	}
 	if who != inc.Root {
 		// The agent died under a wrapper that lives on: report it as gone.
 		exit = herd.Exit{Reason: herd.ReasonProcessGone}
@@ -132,4 +136,27 @@ func (d *Daemon) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 	if who != inc.Root {
 		d.killLeftover(inc)
 	}
+}
+
+// agentOutlivesWrapper handles the exit of an exec incarnation's launched
+// process when the agent found under it is another process: while that
+// agent lives, the wrapper's exit is not the agent's death (the agent was
+// started in the background and the wrapper returned). The agent keeps or
+// gets its own watcher, and its death is the one recorded.
+func (d *Daemon) agentOutlivesWrapper(session, incID string) bool {
+	var cur herd.Incarnation
+	err := d.st.View(d.watchCtx, func(tx store.Tx) error {
+		var err error
+		cur, err = tx.Incarnation(incID)
+		return err
+	})
+	if err != nil || cur.EndedAt != nil || cur.Identity.Zero() || cur.Identity == cur.Root {
+		return false
+	}
+	if d.proc.Check(cur.Identity, d.bootID) != herd.Alive {
+		return false
+	}
+	d.log.Info("the launched wrapper exited; its agent lives on and stays watched", "session", session, "wrapper_pid", cur.Root.PID, "agent_pid", cur.Identity.PID)
+	d.watch(session, cur, nil)
+	return true
 }

@@ -104,7 +104,13 @@ func decide(id herd.Identity, bootID string, obs observation) (herd.Axis, error)
 		return herd.Dead, fmt.Errorf("proc: pid %d exited (state %c): %w", id.PID, obs.stat.State, ErrNoProcess)
 	}
 	if id.Marker != "" && obs.envErr == nil && obs.env != nil {
-		if got := obs.env[herd.EnvIncarnation]; got != id.Marker {
+		switch got, ok := obs.env[herd.EnvIncarnation]; {
+		case !ok || got == "":
+			// Same pid and start time, but the marker is gone (an exec
+			// with a cleaned environment, an environment block written
+			// over): not confirmed ours, and not proven gone either.
+			return herd.Unknown, fmt.Errorf("%w: pid %d has no %s in its environment", ErrIdentityMismatch, id.PID, herd.EnvIncarnation)
+		case got != id.Marker:
 			return herd.Dead, fmt.Errorf("%w: pid %d has %s=%q, recorded %q", ErrIdentityMismatch, id.PID, herd.EnvIncarnation, got, id.Marker)
 		}
 	}

@@ -44,7 +44,8 @@ func TestDecide(t *testing.T) {
 		{"zombie", id, boot, observation{stat: Stat{PID: 100, State: 'Z', StartTime: 500}}, herd.Dead, gone},
 		{"dead state", id, boot, observation{stat: Stat{PID: 100, State: 'X', StartTime: 500}}, herd.Dead, gone},
 		{"marker differs", id, boot, observation{stat: live, env: map[string]string{herd.EnvIncarnation: "inc-2"}}, herd.Dead, mismatch},
-		{"marker missing", id, boot, observation{stat: live, env: map[string]string{}}, herd.Dead, mismatch},
+		{"marker missing", id, boot, observation{stat: live, env: map[string]string{}}, herd.Unknown, mismatch},
+		{"marker empty", id, boot, observation{stat: live, env: map[string]string{herd.EnvIncarnation: ""}}, herd.Unknown, mismatch},
 		{"environ unreadable", id, boot, observation{stat: live, envErr: errors.New("permission denied")}, herd.Alive, alive},
 		{"marker in env but not recorded", noMarker, boot, observation{stat: live, env: map[string]string{herd.EnvIncarnation: "x"}}, herd.Alive, alive},
 	}

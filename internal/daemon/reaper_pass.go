@@ -187,6 +187,9 @@ func (d *Daemon) reapOne(ctx context.Context, first reaper.Facts, firstDec reape
 			if !last.Equal(f.LastActivityAt) || s.Activity != f.Activity || s.State != f.State {
 				return errors.New("re-check: activity arrived just before the kill")
 			}
+			if dec.Row.PaneID != "" {
+				return d.stillDetached(kctx, f.Name, dec.Row, tmuxOK)
+			}
 			return nil
 		},
 	})
@@ -194,6 +197,30 @@ func (d *Daemon) reapOne(ctx context.Context, first reaper.Facts, firstDec reape
 		return dec, errors.New("re-check: stopped or relaunched meanwhile")
 	}
 	return dec, err
+}
+
+// stillDetached is the last look at a tmux session, under its lock just
+// before the first signal: the same pane, readable, and nobody attached.
+// Someone attaching after the re-check's listing keeps the session.
+func (d *Daemon) stillDetached(ctx context.Context, name string, was reaper.Row, tmuxOK bool) error {
+	l, err := d.reapListing(ctx, tmuxOK)
+	if err != nil {
+		return fmt.Errorf("last look: %w", err)
+	}
+	row, ok := l.Rows[name]
+	switch {
+	case l.Unattributed != nil:
+		return fmt.Errorf("last look: the listing has a row of no session: %w", l.Unattributed)
+	case !ok:
+		return errors.New("last look: the tmux session is gone")
+	case row.Err != nil:
+		return fmt.Errorf("last look: unreadable: %w", row.Err)
+	case !row.Same(was):
+		return fmt.Errorf("last look: a different tmux session now (pane %s pid %d)", row.PaneID, row.PID)
+	case row.Attached > 0:
+		return fmt.Errorf("last look: attached (%d client(s)) just before the kill", row.Attached)
+	}
+	return nil
 }
 
 // recheck lists again and re-reads the store just before a kill.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -318,5 +319,34 @@ func TestReaperLoop(t *testing.T) {
 	e.poll("the loop to reap lp-0", func() bool { return len(e.reapedEvents()["lp-0"]) == 1 })
 	if s := e.session("lp-0"); s.State != herd.StateStopped || s.Exit.Reason != herd.ReasonIdle {
 		t.Errorf("expected stopped (idle) … got %s %+v", s.State, s.Exit)
+	}
+}
+
+// TestReapLastLookKeepsAttached: the reaper's last look, under the
+// session's lock just before the first signal, keeps a session someone
+// attached to after the re-check's listing.
+func TestReapLastLookKeepsAttached(t *testing.T) {
+	e := newReapEnv(t, nil)
+	e.role(sleeper("late", 1))
+	e.waitVerdict("late-0", "reap", herd.ReasonIdle)
+	l, err := e.d.reapListing(e.ctx(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, ok := l.Rows["late-0"]
+	if !ok {
+		t.Fatal("late-0 missing from the listing")
+	}
+	if err := e.d.stillDetached(e.ctx(), "late-0", row, true); err != nil {
+		t.Fatalf("detached: expected the last look to pass, got %v", err)
+	}
+	e.attach("late-0")
+	if err := e.d.stillDetached(e.ctx(), "late-0", row, true); err == nil || !strings.Contains(err.Error(), "attached") {
+		t.Errorf("attached: expected the last look to refuse, got %v", err)
+	}
+	moved := row
+	moved.PID++
+	if err := e.d.stillDetached(e.ctx(), "late-0", moved, true); err == nil {
+		t.Errorf("another pane: expected the last look to refuse")
 	}
 }

@@ -30,6 +30,10 @@ const (
 	maxSpoolFile = 16 << 20
 	// spoolLockWait bounds how long a writer waits for the file lock.
 	spoolLockWait = 200 * time.Millisecond
+	// ingestLockWait bounds how long ingestion waits for a writer's lock.
+	// Writers hold it for one write; one holding it longer is stuck (a
+	// `herd hook` stopped with Ctrl-Z), and its file waits for a rescan.
+	ingestLockWait = time.Second
 	// rescanEvery is a safety net beside fsnotify.
 	rescanEvery = 30 * time.Second
 )
@@ -174,6 +178,18 @@ func (d *Daemon) ingestAll(ctx context.Context, dir string) {
 // ingestFile takes a spool file over by renaming it (writers then start a
 // fresh one), and ingests it.
 func (d *Daemon) ingestFile(ctx context.Context, path string) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			d.log.Warn("activity spool: stat", "path", path, "err", err)
+		}
+		return
+	}
+	if !info.Mode().IsRegular() {
+		// A FIFO would block the open; a symlink would point elsewhere.
+		d.log.Warn("activity spool: not a regular file; ignored", "path", path, "mode", info.Mode().String())
+		return
+	}
 	taken := path + ingestSuffix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	if err := os.Rename(path, taken); err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
@@ -187,7 +203,9 @@ func (d *Daemon) ingestFile(ctx context.Context, path string) {
 // ingestTaken reads a taken-over spool file once its last writer is done
 // (the writers' lock), applies each report in order and removes the file.
 func (d *Daemon) ingestTaken(ctx context.Context, path string) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer; the file is
+	// checked to be regular before any read.
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			d.log.Warn("activity spool: open", "path", path, "err", err)
@@ -195,8 +213,12 @@ func (d *Daemon) ingestTaken(ctx context.Context, path string) {
 		return
 	}
 	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		d.log.Warn("activity spool: lock", "path", path, "err", err)
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		d.log.Warn("activity spool: not a regular file; ignored", "path", path, "err", err)
+		return
+	}
+	if err := lockSpool(ctx, f, ingestLockWait); err != nil {
+		d.log.Warn("activity spool: file left for the next rescan", "path", path, "err", err)
 		return
 	}
 	n, bad := 0, 0
@@ -226,5 +248,32 @@ func (d *Daemon) ingestTaken(ctx context.Context, path string) {
 	d.log.Debug("activity spool ingested", "path", path, "reports", n)
 	if err := os.Remove(path); err != nil {
 		d.log.Warn("activity spool: remove", "path", path, "err", err)
+	}
+}
+
+// lockSpool takes f's exclusive lock, trying without blocking until ctx
+// ends or wait has passed: a writer that holds the lock (stopped, or
+// stuck) must not block ingestion nor the daemon's shutdown.
+func lockSpool(ctx context.Context, f *os.File, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("lock: %w", err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("lock: still held by a writer after %v", wait)
+		}
+		t := time.NewTimer(min(left, 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("lock: %w", ctx.Err())
+		case <-t.C:
+		}
 	}
 }

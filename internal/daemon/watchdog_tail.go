@@ -29,9 +29,13 @@ type tailer struct {
 	path    string
 	off     int64
 	started bool
-	// skipToLine drops the first, partial line of an adoption window.
+	// skipToLine drops the first, partial line of an adoption window or
+	// of what follows bytes skipped (see skip).
 	skipToLine bool
 	partial    []byte
+	// lost counts the bytes never read: dropped by the rotation (the
+	// rotated copy keeps only the end) or beyond maxPollRead in it.
+	lost int64
 }
 
 // poll reads what was appended since the last poll and calls line for each
@@ -114,7 +118,9 @@ func (t *tailer) feed(b []byte, at time.Time, line func([]byte, time.Time)) {
 
 // capFile keeps the file under max bytes with execrt.Cap, then reads the
 // bytes the agent appended between the last poll and the rotation from the
-// rotated copy, so no line is lost to the rotation.
+// rotated copy, so no line is lost to an ordinary rotation. A flood is
+// bounded: the rotated copy keeps only the file's last max bytes, and at
+// most maxPollRead of it is read; the rest counts as lost.
 func (t *tailer) capFile(max int64, now time.Time, line func([]byte, time.Time)) error {
 	info, err := os.Stat(t.path)
 	if err != nil || info.Size() <= max {
@@ -123,13 +129,62 @@ func (t *tailer) capFile(max int64, now time.Time, line func([]byte, time.Time))
 	if err := t.poll(now, line); err != nil {
 		return err
 	}
-	if err := execrt.Cap(t.path, max); err != nil {
+	from, err := execrt.Cap(t.path, max)
+	if err != nil {
 		return err
 	}
-	rotated, err := os.ReadFile(t.path + ".1")
-	if err == nil && int64(len(rotated)) > t.off {
-		t.feed(rotated[t.off:], now, line)
-	}
+	err = t.readRotated(from, now, line)
 	t.off = 0
+	return err
+}
+
+// readRotated reads what is left unread in the rotated copy, which holds
+// the file's bytes from offset from on: from t.off (or from, when the
+// rotation dropped bytes the tailer had not read), at most maxPollRead.
+func (t *tailer) readRotated(from int64, now time.Time, line func([]byte, time.Time)) error {
+	f, err := os.Open(t.path + ".1")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	start, end := max(t.off, from), from+info.Size()
+	if start >= end {
+		return nil
+	}
+	if start > t.off {
+		t.skip(start-t.off, now, line)
+	}
+	n := min(end-start, maxPollRead)
+	buf := make([]byte, n)
+	got, err := f.ReadAt(buf, start-from)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	t.feed(buf[:got], now, line)
+	if rest := end - start - int64(got); rest > 0 {
+		t.skip(rest, now, line)
+		// The file went on from a line start if the copy ends a line.
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], end-1-from); err == nil && last[0] == '\n' {
+			t.skipToLine = false
+		}
+	}
 	return nil
+}
+
+// skip accounts for n bytes that will never be read. The line they cut is
+// delivered as far as it got (a cut line still counts), and reading
+// resumes at the next line start: the bytes after the gap are the middle
+// of some line.
+func (t *tailer) skip(n int64, at time.Time, line func([]byte, time.Time)) {
+	t.lost += n
+	if len(t.partial) > 0 {
+		line(t.partial[:min(len(t.partial), maxLine)], at)
+		t.partial = nil
+	}
+	t.skipToLine = true
 }

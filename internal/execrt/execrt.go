@@ -2,6 +2,7 @@
 package execrt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -146,61 +147,158 @@ func (r *Runtime) prune(session, current string) {
 	}
 }
 
-// Cap keeps an output file under max bytes: when it is larger, its content
-// moves to <path>.1 (replacing the previous one) and the file is truncated.
-// The agent writes with O_APPEND, so its next write lands at the new end.
-func Cap(path string, max int64) error {
+// Cap keeps an output file under max bytes: when it is larger, its last
+// max bytes move to <path>.1 (replacing the previous one) and the file is
+// truncated. The last bytes, because the end is where an agent's error
+// is; the rest is dropped, so a flood leaves at most max in the copy for
+// readers to load. The agent writes with O_APPEND, so its next write lands at the new
+// end. from is the offset in the file of the first byte kept in <path>.1
+// (0 when the file was not over max), for a reader that followed the file
+// to know what it missed.
+func Cap(path string, max int64) (from int64, err error) {
 	info, err := os.Stat(path)
 	if err != nil || info.Size() <= max {
-		return err
+		return 0, err
 	}
 	src, err := os.Open(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer src.Close()
+	if info, err = src.Stat(); err != nil {
+		return 0, err
+	}
+	from = info.Size() - max
+	if from < 0 {
+		from = 0 // truncated meanwhile
+	}
 	dst, err := os.OpenFile(path+".1", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := io.Copy(dst, src); err != nil {
+	if _, err := io.Copy(dst, io.NewSectionReader(src, from, max)); err != nil {
 		dst.Close()
-		return err
+		return 0, err
 	}
 	if err := dst.Close(); err != nil {
-		return err
+		return 0, err
 	}
-	return os.Truncate(path, 0)
+	return from, os.Truncate(path, 0)
 }
 
+// ReadTail bounds.
+const (
+	// MaxTailBytes bounds what ReadTail reads to find the last n lines:
+	// n limits lines, not bytes, and one flooding line must not make the
+	// daemon read (and send) a whole file.
+	MaxTailBytes = 1 << 20
+	// MaxReadAllBytes bounds ReadTail with n <= 0: what a capped file and
+	// its rotated copy hold at most with DefaultMaxLogBytes.
+	MaxReadAllBytes = 2 * DefaultMaxLogBytes
+)
+
 // ReadTail returns at most the last n lines of the captured output of an
-// incarnation (rotated part included); n <= 0 means all.
+// incarnation (rotated part included); n <= 0 means all. It reads from the
+// end, at most MaxTailBytes (MaxReadAllBytes for all): when that window
+// starts inside a line, the cut line is left out, unless it is the only
+// one — then its last bytes are returned.
 func ReadTail(path string, n int) ([]byte, error) {
-	var buf []byte
-	for _, p := range []string{path + ".1", path} {
-		b, err := os.ReadFile(p)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		buf = append(buf, b...)
-	}
+	limit := int64(MaxTailBytes)
 	if n <= 0 {
+		limit = MaxReadAllBytes
+	}
+	rotated, err := openSized(path + ".1")
+	if err != nil {
+		return nil, err
+	}
+	defer rotated.Close()
+	current, err := openSized(path)
+	if err != nil {
+		return nil, err
+	}
+	defer current.Close()
+	fromCur := min(current.size, limit)
+	fromRot := min(rotated.size, limit-fromCur)
+	cut := rotated.size+current.size > fromRot+fromCur
+	buf := make([]byte, 0, fromRot+fromCur)
+	if buf, err = rotated.appendLast(buf, fromRot); err != nil {
+		return nil, err
+	}
+	if buf, err = current.appendLast(buf, fromCur); err != nil {
+		return nil, err
+	}
+	return lastLines(buf, n, cut), nil
+}
+
+// sizedFile is an output file opened for ReadTail, with its size then. A
+// missing file is empty.
+type sizedFile struct {
+	f    *os.File
+	size int64
+}
+
+func openSized(path string) (sizedFile, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return sizedFile{}, nil
+	}
+	if err != nil {
+		return sizedFile{}, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return sizedFile{}, err
+	}
+	return sizedFile{f: f, size: info.Size()}, nil
+}
+
+// appendLast appends the last n bytes (of the size seen at open) to buf;
+// fewer when the file was truncated meanwhile.
+func (s sizedFile) appendLast(buf []byte, n int64) ([]byte, error) {
+	if n <= 0 || s.f == nil {
 		return buf, nil
 	}
-	end := len(buf)
-	if end > 0 && buf[end-1] == '\n' {
-		end--
+	start := len(buf)
+	buf = buf[:start+int(n)]
+	got, err := s.f.ReadAt(buf[start:], s.size-n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
 	}
-	count := 0
-	for i := end - 1; i >= 0; i-- {
-		if buf[i] == '\n' {
-			count++
-			if count == n {
-				return buf[i+1:], nil
+	return buf[:start+got], nil
+}
+
+func (s sizedFile) Close() {
+	if s.f != nil {
+		s.f.Close()
+	}
+}
+
+// lastLines returns the last n lines of b (all when n <= 0). cut says b
+// starts inside the output: its first line is then partial and is left
+// out unless it is the only line.
+func lastLines(b []byte, n int, cut bool) []byte {
+	if n > 0 {
+		end := len(b)
+		if end > 0 && b[end-1] == '\n' {
+			end--
+		}
+		count := 0
+		for i := end - 1; i >= 0; i-- {
+			if b[i] == '\n' {
+				count++
+				if count == n {
+					return b[i+1:]
+				}
 			}
 		}
 	}
-	return buf, nil
+	if cut {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < len(b)-1 {
+			return b[i+1:]
+		}
+	}
+	return b
 }
 
 func mergeEnv(base []string, extra map[string]string) []string {

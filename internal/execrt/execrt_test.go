@@ -80,8 +80,8 @@ func TestCapAndTail(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		f.WriteString("line\n")
 	}
-	if err := Cap(path, 100); err != nil {
-		t.Fatal(err)
+	if from, err := Cap(path, 100); err != nil || from != 400 {
+		t.Fatalf("expected the last 100 bytes kept from offset 400, got %d %v", from, err)
 	}
 	if info, _ := os.Stat(path); info.Size() != 0 {
 		t.Errorf("expected the file truncated, size %d", info.Size())
@@ -95,8 +95,8 @@ func TestCapAndTail(t *testing.T) {
 		t.Errorf("expected the last 2 lines across rotation, got %q %v", got, err)
 	}
 	all, _ := ReadTail(path, 0)
-	if strings.Count(string(all), "\n") != 101 {
-		t.Errorf("expected 101 lines in all, got %d", strings.Count(string(all), "\n"))
+	if strings.Count(string(all), "\n") != 21 {
+		t.Errorf("expected 21 lines in all (the rotated copy keeps the last 100 bytes), got %d", strings.Count(string(all), "\n"))
 	}
 }
 

@@ -220,12 +220,16 @@ func (d *Daemon) pollOutput(m *incWatch, now time.Time) {
 		t    *tailer
 		line func([]byte, time.Time)
 	}{{m.stdout, onOut}, {m.stderr, onErr}} {
+		lost := f.t.lost
 		if err := f.t.poll(now, f.line); err != nil {
 			d.log.Debug("watchdog: read output", "session", m.session, "err", err)
 			continue
 		}
 		if err := f.t.capFile(capBytes, now, f.line); err != nil {
 			d.log.Warn("watchdog: cap output file", "path", f.t.path, "err", err)
+		}
+		if f.t.lost > lost {
+			d.log.Warn("watchdog: agent output came faster than it is read; bytes skipped", "session", m.session, "path", f.t.path, "skipped", f.t.lost-lost, "skipped_total", f.t.lost)
 		}
 	}
 }

@@ -18,24 +18,25 @@ func newDescribeCmd(g *globals) *cobra.Command {
 		Use:     "session NAME",
 		Aliases: []string{"sessions", "s"},
 		Short:   "State, axes, identity, restarts, backoff, exit, diagnostics, recent events",
-		Args:    cobra.ExactArgs(1),
+		Args:    sessionArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "" && output != "json" {
+				return fmt.Errorf("describe: unknown output format %q (want json)", output)
+			}
 			var det api.SessionDetail
-			if err := getJSON(cmd.Context(), g, "/v1/sessions/"+args[0], &det); err != nil {
+			if err := getJSON(cmd.Context(), g, sessionPath(args[0], ""), &det); err != nil {
 				return err
 			}
 			if output == "json" {
 				return writeJSON(cmd.OutOrStdout(), det)
 			}
-			if output != "" {
-				return fmt.Errorf("unknown output format %q (want json)", output)
-			}
 			printDetail(cmd.OutOrStdout(), det)
 			return nil
 		},
 	}
-	sess.Flags().StringVarP(&output, "output", "o", "", "output format: json")
+	sess.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: text)")
 	cmd.AddCommand(sess)
+	requireSubcommand(cmd, "resource")
 	return cmd
 }
 

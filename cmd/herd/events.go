@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -30,12 +32,10 @@ func newEventsCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "" && output != "json" {
-				return fmt.Errorf("unknown output format %q (want json)", output)
+				return fmt.Errorf("events: unknown output format %q (want json)", output)
 			}
-			if since != "" {
-				if _, err := time.ParseDuration(since); err != nil {
-					return fmt.Errorf("--since: %w", err)
-				}
+			if err := checkEventFilter(session, kind, since, limit); err != nil {
+				return err
 			}
 			c, err := g.client()
 			if err != nil {
@@ -86,13 +86,49 @@ func newEventsCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVarP(&follow, "follow", "f", false, "keep printing new events")
-	f.StringVar(&session, "session", "", "only this session")
-	f.StringVar(&kind, "kind", "", "only this kind (crashed, backoff, stopped, escalated, ...)")
-	f.StringVar(&since, "since", "", "only events newer than this duration (e.g. 10m)")
-	f.StringVarP(&output, "output", "o", "", "output format: json (one object per line)")
-	f.IntVar(&limit, "limit", 0, "only the newest N events")
+	f.BoolVarP(&follow, "follow", "f", false, "keep printing new events until interrupted")
+	f.StringVar(&session, "session", "", "only this session, e.g. worker-0 (default: all)")
+	f.StringVar(&kind, "kind", "", "only this kind: "+strings.Join(eventKinds, ", ")+" (default: all)")
+	f.StringVar(&since, "since", "", "only events newer than this duration, e.g. 10m or 2h (default: all)")
+	f.StringVarP(&output, "output", "o", "", "output format: json, one object per line (default: a table)")
+	f.IntVar(&limit, "limit", 0, "only the newest N events (default 0: no limit)")
 	return cmd
+}
+
+// eventKinds are the event kinds, in the order of PRODUCT.md, "Event kinds".
+var eventKinds = []string{
+	herd.EventSpawned, herd.EventAdopted, herd.EventExited, herd.EventCrashed,
+	herd.EventBackoff, herd.EventRestarted, herd.EventFailed, herd.EventSucceeded,
+	herd.EventStalled, herd.EventStallWarning, herd.EventUnstalled, herd.EventKilled,
+	herd.EventReaped, herd.EventStopped, herd.EventResumed, herd.EventRecovered,
+	herd.EventEscalated, herd.EventActivity, herd.EventProbeUnknown, herd.EventSummary,
+}
+
+// checkEventFilter rejects a filter that could only ever match nothing by
+// mistake: a malformed session name, an unknown kind, a negative or
+// malformed --since, a negative --limit. Empty values mean "no filter".
+func checkEventFilter(session, kind, since string, limit int) error {
+	if session != "" {
+		if err := checkSession("events: --session", session); err != nil {
+			return err
+		}
+	}
+	if kind != "" && !slices.Contains(eventKinds, kind) {
+		return fmt.Errorf("events: --kind %q is not an event kind (want one of %s)", kind, strings.Join(eventKinds, ", "))
+	}
+	if since != "" {
+		d, err := time.ParseDuration(since)
+		if err != nil {
+			return fmt.Errorf("events: --since %q: want a duration such as 10m or 2h", since)
+		}
+		if d < 0 {
+			return fmt.Errorf("events: --since %s is negative; want how far back to look, e.g. 10m", since)
+		}
+	}
+	if limit < 0 {
+		return fmt.Errorf("events: --limit %d: want 0 (no limit) or more", limit)
+	}
+	return nil
 }
 
 func printEvent(tw *tabwriter.Writer, w io.Writer, e herd.Event, output string) {

@@ -23,7 +23,7 @@ func newGetCmd(g *globals) *cobra.Command {
 	var output string
 	var watch bool
 	add := func(c *cobra.Command) {
-		c.Flags().StringVarP(&output, "output", "o", "", "output format: wide | json")
+		c.Flags().StringVarP(&output, "output", "o", "", "output format: wide | json (default: a table)")
 		c.Flags().BoolVarP(&watch, "watch", "w", false, "watch: redraw every second")
 	}
 	sessions := &cobra.Command{
@@ -59,6 +59,7 @@ func newGetCmd(g *globals) *cobra.Command {
 	add(sessions)
 	add(roles)
 	cmd.AddCommand(sessions, roles)
+	requireSubcommand(cmd, "resource")
 	return cmd
 }
 

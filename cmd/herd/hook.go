@@ -69,6 +69,9 @@ func runHook(ctx context.Context, g *globals, event string, stdin io.Reader, std
 		logf("%v; ignored", err)
 		return
 	}
+	for _, n := range h.Notes { // what was dropped; the daemon drops it too
+		logf("%s", n)
+	}
 	rep := api.ActivityReport{
 		Session: session, Incarnation: os.Getenv(herd.EnvIncarnation),
 		Event: h.HookEventName, Payload: data, At: time.Now().UTC(),

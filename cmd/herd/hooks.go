@@ -58,5 +58,6 @@ absolute path.`,
 	}
 	install.Flags().StringVar(&dir, "dir", "", "project directory (default: the current directory)")
 	cmd.AddCommand(install)
+	requireSubcommand(cmd, "action")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,8 +17,11 @@ func newLogsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs NAME",
 		Short: "Show the agent's output: pane capture (tmux) or captured stdout (exec)",
-		Args:  cobra.ExactArgs(1),
+		Args:  sessionArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if tail < 0 {
+				return fmt.Errorf("logs: --tail %d: want 0 (everything) or more lines", tail)
+			}
 			c, err := g.client()
 			if err != nil {
 				return err
@@ -29,7 +33,7 @@ func newLogsCmd(g *globals) *cobra.Command {
 			var last []byte
 			for {
 				var out []byte
-				if err := c.Do(cmd.Context(), http.MethodGet, "/v1/sessions/"+args[0]+"/logs", q, nil, &out); err != nil {
+				if err := c.Do(cmd.Context(), http.MethodGet, sessionPath(args[0], "/logs"), q, nil, &out); err != nil {
 					if cmd.Context().Err() != nil {
 						return nil
 					}
@@ -55,8 +59,8 @@ func newLogsCmd(g *globals) *cobra.Command {
 			}
 		},
 	}
-	cmd.Flags().IntVar(&tail, "tail", 0, "only the last N lines")
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output")
+	cmd.Flags().IntVar(&tail, "tail", 0, "only the last N lines (default 0: all of them)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output, once a second, until interrupted")
 	return cmd
 }
 

@@ -39,8 +39,8 @@ never passed to a shell. Restart settings not given take the daemon's
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, argv := args[0], args[1:]
-			if !herd.ValidRoleName(name) {
-				return fmt.Errorf("run: role name %q must match [a-z0-9][a-z0-9-]{0,40}", name)
+			if err := checkRole("run", name); err != nil {
+				return err
 			}
 			env := map[string]string{}
 			for _, kv := range envs {

@@ -33,9 +33,9 @@ func newStopCmd(g *globals) *cobra.Command {
 SIGTERM (SIGKILL after a grace period), and one 'stopped' event records a
 resume snapshot. 'herd resume NAME' brings it back. Stopping a session that
 is already stopped is not an error.`,
-		Args: cobra.ExactArgs(1),
+		Args: sessionArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return post(cmd, g, "/v1/sessions/"+args[0]+"/stop", nil)
+			return post(cmd, g, sessionPath(args[0], "/stop"), nil)
 		},
 	}
 }
@@ -44,9 +44,9 @@ func newResumeCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "resume NAME",
 		Short: "Relaunch a stopped session from its snapshot (e.g. claude --resume <id>)",
-		Args:  cobra.ExactArgs(1),
+		Args:  sessionArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return post(cmd, g, "/v1/sessions/"+args[0]+"/resume", nil)
+			return post(cmd, g, sessionPath(args[0], "/resume"), nil)
 		},
 	}
 }
@@ -55,9 +55,9 @@ func newArchiveCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "archive NAME",
 		Short: "Mark a session done; the reaper stops it once detached",
-		Args:  cobra.ExactArgs(1),
+		Args:  sessionArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return post(cmd, g, "/v1/sessions/"+args[0]+"/archive", nil)
+			return post(cmd, g, sessionPath(args[0], "/archive"), nil)
 		},
 	}
 }
@@ -68,7 +68,7 @@ func newScaleCmd(g *globals) *cobra.Command {
 		Use:     "scale ROLE --replicas N",
 		Short:   "Change a role's desired replicas (re-arms failed sessions)",
 		Example: "  herd scale worker --replicas 3",
-		Args:    cobra.ExactArgs(1),
+		Args:    roleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("replicas") {
 				return fmt.Errorf("scale: --replicas N is required")
@@ -76,10 +76,10 @@ func newScaleCmd(g *globals) *cobra.Command {
 			if replicas < 0 {
 				return fmt.Errorf("scale: --replicas must be >= 0")
 			}
-			return post(cmd, g, "/v1/roles/"+args[0]+"/scale", api.ScaleRequest{Replicas: replicas})
+			return post(cmd, g, rolePath(args[0], "/scale"), api.ScaleRequest{Replicas: replicas})
 		},
 	}
-	cmd.Flags().IntVar(&replicas, "replicas", 0, "desired replicas")
+	cmd.Flags().IntVar(&replicas, "replicas", 0, "desired replicas, 0 or more (required)")
 	return cmd
 }
 
@@ -88,36 +88,21 @@ func newDeleteCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "role NAME",
 		Short: "Stop all of a role's sessions and forget the role and its crash history",
-		Args:  cobra.ExactArgs(1),
+		Args:  roleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
 			var res api.Result
-			if err := c.Do(cmd.Context(), http.MethodDelete, "/v1/roles/"+args[0], nil, nil, &res); err != nil {
+			if err := c.Do(cmd.Context(), http.MethodDelete, rolePath(args[0], ""), nil, nil, &res); err != nil {
 				return explain(err, g)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), res.Message)
 			return nil
 		},
 	})
-	return cmd
-}
-
-func newInjectCmd(g *globals) *cobra.Command {
-	var noEnter bool
-	cmd := &cobra.Command{
-		Use:   "inject NAME TEXT",
-		Short: "Type TEXT into the agent (literal; text starting with - is safe; large text works)",
-		Example: `  herd inject worker-0 "run the tests"
-  herd inject worker-0 -- "--flag-looking text"`,
-		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return post(cmd, g, "/v1/sessions/"+args[0]+"/inject", api.InjectRequest{Text: args[1], Enter: !noEnter})
-		},
-	}
-	cmd.Flags().BoolVar(&noEnter, "no-enter", false, "do not press Enter after the text")
+	requireSubcommand(cmd, "resource")
 	return cmd
 }
 
@@ -125,7 +110,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "attach NAME",
 		Short: "Attach the terminal to a session's tmux pane (detach with C-b d)",
-		Args:  cobra.ExactArgs(1),
+		Args:  sessionArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, _, err := g.loadConfig()
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"herd"
@@ -45,7 +46,24 @@ type Hook struct {
 	ToolName         string `json:"tool_name"`
 	NotificationType string `json:"notification_type"`
 	Message          string `json:"message"`
+
+	// Notes say what ParseHookEvent dropped from the payload and why, one
+	// line each, for the caller to log. Never read from the payload.
+	Notes []string `json:"-"`
 }
+
+// MaxToolName bounds a tool name taken from a hook or a stream line, in bytes.
+const MaxToolName = 128
+
+// agentSessionIDRE is what an agent's own session id may look like. It ends
+// up as an argument of the resume command (claude --resume <id>), so it must
+// never start with '-' nor hold anything a program could read as syntax.
+var agentSessionIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// ValidAgentSessionID reports whether id may be kept as an agent's own
+// session id: 1 to 128 characters of [A-Za-z0-9._:-], starting with a
+// letter or digit. Claude and Gemini UUIDs and Codex thread ids qualify.
+func ValidAgentSessionID(id string) bool { return agentSessionIDRE.MatchString(id) }
 
 // maxEventName bounds the event name so a hostile payload cannot bloat logs.
 const maxEventName = 64
@@ -59,6 +77,10 @@ func ParseHook(data []byte) (Hook, error) {
 
 // ParseHookEvent is ParseHook with a fallback event name (for example the
 // EVENT argument of `herd hook EVENT`), used only when the payload has none.
+//
+// A session_id that fails ValidAgentSessionID is dropped, with a note in
+// Hook.Notes; the rest of the event still counts. tool_name is cut to
+// MaxToolName bytes.
 func ParseHookEvent(data []byte, fallback string) (Hook, error) {
 	if len(data) > MaxHookSize {
 		return Hook{}, fmt.Errorf("hook: payload is %d bytes, limit %d", len(data), MaxHookSize)
@@ -73,6 +95,11 @@ func ParseHookEvent(data []byte, fallback string) (Hook, error) {
 	if err := validEventName(h.HookEventName); err != nil {
 		return Hook{}, err
 	}
+	if h.SessionID != "" && !ValidAgentSessionID(h.SessionID) {
+		h.Notes = append(h.Notes, fmt.Sprintf("hook: session_id %.64q dropped: want 1-128 of [A-Za-z0-9._:-], not starting with '-'", h.SessionID))
+		h.SessionID = ""
+	}
+	h.ToolName = clip(h.ToolName, MaxToolName)
 	return h, nil
 }
 
@@ -138,11 +165,12 @@ func NeedsAttention(h Hook) bool {
 // follows). It marks the session working unless it is waiting.
 //
 // Unknown events (PreCompact, future ones) only update LastEvent and the
-// session id.
+// session id. A session id that fails ValidAgentSessionID is never taken,
+// even from a Hook that did not come through ParseHookEvent.
 func Apply(prev State, h Hook) State {
 	next := prev
 	next.LastEvent = h.HookEventName
-	if h.SessionID != "" {
+	if h.SessionID != "" && ValidAgentSessionID(h.SessionID) {
 		next.AgentSessionID = h.SessionID
 	}
 	switch h.HookEventName {

@@ -2,10 +2,12 @@ package activity
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -194,4 +196,114 @@ func TestHookEvents(t *testing.T) {
 	if HookEvents()[0] != HookSessionStart {
 		t.Errorf("[copy] expected a fresh slice each call")
 	}
+}
+
+func TestValidAgentSessionID(t *testing.T) {
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{"8f3b2c1e-5d4a-4e7b-9c2f-1a6d3e8b7f90", true},
+		{"0199a213-81c0-7800-8aa1-bbab2a035a53", true},
+		{"thread_1:a.b", true},
+		{"s", true},
+		{strings.Repeat("a", 128), true},
+		{"", false},
+		{strings.Repeat("a", 129), false},
+		{"--dangerously-skip-permissions", false},
+		{"-x", false},
+		{".hidden", false},
+		{"_x", false},
+		{"a b", false},
+		{"a/b", false},
+		{"a;rm -rf /", false},
+		{"a\nb", false},
+		{"a\x00", false},
+		{"é", false},
+	}
+	for _, tt := range tests {
+		if got := ValidAgentSessionID(tt.id); got != tt.want {
+			t.Errorf("[%q] expected %v, got %v", tt.id, tt.want, got)
+		}
+	}
+}
+
+// TestParseHookDropsBadSessionID: an id that the resume command could read
+// as a flag is dropped with a note; the event itself still counts.
+func TestParseHookDropsBadSessionID(t *testing.T) {
+	tests := []struct {
+		name, sid string
+		wantSID   string
+		wantNote  bool
+	}{
+		{"uuid kept", "8f3b2c1e-5d4a-4e7b-9c2f-1a6d3e8b7f90", "8f3b2c1e-5d4a-4e7b-9c2f-1a6d3e8b7f90", false},
+		{"none", "", "", false},
+		{"flag", "--dangerously-skip-permissions", "", true},
+		{"short flag", "-p", "", true},
+		{"shell", "x; rm -rf ~", "", true},
+		{"too long", strings.Repeat("a", 129), "", true},
+		{"huge", strings.Repeat("-", 100000), "", true},
+	}
+	for _, tt := range tests {
+		data := []byte(`{"hook_event_name":"PreToolUse","tool_name":"Bash","session_id":` + jsonString(tt.sid) + `}`)
+		h, err := ParseHook(data)
+		if err != nil {
+			t.Errorf("[%s] expected no error, got %v", tt.name, err)
+			continue
+		}
+		if h.SessionID != tt.wantSID || h.HookEventName != HookPreToolUse || h.ToolName != "Bash" {
+			t.Errorf("[%s] expected session id %q and the rest kept, got %+v", tt.name, tt.wantSID, h)
+		}
+		if got := len(h.Notes) == 1 && strings.Contains(h.Notes[0], "session_id"); got != tt.wantNote {
+			t.Errorf("[%s] expected a note: %v, got %q", tt.name, tt.wantNote, h.Notes)
+		}
+		for _, n := range h.Notes {
+			if len(n) > 300 || strings.Contains(n, "\n") {
+				t.Errorf("[%s] expected one short log line, got %d bytes %q", tt.name, len(n), n)
+			}
+		}
+		if s := Apply(State{}, h); s.AgentSessionID != tt.wantSID || s.Activity != herd.ActivityWorking {
+			t.Errorf("[%s] expected the activity applied with session id %q, got %+v", tt.name, tt.wantSID, s)
+		}
+	}
+}
+
+// TestApplyIgnoresBadSessionID: a Hook built by hand (not parsed) cannot
+// plant a flag-looking session id either.
+func TestApplyIgnoresBadSessionID(t *testing.T) {
+	got := Apply(State{AgentSessionID: "s1"}, Hook{HookEventName: HookStop, SessionID: "--resume"})
+	if got.AgentSessionID != "s1" || got.Activity != herd.ActivityIdle {
+		t.Errorf("[flag id] expected s1 kept and idle, got %+v", got)
+	}
+}
+
+func TestParseHookClipsToolName(t *testing.T) {
+	tests := []struct {
+		name, tool string
+		wantLen    int
+	}{
+		{"short", "Bash", 4},
+		{"exact", strings.Repeat("t", MaxToolName), MaxToolName},
+		{"ascii", strings.Repeat("t", 1000), MaxToolName},
+		{"two-byte runes", strings.Repeat("é", 100), MaxToolName},
+		{"rune cut in two", "a" + strings.Repeat("é", 100), MaxToolName - 1},
+		{"mcp", "mcp__" + strings.Repeat("server", 30) + "__tool", MaxToolName},
+	}
+	for _, tt := range tests {
+		h, err := ParseHook([]byte(`{"hook_event_name":"PreToolUse","tool_name":` + jsonString(tt.tool) + `}`))
+		if err != nil {
+			t.Fatalf("[%s] %v", tt.name, err)
+		}
+		if len(h.ToolName) != tt.wantLen || !utf8.ValidString(h.ToolName) || !strings.HasPrefix(tt.tool, h.ToolName) {
+			t.Errorf("[%s] expected a valid %d-byte prefix, got %d bytes %q", tt.name, tt.wantLen, len(h.ToolName), h.ToolName)
+		}
+		if len(h.Notes) != 0 {
+			t.Errorf("[%s] expected no note for a clipped tool name, got %q", tt.name, h.Notes)
+		}
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

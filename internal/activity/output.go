@@ -14,7 +14,8 @@ const (
 	OutputJSON = "json"
 )
 
-// maxTypeLen bounds the Type and Tool strings copied out of a line.
+// maxTypeLen bounds the Type string copied out of a line; MaxToolName
+// bounds Tool.
 const maxTypeLen = 64
 
 // Output is what one line of agent stdout tells about the agent.
@@ -27,7 +28,7 @@ const maxTypeLen = 64
 type Output struct {
 	Type           string
 	Tool           string // tool being used, when the line starts or requests a tool call
-	AgentSessionID string // the agent's own session or thread id, when the line carries one
+	AgentSessionID string // the agent's own session or thread id, when the line carries a valid one (ValidAgentSessionID)
 	Final          bool   // the turn or run finished (result, turn.completed, turn.failed)
 }
 
@@ -74,17 +75,23 @@ func ParseLine(b []byte) Output {
 	if err := json.Unmarshal(b, &l); err != nil {
 		return Output{Type: OutputText}
 	}
-	o := Output{Type: clip(l.Type)}
+	o := Output{Type: clip(l.Type, maxTypeLen)}
 	if o.Type == "" {
 		o.Type = OutputJSON
 	}
+	var sid string
 	switch {
 	case l.SessionID != "":
-		o.AgentSessionID = l.SessionID
+		sid = l.SessionID
 	case l.SessionI2 != "":
-		o.AgentSessionID = l.SessionI2
+		sid = l.SessionI2
 	case l.ThreadID != "":
-		o.AgentSessionID = l.ThreadID
+		sid = l.ThreadID
+	}
+	// An id that could be read as a flag of the resume command is dropped;
+	// the line is still activity.
+	if sid != "" && ValidAgentSessionID(sid) {
+		o.AgentSessionID = sid
 	}
 	switch l.Type {
 	case "assistant": // Claude: tool calls are content blocks of the message
@@ -93,13 +100,13 @@ func ParseLine(b []byte) Output {
 			if json.Unmarshal(l.Message, &m) == nil {
 				for _, c := range m.Content {
 					if c.Type == "tool_use" && c.Name != "" {
-						o.Tool = clip(c.Name)
+						o.Tool = clip(c.Name, MaxToolName)
 					}
 				}
 			}
 		}
 	case "tool_use": // Gemini
-		o.Tool = clip(l.ToolName)
+		o.Tool = clip(l.ToolName, MaxToolName)
 	case "item.started", "item.completed", "item.updated": // Codex
 		if l.Item != nil {
 			t := l.Item.Type
@@ -111,7 +118,7 @@ func ParseLine(b []byte) Output {
 				if l.Item.Tool != "" {
 					o.Tool = l.Item.Tool
 				}
-				o.Tool = clip(o.Tool)
+				o.Tool = clip(o.Tool, MaxToolName)
 			}
 		}
 	case "result", "turn.completed", "turn.failed":
@@ -120,9 +127,11 @@ func ParseLine(b []byte) Output {
 	return o
 }
 
-func clip(s string) string {
-	if len(s) > maxTypeLen {
-		s = strings.ToValidUTF8(s[:maxTypeLen], "")
+// clip cuts s to at most n bytes and keeps it valid UTF-8: a character cut
+// in two is dropped.
+func clip(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
 	}
-	return s
+	return strings.ToValidUTF8(s, "")
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -113,14 +114,49 @@ func TestParseLineEdgeCases(t *testing.T) {
 	}
 }
 
+// TestParseLineDropsBadIDsAndClipsTools: a session or thread id the resume
+// command could read as a flag is dropped (the line still counts); tool
+// names are cut to MaxToolName bytes of valid UTF-8.
+func TestParseLineDropsBadIDsAndClipsTools(t *testing.T) {
+	long := strings.Repeat("é", 100) // 200 bytes
+	tests := []struct {
+		name string
+		line string
+		want Output
+	}{
+		{"claude flag id", `{"type":"system","session_id":"--dangerously-skip-permissions"}`, Output{Type: "system"}},
+		{"gemini flag id", `{"type":"init","sessionId":"-p"}`, Output{Type: "init"}},
+		{"codex flag thread", `{"type":"thread.started","thread_id":"--yolo"}`, Output{Type: "thread.started"}},
+		{"id with space", `{"type":"result","session_id":"a b"}`, Output{Type: "result", Final: true}},
+		{"id too long", `{"type":"system","session_id":"` + strings.Repeat("a", 129) + `"}`, Output{Type: "system"}},
+		{"valid id kept", `{"type":"system","session_id":"abc-1"}`, Output{Type: "system", AgentSessionID: "abc-1"}},
+		{"claude long tool", `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"` + strings.Repeat("t", 300) + `"}]}}`,
+			Output{Type: "assistant", Tool: strings.Repeat("t", MaxToolName)}},
+		{"gemini long tool", `{"type":"tool_use","tool_name":"` + long + `"}`, Output{Type: "tool_use", Tool: strings.Repeat("é", MaxToolName/2)}},
+		{"gemini tool cut mid rune", `{"type":"tool_use","tool_name":"x` + long + `"}`, Output{Type: "tool_use", Tool: "x" + strings.Repeat("é", MaxToolName/2-1)}},
+		{"codex long mcp tool", `{"type":"item.started","item":{"type":"mcp_tool_call","tool":"` + strings.Repeat("m", 200) + `"}}`,
+			Output{Type: "item.started", Tool: strings.Repeat("m", MaxToolName)}},
+		{"tool over the type bound kept", `{"type":"tool_use","tool_name":"` + strings.Repeat("t", 100) + `"}`, Output{Type: "tool_use", Tool: strings.Repeat("t", 100)}},
+	}
+	for _, tt := range tests {
+		got := ParseLine([]byte(tt.line))
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("[%s] expected … got … (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
 func FuzzParseLine(f *testing.F) {
 	f.Add([]byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash"}]}}`))
 	f.Add([]byte(`{"type":"item.started","item":{"type":"command_execution"}}`))
 	f.Add([]byte("plain"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		o := ParseLine(b)
-		if o.Type == "" || len(o.Type) > maxTypeLen || len(o.Tool) > maxTypeLen {
-			t.Errorf("[fuzz] expected a bounded non-empty type, got %+v", o)
+		if o.Type == "" || len(o.Type) > maxTypeLen || len(o.Tool) > MaxToolName || !utf8.ValidString(o.Tool) {
+			t.Errorf("[fuzz] expected a bounded non-empty type and a bounded tool, got %+v", o)
+		}
+		if o.AgentSessionID != "" && !ValidAgentSessionID(o.AgentSessionID) {
+			t.Errorf("[fuzz] expected no invalid session id, got %q", o.AgentSessionID)
 		}
 	})
 }

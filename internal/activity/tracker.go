@@ -89,7 +89,7 @@ func (t *Tracker) Observe(o Output, at time.Time) {
 	if o.Tool != "" {
 		t.s.LastTool = o.Tool
 	}
-	if o.AgentSessionID != "" {
+	if o.AgentSessionID != "" && ValidAgentSessionID(o.AgentSessionID) { // never a flag of the resume command
 		t.s.AgentSessionID = o.AgentSessionID
 	}
 	t.recent[t.nextRecent%RecentEvents] = RecentEvent{Type: o.Type, Tool: o.Tool, Time: at}

@@ -50,6 +50,18 @@ func TestTrackerObserve(t *testing.T) {
 	}
 }
 
+// TestTrackerKeepsOnlyValidSessionIDs: an Output built by hand cannot plant
+// a flag-looking id that a resume would pass to the agent.
+func TestTrackerKeepsOnlyValidSessionIDs(t *testing.T) {
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tr := NewTracker(start)
+	tr.Observe(Output{Type: "system", AgentSessionID: "sid-1"}, start.Add(time.Second))
+	tr.Observe(Output{Type: "system", AgentSessionID: "--dangerously-skip-permissions"}, start.Add(2*time.Second))
+	if s := tr.Snapshot(); s.AgentSessionID != "sid-1" || s.Events != 2 {
+		t.Errorf("[flag id] expected sid-1 kept and both lines counted, got %q, %d events", s.AgentSessionID, s.Events)
+	}
+}
+
 func TestTrackerSilenceFromStart(t *testing.T) {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	tr := NewTracker(start)

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"herd/internal/api"
+)
+
+// maxInjectText bounds the text of one inject. The daemon reads at most
+// 8 MiB of JSON, and JSON escaping can make text up to six times larger.
+const maxInjectText = 1 << 20
+
+// stdinText is the TEXT that means "read the text from stdin".
+const stdinText = "-"
+
+func newInjectCmd(g *globals) *cobra.Command {
+	var noEnter bool
+	cmd := &cobra.Command{
+		Use:   "inject [--no-enter] NAME TEXT|-",
+		Short: "Type TEXT into the agent (literal; text starting with - is safe; large text works)",
+		Long: `Type TEXT into a live tmux session's agent, literally, then press Enter.
+
+Everything after NAME is text, never a flag: 'herd inject w-0 -v' types "-v".
+Give flags before NAME; --no-enter is also understood right after TEXT.
+TEXT is one argument: quote it.
+
+TEXT "-" reads the text from stdin (up to 1 MiB; one trailing newline is
+dropped, Enter is pressed unless --no-enter), for text too large for the
+command line or kept in a file.`,
+		Example: `  herd inject worker-0 "run the tests"
+  herd inject worker-0 "-v: verbose, please"
+  herd inject --no-enter worker-0 "draft, not sent"
+  herd inject worker-0 - < prompt.md`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, text, trailingNoEnter, err := splitInjectArgs(args)
+			if err != nil {
+				return err
+			}
+			if err := checkSession("inject", name); err != nil {
+				return err
+			}
+			if text == stdinText {
+				if text, err = readInjectText(cmd.InOrStdin()); err != nil {
+					return err
+				}
+			}
+			if len(text) > maxInjectText {
+				return fmt.Errorf("inject: text is %d bytes, limit %d", len(text), maxInjectText)
+			}
+			req := api.InjectRequest{Text: text, Enter: !noEnter && !trailingNoEnter}
+			return post(cmd, g, sessionPath(name, "/inject"), req)
+		},
+	}
+	// Flags end at NAME, so text that looks like a flag stays text.
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().BoolVar(&noEnter, "no-enter", false, "type the text without pressing Enter (default: press Enter)")
+	return cmd
+}
+
+// splitInjectArgs reads `inject`'s arguments after its flags: NAME TEXT,
+// NAME -- TEXT (the "--" older usage put there), or NAME TEXT --no-enter
+// (the flag where the synopsis shows it).
+func splitInjectArgs(args []string) (name, text string, noEnter bool, err error) {
+	switch {
+	case len(args) == 2:
+		return args[0], args[1], false, nil
+	case len(args) == 3 && args[1] == "--":
+		return args[0], args[2], false, nil
+	case len(args) == 3 && args[2] == "--no-enter":
+		return args[0], args[1], true, nil
+	case len(args) < 2:
+		return "", "", false, fmt.Errorf("inject: want NAME and TEXT (or - to read TEXT from stdin), e.g. herd inject worker-0 \"run the tests\"")
+	}
+	return "", "", false, fmt.Errorf("inject: want one TEXT argument after NAME, got %d (quote the text; flags go before NAME)", len(args)-1)
+}
+
+// readInjectText reads the text to inject from r, dropping one trailing
+// newline: Enter is a separate key press.
+func readInjectText(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxInjectText+1))
+	if err != nil {
+		return "", fmt.Errorf("inject: read stdin: %w", err)
+	}
+	if len(b) > maxInjectText {
+		return "", fmt.Errorf("inject: text on stdin is over the %d-byte limit", maxInjectText)
+	}
+	s := string(b)
+	if strings.HasSuffix(s, "\n") {
+		s = strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
+	}
+	return s, nil
+}

@@ -48,6 +48,9 @@ func (d *Daemon) applyReport(ctx context.Context, rep api.ActivityReport) (strin
 	if err != nil {
 		return "", badf("activity: %v", err)
 	}
+	for _, note := range h.Notes {
+		d.log.Warn("activity: part of a hook report ignored", "session", rep.Session, "why", note)
+	}
 	now := time.Now()
 	at := rep.At
 	if at.IsZero() || at.After(now) {

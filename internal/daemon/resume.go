@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/activity"
 	"herd/internal/store"
 )
 
@@ -207,7 +208,9 @@ func (d *Daemon) resume(ctx context.Context, name string, byUser, onlyRestartabl
 func ResumeArgv(snap herd.Snapshot) []string {
 	argv := slices.Clone(snap.Argv)
 	id := snap.AgentSessionID
-	if id == "" || len(argv) == 0 {
+	if id == "" || len(argv) == 0 || !activity.ValidAgentSessionID(id) {
+		// No id, or one stored before ids were validated that could
+		// pass for a flag: relaunch the command as it was.
 		return argv
 	}
 	switch snap.Agent {

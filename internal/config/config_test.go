@@ -87,6 +87,8 @@ func TestParseErrors(t *testing.T) {
 			"role[0].command[1]", `role "w": command[1]: got 7, want a string`, 5},
 		{"negative replicas", "[[role]]\nname = \"w\"\ncommand = [\"a\"]\nreplicas = -1\n",
 			"role[0].replicas", `role "w": replicas: must be 0 or more, got -1`, 4},
+		{"replicas over the limit", "[[role]]\nname = \"w\"\ncommand = [\"a\"]\nreplicas = 2000000000\n",
+			"role[0].replicas", `role "w": replicas: must be at most 1000, got 2000000000`, 4},
 		{"negative default max_restarts", "[restart]\nmax_restarts = -2\n",
 			"restart.max_restarts", `restart.max_restarts: must be 0 (unlimited) or more, got -2`, 2},
 		{"negative role max_restarts", "[[role]]\nname = \"w\"\ncommand = [\"a\"]\n[role.restart]\nmax_restarts = -1\n",

@@ -83,6 +83,12 @@ func InferAgent(argv []string) string {
 	return herd.AgentGeneric
 }
 
+// MaxReplicas is the most replicas a role may declare. Each replica is an
+// agent with its own process tree and tmux pane: far more than a host runs,
+// and a typo (an extra zero, a negative number wrapped around) would
+// otherwise have the daemon plan and launch without end.
+const MaxReplicas = 1000
+
 // ValidateRole checks a resolved role: name, command, workdir, runtime,
 // agent, replicas, env and restart policy. It joins one error per problem,
 // each prefixed with the role's name.
@@ -116,8 +122,11 @@ func roleProblems(r herd.Role) []problem {
 	if !herd.ValidRoleName(r.Name) {
 		add(fmt.Sprintf("%q must match [a-z0-9][a-z0-9-]{0,40}", r.Name), "name")
 	}
-	if r.Replicas < 0 {
+	switch {
+	case r.Replicas < 0:
 		add(fmt.Sprintf("must be 0 or more, got %d", r.Replicas), "replicas")
+	case r.Replicas > MaxReplicas:
+		add(fmt.Sprintf("must be at most %d, got %d", MaxReplicas, r.Replicas), "replicas")
 	}
 	probs = append(probs, argvProblems(r.Command, "command")...)
 	if r.Workdir == "" || !filepath.IsAbs(r.Workdir) {

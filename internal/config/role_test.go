@@ -96,6 +96,8 @@ func TestValidateRole(t *testing.T) {
 		{"empty runtime", func(r *herd.Role) { r.Runtime = "" }, `runtime: "" is not one of`},
 		{"bad agent", func(r *herd.Role) { r.Agent = "aider" }, `agent: "aider" is not one of claude, codex, gemini, generic`},
 		{"negative replicas", func(r *herd.Role) { r.Replicas = -1 }, `replicas: must be 0 or more, got -1`},
+		{"replicas at the limit", func(r *herd.Role) { r.Replicas = MaxReplicas }, ""},
+		{"replicas over the limit", func(r *herd.Role) { r.Replicas = 2000000000 }, `role "worker": replicas: must be at most 1000, got 2000000000`},
 		{"bad env key", func(r *herd.Role) { r.Env = map[string]string{"A-B": "x"} }, `env.A-B: "A-B" is not a valid`},
 		{"reserved env key", func(r *herd.Role) { r.Env = map[string]string{herd.EnvIncarnation: "x"} }, `HERD_INCARNATION is set by herd`},
 		{"bad policy", func(r *herd.Role) { r.Restart.Policy = "sometimes" }, `restart.policy: "sometimes" is not one of always, on-failure, never`},

@@ -359,6 +359,10 @@ func (d *Daemon) handleScale(w http.ResponseWriter, r *http.Request) {
 		fail(w, badf("scale: replicas must be a number >= 0"))
 		return
 	}
+	if req.Replicas > config.MaxReplicas {
+		fail(w, badf("scale: replicas = %d: at most %d per role", req.Replicas, config.MaxReplicas))
+		return
+	}
 	err := d.st.Update(r.Context(), func(tx store.Tx) error {
 		ro, err := tx.Role(name)
 		if err != nil {
@@ -498,7 +502,8 @@ func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// handleInject types text into a tmux session's agent.
+// handleInject types text into a tmux session's agent: into the pane herd
+// launched for it, never whichever pane a user attached to it made active.
 func (d *Daemon) handleInject(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	var req api.InjectRequest
@@ -507,12 +512,17 @@ func (d *Daemon) handleInject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var s herd.Session
+	var inc herd.Incarnation
 	err := d.st.View(r.Context(), func(tx store.Tx) (err error) {
 		s, err = tx.Session(name)
 		if err != nil {
 			return fmt.Errorf("session %q: %w", name, err)
 		}
-		return nil
+		if s.RuntimeKind != herd.RuntimeTmux || !s.State.Live() {
+			return nil
+		}
+		inc, err = tx.Incarnation(s.Incarnation)
+		return err
 	})
 	if err != nil {
 		fail(w, err)
@@ -524,7 +534,12 @@ func (d *Daemon) handleInject(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), d.cfg.Probe.Timeout*4)
 	defer cancel()
-	if err := d.tmuxClient().SendText(ctx, name, req.Text, req.Enter); err != nil {
+	pane, err := d.agentPane(ctx, inc)
+	if err != nil {
+		fail(w, fmt.Errorf("inject: %w", err))
+		return
+	}
+	if err := d.tmuxClient().SendTextPane(ctx, pane, req.Text, req.Enter); err != nil {
 		fail(w, err)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,15 @@ type tmuxState struct {
 	// attached and unmanaged come from the last good listing.
 	attached  map[string]bool
 	unmanaged []tmux.Pane
+	// panes holds every row of the last good listing, by session: the
+	// watchdog finds an agent's own pane there.
+	panes map[string][]tmux.Pane
+	// serverPID is the tmux server that answered the last good listing
+	// with rows, 0 when it found no server.
+	serverPID int
+	// unattributed: the last good listing had a row with no session name
+	// (logged when it starts).
+	unattributed bool
 	// lastActivity is window_activity from the last good listing.
 	lastActivity map[string]time.Time
 	// reported holds the unmanaged sessions already announced by an event.
@@ -39,9 +49,10 @@ func (d *Daemon) tmuxClient() *tmux.Client {
 
 // startTmux launches argv in a new detached tmux session (no shell in
 // between). A session of the same name is removed first only when it is
-// this slot's leftover: a dead pane, or the pane of the slot's previous
-// incarnation (prevRoot). Anything else — an unmanaged session, someone's
-// own — is never touched, and the launch fails.
+// this slot's leftover: it holds the pane of the slot's previous
+// incarnation (prevRoot), or nothing but dead panes. Anything else — an
+// unmanaged session, someone's own, a session whose rows cannot all be
+// read — is never touched, and the launch fails.
 func (d *Daemon) startTmux(ctx context.Context, spec execrt.Spec, prevRoot int) (launched, error) {
 	c := d.tmuxClient()
 	d.tmuxState.mu.Lock()
@@ -56,25 +67,70 @@ func (d *Daemon) startTmux(ctx context.Context, spec execrt.Spec, prevRoot int) 
 	if err != nil && !errors.Is(err, tmux.ErrNoServer) {
 		return launched{}, fmt.Errorf("tmux: list before launch: %w", err)
 	}
-	for _, p := range panes {
-		if p.Session != spec.Session {
-			continue
-		}
-		if p.Err != nil || (!p.Dead && (prevRoot == 0 || p.PID != prevRoot)) {
-			return launched{}, fmt.Errorf("tmux: a session named %s already exists and is not this slot's leftover (pane pid %d); not touching it", spec.Session, p.PID)
-		}
+	if err := leftover(panes, spec.Session, prevRoot); err != nil {
+		return launched{}, err
+	}
+	if sessionListed(panes, spec.Session) {
 		if err := c.KillSession(ctx, spec.Session); err != nil && !errors.Is(err, tmux.ErrNoSession) {
 			return launched{}, fmt.Errorf("tmux: clear old session: %w", err)
 		}
-		break
 	}
 	pid, err = c.NewSession(ctx, spec.Session, spec.Workdir, spec.Env, spec.Argv)
 	return launched{RootPID: pid}, err
 }
 
-// killPane removes an incarnation's tmux session, only if its pane is
-// still the one herd launched for it (same pane pid): a replacement
-// launched meanwhile under the same name is never killed.
+// leftover returns nil when the listed session name may be cleared for a
+// relaunch of its slot — it is this slot's leftover (the pane of prevRoot,
+// or only dead panes), or it is not listed at all — and the reason not to
+// touch it otherwise. A session missing from a listing that has a row with
+// no session name may be that row: it is not cleared, and not assumed gone.
+func leftover(panes []tmux.Pane, name string, prevRoot int) error {
+	var rows []tmux.Pane
+	unattributed := false
+	for _, p := range panes {
+		switch p.Session {
+		case name:
+			rows = append(rows, p)
+		case "":
+			unattributed = true
+		}
+	}
+	if len(rows) == 0 {
+		if unattributed {
+			return fmt.Errorf("tmux: a session named %s exists and cannot be found in the listing (a row has no session name); not touching it", name)
+		}
+		return nil // gone meanwhile: the launch is retried
+	}
+	for _, p := range rows {
+		if p.Err != nil {
+			return fmt.Errorf("tmux: a session named %s exists and its listing cannot be read (%v); not touching it", name, p.Err)
+		}
+	}
+	if _, ok := tmux.FindPane(rows, name, prevRoot); ok {
+		return nil
+	}
+	for _, p := range rows {
+		if !p.Dead {
+			return fmt.Errorf("tmux: a session named %s already exists and is not this slot's leftover (pane pid %d); not touching it", name, p.PID)
+		}
+	}
+	return nil
+}
+
+// sessionListed reports whether a listing has a row of session name.
+func sessionListed(panes []tmux.Pane, name string) bool {
+	for _, p := range panes {
+		if p.Session == name {
+			return true
+		}
+	}
+	return false
+}
+
+// killPane removes an incarnation's tmux session, only if it still holds
+// the pane herd launched for it (same pane pid): a replacement launched
+// meanwhile under the same name is never killed. A session that cannot be
+// read in the listing is left, with an error.
 func (d *Daemon) killPane(ctx context.Context, inc herd.Incarnation) error {
 	c := d.tmuxClient()
 	panes, err := c.ListPanes(ctx)
@@ -84,33 +140,102 @@ func (d *Daemon) killPane(ctx context.Context, inc herd.Incarnation) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range panes {
-		if p.Session != inc.Session {
-			continue
+	if _, ok := tmux.FindPane(panes, inc.Session, inc.Root.PID); !ok {
+		for _, p := range panes {
+			if p.Err != nil && (p.Session == inc.Session || p.Session == "") {
+				return fmt.Errorf("tmux: session %s: its pane cannot be identified in the listing (%v); left in place", inc.Session, p.Err)
+			}
 		}
-		if p.Err != nil || inc.Root.PID == 0 || p.PID != inc.Root.PID {
-			return nil // not this incarnation's pane
-		}
-		err := c.KillSession(ctx, inc.Session)
-		if err == nil || errors.Is(err, tmux.ErrNoSession) || errors.Is(err, tmux.ErrNoServer) {
-			return nil
-		}
-		return err
+		return nil // not this incarnation's pane, or gone
 	}
-	return nil
+	err = c.KillSession(ctx, inc.Session)
+	if err == nil || errors.Is(err, tmux.ErrNoSession) || errors.Is(err, tmux.ErrNoServer) {
+		return nil
+	}
+	return err
 }
 
+// capturePane returns the screen (plus lines of history) of the pane herd
+// launched for session name's current incarnation.
 func (d *Daemon) capturePane(ctx context.Context, name string, lines int) ([]byte, error) {
-	return d.tmuxClient().Capture(ctx, name, lines)
+	var inc herd.Incarnation
+	err := d.st.View(ctx, func(tx store.Tx) error {
+		s, err := tx.Session(name)
+		if err != nil {
+			return fmt.Errorf("session %q: %w", name, err)
+		}
+		inc, err = tx.Incarnation(s.Incarnation)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	pane, err := d.agentPane(ctx, inc)
+	if err != nil {
+		return nil, err
+	}
+	return d.tmuxClient().CapturePane(ctx, pane, lines)
+}
+
+// agentPane resolves, from a fresh listing, the id (%N) of the pane herd
+// launched for inc: the one whose pane pid is inc's root. Input and captures
+// address it by id, never the session's active pane, which is whatever a
+// user attached to the session selected last (a split of the window, say).
+// The id is resolved just before use because a new server reuses ids.
+func (d *Daemon) agentPane(ctx context.Context, inc herd.Incarnation) (string, error) {
+	panes, err := d.tmuxClient().ListPanes(ctx)
+	if err != nil {
+		return "", err
+	}
+	if p, ok := tmux.FindPane(panes, inc.Session, inc.Root.PID); ok {
+		return p.PaneID, nil
+	}
+	return "", fmt.Errorf("tmux: session %s: the agent's pane (pane pid %d) is not in the listing", inc.Session, inc.Root.PID)
+}
+
+// listedAgentPane returns the id of the pane with pane pid rootPID in
+// session name, as the last good listing saw it.
+func (d *Daemon) listedAgentPane(name string, rootPID int) (string, bool) {
+	ts := &d.tmuxState
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	p, ok := tmux.FindPane(ts.panes[name], name, rootPID)
+	return p.PaneID, ok
 }
 
 // listing is the outcome of one tmux listing.
 type listing struct {
-	panes map[string]tmux.Pane
+	// panes holds each session's rows in listing order, garbled ones
+	// included when their session name could be read.
+	panes map[string][]tmux.Pane
 	// err: the listing failed; every session is unknown.
 	err error
 	// noServer: tmux said no server runs: every session is missing.
 	noServer bool
+	// unattributed: a row had no session name. A session missing from the
+	// listing may be that row: it is unknown, never missing.
+	unattributed bool
+	// serverPID is the server that answered, from its rows; 0 if none says.
+	serverPID int
+}
+
+// pane returns the row that speaks for the agent of session name: its own
+// pane (pane pid rootPID); failing that a garbled row of the session, which
+// may be it; failing that the session's first pane.
+func (l listing) pane(name string, rootPID int) (tmux.Pane, bool) {
+	rows := l.panes[name]
+	if p, ok := tmux.FindPane(rows, name, rootPID); ok {
+		return p, true
+	}
+	for _, p := range rows {
+		if p.Err != nil {
+			return p, true
+		}
+	}
+	if len(rows) > 0 {
+		return rows[0], true
+	}
+	return tmux.Pane{}, false
 }
 
 // listTmux runs one list-panes with its own timeout. If the call does not
@@ -124,6 +249,7 @@ func (d *Daemon) listTmux(ctx context.Context) listing {
 		return listing{err: errors.New("tmux: previous listing still running")}
 	}
 	ts.inflight = true
+	lastServer := ts.serverPID
 	ts.mu.Unlock()
 
 	done := make(chan listing, 1)
@@ -136,23 +262,7 @@ func (d *Daemon) listTmux(ctx context.Context) listing {
 		callCtx, cancel := context.WithTimeout(context.Background(), d.cfg.Probe.Timeout)
 		defer cancel()
 		panes, err := d.tmuxClient().ListPanes(callCtx)
-		l := listing{panes: map[string]tmux.Pane{}}
-		switch {
-		case errors.Is(err, tmux.ErrNoServer):
-			l.noServer = true
-		case err != nil:
-			l.err = err
-		}
-		for _, p := range panes {
-			if p.Session == "" {
-				continue
-			}
-			if old, dup := l.panes[p.Session]; dup && old.Err == nil {
-				continue // several panes: the first one is the agent's
-			}
-			l.panes[p.Session] = p
-		}
-		done <- l
+		done <- newListing(panes, err, lastServer)
 	}()
 	select {
 	case l := <-done:
@@ -160,6 +270,56 @@ func (d *Daemon) listTmux(ctx context.Context) listing {
 	case <-ctx.Done():
 		return listing{err: fmt.Errorf("tmux: listing did not answer within the tick: %w", ctx.Err())}
 	}
+}
+
+// newListing reads one ListPanes outcome. lastServer is the server that
+// answered the previous good listing: a missing socket while it still runs
+// is not "no server" — a /tmp cleaner deleted its socket, and its sessions
+// may all be alive — so the sessions are unknown. A server that exited
+// (even killed) leaves its socket behind, and reads as no server.
+func newListing(panes []tmux.Pane, err error, lastServer int) listing {
+	l := listing{panes: map[string][]tmux.Pane{}}
+	switch {
+	case errors.Is(err, tmux.ErrNoSocket) && tmuxServerRuns(lastServer):
+		l.err = fmt.Errorf("tmux: the server's socket is gone while the server (pid %d) still runs; kill -USR1 %d makes tmux recreate it: %w", lastServer, lastServer, err)
+		return l
+	case errors.Is(err, tmux.ErrNoServer):
+		l.noServer = true
+	case err != nil:
+		l.err = err
+	}
+	for _, p := range panes {
+		if p.Session == "" {
+			l.unattributed = true
+			continue
+		}
+		if p.Err == nil && l.serverPID == 0 {
+			l.serverPID = p.ServerPID
+		}
+		l.panes[p.Session] = append(l.panes[p.Session], p)
+	}
+	return l
+}
+
+// tmuxServerRuns reports whether pid is a live process named like a tmux
+// server. A reused pid that is some other tmux keeps sessions unknown, the
+// safe side.
+func tmuxServerRuns(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	st := string(b)
+	open, end := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+	if open < 0 || end < open || len(st) < end+3 {
+		return false
+	}
+	state := st[end+2]
+	return strings.HasPrefix(st[open+1:end], "tmux") && state != 'Z' && state != 'X'
 }
 
 // probeTmux runs one batched listing for all tmux sessions and decides
@@ -202,10 +362,28 @@ func (d *Daemon) rememberListing(l listing, all []herd.Session) {
 	ts := &d.tmuxState
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if l.unattributed && !ts.unattributed {
+		d.log.Warn("tmux listing has a row with no session name; sessions missing from it read unknown")
+	}
+	ts.unattributed = l.unattributed
+	switch {
+	case l.noServer:
+		ts.serverPID = 0
+	case l.serverPID != 0:
+		ts.serverPID = l.serverPID
+	}
+	ts.panes = l.panes
 	ts.attached = map[string]bool{}
 	ts.lastActivity = map[string]time.Time{}
 	var unmanaged []tmux.Pane
-	for name, p := range l.panes {
+	for name, rows := range l.panes {
+		p := rows[0]
+		for _, r := range rows {
+			if r.Err == nil {
+				p = r
+				break
+			}
+		}
 		ts.attached[name] = p.Attached > 0
 		if !p.WindowActivity.IsZero() {
 			ts.lastActivity[name] = p.WindowActivity
@@ -249,7 +427,7 @@ func (d *Daemon) reportUnmanaged(panes []tmux.Pane) {
 }
 
 func (d *Daemon) probeTmuxSession(ctx context.Context, s herd.Session, inc herd.Incarnation, l listing) {
-	rt := d.runtimeAxis(s.Name, l)
+	rt, why := d.runtimeAxis(s.Name, inc.Root.PID, l)
 	identified := !inc.Identity.Zero()
 	if !identified && rt.Axis == herd.Alive {
 		inc = d.findAgent(ctx, s, inc)
@@ -283,45 +461,69 @@ func (d *Daemon) probeTmuxSession(ctx context.Context, s herd.Session, inc herd.
 			}
 		}
 		d.markAlive(ctx, s, inc, kind)
+	case herd.StatePending:
+		if s.State == herd.StateUnknown {
+			d.markPending(ctx, s, inc.ID)
+		}
 	case herd.StateUnknown:
-		why := "tmux pane and agent process disagree"
-		if l.err != nil {
-			why = l.err.Error()
-		} else if rt.MissingOnce {
-			why = "session missing from one tmux listing; re-checking"
+		if why == "" {
+			why = "tmux pane and agent process disagree"
+			if rt.MissingOnce {
+				why = "session missing from one tmux listing; re-checking"
+			}
 		}
 		d.markUnknown(ctx, s, inc.ID, why)
 	}
 }
 
-// runtimeAxis reads one session's runtime axis from a listing. A session
-// missing from one good listing is not yet dead; from two in a row it is.
-func (d *Daemon) runtimeAxis(name string, l listing) liveness.Runtime {
+// markPending returns an unknown session to pending: its pane reads alive
+// again and the agent under its wrapper has not been seen yet (markAlive
+// takes it to running once it is).
+func (d *Daemon) markPending(ctx context.Context, s herd.Session, inc string) {
+	d.update(ctx, s.Name, inc, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+		if cur.State != herd.StateUnknown {
+			return nil, nil
+		}
+		cur.State = herd.StatePending
+		cur.StateSince = time.Now().UTC()
+		return []*herd.Event{d.event(*cur, inc, herd.EventRecovered, "", "tmux pane readable again; agent not seen yet", nil)}, nil
+	})
+}
+
+// runtimeAxis reads one session's runtime axis from a listing, from the
+// row of its agent's pane (pane pid rootPID), with why when it is unknown. A
+// session missing from one good listing is not yet dead; from two in a row it
+// is. Missing from a listing with a row of no session name, it is unknown:
+// that row may be it.
+func (d *Daemon) runtimeAxis(name string, rootPID int, l listing) (liveness.Runtime, string) {
 	if l.err != nil {
-		return liveness.Runtime{Axis: herd.Unknown}
+		return liveness.Runtime{Axis: herd.Unknown}, l.err.Error()
 	}
 	ts := &d.tmuxState
-	p, ok := l.panes[name]
+	p, ok := l.pane(name, rootPID)
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.missing == nil {
 		ts.missing = map[string]int{}
 	}
+	if !ok && !l.noServer && l.unattributed {
+		return liveness.Runtime{Axis: herd.Unknown}, "session not in a tmux listing that has a row with no session name"
+	}
 	if !ok || l.noServer {
 		ts.missing[name]++
 		if ts.missing[name] < 2 {
-			return liveness.Runtime{Axis: herd.Dead, MissingOnce: true}
+			return liveness.Runtime{Axis: herd.Dead, MissingOnce: true}, ""
 		}
-		return liveness.Runtime{Axis: herd.Dead}
+		return liveness.Runtime{Axis: herd.Dead}, ""
 	}
 	delete(ts.missing, name)
 	switch {
 	case p.Err != nil:
-		return liveness.Runtime{Axis: herd.Unknown}
+		return liveness.Runtime{Axis: herd.Unknown}, p.Err.Error()
 	case p.Dead:
-		return liveness.Runtime{Axis: herd.Dead, Status: p.DeadStatus, Signal: p.DeadSignal}
+		return liveness.Runtime{Axis: herd.Dead, Status: p.DeadStatus, Signal: p.DeadSignal}, ""
 	}
-	return liveness.Runtime{Axis: herd.Alive}
+	return liveness.Runtime{Axis: herd.Alive}, ""
 }
 
 // decorate adds what the last tmux listing knows to a view.

@@ -16,7 +16,8 @@ const maxPaneCaptures = 16
 // watchTmux folds the tmux evidence of output into the memory of tmux
 // sessions: window_activity from the prober's last listing (it moves on
 // output, unlike session_activity), and, for sessions that look silent
-// only, a change of the visible pane content (a cheap hash of capture-pane).
+// only, a change of the visible content of the agent's own pane (a cheap
+// hash of capture-pane).
 func (d *Daemon) watchTmux(ctx context.Context, items []watchItem, now time.Time) {
 	if len(items) == 0 {
 		return
@@ -68,7 +69,14 @@ func (d *Daemon) watchTmux(ctx context.Context, items []watchItem, now time.Time
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			b, err := d.capturePane(ctx, q.it.s.Name, 0)
+			// The agent's own pane, as the prober's last listing saw
+			// it: a pane a user split off and made active is not the
+			// agent's output.
+			pane, ok := d.listedAgentPane(q.it.s.Name, q.it.inc.Root.PID)
+			if !ok {
+				return // not in the last listing: nothing to compare
+			}
+			b, err := d.tmuxClient().CapturePane(ctx, pane, 0)
 			if err != nil {
 				return // the prober reports an unreachable tmux
 			}

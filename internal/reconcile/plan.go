@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/config"
 )
 
 // ActionKind names one step of a plan.
@@ -37,7 +38,10 @@ func Holds(s herd.Session) bool { return s.State != herd.StateStopped }
 
 // Plan returns the actions that move sessions toward roles at time now.
 // sessions are this host's sessions only. The result is deterministic:
-// stops first, then relaunches, then launches, each ordered by name.
+// stops first, then relaunches, then launches, each ordered by name. A role
+// is planned for at most config.MaxReplicas replicas, whatever it says (one
+// stored before the limit existed), and the work is linear in the replicas
+// and sessions.
 func Plan(roles []herd.Role, sessions []herd.Session, now time.Time) []Action {
 	byRole := make(map[string][]herd.Session)
 	for _, s := range sessions {
@@ -58,18 +62,20 @@ func Plan(roles []herd.Role, sessions []herd.Session, now time.Time) []Action {
 		}
 		sort.Slice(holders, func(i, j int) bool { return holders[i].Index < holders[j].Index })
 
+		want := min(r.Replicas, config.MaxReplicas)
 		// Scale down: the highest indices go first.
-		for i := len(holders) - 1; i >= 0 && len(holders) > r.Replicas; i-- {
+		for i := len(holders) - 1; i >= 0 && len(holders) > want; i-- {
 			s := holders[i]
 			stops = append(stops, Action{Kind: Stop, Role: r.Name, Session: s.Name, Index: s.Index, Reason: herd.ReasonScaledDown})
 			holders = holders[:i]
 		}
 		// Scale up: the lowest free indices.
-		for idx := 0; len(holders)+countKind(launches, r.Name) < r.Replicas; idx++ {
+		for idx, n := 0, len(holders); n < want; idx++ {
 			if taken[idx] {
 				continue
 			}
 			launches = append(launches, Action{Kind: Launch, Role: r.Name, Session: herd.SessionName(r.Name, idx), Index: idx})
+			n++
 		}
 		for _, s := range holders {
 			if due(s, now) {
@@ -101,14 +107,4 @@ func due(s herd.Session, now time.Time) bool {
 		return s.BackoffUntil == nil || !now.Before(*s.BackoffUntil)
 	}
 	return false
-}
-
-func countKind(actions []Action, role string) int {
-	n := 0
-	for _, a := range actions {
-		if a.Role == role {
-			n++
-		}
-	}
-	return n
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"herd"
+	"herd/internal/config"
 )
 
 func TestPlan(t *testing.T) {
@@ -51,6 +52,8 @@ func TestPlan(t *testing.T) {
 		{"role gone: live sessions stop, dead ones stay", nil,
 			[]herd.Session{sess("old", 0, herd.StateRunning), sess("old", 1, herd.StateFailed)},
 			[]Action{{Kind: Stop, Role: "old", Session: "old-0", Reason: herd.ReasonRoleDeleted}}},
+		{"each role counts its own launches", []herd.Role{role("w", 2), role("v", 2)}, []herd.Session{sess("v", 0, herd.StateRunning)},
+			[]Action{{Kind: Launch, Role: "v", Session: "v-1", Index: 1}, launch(0), launch(1)}},
 		{"unknown holds its slot (no second copy)", []herd.Role{role("w", 1)}, []herd.Session{sess("w", 0, herd.StateUnknown)}, nil},
 	}
 	for _, c := range cases {
@@ -58,5 +61,48 @@ func TestPlan(t *testing.T) {
 		if diff := cmp.Diff(c.want, got); diff != "" {
 			t.Errorf("[%s] plan mismatch (-expected +got):\n%s", c.name, diff)
 		}
+	}
+}
+
+// TestPlanReplicasOverTheLimit: regression — a role with replicas far over
+// config.MaxReplicas (stored before the limit existed) spun the planner at
+// full CPU (quadratic in the replicas) and the daemon ignored SIGTERM. The
+// plan is capped at the limit, fills the free slots, and returns at once.
+func TestPlanReplicasOverTheLimit(t *testing.T) {
+	sessions := []herd.Session{
+		{Name: "w-0", Role: "w", Index: 0, State: herd.StateRunning},
+		{Name: "w-5", Role: "w", Index: 5, State: herd.StateRunning},
+	}
+	done := make(chan []Action, 1)
+	go func() {
+		done <- Plan([]herd.Role{{Name: "w", Replicas: 2000000000}}, sessions, time.Now())
+	}()
+	var got []Action
+	select {
+	case got = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("expected the plan at once … still planning after 10s")
+	}
+	if want := config.MaxReplicas - len(sessions); len(got) != want {
+		t.Fatalf("expected %d launches (up to %d replicas) … got %d actions", want, config.MaxReplicas, len(got))
+	}
+	seen := map[int]bool{0: true, 5: true}
+	for _, a := range got {
+		if a.Kind != Launch || seen[a.Index] || a.Index >= config.MaxReplicas+len(sessions) {
+			t.Fatalf("expected launches of distinct free slots … got %+v", a)
+		}
+		seen[a.Index] = true
+	}
+	if len(seen) != config.MaxReplicas {
+		t.Errorf("expected %d slots held … got %d", config.MaxReplicas, len(seen))
+	}
+}
+
+// BenchmarkPlanMaxReplicas plans a role at the limit from scratch.
+func BenchmarkPlanMaxReplicas(b *testing.B) {
+	roles := []herd.Role{{Name: "w", Replicas: config.MaxReplicas}}
+	now := time.Now()
+	for b.Loop() {
+		Plan(roles, nil, now)
 	}
 }

@@ -29,10 +29,20 @@ var (
 	ErrNoServer = errors.New("no server running")
 	// ErrNoSession means the server runs but has no session of that name.
 	ErrNoSession = errors.New("session not found")
+	// ErrNoPane means the server runs but has no pane of that id.
+	ErrNoPane = errors.New("pane not found")
 	// ErrServerExited means the server went away while the call was
 	// connected: tmux exits when its last session is killed, so a call
 	// racing that kill sees this. The command did not run; run retries it.
 	ErrServerExited = errors.New("server exited")
+	// ErrNoSocket means the server's socket file does not exist. It wraps
+	// ErrNoServer, which is what it usually means (no server was ever
+	// started there), but not always: a /tmp cleaner may delete the
+	// socket of a server that still runs, every session in it. A server
+	// that exits, even killed, leaves its socket behind (ErrNoServer
+	// alone), so a caller that saw a server there should check whether it
+	// still runs before reading this as "nothing runs".
+	ErrNoSocket = fmt.Errorf("%w: socket file missing", ErrNoServer)
 )
 
 // serverExitRetries is how many times run repeats a call that met an
@@ -48,9 +58,10 @@ type Client struct {
 }
 
 // CallError is a failed tmux call: its arguments, tmux's stderr and the cause.
-// Err is ErrNoServer or ErrNoSession (wrapping the exit error) when stderr says
-// so, wraps context.DeadlineExceeded when the call timed out, and is the exit
-// or start error otherwise.
+// Err is ErrNoServer, ErrNoSocket, ErrNoSession, ErrNoPane or ErrServerExited
+// (wrapping the exit error) when stderr says so, wraps
+// context.DeadlineExceeded when the call timed out, and is the exit or start
+// error otherwise.
 type CallError struct {
 	Args   []string
 	Stderr string
@@ -73,24 +84,29 @@ func (e *CallError) Error() string {
 	return msg
 }
 
-// Unwrap returns the cause, so errors.Is sees ErrNoServer, ErrNoSession and
+// Unwrap returns the cause, so errors.Is sees the error kinds above and
 // context.DeadlineExceeded.
 func (e *CallError) Unwrap() error { return e.Err }
 
 // classify maps tmux's stderr to an error kind, or nil when it is none of them.
 // A server that exists but cannot be reached (permission denied, a socket
 // path that is not a socket) is not "no server": something may run there.
+// A missing socket file is ErrNoSocket (which is also ErrNoServer).
 func classify(stderr string) error {
 	switch {
 	case strings.Contains(stderr, "no server running on "):
 		return ErrNoServer
 	case strings.Contains(stderr, "error connecting to ") &&
-		(strings.Contains(stderr, "(No such file or directory)") ||
-			strings.Contains(stderr, "(Connection refused)")):
+		strings.Contains(stderr, "(No such file or directory)"):
+		return ErrNoSocket
+	case strings.Contains(stderr, "error connecting to ") &&
+		strings.Contains(stderr, "(Connection refused)"):
 		return ErrNoServer
 	case strings.Contains(stderr, "can't find session"),
 		strings.Contains(stderr, "session not found"):
 		return ErrNoSession
+	case strings.Contains(stderr, "can't find pane"):
+		return ErrNoPane
 	case strings.Contains(stderr, "server exited unexpectedly"),
 		strings.Contains(stderr, "lost server"):
 		return ErrServerExited
@@ -263,3 +279,12 @@ func checkName(name string) error {
 // target is the exact target of a session's active pane. A bare name would
 // prefix-match ("work" finding "work-1" when "work" is gone).
 func target(name string) string { return "=" + name + ":" }
+
+// checkPaneID rejects anything but a pane id (%N): a pane id is an exact
+// target, unique on its server, whatever pane of the session is active.
+func checkPaneID(pane string) error {
+	if !paneIDRE.MatchString(pane) {
+		return fmt.Errorf("tmux: %q is not a pane id (%%N)", pane)
+	}
+	return nil
+}

@@ -17,13 +17,14 @@ func TestClassify(t *testing.T) {
 		want   error
 	}{
 		{"no server running on /tmp/tmux-0/x\n", ErrNoServer},
-		{"error connecting to /tmp/tmux-0/x (No such file or directory)", ErrNoServer},
+		{"error connecting to /tmp/tmux-0/x (No such file or directory)", ErrNoSocket},
 		{"error connecting to /tmp/tmux-0/x (Connection refused)", ErrNoServer},
 		{"error connecting to /tmp/tmux-0/x (Permission denied)", nil},
 		{"error connecting to /tmp/tmux-0/x (Not a directory)", nil},
 		{"can't find session: =x", ErrNoSession},
 		{"can't find session: x", ErrNoSession},
 		{"session not found: x", ErrNoSession},
+		{"can't find pane: %9", ErrNoPane},
 		{"duplicate session: x", nil},
 		{"command too long", nil},
 		{"", nil},
@@ -42,11 +43,13 @@ func TestCallError(t *testing.T) {
 		stderr     string
 		ctxErr     error
 		noServer   bool
+		noSocket   bool
 		noSession  bool
 		deadline   bool
 		wantInText string
 	}{
 		{name: "no server", stderr: "no server running on /tmp/tmux-0/x\n", noServer: true, wantInText: "no server running on /tmp/tmux-0/x"},
+		{name: "no socket file", stderr: "error connecting to /tmp/tmux-0/x (No such file or directory)", noServer: true, noSocket: true, wantInText: "No such file or directory"},
 		{name: "permission denied", stderr: "error connecting to /tmp/tmux-0/x (Permission denied)", wantInText: "Permission denied"},
 		{name: "no session", stderr: "can't find session: =x", noSession: true, wantInText: "can't find session"},
 		{name: "timeout wins over stderr", stderr: "no server running on /x", ctxErr: context.DeadlineExceeded, deadline: true},
@@ -56,6 +59,9 @@ func TestCallError(t *testing.T) {
 		err := error(callError(args, tt.stderr, errTest, tt.ctxErr))
 		if got := errors.Is(err, ErrNoServer); got != tt.noServer {
 			t.Errorf("[%s] expected ErrNoServer %v … got %v (%v)", tt.name, tt.noServer, got, err)
+		}
+		if got := errors.Is(err, ErrNoSocket); got != tt.noSocket {
+			t.Errorf("[%s] expected ErrNoSocket %v … got %v (%v)", tt.name, tt.noSocket, got, err)
 		}
 		if got := errors.Is(err, ErrNoSession); got != tt.noSession {
 			t.Errorf("[%s] expected ErrNoSession %v … got %v (%v)", tt.name, tt.noSession, got, err)

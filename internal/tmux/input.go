@@ -23,38 +23,59 @@ const maxSendKeys = 8 << 10
 // the application asked for it; the buffer is deleted. With enter, an Enter
 // key follows in a separate call, so an application that tells typing from
 // pasting by timing does not read it as part of the text.
+//
+// The active pane is whichever pane a user attached to the session last
+// selected (a split of the window, say); to reach a known pane, use
+// SendTextPane.
 func (c *Client) SendText(ctx context.Context, name, text string, enter bool) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
+	return c.sendText(ctx, target(name), text, enter)
+}
+
+// SendTextPane is SendText into the pane with id pane (%N, as ListPanes
+// reports it), whatever pane of its session is active. A pane id is unique
+// on its server but restarts from %0 with a new server: resolve it from a
+// fresh listing just before use.
+func (c *Client) SendTextPane(ctx context.Context, pane, text string, enter bool) error {
+	if err := checkPaneID(pane); err != nil {
+		return err
+	}
+	return c.sendText(ctx, pane, text, enter)
+}
+
+// sendText types text into the exact target tgt.
+func (c *Client) sendText(ctx context.Context, tgt, text string, enter bool) error {
 	if text != "" {
 		var err error
 		if len(text) > maxSendKeys || strings.ContainsRune(text, 0) {
-			err = c.paste(ctx, name, text)
+			err = c.paste(ctx, tgt, text)
 		} else {
-			_, err = c.run(ctx, nil, []string{"send-keys", "-l", "-t", target(name), "--", text})
+			_, err = c.run(ctx, nil, []string{"send-keys", "-l", "-t", tgt, "--", text})
 		}
 		if err != nil {
 			return err
 		}
 	}
 	if enter {
-		_, err := c.run(ctx, nil, []string{"send-keys", "-t", target(name), "Enter"})
+		_, err := c.run(ctx, nil, []string{"send-keys", "-t", tgt, "Enter"})
 		return err
 	}
 	return nil
 }
 
-// paste loads text into a fresh buffer from stdin and pastes it, in one tmux
-// invocation (tmux waits for the load before running the paste).
-func (c *Client) paste(ctx context.Context, name, text string) error {
+// paste loads text into a fresh buffer from stdin and pastes it into the
+// exact target tgt, in one tmux invocation (tmux waits for the load before
+// running the paste).
+func (c *Client) paste(ctx context.Context, tgt, text string) error {
 	buf, err := bufferName()
 	if err != nil {
 		return err
 	}
 	_, err = c.run(ctx, strings.NewReader(text),
 		[]string{"load-buffer", "-b", buf, "-"},
-		[]string{"paste-buffer", "-d", "-p", "-r", "-b", buf, "-t", target(name)},
+		[]string{"paste-buffer", "-d", "-p", "-r", "-b", buf, "-t", tgt},
 	)
 	if err != nil {
 		// paste-buffer -d deletes only on success; do not leave a
@@ -80,12 +101,26 @@ func bufferName() (string, error) {
 
 // Capture returns the text of the session's active pane, wrapped lines
 // joined: the visible screen, plus up to lines lines of history when lines is
-// positive. It works on a dead pane too (remain-on-exit).
+// positive. It works on a dead pane too (remain-on-exit). The active pane is
+// whichever pane a user selected last; to read a known pane, use CapturePane.
 func (c *Client) Capture(ctx context.Context, name string, lines int) ([]byte, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	args := []string{"capture-pane", "-p", "-J", "-t", target(name)}
+	return c.capture(ctx, target(name), lines)
+}
+
+// CapturePane is Capture of the pane with id pane (%N, as ListPanes reports
+// it), whatever pane of its session is active.
+func (c *Client) CapturePane(ctx context.Context, pane string, lines int) ([]byte, error) {
+	if err := checkPaneID(pane); err != nil {
+		return nil, err
+	}
+	return c.capture(ctx, pane, lines)
+}
+
+func (c *Client) capture(ctx context.Context, tgt string, lines int) ([]byte, error) {
+	args := []string{"capture-pane", "-p", "-J", "-t", tgt}
 	if lines > 0 {
 		args = append(args, "-S", "-"+strconv.Itoa(lines))
 	}

@@ -484,3 +484,110 @@ func TestListPanesOfEmptyServer(t *testing.T) {
 		t.Fatalf("ListPanes of an empty server = %v, %v; want no panes, no error", panes, err)
 	}
 }
+
+// TestPaneTargetsSurviveSplit: regression — input and captures addressed a
+// session's active pane, so once a user split the agent's window and left
+// the new pane active, inject typed into the user's shell and logs showed
+// it. Addressed by pane id, they reach the pane launched with the session.
+func TestPaneTargetsSurviveSplit(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	pid, err := c.NewSession(ctx, "agent", dir, nil, []string{"sh", "-c", "echo agent-screen; exec cat > agent.out"})
+	if err != nil {
+		t.Fatalf("new session: %v", err)
+	}
+	// The user's split: tmux makes the new pane active.
+	if _, err := c.run(ctx, nil, []string{"split-window", "-t", target("agent"), "-c", dir, "sh", "-c", "echo user-screen; exec cat > user.out"}); err != nil {
+		t.Fatalf("split: %v", err)
+	}
+	panes, err := c.ListPanes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := FindPane(panes, "agent", pid)
+	if !ok {
+		t.Fatalf("expected the agent's pane (pid %d) listed … got %+v", pid, panes)
+	}
+	poll(t, "the split pane active and drawn", func() bool {
+		out, err := c.Capture(ctx, "agent", 0)
+		return err == nil && bytes.Contains(out, []byte("user-screen"))
+	})
+
+	if err := c.SendTextPane(ctx, p.PaneID, "typed-text", true); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	big := strings.Repeat("pasted-line\n", 1000) // over maxSendKeys: a paste
+	if err := c.SendTextPane(ctx, p.PaneID, big, false); err != nil {
+		t.Fatalf("paste: %v", err)
+	}
+	want := "typed-text\n" + big
+	got := readFileEventually(t, filepath.Join(dir, "agent.out"), func(b []byte) bool { return len(b) >= len(want) })
+	if string(got) != want {
+		t.Errorf("expected the agent's pane to get the text (%d bytes) … got %d bytes", len(want), len(got))
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "user.out")); len(b) != 0 {
+		t.Errorf("expected nothing typed into the user's pane … got %q", b)
+	}
+	// The echo of the paste scrolled the agent's first line into history.
+	out, err := c.CapturePane(ctx, p.PaneID, 2000)
+	if err != nil || !bytes.Contains(out, []byte("agent-screen")) || !bytes.Contains(out, []byte("typed-text")) ||
+		bytes.Contains(out, []byte("user-screen")) {
+		t.Errorf("expected the agent's screen captured … got %q, %v", out, err)
+	}
+
+	if err := c.SendTextPane(ctx, "agent", "x", false); err == nil {
+		t.Error("expected a session name refused as a pane id … got nil")
+	}
+	if _, err := c.CapturePane(ctx, "%999", 0); !errors.Is(err, ErrNoPane) {
+		t.Errorf("expected ErrNoPane capturing %%999 … got %v", err)
+	}
+}
+
+// TestMissingSocketIsNoSocket: a server whose socket file was deleted (a
+// /tmp cleaner) still runs, but calls cannot reach it; they fail with
+// ErrNoSocket, which is also ErrNoServer. A server that exited leaves its
+// socket: plain ErrNoServer.
+func TestMissingSocketIsNoSocket(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	ctx := ctxT(t)
+	if _, err := c.NewSession(ctx, "s", "", nil, []string{"sleep", "30"}); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := findPane(t, c, "s")
+	if !ok {
+		t.Fatal("expected s listed")
+	}
+	sock := socketPath(c)
+	if err := os.Remove(sock); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.ListPanes(ctx)
+	if !errors.Is(err, ErrNoSocket) || !errors.Is(err, ErrNoServer) {
+		t.Errorf("expected ErrNoSocket (and ErrNoServer) … got %v", err)
+	}
+	// SIGUSR1 makes tmux recreate its socket; then kill the server.
+	if err := syscall.Kill(p.ServerPID, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "socket recreated", func() bool { _, err := os.Stat(sock); return err == nil })
+	if err := c.KillServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "server gone", func() bool { return syscall.Kill(p.ServerPID, 0) != nil })
+	_, err = c.ListPanes(ctx)
+	if !errors.Is(err, ErrNoServer) || errors.Is(err, ErrNoSocket) {
+		t.Errorf("expected ErrNoServer, not ErrNoSocket, after the server exited … got %v", err)
+	}
+}
+
+// socketPath is where the server of c listens.
+func socketPath(c *Client) string {
+	dir := os.Getenv("TMUX_TMPDIR")
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), c.Socket)
+}

@@ -110,6 +110,22 @@ func (c *Client) listPanes(ctx context.Context) ([]Pane, error) {
 	return ParsePanes(out), nil
 }
 
+// FindPane returns the well-formed row of session whose pane pid is pid: the
+// pane started there with that process (its pid stays the pane's after it
+// dies, with remain-on-exit), whatever other panes a user has split off and
+// whichever is active. pid 0 matches nothing.
+func FindPane(panes []Pane, session string, pid int) (Pane, bool) {
+	if pid <= 0 {
+		return Pane{}, false
+	}
+	for _, p := range panes {
+		if p.Err == nil && p.Session == session && p.PID == pid {
+			return p, true
+		}
+	}
+	return Pane{}, false
+}
+
 // unreportedExitServer returns the server pid of a dead pane whose exit tmux
 // has not reported, or 0.
 func unreportedExitServer(panes []Pane) int {

@@ -158,3 +158,30 @@ func TestUnreportedExitServer(t *testing.T) {
 		}
 	}
 }
+
+func TestFindPane(t *testing.T) {
+	agent := Pane{Session: "a", PaneID: "%1", PID: 10}
+	split := Pane{Session: "a", PaneID: "%2", PID: 11}
+	other := Pane{Session: "b", PaneID: "%3", PID: 10}
+	garbled := Pane{Session: "a", PaneID: "%4", PID: 10, Err: errTest}
+	tests := []struct {
+		name    string
+		panes   []Pane
+		session string
+		pid     int
+		want    string // pane id; "" = not found
+	}{
+		{"the agent's pane, listed after a split one", []Pane{split, agent}, "a", 10, "%1"},
+		{"not the first pane", []Pane{split, agent}, "a", 11, "%2"},
+		{"same pid in another session", []Pane{other}, "a", 10, ""},
+		{"garbled row is not trusted", []Pane{garbled}, "a", 10, ""},
+		{"pid 0 matches nothing", []Pane{{Session: "a", PaneID: "%5"}}, "a", 0, ""},
+		{"none", nil, "a", 10, ""},
+	}
+	for _, tt := range tests {
+		p, ok := FindPane(tt.panes, tt.session, tt.pid)
+		if ok != (tt.want != "") || p.PaneID != tt.want {
+			t.Errorf("[%s] expected %q … got %q, %v", tt.name, tt.want, p.PaneID, ok)
+		}
+	}
+}

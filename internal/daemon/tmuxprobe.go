@@ -140,7 +140,8 @@ func (d *Daemon) killPane(ctx context.Context, inc herd.Incarnation) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := tmux.FindPane(panes, inc.Session, inc.Root.PID); !ok {
+	pane, ok := tmux.FindPane(panes, inc.Session, inc.Root.PID)
+	if !ok {
 		for _, p := range panes {
 			if p.Err != nil && (p.Session == inc.Session || p.Session == "") {
 				return fmt.Errorf("tmux: session %s: its pane cannot be identified in the listing (%v); left in place", inc.Session, p.Err)
@@ -148,8 +149,11 @@ func (d *Daemon) killPane(ctx context.Context, inc herd.Incarnation) error {
 		}
 		return nil // not this incarnation's pane, or gone
 	}
-	err = c.KillSession(ctx, inc.Session)
-	if err == nil || errors.Is(err, tmux.ErrNoSession) || errors.Is(err, tmux.ErrNoServer) {
+	// The pane pid is checked again by the server itself, in the same
+	// command as the kill: a relaunch between the listing and the kill
+	// (it replaces this very session) is never killed.
+	err = c.KillSessionOfPane(ctx, pane.PaneID, inc.Root.PID)
+	if err == nil || errors.Is(err, tmux.ErrNoPane) || errors.Is(err, tmux.ErrNoSession) || errors.Is(err, tmux.ErrNoServer) {
 		return nil
 	}
 	return err

@@ -591,3 +591,46 @@ func socketPath(c *Client) string {
 	}
 	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), c.Socket)
 }
+
+// TestKillSessionOfPaneChecksPID: the pane pid check and the kill are one
+// command: a session whose pane has another pid now (a relaunch under the
+// same name, reusing the pane id on a new server) is left alone; the
+// launched pane's session is killed; a gone pane's kill does nothing.
+func TestKillSessionOfPaneChecksPID(t *testing.T) {
+	c := newClient(t)
+	ctx := ctxT(t)
+	pid, err := c.NewSession(ctx, "w-0", "", nil, []string{"sleep", "100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := findPane(t, c, "w-0")
+	if !ok {
+		t.Fatal("w-0 not listed")
+	}
+	if err := c.KillSessionOfPane(ctx, p.PaneID, pid+1); err != nil {
+		t.Fatalf("another pid: %v", err)
+	}
+	if _, ok := findPane(t, c, "w-0"); !ok {
+		t.Fatal("a session whose pane pid differs was killed")
+	}
+	// Keep the server up after w-0 goes, so the pane lookup below meets
+	// a live server.
+	if _, err := c.NewSession(ctx, "keep", "", nil, []string{"sleep", "100"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.KillSessionOfPane(ctx, p.PaneID, pid); err != nil {
+		t.Fatalf("its own pid: %v", err)
+	}
+	if _, ok := findPane(t, c, "w-0"); ok {
+		t.Fatal("the launched pane's session survived")
+	}
+	if err := c.KillSessionOfPane(ctx, p.PaneID, pid); err != nil {
+		t.Errorf("a gone pane: expected nothing done, got %v", err)
+	}
+	if _, ok := findPane(t, c, "keep"); !ok {
+		t.Error("a gone pane's kill touched another session")
+	}
+	if err := c.KillSessionOfPane(ctx, "w-0", pid); err == nil {
+		t.Errorf("a name, not a pane id: expected an error")
+	}
+}

@@ -136,6 +136,25 @@ func parsePID(out []byte) (int, error) {
 	return pid, nil
 }
 
+// KillSessionOfPane kills the session that holds pane paneID (%N), only
+// if that pane's pid is still pid. The check and the kill are one tmux
+// command, run by the server with nothing in between: a session that
+// replaced the pane's own meanwhile — under the same name, even on a new
+// server that reuses pane ids — is never killed. A pane that is gone or
+// has another pid is left alone without an error (tmux evaluates the
+// check with no pane, and it fails); no server is ErrNoServer.
+func (c *Client) KillSessionOfPane(ctx context.Context, paneID string, pid int) error {
+	if err := checkPaneID(paneID); err != nil {
+		return err
+	}
+	if pid <= 0 {
+		return fmt.Errorf("tmux: kill session of pane %s: no pane pid to check", paneID)
+	}
+	_, err := c.run(ctx, nil, []string{"if-shell", "-F", "-t", paneID,
+		fmt.Sprintf("#{==:#{pane_pid},%d}", pid), "kill-session -t " + paneID})
+	return err
+}
+
 // KillSession kills the session called exactly name. A missing session is an
 // error wrapping ErrNoSession (or ErrNoServer); callers that want
 // idempotence test for those.

@@ -135,7 +135,7 @@ func TestCLIRejectsBadFlagValues(t *testing.T) {
 }
 
 // TestInjectTextIsNeverAFlag: text after NAME is text, even when it looks
-// like a flag; '-' reads the text from stdin; --no-enter goes before NAME
+// like a flag; --stdin reads the text from stdin; --no-enter goes before NAME
 // or right after TEXT.
 func TestInjectTextIsNeverAFlag(t *testing.T) {
 	// Without a daemon the text is not parsed as flags: the error is the
@@ -164,14 +164,19 @@ func TestInjectTextIsNeverAFlag(t *testing.T) {
 	e := newEnv(t, fastRestart)
 	e.start()
 	out := filepath.Join(t.TempDir(), "typed")
-	e.must("run", "cat", "--", "sh", "-c", "stty raw -echo; cat > "+out)
+	// The first inject must meet the raw terminal: wait for "ready".
+	e.must("run", "cat", "--", "sh", "-c", "stty raw -echo; echo ready; cat > "+out)
 	e.waitState("cat-0", herd.StateRunning, 10*time.Second)
+	e.waitFor("the agent's terminal in raw mode", 10*time.Second, func() bool {
+		logs, _, _ := e.herd("logs", "cat-0")
+		return strings.Contains(logs, "ready")
+	})
 	e.must("inject", "cat-0", "-v please")
 	e.must("inject", "--no-enter", "cat-0", "--no-enter")
 	e.must("inject", "cat-0", " and more", "--no-enter")
 	e.must("inject", "cat-0", "--", "-- after dash")
 	big := strings.Repeat("0123456789abcdef", 10000) // 160 KB: over the argv limit of one argument
-	if _, errs, code := e.herdIn(big+"\n", "inject", "cat-0", "-"); code != 0 {
+	if _, errs, code := e.herdIn(big+"\n", "inject", "--stdin", "cat-0"); code != 0 {
 		t.Fatalf("[inject from stdin] expected exit 0, got %d %q", code, errs)
 	}
 	want := "-v please\r--no-enter and more-- after dash\r" + big + "\r"

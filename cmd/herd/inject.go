@@ -13,37 +13,44 @@ import (
 // 8 MiB of JSON, and JSON escaping can make text up to six times larger.
 const maxInjectText = 1 << 20
 
-// stdinText is the TEXT that means "read the text from stdin".
-const stdinText = "-"
-
 func newInjectCmd(g *globals) *cobra.Command {
-	var noEnter bool
+	var noEnter, fromStdin bool
 	cmd := &cobra.Command{
-		Use:   "inject [--no-enter] NAME TEXT|-",
+		Use:   "inject [--no-enter] NAME TEXT | inject --stdin [--no-enter] NAME",
 		Short: "Type TEXT into the agent (literal; text starting with - is safe; large text works)",
 		Long: `Type TEXT into a live tmux session's agent, literally, then press Enter.
 
-Everything after NAME is text, never a flag: 'herd inject w-0 -v' types "-v".
-Give flags before NAME; --no-enter is also understood right after TEXT.
-TEXT is one argument: quote it.
+Everything after NAME is text, never a flag: 'herd inject w-0 -v' types "-v",
+and 'herd inject w-0 -' types "-". Give flags before NAME; --no-enter is also
+understood right after TEXT. TEXT is one argument: quote it.
 
-TEXT "-" reads the text from stdin (up to 1 MiB; one trailing newline is
-dropped, Enter is pressed unless --no-enter), for text too large for the
+--stdin reads the text from stdin instead (up to 1 MiB; one trailing newline
+is dropped, Enter is pressed unless --no-enter), for text too large for the
 command line or kept in a file.`,
 		Example: `  herd inject worker-0 "run the tests"
   herd inject worker-0 "-v: verbose, please"
   herd inject --no-enter worker-0 "draft, not sent"
-  herd inject worker-0 - < prompt.md`,
+  herd inject --stdin worker-0 < prompt.md`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, text, trailingNoEnter, err := splitInjectArgs(args)
-			if err != nil {
-				return err
+			var name, text string
+			trailingNoEnter := false
+			if fromStdin {
+				if len(args) != 1 {
+					return fmt.Errorf("inject --stdin: want NAME only (the text comes from stdin), got %d argument(s)", len(args))
+				}
+				name = args[0]
+			} else {
+				var err error
+				if name, text, trailingNoEnter, err = splitInjectArgs(args); err != nil {
+					return err
+				}
 			}
 			if err := checkSession("inject", name); err != nil {
 				return err
 			}
-			if text == stdinText {
+			if fromStdin {
+				var err error
 				if text, err = readInjectText(cmd.InOrStdin()); err != nil {
 					return err
 				}
@@ -58,6 +65,7 @@ command line or kept in a file.`,
 	// Flags end at NAME, so text that looks like a flag stays text.
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().BoolVar(&noEnter, "no-enter", false, "type the text without pressing Enter (default: press Enter)")
+	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the text from stdin (up to 1 MiB) instead of TEXT")
 	return cmd
 }
 
@@ -73,7 +81,7 @@ func splitInjectArgs(args []string) (name, text string, noEnter bool, err error)
 	case len(args) == 3 && args[2] == "--no-enter":
 		return args[0], args[1], true, nil
 	case len(args) < 2:
-		return "", "", false, fmt.Errorf("inject: want NAME and TEXT (or - to read TEXT from stdin), e.g. herd inject worker-0 \"run the tests\"")
+		return "", "", false, fmt.Errorf("inject: want NAME and TEXT (or --stdin NAME to read the text from stdin), e.g. herd inject worker-0 \"run the tests\"")
 	}
 	return "", "", false, fmt.Errorf("inject: want one TEXT argument after NAME, got %d (quote the text; flags go before NAME)", len(args)-1)
 }

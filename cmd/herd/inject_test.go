@@ -21,7 +21,7 @@ func TestSplitInjectArgs(t *testing.T) {
 		{"plain", []string{"w-0", "run the tests"}, split{"w-0", "run the tests", false}, ""},
 		{"flag-looking text", []string{"w-0", "-v please"}, split{"w-0", "-v please", false}, ""},
 		{"help is text", []string{"w-0", "--help"}, split{"w-0", "--help", false}, ""},
-		{"stdin", []string{"w-0", "-"}, split{"w-0", "-", false}, ""},
+		{"a lone dash is text", []string{"w-0", "-"}, split{"w-0", "-", false}, ""},
 		{"dash separator", []string{"w-0", "--", "--x"}, split{"w-0", "--x", false}, ""},
 		{"dash then no-enter is text", []string{"w-0", "--", "--no-enter"}, split{"w-0", "--no-enter", false}, ""},
 		{"trailing no-enter", []string{"w-0", "hi", "--no-enter"}, split{"w-0", "hi", true}, ""},

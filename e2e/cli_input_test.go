@@ -194,8 +194,11 @@ func TestAgentSessionIDNeverAFlag(t *testing.T) {
 	e.run("sly", "--interval", "300ms", "--session-id=--dangerously-skip-permissions",
 		"--hooks", "SessionStart,PreToolUse:Bash,Stop")
 	e.poll("idle after the hooks, and all three counted", func() bool {
+		// Not must: the session is only recorded once the reconciler
+		// has launched it.
+		out, _, code := e.herd("describe", "session", "sly-0", "-o", "json")
 		var det api.SessionDetail
-		if err := json.Unmarshal([]byte(e.must("describe", "session", "sly-0", "-o", "json")), &det); err != nil {
+		if code != 0 || json.Unmarshal([]byte(out), &det) != nil {
 			return false
 		}
 		m, _ := det.ActivityDetail.(map[string]any)

@@ -252,7 +252,7 @@ func TestE2EHooks(t *testing.T) {
 	// later: stop only once the daemon has counted all six.
 	e.poll("all six hooks counted", func() bool {
 		var det api.SessionDetail
-		if err := json.Unmarshal([]byte(e.must("describe", "session", "hooked-0", "-o", "json")), &det); err != nil {
+		if err := json.Unmarshal([]byte(e.try("describe", "session", "hooked-0", "-o", "json")), &det); err != nil {
 			return false
 		}
 		m, _ := det.ActivityDetail.(map[string]any)

@@ -69,6 +69,9 @@ type Daemon struct {
 	// background, so that a later round does not start a second one.
 	planStops map[string]bool
 
+	// stopSlots bounds the stops that run side by side (a scale-down of a
+	// large role, a role deletion).
+	stopSlots chan struct{}
 	// ops counts the stops and launches in flight; Run returns only once
 	// they are done (the store and the state-dir lock outlive them).
 	ops opTracker
@@ -116,6 +119,7 @@ func New(o Options) (*Daemon, error) {
 		watched:   make(map[string]*watchSet),
 		stopping:  make(map[string]bool),
 		planStops: make(map[string]bool),
+		stopSlots: make(chan struct{}, maxParallelStops),
 		esc:       newEscalator(o.Config),
 		wdog:      newWDState(o.Proc, o.Logger),
 	}

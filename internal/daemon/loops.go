@@ -95,11 +95,26 @@ func (d *Daemon) stopInBackground(ctx context.Context, a reconcile.Action) {
 			delete(d.planStops, a.Session)
 			d.mu.Unlock()
 		}()
-		err := d.stop(ctx, stopRequest{Name: a.Session, Reason: a.Reason})
+		err := d.boundedStop(ctx, stopRequest{Name: a.Session, Reason: a.Reason})
 		if err != nil && !errors.Is(err, errAlreadyStopped) && !errors.Is(err, errShuttingDown) {
 			d.log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
 		}
 	}()
+}
+
+// maxParallelStops bounds the stops that run at once: each may wait out a
+// grace period, and each ends with a tmux listing and a store write.
+const maxParallelStops = 32
+
+// boundedStop is stop, once one of the stop slots is free.
+func (d *Daemon) boundedStop(ctx context.Context, req stopRequest) error {
+	select {
+	case d.stopSlots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-d.stopSlots }()
+	return d.stop(ctx, req)
 }
 
 // stopAll stops the sessions of reqs at once, each through the one stop
@@ -108,7 +123,7 @@ func (d *Daemon) stopAll(ctx context.Context, reqs []stopRequest) (errs []error)
 	errs = make([]error, len(reqs))
 	var wg sync.WaitGroup
 	for i, req := range reqs {
-		wg.Go(func() { errs[i] = d.stop(ctx, req) })
+		wg.Go(func() { errs[i] = d.boundedStop(ctx, req) })
 	}
 	wg.Wait()
 	return errs

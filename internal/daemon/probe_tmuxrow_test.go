@@ -216,13 +216,7 @@ func TestListingPicksTheAgentsPane(t *testing.T) {
 }
 
 // tmuxSocketPath is where the tmux server of socket name listens.
-func tmuxSocketPath(name string) string {
-	dir := os.Getenv("TMUX_TMPDIR")
-	if dir == "" {
-		dir = "/tmp"
-	}
-	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), name)
-}
+func tmuxSocketPath(name string) string { return (&tmux.Client{Socket: name}).SocketPath() }
 
 // TestProbeSocketDeletedUnderLiveServer: a /tmp cleaner deletes the socket
 // of a running server. tmux then says "No such file or directory", which
@@ -254,7 +248,15 @@ func TestProbeSocketDeletedUnderLiveServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.poll("wrap-0 unknown", func() bool { return e.session("wrap-0").State == herd.StateUnknown })
+	// A launch meanwhile must not start a second server on the socket
+	// path: the first one's sessions would all read gone for good.
+	if err := e.d.ApplyRoles(e.ctx(), []herd.Role{{Name: "late", Replicas: 1, Command: []string{"sleep", "3600"}, Workdir: t.TempDir()}}); err != nil {
+		t.Fatal(err)
+	}
 	holdUnknown(e, "wrap-0", inc)
+	if _, err := os.Stat(sock); err == nil {
+		t.Fatal("a second tmux server was started on the socket path")
+	}
 	evs := sessionEvents(e, "wrap-0", herd.EventProbeUnknown)
 	if len(evs) != 1 || !strings.Contains(evs[0].Message, "socket is gone") {
 		t.Errorf("expected one probe_unknown event about the socket … got %+v", evs)

@@ -55,6 +55,11 @@ func (d *Daemon) tmuxClient() *tmux.Client {
 // read — is never touched, and the launch fails.
 func (d *Daemon) startTmux(ctx context.Context, spec execrt.Spec, prevRoot int) (launched, error) {
 	c := d.tmuxClient()
+	if err := d.tmuxSocketLost(c); err != nil {
+		// new-session would start a second server on the socket path,
+		// and every session of the first would then read gone.
+		return launched{}, err
+	}
 	d.tmuxState.mu.Lock()
 	delete(d.tmuxState.missing, spec.Session)
 	d.tmuxState.mu.Unlock()
@@ -71,12 +76,31 @@ func (d *Daemon) startTmux(ctx context.Context, spec execrt.Spec, prevRoot int) 
 		return launched{}, err
 	}
 	if sessionListed(panes, spec.Session) {
-		if err := c.KillSession(ctx, spec.Session); err != nil && !errors.Is(err, tmux.ErrNoSession) {
+		// No session or no server: the leftover went meanwhile (its
+		// own kill won the race), which is what was wanted.
+		if err := c.KillSession(ctx, spec.Session); err != nil && !errors.Is(err, tmux.ErrNoSession) && !errors.Is(err, tmux.ErrNoServer) {
 			return launched{}, fmt.Errorf("tmux: clear old session: %w", err)
 		}
 	}
 	pid, err = c.NewSession(ctx, spec.Session, spec.Workdir, spec.Env, spec.Argv)
 	return launched{RootPID: pid}, err
+}
+
+// tmuxSocketLost returns an error when the tmux server herd last listed
+// still runs but its socket file is gone (a /tmp cleaner): nothing can
+// reach that server, and a new call would start a second one beside it.
+func (d *Daemon) tmuxSocketLost(c *tmux.Client) error {
+	ts := &d.tmuxState
+	ts.mu.Lock()
+	pid := ts.serverPID
+	ts.mu.Unlock()
+	if pid == 0 {
+		return nil
+	}
+	if _, err := os.Stat(c.SocketPath()); !errors.Is(err, os.ErrNotExist) || !tmuxServerRuns(pid) {
+		return nil
+	}
+	return fmt.Errorf("tmux: the server (pid %d) runs but its socket %s is gone; not starting a second server beside it (kill -USR1 %d makes tmux recreate the socket)", pid, c.SocketPath(), pid)
 }
 
 // leftover returns nil when the listed session name may be cleared for a
@@ -134,6 +158,11 @@ func sessionListed(panes []tmux.Pane, name string) bool {
 func (d *Daemon) killPane(ctx context.Context, inc herd.Incarnation) error {
 	c := d.tmuxClient()
 	panes, err := c.ListPanes(ctx)
+	if errors.Is(err, tmux.ErrNoSocket) {
+		if lost := d.tmuxSocketLost(c); lost != nil {
+			return lost
+		}
+	}
 	if errors.Is(err, tmux.ErrNoServer) {
 		return nil
 	}

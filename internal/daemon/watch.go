@@ -153,10 +153,24 @@ func (d *Daemon) agentOutlivesWrapper(session, incID string) bool {
 	if err != nil || cur.EndedAt != nil || cur.Identity.Zero() || cur.Identity == cur.Root {
 		return false
 	}
-	if d.proc.Check(cur.Identity, d.bootID) != herd.Alive {
+	switch d.proc.Check(cur.Identity, d.bootID) {
+	case herd.Dead:
 		return false
+	case herd.Unknown:
+		// Unknown is never dead: the prober reads it, and records its
+		// death once it is one.
+		d.log.Warn("the launched wrapper exited; its agent cannot be read, left to the prober", "session", session, "wrapper_pid", cur.Root.PID, "agent_pid", cur.Identity.PID)
+		d.dropWatch(cur.ID, cur.Root.PID)
+		wake(d.probeKick)
+		return true
 	}
 	d.log.Info("the launched wrapper exited; its agent lives on and stays watched", "session", session, "wrapper_pid", cur.Root.PID, "agent_pid", cur.Identity.PID)
-	d.watch(session, cur, nil)
+	d.dropWatch(cur.ID, cur.Root.PID)
+	// Under the session's lock and only while the incarnation is current,
+	// so that a stop that ended it meanwhile leaves no watcher behind.
+	d.update(d.watchCtx, session, cur.ID, func(store.Tx, *herd.Session) ([]*herd.Event, error) {
+		d.watch(session, cur, nil)
+		return nil, nil
+	})
 	return true
 }

@@ -62,8 +62,10 @@ func TestTailerFloodBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if alloc > 8*maxPollRead {
-		t.Errorf("[flood] expected at most %d bytes allocated, got %d", 8*maxPollRead, alloc)
+	// Process-wide: a wide margin that still tells a bounded read from
+	// the 32 MiB a whole read costs.
+	if alloc > 14*maxPollRead {
+		t.Errorf("[flood] expected at most %d bytes allocated, got %d", 14*maxPollRead, alloc)
 	}
 	if info, err := os.Stat(path + ".1"); err != nil || info.Size() > capBytes {
 		t.Errorf("[flood] expected the rotated copy under %d bytes, got %v %v", capBytes, info.Size(), err)
@@ -153,7 +155,9 @@ func TestLogsTailBounded(t *testing.T) {
 	if rec.Code != http.StatusOK || len(body) != execrt.MaxTailBytes || !strings.HasSuffix(body, "the error\n") {
 		t.Errorf("expected 200 and the last %d bytes, got %d and %d bytes", execrt.MaxTailBytes, rec.Code, len(body))
 	}
-	if alloc > 4*execrt.MaxTailBytes {
-		t.Errorf("expected at most %d bytes allocated, got %d", 4*execrt.MaxTailBytes, alloc)
+	// Process-wide, with the daemon's loops running: a wide margin that
+	// still tells a bounded read from the 24 MiB a whole read costs.
+	if alloc > 10*execrt.MaxTailBytes {
+		t.Errorf("expected at most %d bytes allocated, got %d", 10*execrt.MaxTailBytes, alloc)
 	}
 }

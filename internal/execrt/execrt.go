@@ -148,10 +148,11 @@ func (r *Runtime) prune(session, current string) {
 }
 
 // Cap keeps an output file under max bytes: when it is larger, its last
-// max bytes move to <path>.1 (replacing the previous one) and the file is
-// truncated. The last bytes, because the end is where an agent's error
-// is; the rest is dropped, so a flood leaves at most max in the copy for
-// readers to load. The agent writes with O_APPEND, so its next write lands at the new
+// max bytes (plus what the agent writes during the copy, up to another max)
+// move to <path>.1, replacing the previous one, and the file is truncated.
+// The last bytes, because the end is where an agent's error is; the rest
+// is dropped, so a flood leaves at most 2*max in the copy for readers to
+// load. The agent writes with O_APPEND, so its next write lands at the new
 // end. from is the offset in the file of the first byte kept in <path>.1
 // (0 when the file was not over max), for a reader that followed the file
 // to know what it missed.
@@ -176,7 +177,10 @@ func Cap(path string, max int64) (from int64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := io.Copy(dst, io.NewSectionReader(src, from, max)); err != nil {
+	// From the first byte kept to the end as it is now: what the agent
+	// wrote during the copy is kept too (up to another max), not cut off
+	// by the truncation below.
+	if _, err := io.Copy(dst, io.NewSectionReader(src, from, 2*max)); err != nil {
 		dst.Close()
 		return 0, err
 	}
@@ -194,7 +198,7 @@ const (
 	MaxTailBytes = 1 << 20
 	// MaxReadAllBytes bounds ReadTail with n <= 0: what a capped file and
 	// its rotated copy hold at most with DefaultMaxLogBytes.
-	MaxReadAllBytes = 2 * DefaultMaxLogBytes
+	MaxReadAllBytes = 3 * DefaultMaxLogBytes
 )
 
 // ReadTail returns at most the last n lines of the captured output of an
@@ -219,7 +223,14 @@ func ReadTail(path string, n int) ([]byte, error) {
 	defer current.Close()
 	fromCur := min(current.size, limit)
 	fromRot := min(rotated.size, limit-fromCur)
-	cut := rotated.size+current.size > fromRot+fromCur
+	// The window is cut when the byte before it exists and ends no line.
+	var cut bool
+	switch {
+	case fromCur < current.size:
+		cut = !current.newlineAt(current.size - fromCur - 1)
+	case fromRot < rotated.size:
+		cut = !rotated.newlineAt(rotated.size - fromRot - 1)
+	}
 	buf := make([]byte, 0, fromRot+fromCur)
 	if buf, err = rotated.appendLast(buf, fromRot); err != nil {
 		return nil, err
@@ -266,6 +277,13 @@ func (s sizedFile) appendLast(buf []byte, n int64) ([]byte, error) {
 		return nil, err
 	}
 	return buf[:start+got], nil
+}
+
+// newlineAt reports whether the byte at off is a newline.
+func (s sizedFile) newlineAt(off int64) bool {
+	var b [1]byte
+	n, _ := s.f.ReadAt(b[:], off)
+	return n == 1 && b[0] == '\n'
 }
 
 func (s sizedFile) Close() {

@@ -80,11 +80,20 @@ func (d *Daemon) applyReport(ctx context.Context, rep api.ActivityReport) (strin
 	defer m.hookMu.Unlock()
 	m.mu.Lock()
 	prev := m.hook
-	next := activity.Apply(prev, h)
+	// A report older than the last one applied (spool files ingested out
+	// of order) would turn a later Stop back into working: counted only.
+	stale := at.Before(m.hookAt)
+	next := prev
+	if !stale {
+		next = activity.Apply(prev, h)
+	}
 	// From the first hook on, hooks (not output) drive the activity axis.
 	m.hookSeen = true
 	m.hooks++
 	m.mu.Unlock()
+	if stale {
+		return fmt.Sprintf("%s: %s (a report older than the last applied; counted, not applied)", s.Name, prev.Activity), nil
+	}
 	// A notification that does not ask for a person is not activity.
 	real := h.HookEventName != activity.HookNotification || next.Activity != prev.Activity
 
@@ -126,6 +135,9 @@ func (d *Daemon) applyReport(ctx context.Context, rep api.ActivityReport) (strin
 	}
 	m.mu.Lock()
 	m.hook = next
+	if at.After(m.hookAt) {
+		m.hookAt = at
+	}
 	if real {
 		m.noteActivityLocked(at)
 		if !at.Before(m.persisted) {

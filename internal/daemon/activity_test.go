@@ -150,6 +150,9 @@ func TestActivityThroughDaemon(t *testing.T) {
 		{"silent while working: stalled", func() { e.d.watchdogTick(ctx, e.at(time.Hour+2*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
 		{"stalled still: a warning", func() { e.d.watchdogTick(ctx, e.at(time.Hour+3*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
 		{"turn over", func() { e.report(t, "inc-1", time.Hour+4*time.Minute, hook("Stop")) }, herd.ActivityIdle, herd.StateStalled, 4},
+		{"a report from before the turn over, ingested late, changes nothing", func() {
+			e.report(t, "inc-1", time.Hour+3*time.Minute+50*time.Second, hook("PreToolUse", `"tool_name":"Bash"`))
+		}, herd.ActivityIdle, herd.StateStalled, 4},
 		{"idle unstalls", func() { e.d.watchdogTick(ctx, e.at(time.Hour+4*time.Minute+time.Second)) }, herd.ActivityIdle, herd.StateRunning, 4},
 		{"stale incarnation is ignored", func() {
 			if msg := e.report(t, "inc-0", time.Hour+5*time.Minute, hook("PreToolUse")); !strings.Contains(msg, "ignored") {
@@ -186,8 +189,8 @@ func TestActivityThroughDaemon(t *testing.T) {
 		t.Errorf("[warning] expected count 1, got %v", warnings[0].Data["count"])
 	}
 	sum := e.d.summaryData("inc-1")
-	if sum["hook_events"] != 7 || sum["stall_warnings"] != 1 || sum["last_event_type"] != "SessionEnd" || sum["agent_session_id"] != "agent-42" {
-		t.Errorf("[summary] expected 7 hooks, 1 warning, last SessionEnd, agent-42, got %v", sum)
+	if sum["hook_events"] != 8 || sum["stall_warnings"] != 1 || sum["last_event_type"] != "SessionEnd" || sum["agent_session_id"] != "agent-42" {
+		t.Errorf("[summary] expected 8 hooks (the late one counted), 1 warning, last SessionEnd, agent-42, got %v", sum)
 	}
 }
 

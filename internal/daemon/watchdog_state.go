@@ -60,6 +60,9 @@ type incWatch struct {
 	hook     activity.State
 	hookSeen bool
 	hooks    int
+	// hookAt is the time of the hook that last moved hook: a report from
+	// before it (a spooled one ingested late) is counted, never applied.
+	hookAt time.Time
 	// lastActivity is the last output or real activity; longest is the
 	// longest gap between two of them.
 	lastActivity time.Time

@@ -26,7 +26,7 @@ func (d *Daemon) handleActivity(w http.ResponseWriter, r *http.Request) {
 		fail(w, badf("activity: bad request body: %v", err))
 		return
 	}
-	msg, err := d.applyReport(r.Context(), rep)
+	msg, err := d.applyReport(r.Context(), rep, false)
 	if err != nil {
 		fail(w, err)
 		return
@@ -40,7 +40,7 @@ func (d *Daemon) handleActivity(w http.ResponseWriter, r *http.Request) {
 // real activity, and the agent's own session id. An activity event is
 // written on transitions only. A report for an incarnation that is no
 // longer current is dropped.
-func (d *Daemon) applyReport(ctx context.Context, rep api.ActivityReport) (string, error) {
+func (d *Daemon) applyReport(ctx context.Context, rep api.ActivityReport, spooled bool) (string, error) {
 	if rep.Session == "" || rep.Incarnation == "" {
 		return "", badf("activity: session and incarnation are required")
 	}
@@ -80,9 +80,11 @@ func (d *Daemon) applyReport(ctx context.Context, rep api.ActivityReport) (strin
 	defer m.hookMu.Unlock()
 	m.mu.Lock()
 	prev := m.hook
-	// A report older than the last one applied (spool files ingested out
-	// of order) would turn a later Stop back into working: counted only.
-	stale := at.Before(m.hookAt)
+	// A spooled report older than the last one applied (spool files
+	// ingested late, or out of order) would turn a later Stop back into
+	// working: counted only. Live reports apply in the order they come,
+	// whatever the clock did meanwhile.
+	stale := spooled && at.Before(m.hookAt)
 	next := prev
 	if !stale {
 		next = activity.Apply(prev, h)

@@ -233,7 +233,7 @@ func (d *Daemon) ingestTaken(ctx context.Context, path string) {
 			bad++
 			continue
 		}
-		if _, err := d.applyReport(ctx, rep); err != nil {
+		if _, err := d.applyReport(ctx, rep, true); err != nil {
 			bad++
 			continue
 		}

@@ -79,8 +79,14 @@ func (e *wdEnv) at(d time.Duration) time.Time { return e.t0.Add(d) }
 
 func (e *wdEnv) report(t *testing.T, inc string, at time.Duration, payload string) string {
 	t.Helper()
+	return e.reportFrom(t, inc, at, payload, false)
+}
+
+// reportFrom is report, from the spool when spooled.
+func (e *wdEnv) reportFrom(t *testing.T, inc string, at time.Duration, payload string, spooled bool) string {
+	t.Helper()
 	msg, err := e.d.applyReport(context.Background(), api.ActivityReport{
-		Session: wdSession, Incarnation: inc, Payload: []byte(payload), At: e.at(at)})
+		Session: wdSession, Incarnation: inc, Payload: []byte(payload), At: e.at(at)}, spooled)
 	if err != nil {
 		t.Fatalf("[report %s] expected no error, got %v", payload, err)
 	}
@@ -150,8 +156,8 @@ func TestActivityThroughDaemon(t *testing.T) {
 		{"silent while working: stalled", func() { e.d.watchdogTick(ctx, e.at(time.Hour+2*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
 		{"stalled still: a warning", func() { e.d.watchdogTick(ctx, e.at(time.Hour+3*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
 		{"turn over", func() { e.report(t, "inc-1", time.Hour+4*time.Minute, hook("Stop")) }, herd.ActivityIdle, herd.StateStalled, 4},
-		{"a report from before the turn over, ingested late, changes nothing", func() {
-			e.report(t, "inc-1", time.Hour+3*time.Minute+50*time.Second, hook("PreToolUse", `"tool_name":"Bash"`))
+		{"a spooled report from before the turn over, ingested late, changes nothing", func() {
+			e.reportFrom(t, "inc-1", time.Hour+3*time.Minute+50*time.Second, hook("PreToolUse", `"tool_name":"Bash"`), true)
 		}, herd.ActivityIdle, herd.StateStalled, 4},
 		{"idle unstalls", func() { e.d.watchdogTick(ctx, e.at(time.Hour+4*time.Minute+time.Second)) }, herd.ActivityIdle, herd.StateRunning, 4},
 		{"stale incarnation is ignored", func() {

@@ -70,8 +70,10 @@ type Daemon struct {
 	planStops map[string]bool
 
 	// stopSlots bounds the stops that run side by side (a scale-down of a
-	// large role, a role deletion).
-	stopSlots chan struct{}
+	// large role, a role deletion); stopsUnderWay holds, by session, the
+	// end of each such stop.
+	stopSlots     chan struct{}
+	stopsUnderWay map[string]chan struct{}
 	// ops counts the stops and launches in flight; Run returns only once
 	// they are done (the store and the state-dir lock outlive them).
 	ops opTracker
@@ -113,15 +115,16 @@ func New(o Options) (*Daemon, error) {
 	d := &Daemon{
 		cfg: o.Config, st: o.Store, log: o.Logger, version: o.Version,
 		stateDir: o.StateDir, host: host, bootID: boot, proc: o.Proc, grace: o.StopGrace,
-		exec:      &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs")},
-		kick:      make(chan struct{}, 1),
-		probeKick: make(chan struct{}, 1),
-		watched:   make(map[string]*watchSet),
-		stopping:  make(map[string]bool),
-		planStops: make(map[string]bool),
-		stopSlots: make(chan struct{}, maxParallelStops),
-		esc:       newEscalator(o.Config),
-		wdog:      newWDState(o.Proc, o.Logger),
+		exec:          &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs")},
+		kick:          make(chan struct{}, 1),
+		probeKick:     make(chan struct{}, 1),
+		watched:       make(map[string]*watchSet),
+		stopping:      make(map[string]bool),
+		planStops:     make(map[string]bool),
+		stopSlots:     make(chan struct{}, maxParallelStops),
+		stopsUnderWay: make(map[string]chan struct{}),
+		esc:           newEscalator(o.Config),
+		wdog:          newWDState(o.Proc, o.Logger),
 	}
 	return d, nil
 }

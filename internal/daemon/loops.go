@@ -106,13 +106,28 @@ func (d *Daemon) stopInBackground(ctx context.Context, a reconcile.Action) {
 // grace period, and each ends with a tmux listing and a store write.
 const maxParallelStops = 32
 
-// boundedStop is stop, once one of the stop slots is free.
+// boundedStop is stop, run once one of the stop slots is free, and once
+// per session at a time: a caller that finds a stop of the same session
+// under way (a role deletion meeting the reconciler's scale-down) waits
+// for it instead of taking a second slot. The wait for a slot has no
+// deadline of its own: each stop holding one ends within its grace.
 func (d *Daemon) boundedStop(ctx context.Context, req stopRequest) error {
-	select {
-	case d.stopSlots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	d.mu.Lock()
+	if done, ok := d.stopsUnderWay[req.Name]; ok {
+		d.mu.Unlock()
+		<-done
+		return errAlreadyStopped
 	}
+	done := make(chan struct{})
+	d.stopsUnderWay[req.Name] = done
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.stopsUnderWay, req.Name)
+		d.mu.Unlock()
+		close(done)
+	}()
+	d.stopSlots <- struct{}{}
 	defer func() { <-d.stopSlots }()
 	return d.stop(ctx, req)
 }

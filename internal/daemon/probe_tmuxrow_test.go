@@ -216,7 +216,13 @@ func TestListingPicksTheAgentsPane(t *testing.T) {
 }
 
 // tmuxSocketPath is where the tmux server of socket name listens.
-func tmuxSocketPath(name string) string { return (&tmux.Client{Socket: name}).SocketPath() }
+func tmuxSocketPath(name string) string {
+	dir := os.Getenv("TMUX_TMPDIR")
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), name)
+}
 
 // TestProbeSocketDeletedUnderLiveServer: a /tmp cleaner deletes the socket
 // of a running server. tmux then says "No such file or directory", which
@@ -253,6 +259,14 @@ func TestProbeSocketDeletedUnderLiveServer(t *testing.T) {
 	if err := e.d.ApplyRoles(e.ctx(), []herd.Role{{Name: "late", Replicas: 1, Command: []string{"sleep", "3600"}, Workdir: t.TempDir()}}); err != nil {
 		t.Fatal(err)
 	}
+	e.poll("late-0's launch refused for the lost socket", func() bool {
+		for _, ev := range sessionEvents(e, "late-0", herd.EventCrashed) {
+			if strings.Contains(ev.Message, "socket is gone") {
+				return true
+			}
+		}
+		return false
+	})
 	holdUnknown(e, "wrap-0", inc)
 	if _, err := os.Stat(sock); err == nil {
 		t.Fatal("a second tmux server was started on the socket path")

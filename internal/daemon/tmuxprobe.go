@@ -55,7 +55,7 @@ func (d *Daemon) tmuxClient() *tmux.Client {
 // read — is never touched, and the launch fails.
 func (d *Daemon) startTmux(ctx context.Context, spec execrt.Spec, prevRoot int) (launched, error) {
 	c := d.tmuxClient()
-	if err := d.tmuxSocketLost(c); err != nil {
+	if err := d.tmuxSocketLost(ctx, c); err != nil {
 		// new-session would start a second server on the socket path,
 		// and every session of the first would then read gone.
 		return launched{}, err
@@ -69,6 +69,11 @@ func (d *Daemon) startTmux(ctx context.Context, spec execrt.Spec, prevRoot int) 
 	}
 	// The name is taken: look before removing anything.
 	panes, err := c.ListPanes(ctx)
+	if errors.Is(err, tmux.ErrNoSocket) {
+		if lost := d.tmuxSocketLost(ctx, c); lost != nil {
+			return launched{}, lost
+		}
+	}
 	if err != nil && !errors.Is(err, tmux.ErrNoServer) {
 		return launched{}, fmt.Errorf("tmux: list before launch: %w", err)
 	}
@@ -82,25 +87,30 @@ func (d *Daemon) startTmux(ctx context.Context, spec execrt.Spec, prevRoot int) 
 			return launched{}, fmt.Errorf("tmux: clear old session: %w", err)
 		}
 	}
+	if err := d.tmuxSocketLost(ctx, c); err != nil {
+		return launched{}, err
+	}
 	pid, err = c.NewSession(ctx, spec.Session, spec.Workdir, spec.Env, spec.Argv)
 	return launched{RootPID: pid}, err
 }
 
 // tmuxSocketLost returns an error when the tmux server herd last listed
-// still runs but its socket file is gone (a /tmp cleaner): nothing can
-// reach that server, and a new call would start a second one beside it.
-func (d *Daemon) tmuxSocketLost(c *tmux.Client) error {
+// still runs but tmux says its socket file is gone (a /tmp cleaner):
+// nothing can reach that server, and a new-session would start a second
+// one beside it. tmux itself is asked, since only it knows the path it
+// uses ($TMUX_TMPDIR, or /tmp when that is unusable).
+func (d *Daemon) tmuxSocketLost(ctx context.Context, c *tmux.Client) error {
 	ts := &d.tmuxState
 	ts.mu.Lock()
 	pid := ts.serverPID
 	ts.mu.Unlock()
-	if pid == 0 {
+	if pid == 0 || !tmuxServerRuns(pid) {
 		return nil
 	}
-	if _, err := os.Stat(c.SocketPath()); !errors.Is(err, os.ErrNotExist) || !tmuxServerRuns(pid) {
+	if err := c.Reach(ctx); !errors.Is(err, tmux.ErrNoSocket) {
 		return nil
 	}
-	return fmt.Errorf("tmux: the server (pid %d) runs but its socket %s is gone; not starting a second server beside it (kill -USR1 %d makes tmux recreate the socket)", pid, c.SocketPath(), pid)
+	return fmt.Errorf("tmux: the server (pid %d) runs but its socket is gone; not starting a second server beside it (kill -USR1 %d makes tmux recreate the socket)", pid, pid)
 }
 
 // leftover returns nil when the listed session name may be cleared for a
@@ -159,7 +169,7 @@ func (d *Daemon) killPane(ctx context.Context, inc herd.Incarnation) error {
 	c := d.tmuxClient()
 	panes, err := c.ListPanes(ctx)
 	if errors.Is(err, tmux.ErrNoSocket) {
-		if lost := d.tmuxSocketLost(c); lost != nil {
+		if lost := d.tmuxSocketLost(ctx, c); lost != nil {
 			return lost
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -127,20 +126,6 @@ func callError(args []string, stderr string, runErr, ctxErr error) *CallError {
 		e.Err = fmt.Errorf("%w (%w)", kind, runErr)
 	}
 	return e
-}
-
-// SocketPath is the file of the server's socket, as tmux derives it from
-// -L: $TMUX_TMPDIR (default /tmp), tmux-UID, then the name.
-func (c *Client) SocketPath() string {
-	dir := os.Getenv("TMUX_TMPDIR")
-	if dir == "" {
-		dir = "/tmp"
-	}
-	name := c.Socket
-	if name == "" {
-		name = "default"
-	}
-	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), name)
 }
 
 func (c *Client) binary() string {

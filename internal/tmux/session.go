@@ -136,6 +136,14 @@ func parsePID(out []byte) (int, error) {
 	return pid, nil
 }
 
+// Reach asks the server for nothing but an answer: nil when one answers,
+// an error wrapping ErrNoSocket when its socket file is missing (tmux's own
+// idea of the path), ErrNoServer when nothing listens there.
+func (c *Client) Reach(ctx context.Context) error {
+	_, err := c.run(ctx, nil, []string{"list-sessions", "-F", "#{session_id}"})
+	return err
+}
+
 // KillSessionOfPane kills the session that holds pane paneID (%N), only
 // if that pane's pid is still pid. The check and the kill are one tmux
 // command, run by the server with nothing in between: a session that

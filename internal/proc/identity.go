@@ -103,7 +103,10 @@ func decide(id herd.Identity, bootID string, obs observation) (herd.Axis, error)
 	if obs.stat.Zombie() {
 		return herd.Dead, fmt.Errorf("proc: pid %d exited (state %c): %w", id.PID, obs.stat.State, ErrNoProcess)
 	}
-	if id.Marker != "" && obs.envErr == nil && obs.env != nil {
+	// An empty environment reads like an unreadable one: a process in
+	// the middle of an exec shows none for an instant, and one run with
+	// an emptied environment never has the marker to show.
+	if id.Marker != "" && obs.envErr == nil && len(obs.env) > 0 {
 		switch got, ok := obs.env[herd.EnvIncarnation]; {
 		case !ok || got == "":
 			// Same pid and start time, but the marker is gone (an exec

@@ -19,7 +19,9 @@ func TestBoundedStopOncePerSession(t *testing.T) {
 	seed(t, d, "inc-1")
 	unlock := d.locks.Lock("w-0") // the first stop waits here, slot held
 	results := make(chan error, 2)
-	go func() { results <- d.boundedStop(context.Background(), stopRequest{Name: "w-0", Reason: herd.ReasonRoleDeleted}) }()
+	go func() {
+		results <- d.boundedStop(context.Background(), stopRequest{Name: "w-0", Reason: herd.ReasonRoleDeleted})
+	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for len(d.stopSlots) != 1 {
 		if time.Now().After(deadline) {
@@ -27,7 +29,9 @@ func TestBoundedStopOncePerSession(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	go func() { results <- d.boundedStop(context.Background(), stopRequest{Name: "w-0", Reason: herd.ReasonScaledDown}) }()
+	go func() {
+		results <- d.boundedStop(context.Background(), stopRequest{Name: "w-0", Reason: herd.ReasonScaledDown})
+	}()
 	time.Sleep(100 * time.Millisecond)
 	if n := len(d.stopSlots); n != 1 {
 		t.Errorf("expected one slot taken for one session, got %d", n)

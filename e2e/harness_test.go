@@ -225,9 +225,15 @@ func (e *env) events(args ...string) []herd.Event {
 	return events
 }
 
-// waitFor polls cond until it holds or the timeout passes.
+// minWait is the least any wait allows: the binary is race-built, and a
+// busy CI machine can take seconds for what takes milliseconds here. A
+// longer wait costs time only when a test fails.
+const minWait = 15 * time.Second
+
+// waitFor polls cond until it holds or the timeout (at least minWait) passes.
 func (e *env) waitFor(what string, timeout time.Duration, cond func() bool) {
 	e.t.Helper()
+	timeout = max(timeout, minWait)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {

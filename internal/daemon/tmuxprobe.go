@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"herd"
@@ -37,6 +38,9 @@ type tmuxState struct {
 	// unattributed: the last good listing had a row with no session name
 	// (logged when it starts).
 	unattributed bool
+	// behind holds, by incarnation, when the pane's own process was first
+	// seen gone while tmux still showed the pane running.
+	behind map[string]time.Time
 	// lastActivity is window_activity from the last good listing.
 	lastActivity map[string]time.Time
 	// reported holds the unmanaged sessions already announced by an event.
@@ -480,9 +484,13 @@ func (d *Daemon) probeTmuxSession(ctx context.Context, s herd.Session, inc herd.
 	if identified {
 		process = d.proc.Check(inc.Identity, d.bootID)
 	}
+	if rt.Axis == herd.Alive && process == herd.Dead && inc.Identity.PID == inc.Root.PID {
+		rt.Behind = d.paneBehind(inc.ID)
+	}
 	v := liveness.Decide(rt, process, identified)
 	switch v.Action {
 	case liveness.Crash:
+		d.forgetBehind(inc.ID)
 		ok, err := d.recordDeath(ctx, death{Session: s.Name, Incarnation: inc.ID, Exit: v.Exit})
 		if err != nil {
 			d.log.Error("record death", "session", s.Name, "err", err)
@@ -517,6 +525,46 @@ func (d *Daemon) probeTmuxSession(ctx context.Context, s herd.Session, inc herd.
 		}
 		d.markUnknown(ctx, s, inc.ID, why)
 	}
+}
+
+// tmuxCatchUp is how long tmux gets to report the pane of an agent that
+// died as dead, with its exit status, before the death is taken as it is
+// (process_gone). It is usually there within milliseconds.
+const tmuxCatchUp = 2 * time.Second
+
+// paneBehind reports whether the pane of incarnation inc, whose own
+// process is gone while tmux still shows it running, is within
+// tmuxCatchUp of that first sighting. The first sighting also nudges the
+// server with SIGCHLD, which tmux 3.3a sometimes misses.
+func (d *Daemon) paneBehind(inc string) bool {
+	ts := &d.tmuxState
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.behind == nil {
+		ts.behind = map[string]time.Time{}
+	}
+	first, seen := ts.behind[inc]
+	if !seen {
+		for other, at := range ts.behind {
+			if time.Since(at) > time.Minute {
+				delete(ts.behind, other) // decided elsewhere (a stop)
+			}
+		}
+		ts.behind[inc] = time.Now()
+		if tmuxServerRuns(ts.serverPID) {
+			_ = syscall.Kill(ts.serverPID, syscall.SIGCHLD)
+		}
+		return true
+	}
+	return time.Since(first) < tmuxCatchUp
+}
+
+// forgetBehind drops inc's catch-up record once its death is decided.
+func (d *Daemon) forgetBehind(inc string) {
+	ts := &d.tmuxState
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(ts.behind, inc)
 }
 
 // markPending returns an unknown session to pending: its pane reads alive

@@ -12,6 +12,11 @@ type Runtime struct {
 	MissingOnce bool
 	// Status and Signal are the dead pane's exit status, when tmux gave one.
 	Status, Signal *int
+	// Behind: the pane's own process is the agent, it is gone, and tmux
+	// has not reported the pane dead yet. Within a short grace that is
+	// tmux catching up (its exit status is on the way), not a live
+	// wrapper: the verdict waits for it.
+	Behind bool
 }
 
 // Action is what the supervisor must do after a verdict.
@@ -38,11 +43,14 @@ type Verdict struct {
 	Exit herd.Exit
 }
 
+// The recorded state is kept when a verdict's State is empty.
+
 // Decide maps runtime × process (× whether the agent was ever identified)
 // to a verdict:
 //
 //	alive/alive   → running
-//	alive/dead    → crash, process_gone (the wrapper or pane lives on)
+//	alive/dead    → crash, process_gone (the wrapper or pane lives on);
+//	                while tmux is Behind, re-probe with the state unchanged
 //	dead/alive    → unknown, re-probe: never launch a second copy beside a live agent
 //	dead/dead     → crash: the pane's exit status when known, else pane_gone
 //	any unknown   → unknown, nothing destructive
@@ -64,6 +72,8 @@ func Decide(rt Runtime, process herd.Axis, identified bool) Verdict {
 	switch {
 	case rt.Axis == herd.Alive && process == herd.Alive:
 		v.State = herd.StateRunning
+	case rt.Axis == herd.Alive && process == herd.Dead && rt.Behind:
+		v.Action = Reprobe // State "": keep the recorded state
 	case rt.Axis == herd.Alive && process == herd.Dead:
 		v.State, v.Action = herd.StateCrashed, Crash
 		v.Exit = herd.Exit{Reason: herd.ReasonProcessGone}

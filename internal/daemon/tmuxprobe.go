@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"herd/internal/api"
 	"herd/internal/execrt"
 	"herd/internal/liveness"
+	"herd/internal/proc"
 	"herd/internal/store"
 	"herd/internal/tmux"
 )
@@ -355,18 +355,8 @@ func tmuxServerRuns(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
-	st := string(b)
-	open, end := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
-	if open < 0 || end < open || len(st) < end+3 {
-		return false
-	}
-	state := st[end+2]
-	return strings.HasPrefix(st[open+1:end], "tmux") && state != 'Z' && state != 'X'
+	st, err := proc.Real().Stat(pid)
+	return err == nil && strings.HasPrefix(st.Comm, "tmux") && !st.Zombie()
 }
 
 // probeTmux runs one batched listing for all tmux sessions and decides

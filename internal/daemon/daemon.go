@@ -65,9 +65,6 @@ type Daemon struct {
 	// stopping holds incarnations the stop path is taking down: their
 	// deaths are the stop path's to record, not crashes.
 	stopping map[string]bool
-	// planStops holds the sessions whose reconcile stop runs in the
-	// background, so that a later round does not start a second one.
-	planStops map[string]bool
 
 	// stopSlots bounds the stops that run side by side (a scale-down of a
 	// large role, a role deletion); stopsUnderWay holds, by session, the
@@ -120,7 +117,6 @@ func New(o Options) (*Daemon, error) {
 		probeKick:     make(chan struct{}, 1),
 		watched:       make(map[string]*watchSet),
 		stopping:      make(map[string]bool),
-		planStops:     make(map[string]bool),
 		stopSlots:     make(chan struct{}, maxParallelStops),
 		stopsUnderWay: make(map[string]chan struct{}),
 		esc:           newEscalator(o.Config),

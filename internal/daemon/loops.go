@@ -80,22 +80,15 @@ func (d *Daemon) reconcileOnce(ctx context.Context) (next time.Time) {
 // stopInBackground runs a planned stop on its own goroutine: a stop may
 // wait out the grace period of an agent that ignores SIGTERM, and neither
 // the other stops of a scale-down nor the launches of other roles wait for
-// it. A session already being stopped this way is skipped.
+// it. A session whose stop is already under way is skipped.
 func (d *Daemon) stopInBackground(ctx context.Context, a reconcile.Action) {
-	d.mu.Lock()
-	if d.planStops[a.Session] {
-		d.mu.Unlock()
+	release, underWay := d.claimStop(a.Session)
+	if underWay != nil {
 		return
 	}
-	d.planStops[a.Session] = true
-	d.mu.Unlock()
 	go func() {
-		defer func() {
-			d.mu.Lock()
-			delete(d.planStops, a.Session)
-			d.mu.Unlock()
-		}()
-		err := d.boundedStop(ctx, stopRequest{Name: a.Session, Reason: a.Reason})
+		defer release()
+		err := d.slottedStop(ctx, stopRequest{Name: a.Session, Reason: a.Reason})
 		if err != nil && !errors.Is(err, errAlreadyStopped) && !errors.Is(err, errShuttingDown) {
 			d.log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
 		}
@@ -106,27 +99,42 @@ func (d *Daemon) stopInBackground(ctx context.Context, a reconcile.Action) {
 // grace period, and each ends with a tmux listing and a store write.
 const maxParallelStops = 32
 
+// claimStop marks the bounded stop of session name as under way; release
+// ends the claim. When one is under way already, underWay is closed at its
+// end and release is nil.
+func (d *Daemon) claimStop(name string) (release func(), underWay <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if done, ok := d.stopsUnderWay[name]; ok {
+		return nil, done
+	}
+	done := make(chan struct{})
+	d.stopsUnderWay[name] = done
+	return func() {
+		d.mu.Lock()
+		delete(d.stopsUnderWay, name)
+		d.mu.Unlock()
+		close(done)
+	}, nil
+}
+
 // boundedStop is stop, run once one of the stop slots is free, and once
 // per session at a time: a caller that finds a stop of the same session
 // under way (a role deletion meeting the reconciler's scale-down) waits
-// for it instead of taking a second slot. The wait for a slot has no
-// deadline of its own: each stop holding one ends within its grace.
+// for it instead of taking a second slot.
 func (d *Daemon) boundedStop(ctx context.Context, req stopRequest) error {
-	d.mu.Lock()
-	if done, ok := d.stopsUnderWay[req.Name]; ok {
-		d.mu.Unlock()
-		<-done
+	release, underWay := d.claimStop(req.Name)
+	if underWay != nil {
+		<-underWay
 		return errAlreadyStopped
 	}
-	done := make(chan struct{})
-	d.stopsUnderWay[req.Name] = done
-	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		delete(d.stopsUnderWay, req.Name)
-		d.mu.Unlock()
-		close(done)
-	}()
+	defer release()
+	return d.slottedStop(ctx, req)
+}
+
+// slottedStop is stop once a stop slot is free. The wait has no deadline
+// of its own: each stop holding a slot ends within its grace.
+func (d *Daemon) slottedStop(ctx context.Context, req stopRequest) error {
 	d.stopSlots <- struct{}{}
 	defer func() { <-d.stopSlots }()
 	return d.stop(ctx, req)

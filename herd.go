@@ -110,6 +110,15 @@ const (
 	EventSummary      = "summary"
 )
 
+// EventKinds lists the event kinds, in the order of PRODUCT.md.
+var EventKinds = []string{
+	EventSpawned, EventAdopted, EventExited, EventCrashed,
+	EventBackoff, EventRestarted, EventFailed, EventSucceeded,
+	EventStalled, EventStallWarning, EventUnstalled, EventKilled,
+	EventReaped, EventStopped, EventResumed, EventRecovered,
+	EventEscalated, EventActivity, EventProbeUnknown, EventSummary,
+}
+
 // Reasons: short machine words carried by events and exits.
 const (
 	ReasonExitCode       = "exit_code"

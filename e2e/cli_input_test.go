@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,23 +11,6 @@ import (
 	"herd"
 	"herd/internal/api"
 )
-
-// herdIn runs the CLI with stdin and returns stdout, stderr and the exit code.
-func (e *env) herdIn(stdin string, args ...string) (stdout, stderr string, code int) {
-	e.t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = e.environ()
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatalf("herd %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
-}
 
 // wantOneLineError checks that a command failed with nothing on stdout and
 // one line on stderr containing every one of want.

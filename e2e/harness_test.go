@@ -160,8 +160,15 @@ func (e *env) agentPIDs() []int {
 // herd runs the CLI and returns stdout, stderr and the exit code.
 func (e *env) herd(args ...string) (stdout, stderr string, code int) {
 	e.t.Helper()
+	return e.herdIn("", args...)
+}
+
+// herdIn runs the CLI with stdin and returns stdout, stderr and the exit code.
+func (e *env) herdIn(stdin string, args ...string) (stdout, stderr string, code int) {
+	e.t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = e.environ()
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -88,20 +88,11 @@ func newEventsCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVarP(&follow, "follow", "f", false, "keep printing new events until interrupted")
 	f.StringVar(&session, "session", "", "only this session, e.g. worker-0 (default: all)")
-	f.StringVar(&kind, "kind", "", "only this kind: "+strings.Join(eventKinds, ", ")+" (default: all)")
+	f.StringVar(&kind, "kind", "", "only this kind: "+strings.Join(herd.EventKinds, ", ")+" (default: all)")
 	f.StringVar(&since, "since", "", "only events newer than this duration, e.g. 10m or 2h (default: all)")
 	f.StringVarP(&output, "output", "o", "", "output format: json, one object per line (default: a table)")
 	f.IntVar(&limit, "limit", 0, "only the newest N events (default 0: no limit)")
 	return cmd
-}
-
-// eventKinds are the event kinds, in the order of PRODUCT.md, "Event kinds".
-var eventKinds = []string{
-	herd.EventSpawned, herd.EventAdopted, herd.EventExited, herd.EventCrashed,
-	herd.EventBackoff, herd.EventRestarted, herd.EventFailed, herd.EventSucceeded,
-	herd.EventStalled, herd.EventStallWarning, herd.EventUnstalled, herd.EventKilled,
-	herd.EventReaped, herd.EventStopped, herd.EventResumed, herd.EventRecovered,
-	herd.EventEscalated, herd.EventActivity, herd.EventProbeUnknown, herd.EventSummary,
 }
 
 // checkEventFilter rejects a filter that could only ever match nothing by
@@ -113,8 +104,8 @@ func checkEventFilter(session, kind, since string, limit int) error {
 			return err
 		}
 	}
-	if kind != "" && !slices.Contains(eventKinds, kind) {
-		return fmt.Errorf("events: --kind %q is not an event kind (want one of %s)", kind, strings.Join(eventKinds, ", "))
+	if kind != "" && !slices.Contains(herd.EventKinds, kind) {
+		return fmt.Errorf("events: --kind %q is not an event kind (want one of %s)", kind, strings.Join(herd.EventKinds, ", "))
 	}
 	if since != "" {
 		d, err := time.ParseDuration(since)

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"herd"
 )
 
 func TestCheckEventFilter(t *testing.T) {
@@ -38,7 +40,7 @@ func TestCheckEventFilter(t *testing.T) {
 func TestEventKindsComplete(t *testing.T) {
 	product := "spawned adopted exited crashed backoff restarted failed succeeded stalled stall_warning " +
 		"unstalled killed reaped stopped resumed recovered escalated activity probe_unknown summary"
-	if got := strings.Join(eventKinds, " "); got != product {
+	if got := strings.Join(herd.EventKinds, " "); got != product {
 		t.Errorf("expected %q, got %q", product, got)
 	}
 }

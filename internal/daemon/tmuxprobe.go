@@ -494,6 +494,9 @@ func (d *Daemon) probeTmuxSession(ctx context.Context, s herd.Session, inc herd.
 	}
 	switch v.State {
 	case herd.StateRunning:
+		if s.Process == herd.Alive && s.State != herd.StatePending && s.State != herd.StateUnknown && d.isWatched(inc) {
+			return // already recorded alive and watched: no write on every tick
+		}
 		kind := ""
 		if !d.isWatched(inc) {
 			kind = herd.EventAdopted

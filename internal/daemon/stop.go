@@ -188,7 +188,7 @@ func (d *Daemon) stop(ctx context.Context, req stopRequest) error {
 // cannot be verified is never signalled.
 func (d *Daemon) terminate(ctx context.Context, inc herd.Incarnation) error {
 	for _, id := range targets(inc) {
-		switch d.checkSettled(id) {
+		switch d.proc.Check(id, d.bootID) {
 		case herd.Unknown:
 			return fmt.Errorf("pid %d: %w", id.PID, errUnverified)
 		case herd.Dead:
@@ -246,19 +246,6 @@ func (d *Daemon) signal(id herd.Identity, sig unix.Signal) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("pid %d: %v: %w", id.PID, sig, err)
-}
-
-// checkSettled is Check, asked again for a moment while it says unknown:
-// a process caught in the middle of an exec cannot be read for an instant.
-// Still unknown after that, it stays unknown (and is not signalled).
-func (d *Daemon) checkSettled(id herd.Identity) herd.Axis {
-	for range 10 {
-		if a := d.proc.Check(id, d.bootID); a != herd.Unknown {
-			return a
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return d.proc.Check(id, d.bootID)
 }
 
 // waitGone waits up to timeout for id to exit; it reports whether it did.

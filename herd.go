@@ -34,6 +34,12 @@ func (s State) CountsTowardReplicas() bool {
 	return false
 }
 
+// HoldsSlot reports whether a session in state s occupies its slot (its
+// index) for reconciliation. Every state but stopped does: a failed or
+// succeeded session keeps its slot, without counting toward replicas, so
+// that nothing relaunches beside it until a person acts.
+func (s State) HoldsSlot() bool { return s != StateStopped }
+
 // Live reports whether a session in state s has (or may have) a live
 // incarnation that herd must watch.
 func (s State) Live() bool {

@@ -16,6 +16,7 @@ import (
 	"herd/internal/activity"
 	"herd/internal/api"
 	"herd/internal/daemon"
+	"herd/internal/stalls"
 )
 
 // Time budget of `herd hook`: it must never hold the agent up.
@@ -98,7 +99,7 @@ func runHook(ctx context.Context, g *globals, event string, stdin io.Reader, std
 		logf("daemon refused the report: %v", err)
 		return
 	}
-	if err := daemon.SpoolActivity(stateDir, rep); err != nil {
+	if err := stalls.SpoolActivity(stateDir, rep); err != nil {
 		logf("daemon unreachable and %v", err)
 	}
 }

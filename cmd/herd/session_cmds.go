@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"herd/internal/api"
-	"herd/internal/tmux"
+	"herd/internal/runtime/tmux"
 )
 
 // post sends a command to the daemon and prints its one-line result.

@@ -19,8 +19,8 @@ import (
 	"herd/internal/api"
 	"herd/internal/config"
 	"herd/internal/daemon"
+	"herd/internal/runtime/tmux"
 	"herd/internal/store/sqlite"
-	"herd/internal/tmux"
 )
 
 // Options configure a demo run.

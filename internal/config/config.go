@@ -174,6 +174,12 @@ func Parse(data []byte, filename, baseDir string) (*Config, error) {
 		baseDir = abs
 	}
 	pos, posErr := indexPositions(data)
+	var deep *DepthError
+	if errors.As(posErr, &deep) {
+		// Checked before decoding: the decoder's own limit is far deeper,
+		// and its messages would quote the whole nested value.
+		return nil, &Error{File: filename, Line: deep.Line, Key: deep.Key, Err: deep}
+	}
 	f, err := decode(data)
 	if f == nil {
 		return nil, decodeError(filename, pos, err)

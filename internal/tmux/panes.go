@@ -98,10 +98,10 @@ func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 
 func (c *Client) listPanes(ctx context.Context) ([]Pane, error) {
 	out, err := c.run(ctx, nil, []string{"list-panes", "-a", "-F", paneFormat})
-	var ce *CallError
-	if errors.As(err, &ce) && ce.Stderr == "no current target" && ctx.Err() == nil {
+	if errors.Is(err, ErrEmptyServer) {
 		// A server with no session left, between its last session's
-		// kill and its exit: a good, empty listing.
+		// kill and its exit: a good, empty listing. (A call that timed
+		// out never matches: its error is the deadline.)
 		return nil, nil
 	}
 	if err != nil {

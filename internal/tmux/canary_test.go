@@ -200,13 +200,13 @@ func TestVerifyServer(t *testing.T) {
 		}
 	}
 	// The nudge itself reaches the proven server, and refuses the others.
-	if err := c.nudgeServer(server.ServerPID); err != nil {
+	if err := c.NudgeServer(server.ServerPID); err != nil {
 		t.Errorf("expected the nudge to reach the server … got %v", err)
 	}
-	if err := c.nudgeServer(otherServer.ServerPID); err == nil {
+	if err := c.NudgeServer(otherServer.ServerPID); err == nil {
 		t.Errorf("expected no nudge to the server of another socket")
 	}
-	if err := c.nudgeServer(can.cmd.Process.Pid); err == nil {
+	if err := c.NudgeServer(can.cmd.Process.Pid); err == nil {
 		t.Errorf("expected no nudge to the canary")
 	}
 	can.settle(t)

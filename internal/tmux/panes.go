@@ -76,7 +76,7 @@ var paneIDRE = regexp.MustCompile(`^%[0-9]+$`)
 // more; if that second call fails the first listing is returned. The
 // listing's server pid is only tmux's word: the signal is sent only once
 // the pid is proven to be the tmux server listening on this client's socket
-// (see nudgeServer); otherwise the first listing is returned as it is.
+// (see NudgeServer); otherwise the first listing is returned as it is.
 func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 	panes, err := c.listPanes(ctx)
 	if err != nil {
@@ -86,7 +86,7 @@ func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 	if pid == 0 {
 		return panes, nil
 	}
-	if c.nudgeServer(pid) != nil {
+	if c.NudgeServer(pid) != nil {
 		return panes, nil
 	}
 	again, err := c.listPanes(ctx)

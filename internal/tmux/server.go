@@ -175,9 +175,12 @@ func (c *Client) verifyServer(fs proc.FS, pid int, bootID string) (herd.Identity
 	return herd.Identity{BootID: bootID, PID: pid, StartTime: st.StartTime}, nil
 }
 
-// nudgeServer sends SIGCHLD to the tmux server pid named by a listing, only
-// once it is proven to be the server of this client's socket.
-func (c *Client) nudgeServer(pid int) error {
+// NudgeServer sends SIGCHLD to pid, which makes a tmux server reap a pane
+// process whose exit it missed, only once pid is proven to be the tmux
+// server listening on this client's socket (see verifyServer) and then
+// through proc.Signal's pidfd check. Otherwise it sends nothing and returns
+// why. It is the one place herd signals a tmux server.
+func (c *Client) NudgeServer(pid int) error {
 	bootID, err := proc.BootID()
 	if err != nil {
 		return fmt.Errorf("tmux: nudge server: %w", err)

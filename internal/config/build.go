@@ -121,7 +121,19 @@ func (b *builder) build(f *fileConfig) *Config {
 	default:
 		b.fail("store.driver", "%s", notOneOf(c.Store.Driver, []string{DriverSQLite, DriverPostgres}))
 	}
-	b.nonNegative(&c.Store.EventRetention, f.Store.EventRetention, "store.event_retention")
+	switch v := f.Store.EventRetention.(type) {
+	case nil:
+	case string:
+		b.nonNegative(&c.Store.EventRetention, &v, "store.event_retention")
+	case int64:
+		if v != 0 {
+			b.fail("store.event_retention", `%d has no unit: write a duration such as "720h", or 0 to keep all`, v)
+		} else {
+			c.Store.EventRetention = 0
+		}
+	default:
+		b.fail("store.event_retention", `got %v, want a duration such as "720h", or 0 to keep all`, v)
+	}
 	set(&c.Store.EventMaxRows, f.Store.EventMaxRows)
 	if c.Store.EventMaxRows < 0 {
 		b.fail("store.event_max_rows", "must be 0 (keep all) or more, got %d", c.Store.EventMaxRows)

@@ -61,6 +61,10 @@ func TestParseErrors(t *testing.T) {
 			"store.event_retention", `store.event_retention: must be 0 (keep all) or positive, got "-1h"`, 2},
 		{"bad event retention", "[store]\n\nevent_retention = \"30 days\"\n",
 			"store.event_retention", `store.event_retention: invalid duration "30 days"`, 3},
+		{"event retention integer with no unit", "[store]\nevent_retention = 30\n",
+			"store.event_retention", `store.event_retention: 30 has no unit: write a duration such as "720h", or 0 to keep all`, 2},
+		{"event retention of another type", "[store]\nevent_retention = true\n",
+			"store.event_retention", `store.event_retention: got true, want a duration`, 2},
 		{"negative event max rows", "[store]\nevent_max_rows = -5\n",
 			"store.event_max_rows", `store.event_max_rows: must be 0 (keep all) or more, got -5`, 2},
 		{"event max rows not an integer", "[store]\nevent_max_rows = \"many\"\n",
@@ -482,5 +486,18 @@ func TestParseRefusesHugeFile(t *testing.T) {
 	cfg, err := Parse([]byte(doc), "herd.toml", "/base")
 	if cfg != nil || err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Errorf("[huge file] expected a size error, got %v, %v", cfg, err)
+	}
+}
+
+func TestEventRetentionZero(t *testing.T) {
+	for _, doc := range []string{"[store]\nevent_retention = 0\n", "[store]\nevent_retention = \"0\"\n", "[store]\nevent_retention = \"0s\"\n"} {
+		cfg, err := Parse([]byte(doc), "herd.toml", "/base")
+		if err != nil || cfg.Store.EventRetention != 0 {
+			t.Errorf("[%q] expected retention 0 (keep all) … got %v", doc, err)
+		}
+	}
+	cfg, err := Parse([]byte("[store]\nevent_retention = \"48h\"\n"), "herd.toml", "/base")
+	if err != nil || cfg.Store.EventRetention != 48*time.Hour {
+		t.Errorf("[48h] expected 48h … got %v", err)
 	}
 }

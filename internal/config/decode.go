@@ -33,7 +33,7 @@ type fileDaemon struct {
 type fileStore struct {
 	Driver         *string `toml:"driver"`
 	DSN            *string `toml:"dsn"`
-	EventRetention *string `toml:"event_retention"`
+	EventRetention any     `toml:"event_retention"` // a duration string, or 0
 	EventMaxRows   *int    `toml:"event_max_rows"`
 }
 

@@ -50,7 +50,7 @@ Roles declared in the config file are applied at start.`,
 				return err
 			}
 			defer st.Close()
-			d, err := daemon.New(daemon.Options{StateDir: dir, Config: cfg, Store: st, Logger: log, Version: version})
+			d, err := daemon.New(daemon.Options{StateDir: dir, Config: cfg, Store: st, Logger: log, Version: version, CaptureCommand: daemon.CaptureCommand()})
 			if err != nil {
 				return err
 			}

@@ -81,6 +81,20 @@ func (b *builder) positive(dst *time.Duration, src *string, key string) {
 	*dst = d
 }
 
+// nonNegative sets *dst from the duration at key, which must be zero
+// ("0" or "0s": keep all) or above.
+func (b *builder) nonNegative(dst *time.Duration, src *string, key string) {
+	var d time.Duration
+	if src == nil || !b.duration(&d, src, func(msg string) { b.fail(key, "%s", msg) }) {
+		return
+	}
+	if d < 0 {
+		b.fail(key, "must be 0 (keep all) or positive, got %q", *src)
+		return
+	}
+	*dst = d
+}
+
 // set copies *src into *dst when the key is present.
 func set[T any](dst *T, src *T) {
 	if src != nil {
@@ -107,6 +121,23 @@ func (b *builder) build(f *fileConfig) *Config {
 	default:
 		b.fail("store.driver", "%s", notOneOf(c.Store.Driver, []string{DriverSQLite, DriverPostgres}))
 	}
+	switch v := f.Store.EventRetention.(type) {
+	case nil:
+	case string:
+		b.nonNegative(&c.Store.EventRetention, &v, "store.event_retention")
+	case int64:
+		if v != 0 {
+			b.fail("store.event_retention", `%d has no unit: write a duration such as "720h", or 0 to keep all`, v)
+		} else {
+			c.Store.EventRetention = 0
+		}
+	default:
+		b.fail("store.event_retention", `got %v, want a duration such as "720h", or 0 to keep all`, v)
+	}
+	set(&c.Store.EventMaxRows, f.Store.EventMaxRows)
+	if c.Store.EventMaxRows < 0 {
+		b.fail("store.event_max_rows", "must be 0 (keep all) or more, got %d", c.Store.EventMaxRows)
+	}
 
 	set(&c.Tmux.Socket, f.Tmux.Socket)
 	set(&c.Tmux.Binary, f.Tmux.Binary)
@@ -122,6 +153,10 @@ func (b *builder) build(f *fileConfig) *Config {
 	set(&c.Probe.Concurrency, f.Probe.Concurrency)
 	if c.Probe.Concurrency < 1 {
 		b.fail("probe.concurrency", "must be 1 or more, got %d", c.Probe.Concurrency)
+	}
+	set(&c.Probe.MassDeathFraction, f.Probe.MassDeathFraction)
+	if f := c.Probe.MassDeathFraction; !(f > 0 && f <= 1) { // also NaN
+		b.fail("probe.mass_death_fraction", "must be above 0 and at most 1, got %v", f)
 	}
 
 	var restartSet map[string]bool

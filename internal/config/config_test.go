@@ -57,6 +57,26 @@ func TestParseErrors(t *testing.T) {
 			"reaper.idle_after", `reaper.idle_after: invalid duration "48"`, 2},
 		{"negative duration", "[watchdog]\nstall_after = \"-5m\"\n",
 			"watchdog.stall_after", `watchdog.stall_after: must be positive`, 2},
+		{"negative event retention", "[store]\nevent_retention = \"-1h\"\n",
+			"store.event_retention", `store.event_retention: must be 0 (keep all) or positive, got "-1h"`, 2},
+		{"bad event retention", "[store]\n\nevent_retention = \"30 days\"\n",
+			"store.event_retention", `store.event_retention: invalid duration "30 days"`, 3},
+		{"event retention integer with no unit", "[store]\nevent_retention = 30\n",
+			"store.event_retention", `store.event_retention: 30 has no unit: write a duration such as "720h", or 0 to keep all`, 2},
+		{"event retention of another type", "[store]\nevent_retention = true\n",
+			"store.event_retention", `store.event_retention: got true, want a duration`, 2},
+		{"negative event max rows", "[store]\nevent_max_rows = -5\n",
+			"store.event_max_rows", `store.event_max_rows: must be 0 (keep all) or more, got -5`, 2},
+		{"event max rows not an integer", "[store]\nevent_max_rows = \"many\"\n",
+			"store.event_max_rows", `store.event_max_rows: got a TOML string, want an integer`, 2},
+		{"mass death fraction 0", "[probe]\nmass_death_fraction = 0.0\n",
+			"probe.mass_death_fraction", `probe.mass_death_fraction: must be above 0 and at most 1, got 0`, 2},
+		{"mass death fraction above 1", "[probe]\nmass_death_fraction = 1.5\n",
+			"probe.mass_death_fraction", `probe.mass_death_fraction: must be above 0 and at most 1, got 1.5`, 2},
+		{"mass death fraction negative", "[probe]\nmass_death_fraction = -0.5\n",
+			"probe.mass_death_fraction", `must be above 0 and at most 1`, 2},
+		{"mass death fraction nan", "[probe]\nmass_death_fraction = nan\n",
+			"probe.mass_death_fraction", `must be above 0 and at most 1, got NaN`, 2},
 		{"bad role duration", "[[role]]\nname = \"worker\"\ncommand = [\"a\"]\nrestart = { initial_backoff = \"soon\" }\n",
 			"role[0].restart.initial_backoff", `role "worker": restart.initial_backoff: invalid duration "soon"`, 4},
 		{"bad default policy", "[restart]\npolicy = \"sometimes\"\n",
@@ -193,6 +213,8 @@ host = "box-1"
 [store]
 driver = "postgres"
 dsn = "postgres://herd@db/herd"
+event_retention = "0"
+event_max_rows = 5000
 
 [tmux]
 socket = ""
@@ -202,6 +224,7 @@ binary = "/opt/tmux"
 interval = "500ms"
 timeout = "3s"
 concurrency = 4
+mass_death_fraction = 0.8
 
 [restart]
 policy = "on-failure"
@@ -252,9 +275,9 @@ func TestParseFullFile(t *testing.T) {
 	}
 	want := &Config{
 		Daemon:  Daemon{Host: "box-1"},
-		Store:   Store{Driver: DriverPostgres, DSN: "postgres://herd@db/herd"},
+		Store:   Store{Driver: DriverPostgres, DSN: "postgres://herd@db/herd", EventRetention: 0, EventMaxRows: 5000},
 		Tmux:    Tmux{Socket: "", Binary: "/opt/tmux"},
-		Probe:   Probe{Interval: 500 * time.Millisecond, Timeout: 3 * time.Second, Concurrency: 4},
+		Probe:   Probe{Interval: 500 * time.Millisecond, Timeout: 3 * time.Second, Concurrency: 4, MassDeathFraction: 0.8},
 		Restart: herd.RestartPolicy{Policy: herd.PolicyOnFailure, InitialBackoff: 5 * time.Second, MaxBackoff: 2 * time.Minute, ResetAfter: 15 * time.Minute, MaxRestarts: 7},
 		Watchdog: Watchdog{StallAfter: 90 * time.Second, StallRepeat: time.Minute,
 			LivenessTimeout: 20 * time.Minute, StallAutoKill: true},
@@ -289,9 +312,9 @@ func TestDefaults(t *testing.T) {
 	}
 	want := &Config{
 		Daemon:  Daemon{Host: host},
-		Store:   Store{Driver: "sqlite"},
+		Store:   Store{Driver: "sqlite", EventRetention: 720 * time.Hour, EventMaxRows: 1_000_000},
 		Tmux:    Tmux{Socket: "herd", Binary: "tmux"},
-		Probe:   Probe{Interval: time.Second, Timeout: 2 * time.Second, Concurrency: 8},
+		Probe:   Probe{Interval: time.Second, Timeout: 2 * time.Second, Concurrency: 8, MassDeathFraction: 0.5},
 		Restart: herd.RestartPolicy{Policy: "always", InitialBackoff: 10 * time.Second, MaxBackoff: 5 * time.Minute, ResetAfter: 10 * time.Minute, MaxRestarts: 5},
 		Watchdog: Watchdog{StallAfter: 5 * time.Minute, StallRepeat: 3 * time.Minute,
 			LivenessTimeout: 10 * time.Minute, StallAutoKill: false},
@@ -463,5 +486,18 @@ func TestParseRefusesHugeFile(t *testing.T) {
 	cfg, err := Parse([]byte(doc), "herd.toml", "/base")
 	if cfg != nil || err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Errorf("[huge file] expected a size error, got %v, %v", cfg, err)
+	}
+}
+
+func TestEventRetentionZero(t *testing.T) {
+	for _, doc := range []string{"[store]\nevent_retention = 0\n", "[store]\nevent_retention = \"0\"\n", "[store]\nevent_retention = \"0s\"\n"} {
+		cfg, err := Parse([]byte(doc), "herd.toml", "/base")
+		if err != nil || cfg.Store.EventRetention != 0 {
+			t.Errorf("[%q] expected retention 0 (keep all) … got %v", doc, err)
+		}
+	}
+	cfg, err := Parse([]byte("[store]\nevent_retention = \"48h\"\n"), "herd.toml", "/base")
+	if err != nil || cfg.Store.EventRetention != 48*time.Hour {
+		t.Errorf("[48h] expected 48h … got %v", err)
 	}
 }

@@ -31,8 +31,10 @@ type fileDaemon struct {
 }
 
 type fileStore struct {
-	Driver *string `toml:"driver"`
-	DSN    *string `toml:"dsn"`
+	Driver         *string `toml:"driver"`
+	DSN            *string `toml:"dsn"`
+	EventRetention any     `toml:"event_retention"` // a duration string, or 0
+	EventMaxRows   *int    `toml:"event_max_rows"`
 }
 
 type fileTmux struct {
@@ -41,9 +43,10 @@ type fileTmux struct {
 }
 
 type fileProbe struct {
-	Interval    *string `toml:"interval"`
-	Timeout     *string `toml:"timeout"`
-	Concurrency *int    `toml:"concurrency"`
+	Interval          *string  `toml:"interval"`
+	Timeout           *string  `toml:"timeout"`
+	Concurrency       *int     `toml:"concurrency"`
+	MassDeathFraction *float64 `toml:"mass_death_fraction"`
 }
 
 type fileRestart struct {

@@ -12,7 +12,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
-	"herd/internal/stalls"
+	"herd/internal/spool"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,10 +41,10 @@ func spoolEnv(t *testing.T) (*wdEnv, *spoolLog, string) {
 	logs := &spoolLog{}
 	e := newWDEnvLog(t, logs)
 	rep := api.ActivityReport{Session: wdSession, Incarnation: "inc-1", Payload: []byte(hook("PermissionRequest")), At: e.at(time.Second)}
-	if err := stalls.SpoolActivity(e.dir, rep); err != nil {
+	if err := spool.Append(spool.Dir(e.dir), rep); err != nil {
 		t.Fatal(err)
 	}
-	return e, logs, stalls.ActivityDir(e.dir)
+	return e, logs, spool.Dir(e.dir)
 }
 
 // ingestWithin runs ingestAll and fails the test if it has not returned

@@ -17,7 +17,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/config"
-	"herd/internal/stalls"
+	"herd/internal/spool"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -245,18 +245,18 @@ func TestSpoolIngest(t *testing.T) {
 	e := newWDEnv(t)
 	for i, p := range []string{hook("SessionStart"), hook("PreToolUse", `"tool_name":"Read"`), hook("PermissionRequest")} {
 		rep := api.ActivityReport{Session: wdSession, Incarnation: "inc-1", Payload: []byte(p), At: e.at(time.Duration(i+1) * time.Second)}
-		if err := stalls.SpoolActivity(e.dir, rep); err != nil {
+		if err := spool.Append(spool.Dir(e.dir), rep); err != nil {
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(stalls.ActivityDir(e.dir), wdSession+".jsonl")
+	path := filepath.Join(spool.Dir(e.dir), wdSession+".jsonl")
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintln(f, "not a report")
 	f.Close()
-	if err := stalls.SpoolActivity(e.dir, api.ActivityReport{Session: "../evil", Incarnation: "x"}); err == nil {
+	if err := spool.Append(spool.Dir(e.dir), api.ActivityReport{Session: "../evil", Incarnation: "x"}); err == nil {
 		t.Error("[bad name] expected an error, got none")
 	}
 
@@ -268,7 +268,7 @@ func TestSpoolIngest(t *testing.T) {
 	if want := e.at(3 * time.Second); s.LastActivityAt == nil || !s.LastActivityAt.Equal(want) {
 		t.Errorf("[ingested] expected last activity %v, got %v", want, s.LastActivityAt)
 	}
-	left, _ := os.ReadDir(stalls.ActivityDir(e.dir))
+	left, _ := os.ReadDir(spool.Dir(e.dir))
 	if len(left) != 0 {
 		t.Errorf("[ingested] expected an empty spool dir, got %d file(s)", len(left))
 	}

@@ -42,6 +42,11 @@ type Options struct {
 	Proc proc.FS
 	// StopGrace is how long the stop path waits after SIGTERM before SIGKILL.
 	StopGrace time.Duration
+	// CaptureCommand is the argv of the process that writes exec agents'
+	// output to their files, capped as it is written (herd's own
+	// `capture`); empty: the agents write their files themselves, capped
+	// after the fact.
+	CaptureCommand []string
 }
 
 // Daemon supervises this host's sessions.
@@ -91,10 +96,10 @@ func New(o Options) (*Daemon, error) {
 	d := &Daemon{log: log, cfg: cfg, proc: o.Proc, host: host, bootID: boot}
 	d.status = status.New(o.Store, host, cfg.Restart, log)
 	d.tmux = tmux.New(&tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket, Timeout: cfg.Probe.Timeout})
-	d.exec = &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs")}
+	d.exec = &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs"), CaptureCommand: o.CaptureCommand}
 	d.prober = prober.New(prober.Options{
 		Status: d.status, Proc: o.Proc, BootID: boot, Tmux: d.tmux,
-		Interval: cfg.Probe.Interval, Concurrency: cfg.Probe.Concurrency, Log: log,
+		Interval: cfg.Probe.Interval, Concurrency: cfg.Probe.Concurrency, MassDeathFraction: cfg.Probe.MassDeathFraction, Log: log,
 		Leftover: func(inc herd.Incarnation) { d.slots.KillLeftover(inc) },
 	})
 	d.slots = slots.New(slots.Options{
@@ -140,6 +145,9 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("watchdog", func() { d.stalls.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("escalation", func() { d.escalator.Run(ctx) })
+	g.Go("retention", func() {
+		d.status.RunRetention(ctx, store.Retention{MaxAge: d.cfg.Store.EventRetention, MaxRows: d.cfg.Store.EventMaxRows})
+	})
 	if err := d.slots.ResumeAfterReboot(ctx); err != nil {
 		d.log.Error("resume after reboot", "err", err)
 	}
@@ -164,4 +172,15 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 // of the daemon's own config file at start.
 func (d *Daemon) ApplyRoles(ctx context.Context, roles []herd.Role) error {
 	return d.slots.ApplyRoles(ctx, roles)
+}
+
+// CaptureCommand is this binary's capture process argv, for Options; nil
+// when the binary cannot be found (exec output is then capped after the
+// fact).
+func CaptureCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, "capture"}
 }

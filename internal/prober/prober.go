@@ -31,7 +31,11 @@ type Options struct {
 	// bounds the sessions decided at once.
 	Interval    time.Duration
 	Concurrency int
-	Log         *slog.Logger
+	// MassDeathFraction is probe.mass_death_fraction: one listing
+	// accounting more than this fraction of at least 5 sessions dead is
+	// inconclusive (see liveness.BreakMassDeath).
+	MassDeathFraction float64
+	Log               *slog.Logger
 	// Leftover takes down what remains of an incarnation whose agent died
 	// (a wrapper living on, a pane left open); its death is recorded.
 	Leftover func(herd.Incarnation)

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"herd"
@@ -46,9 +47,60 @@ func (p *Prober) probeTmux(ctx context.Context, sessions []status.Live, all []he
 	if snap.Err == nil {
 		p.remember(snap, all)
 	}
-	loop.Each(p.o.Concurrency, sessions, func(it status.Live) {
-		p.probeTmuxSession(ctx, it.S, it.Inc, snap)
+	decided := make([]tmuxVerdict, len(sessions))
+	idx := make([]int, len(sessions))
+	for i := range idx {
+		idx[i] = i
+	}
+	loop.Each(p.o.Concurrency, idx, func(i int) {
+		decided[i] = p.decideTmux(ctx, sessions[i].S, sessions[i].Inc, snap)
 	})
+	p.breakMassDeath(ctx, decided)
+	loop.Each(p.o.Concurrency, decided, func(d tmuxVerdict) { p.actTmux(ctx, d) })
+}
+
+// tmuxVerdict is one session's verdict from one listing.
+type tmuxVerdict struct {
+	s   herd.Session
+	inc herd.Incarnation
+	rt  liveness.Runtime
+	v   liveness.Verdict
+	why string
+}
+
+// breakMassDeath holds back the deaths of one listing that would account
+// more than probe.mass_death_fraction of at least 5 sessions dead on the
+// listing's word alone (a wedged or restarted server, a runtime answering
+// garbage): they are unknown and observed again, with one probe_unknown
+// event. A death the process axis proves (the agent's identity reads dead
+// in /proc, as after its pidfd fired) is accounted whatever the breaker
+// says.
+func (p *Prober) breakMassDeath(ctx context.Context, ds []tmuxVerdict) {
+	obs := make([]liveness.Observed, len(ds))
+	for i, d := range ds {
+		obs[i] = liveness.Observed{Verdict: d.v, Proven: d.v.Process == herd.Dead}
+	}
+	held := liveness.BreakMassDeath(obs, p.o.MassDeathFraction)
+	if held == 0 {
+		return
+	}
+	var names []string
+	for i := range ds {
+		if ds[i].v.Action == liveness.Crash && obs[i].Verdict.Action != liveness.Crash {
+			names = append(names, ds[i].s.Name)
+			ds[i].why = "held back: the listing would account most sessions dead at once (mass_death)"
+		}
+		ds[i].v = obs[i].Verdict
+	}
+	p.o.Log.Warn("probe: one listing would account most sessions dead; inconclusive, observing again", "held", held, "observed", len(ds))
+	err := p.st.Store().Update(ctx, func(tx store.Tx) error {
+		return tx.AppendEvent(p.st.Event(herd.Session{}, "", herd.EventProbeUnknown, liveness.ReasonMassDeath,
+			fmt.Sprintf("one listing would account %d of %d sessions dead; inconclusive, observing again", held, len(ds)),
+			map[string]any{"held": held, "observed": len(ds), "sessions": names}))
+	})
+	if err != nil && ctx.Err() == nil {
+		p.o.Log.Error("probe: record mass_death", "err", err)
+	}
 }
 
 // Launched forgets what earlier listings said of session name: a fresh
@@ -138,7 +190,8 @@ func (p *Prober) Unmanaged() []runtime.Pane {
 	return append([]runtime.Pane(nil), p.tmux.unmanaged...)
 }
 
-func (p *Prober) probeTmuxSession(ctx context.Context, s herd.Session, inc herd.Incarnation, snap runtime.Snapshot) {
+// decideTmux reads one session's two axes and decides.
+func (p *Prober) decideTmux(ctx context.Context, s herd.Session, inc herd.Incarnation, snap runtime.Snapshot) tmuxVerdict {
 	fs, boot := p.o.Proc, p.o.BootID
 	rt, why := p.runtimeAxis(s.Name, inc.Root.PID, snap)
 	identified := !inc.Identity.Zero()
@@ -153,7 +206,12 @@ func (p *Prober) probeTmuxSession(ctx context.Context, s herd.Session, inc herd.
 	if rt.Axis == herd.Alive && process == herd.Dead && inc.Identity.PID == inc.Root.PID {
 		rt.Behind = p.paneBehind(inc.ID)
 	}
-	v := liveness.Decide(rt, process, identified)
+	return tmuxVerdict{s: s, inc: inc, rt: rt, v: liveness.Decide(rt, process, identified), why: why}
+}
+
+// actTmux reports one session's verdict to status.
+func (p *Prober) actTmux(ctx context.Context, d tmuxVerdict) {
+	s, inc, rt, v, why := d.s, d.inc, d.rt, d.v, d.why
 	switch v.Action {
 	case liveness.Crash:
 		p.forgetBehind(inc.ID)

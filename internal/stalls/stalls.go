@@ -21,6 +21,7 @@ import (
 	"herd/internal/runtime/execrt"
 	"herd/internal/runtime/tmux"
 	"herd/internal/slots"
+	"herd/internal/spool"
 	"herd/internal/status"
 	"herd/internal/watchdog"
 )
@@ -49,6 +50,8 @@ type Stalls struct {
 	collector diag.Collector
 	// kills tracks the stall kills under way, waited for by Run.
 	kills loop.Group
+	// spool ingests hook reports spooled while no daemon answered.
+	spool *spool.Ingester
 
 	mu sync.Mutex // guards the fields below
 	// incs maps an incarnation id to what was seen of it.
@@ -59,6 +62,7 @@ type Stalls struct {
 func New(o Options) *Stalls {
 	w := &Stalls{o: o, st: o.Status, collector: diag.Collector{Root: o.Proc.Root, Logger: o.Log}, incs: map[string]*incWatch{}}
 	w.kills.Log = o.Log
+	w.spool = w.newIngester()
 	return w
 }
 
@@ -76,7 +80,7 @@ func (w *Stalls) Run(ctx context.Context) {
 	var g loop.Group
 	g.Log = w.o.Log
 	defer g.Wait()
-	g.Go("spool", func() { w.ingestLoop(ctx) })
+	g.Go("spool", func() { w.spool.Run(ctx) })
 	every := w.o.Config.Probe.Interval
 	loop.Loop{Name: "watchdog", Log: w.o.Log, Every: every, First: every}.Run(ctx, func(ctx context.Context) time.Duration {
 		w.Tick(ctx, time.Now())

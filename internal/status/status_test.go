@@ -160,3 +160,40 @@ func TestUpdateOnlyCurrent(t *testing.T) {
 	}
 	unlock()
 }
+
+// TestRetentionPrunes: the retention loop deletes events beyond the
+// newest MaxRows in batches, keeping the newest, and stops with its
+// context.
+func TestRetentionPrunes(t *testing.T) {
+	m := newManager(t)
+	err := m.Store().Update(context.Background(), func(tx store.Tx) error {
+		for range 1200 {
+			if err := tx.AppendEvent(m.Event(herd.Session{Name: "w-0"}, "inc-1", herd.EventActivity, "", "x", nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.RunRetention(ctx, store.Retention{MaxRows: 100})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(events(t, m, "")) != 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("expected the log pruned to 100 events … got %d", len(events(t, m, "")))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	evs := events(t, m, "")
+	if evs[len(evs)-1].ID != 1200 {
+		t.Errorf("expected the newest events kept … last id %d", evs[len(evs)-1].ID)
+	}
+}

@@ -55,6 +55,16 @@ type Tx interface {
 	// AppendEvent stores e and sets e.ID.
 	AppendEvent(e *herd.Event) error
 	Events(f EventFilter) ([]herd.Event, error)
+	// DeleteEventsBefore deletes the oldest events whose time is before
+	// before, at most limit of them (limit > 0), and returns how many it
+	// deleted: fewer than limit means none is left.
+	DeleteEventsBefore(before time.Time, limit int) (int, error)
+	// DeleteEventsBeyond deletes the oldest events beyond the newest keep
+	// ids (keep >= 0), at most limit of them (limit > 0), and returns how
+	// many it deleted: fewer than limit means none is left. At most keep
+	// events remain; fewer where events among the newest keep ids were
+	// deleted already (by time).
+	DeleteEventsBeyond(keep, limit int) (int, error)
 
 	// KV returns the value of key and whether it exists.
 	KV(key string) (string, bool, error)

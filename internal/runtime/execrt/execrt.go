@@ -29,6 +29,23 @@ type Runtime struct {
 	LogDir string
 	// MaxLogBytes caps each output file (DefaultMaxLogBytes when 0).
 	MaxLogBytes int64
+	// CaptureCommand, when set, is the argv of the capture process (herd
+	// itself: {os.Executable(), "capture"}); Launch appends the files and
+	// the cap. The agent's output then goes through pipes to that process,
+	// which never lets a file pass the cap (see RunCapture). When empty the
+	// agent writes to the files itself and they are only capped after the
+	// fact, by Cap.
+	CaptureCommand []string
+	// CaptureEnv is added to the capture process's environment.
+	CaptureEnv []string
+}
+
+// maxLogBytes is MaxLogBytes or its default.
+func (r *Runtime) maxLogBytes() int64 {
+	if r.MaxLogBytes <= 0 {
+		return DefaultMaxLogBytes
+	}
+	return r.MaxLogBytes
 }
 
 // Spec describes one launch; Env is added to the daemon's environment
@@ -39,7 +56,15 @@ type Spec = runtime.Spec
 type Proc struct {
 	PID int
 	cmd *exec.Cmd
+	// captured is closed once the capture process (if any) has exited:
+	// all output has been written to the files.
+	captured chan struct{}
 }
+
+// Captured is closed once every byte the agent wrote is in its files: when
+// the capture process has exited (at once when there is none). Only then
+// is the capture process reaped, so a daemon never leaves it a zombie.
+func (p *Proc) Captured() <-chan struct{} { return p.captured }
 
 // Wait blocks until the process exits and returns how it ended.
 func (p *Proc) Wait() herd.Exit {
@@ -70,7 +95,8 @@ func (r *Runtime) Paths(session, incarnation string) (stdout, stderr string) {
 }
 
 // Launch starts spec.Argv without a shell. The child gets its own session
-// (setsid), so its process group id equals its pid.
+// (setsid), so its process group id equals its pid. With CaptureCommand
+// set, its output goes through the capture process; see RunCapture.
 func (r *Runtime) Launch(ctx context.Context, spec Spec) (*Proc, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("exec: empty command")
@@ -79,29 +105,89 @@ func (r *Runtime) Launch(ctx context.Context, spec Spec) (*Proc, error) {
 	if err := os.MkdirAll(filepath.Dir(outPath), 0o700); err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}
-	// O_APPEND lets Cap truncate the file under the running agent safely.
-	stdout, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("exec: %w", err)
-	}
-	defer stdout.Close()
-	stderr, err := os.OpenFile(errPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("exec: %w", err)
-	}
-	defer stderr.Close()
-
 	// Not exec.CommandContext: the agent must outlive ctx and the daemon.
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Dir = spec.Workdir
 	cmd.Env = mergeEnv(os.Environ(), spec.Env)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("exec: start %q: %w", spec.Argv[0], err)
+	p := &Proc{cmd: cmd, captured: make(chan struct{})}
+
+	var err error
+	if len(r.CaptureCommand) > 0 {
+		err = r.startCaptured(cmd, outPath, errPath, p.captured)
+	} else {
+		err = startToFiles(cmd, outPath, errPath)
+		close(p.captured)
+	}
+	if err != nil {
+		return nil, err
 	}
 	r.prune(spec.Session, spec.Incarnation)
-	return &Proc{PID: cmd.Process.Pid, cmd: cmd}, nil
+	p.PID = cmd.Process.Pid
+	return p, nil
+}
+
+// startToFiles starts cmd writing to the files itself.
+func startToFiles(cmd *exec.Cmd, outPath, errPath string) error {
+	// O_APPEND lets Cap truncate the file under the running agent safely.
+	stdout, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	defer stdout.Close()
+	stderr, err := os.OpenFile(errPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	defer stderr.Close()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("exec: start %q: %w", cmd.Args[0], err)
+	}
+	return nil
+}
+
+// startCaptured starts the capture process on two pipes, then cmd writing
+// to them. captured is closed once the capture process has exited (and is
+// reaped). If cmd cannot start, the pipes close and the capture process
+// exits on its own.
+func (r *Runtime) startCaptured(cmd *exec.Cmd, outPath, errPath string, captured chan struct{}) error {
+	var ends []*os.File // every pipe end this daemon still holds
+	defer func() {
+		for _, f := range ends {
+			f.Close()
+		}
+	}()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("exec: capture pipe: %w", err)
+	}
+	ends = append(ends, outR, outW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("exec: capture pipe: %w", err)
+	}
+	ends = append(ends, errR, errW)
+
+	argv := append(append([]string(nil), r.CaptureCommand...), captureArgs(r.maxLogBytes(), outPath, errPath)...)
+	capture := exec.Command(argv[0], argv[1:]...)
+	capture.Env = append(os.Environ(), r.CaptureEnv...)
+	capture.Dir = "/"                           // hold no directory busy
+	capture.ExtraFiles = []*os.File{outR, errR} // descriptors 3 and 4
+	capture.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := capture.Start(); err != nil {
+		return fmt.Errorf("exec: start capture %q: %w", argv[0], err)
+	}
+	go func() {
+		_ = capture.Wait()
+		close(captured)
+	}()
+
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("exec: start %q: %w", cmd.Args[0], err)
+	}
+	return nil
 }
 
 // keepIncarnations is how many incarnations' output files are kept per session.

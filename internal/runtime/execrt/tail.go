@@ -35,6 +35,9 @@ type Tailer struct {
 	// Lost counts the bytes never read: dropped by the rotation (the
 	// rotated copy keeps only the end) or beyond maxPollRead in it.
 	Lost int64
+	// held is the file last read: when Path names another one, the
+	// capture process rotated it to Path.1 (see RotatingFile).
+	held os.FileInfo
 }
 
 // Poll reads what was appended since the last poll and calls line for each
@@ -58,6 +61,13 @@ func (t *Tailer) Poll(now time.Time, line func(b []byte, at time.Time)) error {
 	if at.After(now) {
 		at = now
 	}
+	if t.held != nil && !os.SameFile(t.held, info) {
+		// Rotated by the capture process: read the rest of the old file
+		// from its new name, then the new file from its start.
+		t.readRenamed(now, line)
+		t.off = 0
+	}
+	t.held = info
 	size := info.Size()
 	if !t.started {
 		t.started = true
@@ -186,4 +196,40 @@ func (t *Tailer) skip(n int64, at time.Time, line func([]byte, time.Time)) {
 		t.partial = nil
 	}
 	t.skipToLine = true
+}
+
+// readRenamed reads what is left unread of the file last followed, now
+// Path.1 after a rotation by the capture process, at most maxPollRead. A
+// file rotated twice since the last poll is gone: what it held counts as
+// skipped.
+func (t *Tailer) readRenamed(now time.Time, line func([]byte, time.Time)) {
+	f, err := os.Open(t.Path + ".1")
+	if err != nil {
+		t.skip(0, now, line)
+		return
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !os.SameFile(info, t.held) {
+		t.skip(0, now, line)
+		return
+	}
+	rest := info.Size() - t.off
+	if rest <= 0 {
+		return
+	}
+	buf := make([]byte, min(rest, maxPollRead))
+	got, err := f.ReadAt(buf, t.off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.skip(rest, now, line)
+		return
+	}
+	t.feed(buf[:got], now, line)
+	if left := rest - int64(got); left > 0 {
+		t.skip(left, now, line)
+	}
+	// The new file starts a line when the old one ended one.
+	if t.skipToLine && len(t.partial) == 0 && got > 0 && buf[got-1] == '\n' {
+		t.skipToLine = false
+	}
 }

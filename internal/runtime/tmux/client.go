@@ -29,8 +29,20 @@ var (
 	ErrNoServer = errors.New("no server running")
 	// ErrNoSession means the server runs but has no session of that name.
 	ErrNoSession = errors.New("session not found")
+	// ErrNoWindow means the server runs but the target's window does not
+	// exist.
+	ErrNoWindow = errors.New("window not found")
 	// ErrNoPane means the server runs but has no pane of that id.
 	ErrNoPane = errors.New("pane not found")
+	// ErrEmptyServer means the server runs but holds no session at all. tmux
+	// then answers every command that takes a target, whatever the target,
+	// with "no current target" (it resolves the current session before the
+	// target, and there is none): between its last session's kill and its
+	// exit, or with exit-empty off. No session, window or pane of any name
+	// exists there, so it matches ErrNoSession, ErrNoWindow and ErrNoPane.
+	ErrEmptyServer error = emptyServer{}
+	// ErrDuplicateSession means a session of that name already exists.
+	ErrDuplicateSession = errors.New("duplicate session")
 	// ErrServerExited means the server went away while the call was
 	// connected: tmux exits when its last session is killed, so a call
 	// racing that kill sees this. The command did not run; run retries it.
@@ -45,6 +57,16 @@ var (
 	ErrNoSocket = fmt.Errorf("%w: socket file missing", ErrNoServer)
 )
 
+// emptyServer is ErrEmptyServer.
+type emptyServer struct{}
+
+func (emptyServer) Error() string { return "no session on the server" }
+
+// Is makes an empty server match every "not found" kind.
+func (emptyServer) Is(target error) bool {
+	return target == ErrNoSession || target == ErrNoWindow || target == ErrNoPane
+}
+
 // serverExitRetries is how many times run repeats a call that met an
 // exiting server; the next attempt finds no server, or starts a new one.
 const serverExitRetries = 3
@@ -58,8 +80,8 @@ type Client struct {
 }
 
 // CallError is a failed tmux call: its arguments, tmux's stderr and the cause.
-// Err is ErrNoServer, ErrNoSocket, ErrNoSession, ErrNoPane or ErrServerExited
-// (wrapping the exit error) when stderr says so, wraps
+// Err is one of the error kinds above (wrapping the exit error) when stderr
+// says so, wraps
 // context.DeadlineExceeded when the call timed out, and is the exit or start
 // error otherwise.
 type CallError struct {
@@ -88,30 +110,91 @@ func (e *CallError) Error() string {
 // context.DeadlineExceeded.
 func (e *CallError) Unwrap() error { return e.Err }
 
-// classify maps tmux's stderr to an error kind, or nil when it is none of them.
+// stderrKinds maps what tmux 3.2 to 3.5 write on stderr to an error kind,
+// first match wins. Each pattern is a whole line, or its beginning when it
+// ends with a space or ':' (the rest names the target or the socket). The
+// strings are tmux's own: client.c (connecting, and the reasons a client
+// exits), cmd-find.c (resolving -t), options.c, cmd-set-environment.c and
+// cmd-show-environment.c (a target that resolved to nothing), and
+// cmd-new-session.c. "lost server" and "session not found: x" are
+// tmux 1.x's words for the same things.
+var stderrKinds = []struct {
+	prefix string
+	kind   error
+}{
+	{"no server running on ", ErrNoServer},
+	{"error connecting to ", nil}, // decided by the errno in parentheses, below
+	{"server exited unexpectedly", ErrServerExited},
+	{"server exited", ErrServerExited},
+	{"lost server", ErrServerExited},
+	{"no current target", ErrEmptyServer},
+	{"no current session", ErrEmptyServer},
+	{"no current window", ErrEmptyServer},
+	{"no current pane", ErrEmptyServer},
+	{"can't find session:", ErrNoSession},
+	{"no such session:", ErrNoSession},
+	{"session not found:", ErrNoSession},
+	{"session not found", ErrNoSession},
+	{"can't find window:", ErrNoWindow},
+	{"no such window:", ErrNoWindow},
+	{"can't find pane:", ErrNoPane},
+	{"no such pane:", ErrNoPane},
+	{"duplicate session:", ErrDuplicateSession},
+}
+
+// classify maps tmux's stderr to an error kind, or nil when it is none of
+// them. Every line is read, and the first line that names a kind decides:
+// a command may print a resolver error and then the command's own
+// (set-option prints "can't find session: x" then "no such session: x").
+// Lines are compared whole (or by their fixed beginning), so a kind word
+// inside a session name or a longer message does not match.
+//
 // A server that exists but cannot be reached (permission denied, a socket
-// path that is not a socket) is not "no server": something may run there.
-// A missing socket file is ErrNoSocket (which is also ErrNoServer).
+// path that is not a socket, a full listen queue) is not "no server":
+// something may run there. A missing socket file is ErrNoSocket (which is
+// also ErrNoServer); connection refused (tmux says "no server running" for
+// it itself) is ErrNoServer.
 func classify(stderr string) error {
-	switch {
-	case strings.Contains(stderr, "no server running on "):
-		return ErrNoServer
-	case strings.Contains(stderr, "error connecting to ") &&
-		strings.Contains(stderr, "(No such file or directory)"):
-		return ErrNoSocket
-	case strings.Contains(stderr, "error connecting to ") &&
-		strings.Contains(stderr, "(Connection refused)"):
-		return ErrNoServer
-	case strings.Contains(stderr, "can't find session"),
-		strings.Contains(stderr, "session not found"):
-		return ErrNoSession
-	case strings.Contains(stderr, "can't find pane"):
-		return ErrNoPane
-	case strings.Contains(stderr, "server exited unexpectedly"),
-		strings.Contains(stderr, "lost server"):
-		return ErrServerExited
+	for _, line := range strings.Split(stderr, "\n") {
+		line = strings.TrimSpace(line)
+		if kind := classifyLine(line); kind != nil {
+			return kind
+		}
 	}
 	return nil
+}
+
+// classifyLine maps one line of tmux's stderr to an error kind, or nil.
+func classifyLine(line string) error {
+	for _, k := range stderrKinds {
+		if !matchPrefix(line, k.prefix) {
+			continue
+		}
+		if k.kind != nil {
+			return k.kind
+		}
+		// "error connecting to PATH (strerror)"
+		switch {
+		case strings.HasSuffix(line, "(No such file or directory)"):
+			return ErrNoSocket
+		case strings.HasSuffix(line, "(Connection refused)"):
+			return ErrNoServer
+		}
+		return nil
+	}
+	return nil
+}
+
+// matchPrefix reports whether line is pattern, or starts with it when
+// pattern ends in ' ' or ':' (the rest is the target or path tmux names).
+func matchPrefix(line, pattern string) bool {
+	if line == pattern {
+		return true
+	}
+	if strings.HasSuffix(pattern, " ") || strings.HasSuffix(pattern, ":") {
+		return strings.HasPrefix(line, pattern)
+	}
+	return false
 }
 
 // callError builds the error of a call that ended with runErr (non-nil).

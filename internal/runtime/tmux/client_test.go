@@ -11,27 +11,86 @@ import (
 
 var errTest = errors.New("exit status 1")
 
+// TestClassify covers every message tmux 3.2 to 3.5 writes on stderr for a
+// missing server, socket, session, window or pane, an empty server, an
+// exiting server and a duplicate name, in the words of its source (client.c,
+// cmd-find.c, options.c, cmd-*-environment.c, cmd-new-session.c), plus the
+// older wordings still matched and look-alikes that must not match.
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		stderr string
 		want   error
 	}{
+		// client.c: connecting.
 		{"no server running on /tmp/tmux-0/x\n", ErrNoServer},
 		{"error connecting to /tmp/tmux-0/x (No such file or directory)", ErrNoSocket},
 		{"error connecting to /tmp/tmux-0/x (Connection refused)", ErrNoServer},
 		{"error connecting to /tmp/tmux-0/x (Permission denied)", nil},
 		{"error connecting to /tmp/tmux-0/x (Not a directory)", nil},
+		{"error connecting to /tmp/tmux-0/x (Resource temporarily unavailable)", nil},
+		{"error connecting to /tmp/tmux-0/x (Connection timed out)", nil},
+		// client.c: the server went away under a connected client.
+		{"server exited unexpectedly", ErrServerExited},
+		{"server exited\n", ErrServerExited},
+		{"lost server", ErrServerExited},
+		// cmd-find.c: no session at all on the server, whatever the target.
+		{"no current target", ErrEmptyServer},
+		{"no current target\n", ErrEmptyServer},
+		// options.c and cmd-*-environment.c, with no target on an empty server.
+		{"no current session", ErrEmptyServer},
+		{"no current window", ErrEmptyServer},
+		{"no current pane", ErrEmptyServer},
+		// cmd-find.c: the target names nothing.
 		{"can't find session: =x", ErrNoSession},
 		{"can't find session: x", ErrNoSession},
-		{"session not found: x", ErrNoSession},
+		{"can't find window: =x:", ErrNoWindow},
+		{"can't find window: 3", ErrNoWindow},
 		{"can't find pane: %9", ErrNoPane},
-		{"duplicate session: x", nil},
+		// options.c, cmd-set-environment.c, cmd-show-environment.c.
+		{"no such session: =x:", ErrNoSession},
+		{"no such window: =x:", ErrNoWindow},
+		{"no such pane: %9", ErrNoPane},
+		// set-option with a missing target prints the resolver's line first.
+		{"can't find session: =x\nno such window: =x:", ErrNoSession},
+		{"can't find pane: %9\nno such pane: %9\n", ErrNoPane},
+		// Older tmux.
+		{"session not found: x", ErrNoSession},
+		// cmd-new-session.c.
+		{"duplicate session: x", ErrDuplicateSession},
+		// Not a kind.
 		{"command too long", nil},
+		{"unknown command: frob", nil},
+		{"protocol version mismatch (client 8, server 7)", nil},
+		{"server version is too old for client", nil},
+		{"invalid option: x", nil},
+		{"no current client", nil},
+		{"can't find client: /dev/pts/3", nil},
 		{"", nil},
+		{"\n\n", nil},
+		// Look-alikes: a kind word inside another message is not that kind.
+		{"open terminal failed: no current target", nil},
+		{"the server exited unexpectedly yesterday", nil},
+		{"no current targets", nil},
 	}
 	for _, tt := range tests {
 		if got := classify(tt.stderr); got != tt.want {
 			t.Errorf("[%q] expected %v … got %v", tt.stderr, tt.want, got)
+		}
+	}
+}
+
+// TestEmptyServerIsEveryNotFound: an empty server has no session, window or
+// pane of any name, and is still a running server.
+func TestEmptyServerIsEveryNotFound(t *testing.T) {
+	err := error(callError([]string{"has-session"}, "no current target\n", errTest, nil))
+	for _, kind := range []error{ErrEmptyServer, ErrNoSession, ErrNoWindow, ErrNoPane} {
+		if !errors.Is(err, kind) {
+			t.Errorf("expected %v to match %v … it does not", err, kind)
+		}
+	}
+	for _, kind := range []error{ErrNoServer, ErrNoSocket, ErrServerExited, ErrDuplicateSession} {
+		if errors.Is(err, kind) {
+			t.Errorf("expected %v not to match %v … it does", err, kind)
 		}
 	}
 }

@@ -634,3 +634,50 @@ func TestKillSessionOfPaneChecksPID(t *testing.T) {
 		t.Errorf("a name, not a pane id: expected an error")
 	}
 }
+
+// TestEmptyServerAnswers: regression — a server with no session left
+// (between its last session's kill and its exit; held there by exit-empty
+// off) answers every targeted command with "no current target". That was
+// no known kind, so HasSession failed instead of answering false (the
+// reaper tests' flake: has-session right after the reaper killed the only
+// session), and kills of what was already gone failed.
+func TestEmptyServerAnswers(t *testing.T) {
+	c := newClient(t)
+	ctx := ctxT(t)
+	pid, err := c.NewSession(ctx, "only", "", nil, []string{"sleep", "100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := findPane(t, c, "only")
+	if !ok {
+		t.Fatal("expected the session listed")
+	}
+	if _, err := c.run(ctx, nil, []string{"set-option", "-s", "exit-empty", "off"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.KillSession(ctx, "only"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reach(ctx); err != nil {
+		t.Fatalf("expected the empty server to answer list-sessions … got %v", err)
+	}
+
+	if ok, err := c.HasSession(ctx, "only"); ok || err != nil {
+		t.Errorf("[has-session] expected false, nil … got %v, %v", ok, err)
+	}
+	if err := c.KillSession(ctx, "only"); !errors.Is(err, ErrNoSession) || errors.Is(err, ErrNoServer) {
+		t.Errorf("[kill-session] expected ErrNoSession, not ErrNoServer … got %v", err)
+	}
+	if err := c.KillSessionOfPane(ctx, p.PaneID, pid); err != nil && !errors.Is(err, ErrNoPane) {
+		t.Errorf("[kill-session of pane] expected nil or ErrNoPane … got %v", err)
+	}
+	if _, err := c.CapturePane(ctx, p.PaneID, 10); !errors.Is(err, ErrNoPane) {
+		t.Errorf("[capture-pane] expected ErrNoPane … got %v", err)
+	}
+	if err := c.SendText(ctx, "only", "x", false); !errors.Is(err, ErrNoSession) {
+		t.Errorf("[send-keys] expected ErrNoSession … got %v", err)
+	}
+	if panes, err := c.ListPanes(ctx); err != nil || len(panes) != 0 {
+		t.Errorf("[list-panes] expected no panes, no error … got %v, %v", panes, err)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -74,7 +73,10 @@ var paneIDRE = regexp.MustCompile(`^%[0-9]+$`)
 // zombie is not reaped, so its status is never reported, until another child
 // dies). When a dead pane lacks both status and signal, ListPanes sends
 // SIGCHLD to the server that listed it, which makes tmux reap, and lists once
-// more; if that second call fails the first listing is returned.
+// more; if that second call fails the first listing is returned. The
+// listing's server pid is only tmux's word: the signal is sent only once
+// the pid is proven to be the tmux server listening on this client's socket
+// (see NudgeServer); otherwise the first listing is returned as it is.
 func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 	panes, err := c.listPanes(ctx)
 	if err != nil {
@@ -84,9 +86,7 @@ func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 	if pid == 0 {
 		return panes, nil
 	}
-	// SIGCHLD is ignored by default, so a wrong target (the server exited
-	// and its pid was reused) is unharmed.
-	if syscall.Kill(pid, syscall.SIGCHLD) != nil {
+	if c.NudgeServer(pid) != nil {
 		return panes, nil
 	}
 	again, err := c.listPanes(ctx)
@@ -98,10 +98,10 @@ func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 
 func (c *Client) listPanes(ctx context.Context) ([]Pane, error) {
 	out, err := c.run(ctx, nil, []string{"list-panes", "-a", "-F", paneFormat})
-	var ce *CallError
-	if errors.As(err, &ce) && ce.Stderr == "no current target" && ctx.Err() == nil {
+	if errors.Is(err, ErrEmptyServer) {
 		// A server with no session left, between its last session's
-		// kill and its exit: a good, empty listing.
+		// kill and its exit: a good, empty listing. (A call that timed
+		// out never matches: its error is the deadline.)
 		return nil, nil
 	}
 	if err != nil {

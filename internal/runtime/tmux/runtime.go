@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"herd"
@@ -277,11 +276,11 @@ func (r *Runtime) remember(s runtime.Snapshot) runtime.Snapshot {
 }
 
 // Nudge sends SIGCHLD to the server of the last good listing, which tmux
-// 3.3a sometimes needs to reap a pane's process and report its exit.
+// 3.3a sometimes needs to reap a pane's process and report its exit; only
+// once that pid is proven to be the server of this runtime's socket.
 func (r *Runtime) Nudge() {
-	pid := r.lastServer()
-	if ServerRuns(pid) {
-		_ = syscall.Kill(pid, syscall.SIGCHLD)
+	if pid := r.lastServer(); pid > 0 {
+		_ = r.client.NudgeServer(pid)
 	}
 }
 

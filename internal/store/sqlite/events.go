@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"herd"
 	"herd/internal/store"
@@ -105,6 +106,56 @@ func (t *tx) Events(f store.EventFilter) ([]herd.Event, error) {
 		slices.Reverse(out)
 	}
 	return out, nil
+}
+
+// DeleteEventsBefore deletes at most limit of the oldest events whose
+// time is before before. The events_at index bounds the work to the rows
+// deleted.
+func (t *tx) DeleteEventsBefore(before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("sqlite: delete events: limit %d, want > 0", limit)
+	}
+	res, err := t.exec("DELETE FROM events WHERE id IN"+
+		" (SELECT id FROM events WHERE at < ? ORDER BY at LIMIT ?)", clampNanos(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: delete events before %s: %w", before.UTC().Format(time.RFC3339), err)
+	}
+	return affected(res, "delete events")
+}
+
+// DeleteEventsBeyond deletes at most limit of the oldest events with an id
+// more than keep below the newest id, through two index lookups and the
+// rows deleted: O(limit), whatever keep. Ids only grow and rows are only
+// deleted oldest first, so the newest keep ids are the newest keep events;
+// where events inside that range were deleted (by time, after a clock
+// step) fewer than keep remain.
+func (t *tx) DeleteEventsBeyond(keep, limit int) (int, error) {
+	if limit <= 0 || keep < 0 {
+		return 0, fmt.Errorf("sqlite: delete events: keep %d, limit %d, want keep >= 0 and limit > 0", keep, limit)
+	}
+	var hi sql.NullInt64
+	if err := t.tx.QueryRowContext(t.ctx, "SELECT max(id) FROM events").Scan(&hi); err != nil {
+		return 0, fmt.Errorf("sqlite: delete events: %w", err)
+	}
+	if !hi.Valid {
+		return 0, nil
+	}
+	oldestKept := hi.Int64 - int64(keep) + 1
+	res, err := t.exec("DELETE FROM events WHERE id IN"+
+		" (SELECT id FROM events WHERE id < ? ORDER BY id LIMIT ?)", oldestKept, limit)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: delete events beyond %d: %w", keep, err)
+	}
+	return affected(res, "delete events")
+}
+
+// affected returns the rows a statement changed.
+func affected(res sql.Result, what string) (int, error) {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return int(n), nil
 }
 
 // KV returns the value of key and whether it exists.

@@ -262,3 +262,26 @@ func TestOpenOddPath(t *testing.T) {
 		t.Errorf("[file at the odd path] expected it to exist, got %v", err)
 	}
 }
+
+// TestEventTimeIndex: retention by age deletes through an index on the
+// event time, not a scan of the table.
+func TestEventTimeIndex(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "herd.db"))
+	var plan []string
+	rows, err := s.r.QueryContext(testCtx(t), "EXPLAIN QUERY PLAN SELECT id FROM events WHERE at < ? ORDER BY at LIMIT ?", 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if len(plan) == 0 || !strings.Contains(strings.Join(plan, "; "), "USING COVERING INDEX events_at") && !strings.Contains(strings.Join(plan, "; "), "USING INDEX events_at") {
+		t.Errorf("expected the events_at index used … got plan %q", plan)
+	}
+}

@@ -25,6 +25,7 @@ type Store interface {
 
 // EventFilter selects events. Zero fields do not filter.
 type EventFilter struct {
+	Host    string
 	Session string
 	Kind    string
 	Since   time.Time
@@ -44,17 +45,30 @@ type Tx interface {
 
 	Session(name string) (herd.Session, error)
 	Sessions() ([]herd.Session, error)
+	// SessionsOnHost lists the sessions recorded on host.
+	SessionsOnHost(host string) ([]herd.Session, error)
 	PutSession(s herd.Session) error
 	DeleteSession(name string) error
 
 	Incarnation(id string) (herd.Incarnation, error)
 	// OpenIncarnations lists incarnations not yet ended, of every host.
 	OpenIncarnations() ([]herd.Incarnation, error)
+	// OpenIncarnationsOnHost lists the incarnations of host not yet ended.
+	OpenIncarnationsOnHost(host string) ([]herd.Incarnation, error)
 	PutIncarnation(inc herd.Incarnation) error
 
 	// AppendEvent stores e and sets e.ID.
 	AppendEvent(e *herd.Event) error
 	Events(f EventFilter) ([]herd.Event, error)
+
+	// Host returns the host called name, or an error wrapping ErrNotFound.
+	Host(name string) (herd.Host, error)
+	// Hosts lists every host that ever recorded itself.
+	Hosts() ([]herd.Host, error)
+	// PutHost inserts or replaces h (a daemon's start, or its heartbeat).
+	PutHost(h herd.Host) error
+	// DeleteHost forgets the host called name; its sessions stay.
+	DeleteHost(name string) error
 
 	// KV returns the value of key and whether it exists.
 	KV(key string) (string, bool, error)

@@ -51,13 +51,13 @@ func testAppendEventSetsID(t *testing.T, s store.Store) {
 
 func testEventFilters(t *testing.T, s store.Store) {
 	ev := appendAll(t, s, []herd.Event{
-		{Time: at(0), Session: "a-0", Kind: herd.EventSpawned},  // 0
-		{Time: at(1), Session: "b-0", Kind: herd.EventSpawned},  // 1
-		{Time: at(2), Session: "a-0", Kind: herd.EventCrashed},  // 2
-		{Time: at(3), Session: "a-0", Kind: herd.EventBackoff},  // 3
-		{Time: at(3), Session: "b-0", Kind: herd.EventCrashed},  // 4
-		{Time: at(5), Session: "a-0", Kind: herd.EventSpawned},  // 5
-		{Time: at(6), Session: "c-0", Kind: herd.EventActivity}, // 6
+		{Time: at(0), Session: "a-0", Kind: herd.EventSpawned, Host: "h1"},  // 0
+		{Time: at(1), Session: "b-0", Kind: herd.EventSpawned, Host: "h2"},  // 1
+		{Time: at(2), Session: "a-0", Kind: herd.EventCrashed},              // 2
+		{Time: at(3), Session: "a-0", Kind: herd.EventBackoff},              // 3
+		{Time: at(3), Session: "b-0", Kind: herd.EventCrashed},              // 4
+		{Time: at(5), Session: "a-0", Kind: herd.EventSpawned},              // 5
+		{Time: at(6), Session: "c-0", Kind: herd.EventActivity, Host: "h1"}, // 6
 	})
 	cases := []struct {
 		name string
@@ -78,6 +78,9 @@ func testEventFilters(t *testing.T, s store.Store) {
 		{"limit with after id", store.EventFilter{AfterID: ev[1].ID, Limit: 2}, []int{5, 6}},
 		{"since and kind", store.EventFilter{Since: at(1), Kind: herd.EventSpawned}, []int{1, 5}},
 		{"unknown session", store.EventFilter{Session: "zzz"}, nil},
+		{"host", store.EventFilter{Host: "h1"}, []int{0, 6}},
+		{"host and kind", store.EventFilter{Host: "h2", Kind: herd.EventSpawned}, []int{1}},
+		{"unknown host", store.EventFilter{Host: "h9"}, nil},
 	}
 	view(t, s, func(tx store.Tx) error {
 		for _, c := range cases {

@@ -397,6 +397,13 @@ func testNotFound(t *testing.T, s store.Store) {
 		if _, err := tx.Incarnation("nope"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("[incarnation] expected ErrNotFound, got %v", err)
 		}
+		if _, err := tx.Host("nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("[host] expected ErrNotFound, got %v", err)
+		}
+		hosts, err := tx.Hosts()
+		if err != nil || len(hosts) != 0 {
+			t.Errorf("[hosts of empty store] expected none, got %v, %v", hosts, err)
+		}
 		roles, err := tx.Roles()
 		if err != nil || len(roles) != 0 {
 			t.Errorf("[roles of empty store] expected none, got %v, %v", roles, err)
@@ -425,6 +432,7 @@ func testEmptyKeysRejected(t *testing.T, s store.Store) {
 		{"role", func(tx store.Tx) error { return tx.PutRole(herd.Role{Replicas: 1}) }},
 		{"session", func(tx store.Tx) error { return tx.PutSession(herd.Session{Role: "r"}) }},
 		{"incarnation", func(tx store.Tx) error { return tx.PutIncarnation(herd.Incarnation{Session: "s"}) }},
+		{"host", func(tx store.Tx) error { return tx.PutHost(herd.Host{BootID: "b"}) }},
 	}
 	for _, c := range cases {
 		err := s.Update(ctx(t), c.put)

@@ -36,7 +36,10 @@ func TestConflict(t *testing.T) {
 }
 
 func TestOpenBadDSN(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	missing, err := pgtest.WithDatabase(pgtest.DSN(t), "herd_no_such_database")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		dsn  string
@@ -45,7 +48,7 @@ func TestOpenBadDSN(t *testing.T) {
 		{"garbled", "postgres://%zz"},
 		{"unknown keyword value", "host=/nonexistent sslmode=sometimes"},
 		{"no server at the socket", "host=" + t.TempDir() + " user=herd dbname=x sslmode=disable connect_timeout=5"},
-		{"missing database", dsn + " dbname=herd_no_such_database"},
+		{"missing database", missing},
 	}
 	for _, c := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

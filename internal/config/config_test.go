@@ -103,6 +103,12 @@ func TestParseErrors(t *testing.T) {
 			"store.driver", `store.dsn: required when driver is "postgres"`, 2},
 		{"postgres with empty dsn", "[store]\ndriver = \"postgres\"\ndsn = \"\"\n",
 			"store.dsn", `store.dsn: required when driver is "postgres"`, 3},
+		{"bad dsn", "[store]\ndriver = \"postgres\"\ndsn = \"postgres://herd:s3cret@db:notaport/herd\"\n",
+			"store.dsn", `store.dsn: not a PostgreSQL connection string`, 3},
+		{"bad dsn keyword", "[store]\ndriver = \"postgres\"\ndsn = \"host=db sslmode=sometimes\"\n",
+			"store.dsn", `store.dsn: not a PostgreSQL connection string`, 3},
+		{"dsn with sqlite", "[store]\ndsn = \"postgres://herd@db/herd\"\n",
+			"store.dsn", `store.dsn: only used when driver is "postgres"`, 2},
 		{"bad driver", "[store]\ndriver = \"mysql\"\n",
 			"store.driver", `store.driver: "mysql" is not one of sqlite, postgres`, 2},
 		{"bad env key", "[[role]]\nname = \"w\"\ncommand = [\"a\"]\nenv = { \"1X\" = \"v\" }\n",
@@ -463,5 +469,17 @@ func TestParseRefusesHugeFile(t *testing.T) {
 	cfg, err := Parse([]byte(doc), "herd.toml", "/base")
 	if cfg != nil || err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Errorf("[huge file] expected a size error, got %v, %v", cfg, err)
+	}
+}
+
+// TestBadDSNHidesPassword: an invalid DSN is quoted back without its password.
+func TestBadDSNHidesPassword(t *testing.T) {
+	doc := "[store]\ndriver = \"postgres\"\ndsn = \"postgres://herd:s3cret@db:notaport/herd\"\n"
+	_, err := Parse([]byte(doc), "herd.toml", "/base")
+	if err == nil {
+		t.Fatal("expected an error, got none")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("[message] expected the password masked, got %q", err)
 	}
 }

@@ -12,10 +12,16 @@ import (
 // ErrNotFound is returned when a requested row does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Store is herd's persistent state. Every write happens in a transaction; a
-// write transaction sees no concurrent writer (SQLite: BEGIN IMMEDIATE).
+// Store is herd's persistent state. Every write happens in a transaction;
+// write transactions are serializable: a read-modify-write in one never loses
+// an update made by another, whichever process or host runs it (SQLite: BEGIN
+// IMMEDIATE, one writer at a time; PostgreSQL: SERIALIZABLE, retried).
 type Store interface {
 	// Update runs fn in a read-write transaction, committed when fn returns nil.
+	// fn may run more than once: a backend that detects a conflict at or
+	// before commit (PostgreSQL) rolls back and runs fn again in a new
+	// transaction. fn must leave no effect but its writes to the Tx, and set
+	// what it reports to the caller anew on every run.
 	Update(ctx context.Context, fn func(Tx) error) error
 	// View runs fn in a read-only transaction.
 	View(ctx context.Context, fn func(Tx) error) error
@@ -57,7 +63,9 @@ type Tx interface {
 	OpenIncarnationsOnHost(host string) ([]herd.Incarnation, error)
 	PutIncarnation(inc herd.Incarnation) error
 
-	// AppendEvent stores e and sets e.ID.
+	// AppendEvent stores e and sets e.ID. Ids increase, and become visible
+	// in increasing order: a reader that has seen id N never later finds a
+	// new event with an id at or below N (EventFilter.AfterID is a cursor).
 	AppendEvent(e *herd.Event) error
 	Events(f EventFilter) ([]herd.Event, error)
 

@@ -43,6 +43,7 @@ const eventsLockKey = 0x6865726465766e74 // "herdevnt"
 var dialect = sqltx.Dialect{
 	Name:         "postgres",
 	Numbered:     true,
+	StrictText:   true,
 	BeforeAppend: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", int64(eventsLockKey)),
 }
 

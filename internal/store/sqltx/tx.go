@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"herd"
 	"herd/internal/store"
@@ -21,6 +22,10 @@ type Dialect struct {
 	Name string
 	// Numbered makes bind parameters $1, $2, ... instead of ?.
 	Numbered bool
+	// StrictText marks a database whose text columns hold only valid UTF-8
+	// without NUL (PostgreSQL). Every string written or compared is then
+	// made so first (see Text), rather than failing the transaction.
+	StrictText bool
 	// BeforeAppend, when set, runs once per transaction before its first
 	// event is inserted. PostgreSQL uses it to take a transaction-level
 	// lock so that event ids become visible in increasing order.
@@ -75,19 +80,43 @@ func (t *tx) bind(query string) string {
 	return b.String()
 }
 
+// Text returns s as valid UTF-8 without NUL: each invalid byte sequence
+// and each NUL becomes U+FFFD. Agents' output and hook reports reach event
+// messages and ids unchecked; a byte PostgreSQL refuses must not cost the
+// transaction that records a crash.
+func Text(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// args applies Text to the string arguments when the dialect needs it.
+func (t *tx) args(args []any) []any {
+	if !t.d.StrictText {
+		return args
+	}
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = Text(s)
+		}
+	}
+	return args
+}
+
 // exec runs one statement.
 func (t *tx) exec(query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(t.ctx, t.bind(query), args...)
+	return t.tx.ExecContext(t.ctx, t.bind(query), t.args(args)...)
 }
 
 // query runs one query returning rows.
 func (t *tx) query(query string, args ...any) (*sql.Rows, error) {
-	return t.tx.QueryContext(t.ctx, t.bind(query), args...)
+	return t.tx.QueryContext(t.ctx, t.bind(query), t.args(args)...)
 }
 
 // queryRow runs one query returning at most one row.
 func (t *tx) queryRow(query string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(t.ctx, t.bind(query), args...)
+	return t.tx.QueryRowContext(t.ctx, t.bind(query), t.args(args)...)
 }
 
 // collect runs query and scans every row with scan; what names the list in

@@ -22,3 +22,21 @@ func TestBind(t *testing.T) {
 		}
 	}
 }
+
+func TestText(t *testing.T) {
+	cases := []struct {
+		name, in, want string
+	}{
+		{"plain", "hello", "hello"},
+		{"utf-8", "héllo ✓", "héllo ✓"},
+		{"nul", "a\x00b", "a\uFFFDb"},
+		{"invalid byte", "a\xffb", "a\uFFFDb"},
+		{"truncated sequence at the end", "ok\xe2\x82", "ok\uFFFD"},
+		{"empty", "", ""},
+	}
+	for _, c := range cases {
+		if got := Text(c.in); got != c.want {
+			t.Errorf("[%s] expected %q, got %q", c.name, c.want, got)
+		}
+	}
+}

@@ -163,3 +163,55 @@ func testEventData(t *testing.T, s store.Store) {
 		return nil
 	})
 }
+
+// testOddText writes strings with NUL and invalid UTF-8, as agents' output
+// and hook reports may carry: the write must succeed, and each string read
+// back either as written or with U+FFFD for the offending bytes.
+func testOddText(t *testing.T, s store.Store) {
+	odd := "a\x00b\xffc\xe2\x82"
+	inc := openIncarnation("i-odd", "w-0", "h", at(0))
+	inc.AgentSessionID = odd
+	e := herd.Event{Time: at(0), Session: "w-0", Kind: herd.EventActivity, Message: odd,
+		Data: map[string]any{"text": odd}}
+	update(t, s, func(tx store.Tx) error {
+		if err := tx.PutIncarnation(inc); err != nil {
+			return err
+		}
+		if err := tx.PutKV("odd", odd); err != nil {
+			return err
+		}
+		return tx.AppendEvent(&e)
+	})
+	clean := "a\uFFFDb\uFFFDc\uFFFD"
+	check := func(what, got string) {
+		t.Helper()
+		if got != odd && got != clean {
+			t.Errorf("[%s] expected %q or %q, got %q", what, odd, clean, got)
+		}
+	}
+	view(t, s, func(tx store.Tx) error {
+		got, err := tx.Incarnation("i-odd")
+		if err != nil {
+			return err
+		}
+		check("agent session id", got.AgentSessionID)
+		v, _, err := tx.KV("odd")
+		if err != nil {
+			return err
+		}
+		check("kv value", v)
+		evs, err := tx.Events(store.EventFilter{Session: "w-0"})
+		if err != nil {
+			return err
+		}
+		if len(evs) != 1 {
+			t.Fatalf("[events] expected 1, got %d", len(evs))
+		}
+		check("event message", evs[0].Message)
+		// JSON marks each invalid byte with U+FFFD; NUL survives escaped.
+		if want := "a\x00b\uFFFDc\uFFFD\uFFFD"; evs[0].Data["text"] != want {
+			t.Errorf("[event data] expected %q, got %q", want, evs[0].Data["text"])
+		}
+		return nil
+	})
+}

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AppendEventSetsID", testAppendEventSetsID},
 		{"EventFilters", testEventFilters},
 		{"EventData", testEventData},
+		{"OddText", testOddText},
 		{"HostRoundTrip", testHostRoundTrip},
 		{"HostsOrderedAndReplaced", testHostsOrderedAndReplaced},
 		{"SessionsOnHost", testSessionsOnHost},

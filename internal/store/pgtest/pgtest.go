@@ -103,8 +103,14 @@ func DSN(t testing.TB) string {
 	name := fmt.Sprintf("herd_test_%d_%d", os.Getpid(), seq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := adminExec(ctx, adminDSN, "CREATE DATABASE "+name+" TEMPLATE template0 ENCODING 'UTF8'"); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+	// A natural-language collation where the server has ICU, so that a
+	// query relying on the byte order of text shows up in tests.
+	create := "CREATE DATABASE " + name + " TEMPLATE template0 ENCODING 'UTF8'"
+	if err := adminExec(ctx, adminDSN, create+" LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'"); err != nil {
+		t.Logf("pgtest: no ICU collation (%v); using the server's default", err)
+		if err := adminExec(ctx, adminDSN, create); err != nil {
+			t.Fatalf("pgtest: create database: %v", err)
+		}
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -440,4 +441,50 @@ func testEmptyKeysRejected(t *testing.T, s store.Store) {
 			t.Errorf("[%s with empty key] expected an error, got nil", c.name)
 		}
 	}
+}
+
+// testByteOrder: lists are in byte order of their names (as Go sorts
+// strings), whatever collation the database would use for text.
+func testByteOrder(t *testing.T, s store.Store) {
+	names := []string{"a_0", "W-0", "é-0", "a0", "a-1", "Z-0", "a-10", "a-2"}
+	want := slices.Clone(names)
+	slices.Sort(want)
+	update(t, s, func(tx store.Tx) error {
+		for _, n := range names {
+			err := errors.Join(tx.PutRole(herd.Role{Name: n}), tx.PutSession(minimalSession(n, n)),
+				tx.PutHost(herd.Host{Name: n}))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx store.Tx) error {
+		roles, err := tx.Roles()
+		if err != nil {
+			return err
+		}
+		sessions, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		hosts, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		var gotRoles, gotSessions, gotHosts []string
+		for _, r := range roles {
+			gotRoles = append(gotRoles, r.Name)
+		}
+		for _, se := range sessions {
+			gotSessions = append(gotSessions, se.Name)
+		}
+		for _, h := range hosts {
+			gotHosts = append(gotHosts, h.Name)
+		}
+		diff(t, "roles", want, gotRoles)
+		diff(t, "sessions", want, gotSessions)
+		diff(t, "hosts", want, gotHosts)
+		return nil
+	})
 }

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EventFilters", testEventFilters},
 		{"EventData", testEventData},
 		{"OddText", testOddText},
+		{"ByteOrder", testByteOrder},
 		{"HostRoundTrip", testHostRoundTrip},
 		{"HostsOrderedAndReplaced", testHostsOrderedAndReplaced},
 		{"SessionsOnHost", testSessionsOnHost},

@@ -1,10 +1,12 @@
--- Initial schema, the same as SQLite's but for the events id.
+-- Initial schema, the same as SQLite's but for the events id and the
+-- collation of the keys lists are ordered by: "C", the byte order SQLite and
+-- Go use, whatever the database's default.
 -- Times are BIGINT unix nanoseconds (NULL for an absent optional time);
 -- lists, maps and nested records are JSON in TEXT columns.
 
 -- +goose Up
 CREATE TABLE roles (
-    name            TEXT PRIMARY KEY,
+    name            TEXT COLLATE "C" PRIMARY KEY,
     replicas        BIGINT NOT NULL,
     command         TEXT NOT NULL,
     workdir         TEXT NOT NULL,
@@ -21,7 +23,7 @@ CREATE TABLE roles (
 );
 
 CREATE TABLE sessions (
-    name             TEXT PRIMARY KEY,
+    name             TEXT COLLATE "C" PRIMARY KEY,
     role             TEXT NOT NULL,
     slot             BIGINT NOT NULL,
     host             TEXT NOT NULL,
@@ -45,7 +47,7 @@ CREATE TABLE sessions (
 CREATE INDEX sessions_role ON sessions (role);
 
 CREATE TABLE incarnations (
-    id               TEXT PRIMARY KEY,
+    id               TEXT COLLATE "C" PRIMARY KEY,
     session          TEXT NOT NULL,
     host             TEXT NOT NULL,
     runtime_kind     TEXT NOT NULL,
@@ -89,7 +91,7 @@ CREATE INDEX events_session_id ON events (session, id);
 CREATE INDEX events_kind_id ON events (kind, id);
 
 CREATE TABLE kv (
-    key   TEXT PRIMARY KEY,
+    key   TEXT COLLATE "C" PRIMARY KEY,
     value TEXT NOT NULL
 );
 

@@ -3,7 +3,7 @@
 
 -- +goose Up
 CREATE TABLE hosts (
-    name         TEXT PRIMARY KEY,
+    name         TEXT COLLATE "C" PRIMARY KEY,
     boot_id      TEXT NOT NULL,
     version      TEXT NOT NULL,
     started_at   BIGINT NOT NULL,

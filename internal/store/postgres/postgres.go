@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,6 +72,8 @@ var _ store.Store = (*Store)(nil)
 // connections and nested calls can exhaust it.
 type Store struct {
 	db *sql.DB
+	// retries counts the runs of fn after a conflict.
+	retries atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -88,6 +91,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
+	return openConfig(ctx, cfg)
+}
+
+// openConfig is Open with a parsed configuration.
+func openConfig(ctx context.Context, cfg *pgx.ConnConfig) (*Store, error) {
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(MaxConns)
 	db.SetMaxIdleConns(MaxConns)
@@ -129,7 +137,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // loses a serialization conflict or a deadlock, fn runs again in a new one
 // (see Store). fn's error is returned as is.
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
-	return retry(ctx, func() error {
+	return s.retry(ctx, func() error {
 		return s.run(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}, fn)
 	})
 }
@@ -167,7 +175,7 @@ func (s *Store) run(ctx context.Context, opts *sql.TxOptions, fn func(store.Tx) 
 
 // retry runs once until it returns an error other than a serialization
 // conflict, maxAttempts times at most, waiting a little longer each time.
-func retry(ctx context.Context, once func() error) error {
+func (s *Store) retry(ctx context.Context, once func() error) error {
 	wait := retryMin
 	for attempt := 1; ; attempt++ {
 		err := once()
@@ -183,6 +191,7 @@ func retry(ctx context.Context, once func() error) error {
 		case <-t.C:
 		}
 		wait = min(2*wait, retryMax)
+		s.retries.Add(1)
 	}
 }
 
@@ -195,6 +204,10 @@ func conflict(err error) bool {
 	}
 	return pe.Code == "40001" || pe.Code == "40P01" // serialization_failure, deadlock_detected
 }
+
+// Retries is the number of times an Update's fn ran again after a
+// conflict, since Open.
+func (s *Store) Retries() uint64 { return s.retries.Load() }
 
 // Conns is the number of connections the Store holds open now.
 func (s *Store) Conns() int { return s.db.Stats().OpenConnections }

@@ -30,6 +30,9 @@ const User = "herd"
 // initdb and postgres refuse to run as root.
 const nobody = 65534
 
+// debianBins matches the bin directories of Debian's PostgreSQL packages.
+var debianBins = "/usr/lib/postgresql/*/bin"
+
 // readyPoll is how often Start tries to connect while the server starts.
 const readyPoll = 50 * time.Millisecond
 
@@ -202,7 +205,7 @@ func findBinaries() (string, error) {
 		}
 		dirs = append(dirs, filepath.Dir(p))
 	}
-	versions, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	versions, _ := filepath.Glob(debianBins)
 	slices.SortFunc(versions, func(a, b string) int { return version(b) - version(a) })
 	dirs = append(dirs, versions...)
 	for _, d := range dirs {

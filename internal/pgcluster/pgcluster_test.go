@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,4 +104,41 @@ func processUID(t *testing.T, pid int) int {
 	}
 	t.Fatalf("no Uid line in /proc/%d/status", pid)
 	return -1
+}
+
+func TestFindBinaries(t *testing.T) {
+	root := t.TempDir()
+	mk := func(dir string, names ...string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(root, dir, n), []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("9/bin", "initdb", "postgres")
+	mk("14/bin", "initdb", "postgres")
+	mk("16/bin", "initdb") // no server binary: not usable
+	mk("path", "initdb")   // initdb alone in PATH
+	t.Setenv("PATH", filepath.Join(root, "path"))
+	defer func(old string) { debianBins = old }(debianBins)
+
+	debianBins = filepath.Join(root, "*", "bin")
+	got, err := findBinaries()
+	if want := filepath.Join(root, "14", "bin"); err != nil || got != want {
+		t.Errorf("[newest complete version] expected %s, got %s, %v", want, got, err)
+	}
+
+	debianBins = filepath.Join(root, "none", "*", "bin")
+	if got, err := findBinaries(); !errors.Is(err, ErrNoBinaries) {
+		t.Errorf("[nothing usable] expected ErrNoBinaries, got %q, %v", got, err)
+	}
+
+	mk("path", "postgres")
+	if got, err := findBinaries(); err != nil || got != filepath.Join(root, "path") {
+		t.Errorf("[both in PATH] expected %s, got %s, %v", filepath.Join(root, "path"), got, err)
+	}
 }

@@ -283,3 +283,13 @@ type Event struct {
 	Message     string         `json:"message"`
 	Data        map[string]any `json:"data"`
 }
+
+// Host is one machine's daemon as recorded in the store: which boot of the
+// machine it runs in, which version, since when, and when it last said so.
+type Host struct {
+	Name        string    `json:"name"`
+	BootID      string    `json:"boot_id"`
+	Version     string    `json:"version"` // the daemon's version
+	StartedAt   time.Time `json:"started_at"`
+	HeartbeatAt time.Time `json:"heartbeat_at"`
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"herd"
 )
 
@@ -114,9 +116,15 @@ func (b *builder) build(f *fileConfig) *Config {
 	set(&c.Store.DSN, f.Store.DSN)
 	switch c.Store.Driver {
 	case DriverSQLite:
+		if c.Store.DSN != "" {
+			b.report("", "store.", problem{[]string{"dsn", "driver"}, `only used when driver is "postgres"`})
+		}
 	case DriverPostgres:
 		if c.Store.DSN == "" {
 			b.report("", "store.", problem{[]string{"dsn", "driver"}, `required when driver is "postgres"`})
+		} else if _, err := pgconn.ParseConfig(c.Store.DSN); err != nil {
+			// pgconn's message repeats the DSN with its password masked.
+			b.fail("store.dsn", "not a PostgreSQL connection string (a postgres:// URL or key=value pairs): %v", err)
 		}
 	default:
 		b.fail("store.driver", "%s", notOneOf(c.Store.Driver, []string{DriverSQLite, DriverPostgres}))

@@ -123,6 +123,12 @@ func TestParseErrors(t *testing.T) {
 			"store.driver", `store.dsn: required when driver is "postgres"`, 2},
 		{"postgres with empty dsn", "[store]\ndriver = \"postgres\"\ndsn = \"\"\n",
 			"store.dsn", `store.dsn: required when driver is "postgres"`, 3},
+		{"bad dsn", "[store]\ndriver = \"postgres\"\ndsn = \"postgres://herd:s3cret@db:notaport/herd\"\n",
+			"store.dsn", `store.dsn: not a PostgreSQL connection string`, 3},
+		{"bad dsn keyword", "[store]\ndriver = \"postgres\"\ndsn = \"host=db sslmode=sometimes\"\n",
+			"store.dsn", `store.dsn: not a PostgreSQL connection string`, 3},
+		{"dsn with sqlite", "[store]\ndsn = \"postgres://herd@db/herd\"\n",
+			"store.dsn", `store.dsn: only used when driver is "postgres"`, 2},
 		{"bad driver", "[store]\ndriver = \"mysql\"\n",
 			"store.driver", `store.driver: "mysql" is not one of sqlite, postgres`, 2},
 		{"bad env key", "[[role]]\nname = \"w\"\ncommand = [\"a\"]\nenv = { \"1X\" = \"v\" }\n",
@@ -499,5 +505,17 @@ func TestEventRetentionZero(t *testing.T) {
 	cfg, err := Parse([]byte("[store]\nevent_retention = \"48h\"\n"), "herd.toml", "/base")
 	if err != nil || cfg.Store.EventRetention != 48*time.Hour {
 		t.Errorf("[48h] expected 48h … got %v", err)
+	}
+}
+
+// TestBadDSNHidesPassword: an invalid DSN is quoted back without its password.
+func TestBadDSNHidesPassword(t *testing.T) {
+	doc := "[store]\ndriver = \"postgres\"\ndsn = \"postgres://herd:s3cret@db:notaport/herd\"\n"
+	_, err := Parse([]byte(doc), "herd.toml", "/base")
+	if err == nil {
+		t.Fatal("expected an error, got none")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("[message] expected the password masked, got %q", err)
 	}
 }

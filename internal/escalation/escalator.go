@@ -142,7 +142,7 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 		stored   = map[string]string{}
 	)
 	err := e.st.View(ctx, func(tx store.Tx) error {
-		all, err := tx.Sessions()
+		all, err := tx.SessionsOnHost(e.host)
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ func (r *Reaper) reapState(ctx context.Context, only string) (reapState, error) 
 		// ended incarnation: backoff, failed) one by one.
 		open := map[string]herd.Incarnation{}
 		if len(sessions) > 1 {
-			incs, err := tx.OpenIncarnations()
+			incs, err := tx.OpenIncarnationsOnHost(r.st.Host())
 			if err != nil {
 				return err
 			}

@@ -126,7 +126,7 @@ func (sl *Slots) stopAll(ctx context.Context, reqs []StopRequest) (errs []error)
 // resetFailedTx re-arms a role's failed sessions after a person acted
 // (apply, scale): their streak starts over and they relaunch now.
 func (sl *Slots) resetFailedTx(tx store.Tx, role string) error {
-	sessions, err := tx.Sessions()
+	sessions, err := tx.SessionsOnHost(sl.st.Host())
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (sl *Slots) read(ctx context.Context) (roles []herd.Role, sessions []herd.S
 		if roles, err = tx.Roles(); err != nil {
 			return err
 		}
-		all, err := tx.Sessions()
+		all, err := tx.SessionsOnHost(sl.st.Host())
 		if err != nil {
 			return err
 		}

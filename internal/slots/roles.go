@@ -92,6 +92,7 @@ func (sl *Slots) Scale(ctx context.Context, name string, replicas int) error {
 func (sl *Slots) DeleteRole(ctx context.Context, name string) (int, error) {
 	var sessions []herd.Session
 	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
+		sessions = nil // the function may run again (a serialization retry)
 		ro, err := tx.Role(name)
 		if err != nil {
 			return fmt.Errorf("role %q: %w", name, err)

@@ -37,7 +37,7 @@ func (sl *Slots) SweepAfterReboot(ctx context.Context) error {
 			}
 		}
 		sweep = true
-		open, err = tx.OpenIncarnations()
+		open, err = tx.OpenIncarnationsOnHost(sl.st.Host())
 		return err
 	})
 	if err != nil || !sweep {
@@ -86,7 +86,7 @@ func (sl *Slots) ResumeAfterReboot(ctx context.Context) error {
 		if v, _, err := tx.KV(key); err != nil || v == sweepDone {
 			return err
 		}
-		all, err := tx.Sessions()
+		all, err := tx.SessionsOnHost(sl.st.Host())
 		for _, s := range all {
 			if s.Host == sl.st.Host() && s.State == herd.StateStopped && s.Exit != nil && s.Exit.Reason == herd.ReasonReboot {
 				toResume = append(toResume, s.Name)

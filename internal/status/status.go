@@ -182,11 +182,11 @@ type Live struct {
 func (m *Manager) Live(ctx context.Context) (all []herd.Session, live []Live, err error) {
 	err = m.st.View(ctx, func(tx store.Tx) error {
 		all, live = nil, nil
-		sessions, err := tx.Sessions()
+		sessions, err := tx.SessionsOnHost(m.host)
 		if err != nil {
 			return err
 		}
-		open, err := tx.OpenIncarnations()
+		open, err := tx.OpenIncarnationsOnHost(m.host)
 		if err != nil {
 			return err
 		}

@@ -101,6 +101,23 @@ func TestTwoStoresNoLostUpdate(t *testing.T) {
 	}
 }
 
+// TestTwoStoresRaces races two Stores on one file; a third follows the
+// event log.
+func TestTwoStoresRaces(t *testing.T) {
+	open3 := func(t *testing.T) (a, b, c store.Store) {
+		path := filepath.Join(t.TempDir(), "herd.db")
+		return openAt(t, path), openAt(t, path), openAt(t, path)
+	}
+	t.Run("one stop wins", func(t *testing.T) {
+		a, b, _ := open3(t)
+		storetest.RaceStops(t, a, b)
+	})
+	t.Run("follower misses no event", func(t *testing.T) {
+		a, b, c := open3(t)
+		storetest.FollowLog(t, c, a, b)
+	})
+}
+
 // TestReopenKeepsEverything writes, closes, reopens (which re-runs the
 // migration step) and expects every row back.
 func TestReopenKeepsEverything(t *testing.T) {

@@ -1,4 +1,5 @@
-package sqlite
+// Package sqltx implements store.Tx on database/sql, for the SQL backends (SQLite, PostgreSQL).
+package sqltx
 
 import (
 	"context"
@@ -7,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"herd"
 	"herd/internal/store"
@@ -14,11 +16,36 @@ import (
 
 var _ store.Tx = (*tx)(nil)
 
+// Dialect is what differs between the SQL databases a Tx runs on.
+type Dialect struct {
+	// Name prefixes every error ("sqlite", "postgres").
+	Name string
+	// Numbered makes bind parameters $1, $2, ... instead of ?.
+	Numbered bool
+	// StrictText marks a database whose text columns hold only valid UTF-8
+	// without NUL (PostgreSQL). Every string written or compared is then
+	// made so first (see Text), rather than failing the transaction.
+	StrictText bool
+	// BeforeAppend, when set, runs once per transaction before its first
+	// event is inserted. PostgreSQL uses it to take a transaction-level
+	// lock so that event ids become visible in increasing order.
+	BeforeAppend string
+}
+
+// New returns a store.Tx running every statement of t under ctx.
+func New(ctx context.Context, t *sql.Tx, d Dialect) store.Tx {
+	return &tx{ctx: ctx, tx: t, d: d, name: d.Name}
+}
+
 // tx is one transaction; every statement runs under the context given to
 // Update or View.
 type tx struct {
-	ctx context.Context
-	tx  *sql.Tx
+	ctx  context.Context
+	tx   *sql.Tx
+	d    Dialect
+	name string // d.Name, the error prefix
+	// appending is set once BeforeAppend has run in this transaction.
+	appending bool
 }
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -27,16 +54,91 @@ type scanner interface {
 }
 
 // notFound wraps store.ErrNotFound, or returns err unchanged.
-func notFound(err error, what, key string) error {
+func (t *tx) notFound(err error, what, key string) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite: %s %q: %w", what, key, store.ErrNotFound)
+		return fmt.Errorf("%s: %s %q: %w", t.name, what, key, store.ErrNotFound)
 	}
-	return fmt.Errorf("sqlite: %s %q: %w", what, key, err)
+	return fmt.Errorf("%s: %s %q: %w", t.name, what, key, err)
+}
+
+// bind rewrites the ? parameters of query for the dialect. Queries here
+// never contain a ? other than a parameter.
+func (t *tx) bind(query string) string {
+	if !t.d.Numbered || !strings.Contains(query, "?") {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Text returns s as valid UTF-8 without NUL: each invalid byte sequence
+// and each NUL becomes U+FFFD. Agents' output and hook reports reach event
+// messages and ids unchecked; a byte PostgreSQL refuses must not cost the
+// transaction that records a crash.
+func Text(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// args applies Text to the string arguments when the dialect needs it.
+func (t *tx) args(args []any) []any {
+	if !t.d.StrictText {
+		return args
+	}
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = Text(s)
+		}
+	}
+	return args
 }
 
 // exec runs one statement.
 func (t *tx) exec(query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(t.ctx, query, args...)
+	return t.tx.ExecContext(t.ctx, t.bind(query), t.args(args)...)
+}
+
+// query runs one query returning rows.
+func (t *tx) query(query string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(t.ctx, t.bind(query), t.args(args)...)
+}
+
+// queryRow runs one query returning at most one row.
+func (t *tx) queryRow(query string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(t.ctx, t.bind(query), t.args(args)...)
+}
+
+// collect runs query and scans every row with scan; what names the list in
+// errors.
+func collect[T any](t *tx, what string, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := t.query(query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", t.name, what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", t.name, what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", t.name, what, err)
+	}
+	return out, nil
 }
 
 var roleCols = []string{
@@ -52,32 +154,16 @@ var (
 
 // Role returns the role called name, or an error wrapping store.ErrNotFound.
 func (t *tx) Role(name string) (herd.Role, error) {
-	r, err := scanRole(t.tx.QueryRowContext(t.ctx, roleSelect+" WHERE name = ?", name))
+	r, err := scanRole(t.queryRow(roleSelect+" WHERE name = ?", name))
 	if err != nil {
-		return herd.Role{}, notFound(err, "role", name)
+		return herd.Role{}, t.notFound(err, "role", name)
 	}
 	return r, nil
 }
 
 // Roles lists every role by name.
 func (t *tx) Roles() ([]herd.Role, error) {
-	rows, err := t.tx.QueryContext(t.ctx, roleSelect+" ORDER BY name")
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: roles: %w", err)
-	}
-	defer rows.Close()
-	var out []herd.Role
-	for rows.Next() {
-		r, err := scanRole(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: roles: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: roles: %w", err)
-	}
-	return out, nil
+	return collect(t, "roles", scanRole, roleSelect+" ORDER BY name")
 }
 
 func scanRole(s scanner) (herd.Role, error) {
@@ -105,25 +191,25 @@ func scanRole(s scanner) (herd.Role, error) {
 // PutRole inserts or replaces r.
 func (t *tx) PutRole(r herd.Role) error {
 	if r.Name == "" {
-		return errors.New("sqlite: put role: empty name")
+		return fmt.Errorf("%s: put role: empty name", t.name)
 	}
 	command, err := encode(r.Command)
 	if err != nil {
-		return fmt.Errorf("sqlite: put role %q: %w", r.Name, err)
+		return fmt.Errorf("%s: put role %q: %w", t.name, r.Name, err)
 	}
 	env, err := encode(r.Env)
 	if err != nil {
-		return fmt.Errorf("sqlite: put role %q: %w", r.Name, err)
+		return fmt.Errorf("%s: put role %q: %w", t.name, r.Name, err)
 	}
 	updated, err := nanos(r.UpdatedAt)
 	if err != nil {
-		return fmt.Errorf("sqlite: put role %q: updated_at: %w", r.Name, err)
+		return fmt.Errorf("%s: put role %q: updated_at: %w", t.name, r.Name, err)
 	}
 	_, err = t.exec(roleUpsert, r.Name, r.Replicas, command, r.Workdir, env, r.Runtime,
 		r.Agent, r.AgentProcess, r.Restart.Policy, int64(r.Restart.InitialBackoff),
 		int64(r.Restart.MaxBackoff), int64(r.Restart.ResetAfter), r.Restart.MaxRestarts, updated)
 	if err != nil {
-		return fmt.Errorf("sqlite: put role %q: %w", r.Name, err)
+		return fmt.Errorf("%s: put role %q: %w", t.name, r.Name, err)
 	}
 	return nil
 }
@@ -132,10 +218,10 @@ func (t *tx) PutRole(r herd.Role) error {
 // Deleting a missing role is not an error.
 func (t *tx) DeleteRole(name string) error {
 	if _, err := t.exec("DELETE FROM sessions WHERE role = ?", name); err != nil {
-		return fmt.Errorf("sqlite: delete role %q: %w", name, err)
+		return fmt.Errorf("%s: delete role %q: %w", t.name, name, err)
 	}
 	if _, err := t.exec("DELETE FROM roles WHERE name = ?", name); err != nil {
-		return fmt.Errorf("sqlite: delete role %q: %w", name, err)
+		return fmt.Errorf("%s: delete role %q: %w", t.name, name, err)
 	}
 	return nil
 }
@@ -154,9 +240,9 @@ var (
 // Incarnation returns the incarnation id, or an error wrapping
 // store.ErrNotFound.
 func (t *tx) Incarnation(id string) (herd.Incarnation, error) {
-	inc, err := scanIncarnation(t.tx.QueryRowContext(t.ctx, incarnationSelect+" WHERE id = ?", id))
+	inc, err := scanIncarnation(t.queryRow(incarnationSelect+" WHERE id = ?", id))
 	if err != nil {
-		return herd.Incarnation{}, notFound(err, "incarnation", id)
+		return herd.Incarnation{}, t.notFound(err, "incarnation", id)
 	}
 	return inc, nil
 }
@@ -164,24 +250,15 @@ func (t *tx) Incarnation(id string) (herd.Incarnation, error) {
 // OpenIncarnations lists the incarnations without an end time, of every host,
 // by start time.
 func (t *tx) OpenIncarnations() ([]herd.Incarnation, error) {
-	rows, err := t.tx.QueryContext(t.ctx,
+	return collect(t, "open incarnations", scanIncarnation,
 		incarnationSelect+" WHERE ended_at IS NULL ORDER BY started_at, id")
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open incarnations: %w", err)
-	}
-	defer rows.Close()
-	var out []herd.Incarnation
-	for rows.Next() {
-		inc, err := scanIncarnation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: open incarnations: %w", err)
-		}
-		out = append(out, inc)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: open incarnations: %w", err)
-	}
-	return out, nil
+}
+
+// OpenIncarnationsOnHost lists the incarnations of host without an end
+// time, by start time.
+func (t *tx) OpenIncarnationsOnHost(host string) ([]herd.Incarnation, error) {
+	return collect(t, "open incarnations on "+host, scanIncarnation,
+		incarnationSelect+" WHERE ended_at IS NULL AND host = ? ORDER BY started_at, id", host)
 }
 
 func scanIncarnation(s scanner) (herd.Incarnation, error) {
@@ -229,9 +306,9 @@ func scanIncarnation(s scanner) (herd.Incarnation, error) {
 // PutIncarnation inserts or replaces inc.
 func (t *tx) PutIncarnation(inc herd.Incarnation) error {
 	if inc.ID == "" {
-		return errors.New("sqlite: put incarnation: empty id")
+		return fmt.Errorf("%s: put incarnation: empty id", t.name)
 	}
-	fail := func(err error) error { return fmt.Errorf("sqlite: put incarnation %q: %w", inc.ID, err) }
+	fail := func(err error) error { return fmt.Errorf("%s: put incarnation %q: %w", t.name, inc.ID, err) }
 	if inc.Identity.StartTime > math.MaxInt64 || inc.Root.StartTime > math.MaxInt64 {
 		return fail(fmt.Errorf("start time %d out of range", inc.Identity.StartTime))
 	}

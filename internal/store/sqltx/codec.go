@@ -1,4 +1,4 @@
-package sqlite
+package sqltx
 
 import (
 	"database/sql"

@@ -1,8 +1,7 @@
-package sqlite
+package sqltx
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -23,32 +22,22 @@ var (
 // Session returns the session called name, or an error wrapping
 // store.ErrNotFound.
 func (t *tx) Session(name string) (herd.Session, error) {
-	s, err := scanSession(t.tx.QueryRowContext(t.ctx, sessionSelect+" WHERE name = ?", name))
+	s, err := scanSession(t.queryRow(sessionSelect+" WHERE name = ?", name))
 	if err != nil {
-		return herd.Session{}, notFound(err, "session", name)
+		return herd.Session{}, t.notFound(err, "session", name)
 	}
 	return s, nil
 }
 
 // Sessions lists every session by name.
 func (t *tx) Sessions() ([]herd.Session, error) {
-	rows, err := t.tx.QueryContext(t.ctx, sessionSelect+" ORDER BY name")
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: sessions: %w", err)
-	}
-	defer rows.Close()
-	var out []herd.Session
-	for rows.Next() {
-		s, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: sessions: %w", err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: sessions: %w", err)
-	}
-	return out, nil
+	return collect(t, "sessions", scanSession, sessionSelect+" ORDER BY name")
+}
+
+// SessionsOnHost lists the sessions of host by name.
+func (t *tx) SessionsOnHost(host string) ([]herd.Session, error) {
+	return collect(t, "sessions on "+host, scanSession,
+		sessionSelect+" WHERE host = ? ORDER BY name", host)
 }
 
 func scanSession(sc scanner) (herd.Session, error) {
@@ -90,9 +79,9 @@ func scanSession(sc scanner) (herd.Session, error) {
 // PutSession inserts or replaces s.
 func (t *tx) PutSession(s herd.Session) error {
 	if s.Name == "" {
-		return errors.New("sqlite: put session: empty name")
+		return fmt.Errorf("%s: put session: empty name", t.name)
 	}
-	fail := func(err error) error { return fmt.Errorf("sqlite: put session %q: %w", s.Name, err) }
+	fail := func(err error) error { return fmt.Errorf("%s: put session %q: %w", t.name, s.Name, err) }
 	lastCrash, err := nullNanos(s.LastCrashAt)
 	if err != nil {
 		return fail(err)
@@ -135,7 +124,7 @@ func (t *tx) PutSession(s herd.Session) error {
 // is not an error.
 func (t *tx) DeleteSession(name string) error {
 	if _, err := t.exec("DELETE FROM sessions WHERE name = ?", name); err != nil {
-		return fmt.Errorf("sqlite: delete session %q: %w", name, err)
+		return fmt.Errorf("%s: delete session %q: %w", t.name, name, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package sqlite
+package sqltx
 
 import (
 	"database/sql"
@@ -18,23 +18,28 @@ const eventSelect = "SELECT id, at, host, session, incarnation, kind, reason, me
 // read back as float64.
 func (t *tx) AppendEvent(e *herd.Event) error {
 	if e == nil {
-		return errors.New("sqlite: append event: nil event")
+		return fmt.Errorf("%s: append event: nil event", t.name)
 	}
 	at, err := nanos(e.Time)
 	if err != nil {
-		return fmt.Errorf("sqlite: append event: %w", err)
+		return fmt.Errorf("%s: append event: %w", t.name, err)
 	}
 	data, err := encode(e.Data)
 	if err != nil {
-		return fmt.Errorf("sqlite: append event: data: %w", err)
+		return fmt.Errorf("%s: append event: data: %w", t.name, err)
+	}
+	if t.d.BeforeAppend != "" && !t.appending {
+		if _, err := t.exec(t.d.BeforeAppend); err != nil {
+			return fmt.Errorf("%s: append event: %w", t.name, err)
+		}
+		t.appending = true
 	}
 	var id int64
-	err = t.tx.QueryRowContext(t.ctx,
-		"INSERT INTO events (at, host, session, incarnation, kind, reason, message, data)"+
-			" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+	err = t.queryRow("INSERT INTO events (at, host, session, incarnation, kind, reason, message, data)"+
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
 		at, e.Host, e.Session, e.Incarnation, e.Kind, e.Reason, e.Message, data).Scan(&id)
 	if err != nil {
-		return fmt.Errorf("sqlite: append event: %w", err)
+		return fmt.Errorf("%s: append event: %w", t.name, err)
 	}
 	e.ID = id
 	return nil
@@ -44,12 +49,16 @@ func (t *tx) AppendEvent(e *herd.Event) error {
 // Limit, the newest Limit of them.
 func (t *tx) Events(f store.EventFilter) ([]herd.Event, error) {
 	if f.Limit < 0 {
-		return nil, fmt.Errorf("sqlite: events: negative limit %d", f.Limit)
+		return nil, fmt.Errorf("%s: events: negative limit %d", t.name, f.Limit)
 	}
 	var (
 		where []string
 		args  []any
 	)
+	if f.Host != "" {
+		where = append(where, "host = ?")
+		args = append(args, f.Host)
+	}
 	if f.Session != "" {
 		where = append(where, "session = ?")
 		args = append(args, f.Session)
@@ -77,30 +86,9 @@ func (t *tx) Events(f store.EventFilter) ([]herd.Event, error) {
 	} else {
 		q += " ORDER BY id"
 	}
-	rows, err := t.tx.QueryContext(t.ctx, q, args...)
+	out, err := collect(t, "events", scanEvent, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: events: %w", err)
-	}
-	defer rows.Close()
-	var out []herd.Event
-	for rows.Next() {
-		var (
-			e    herd.Event
-			at   int64
-			data string
-		)
-		if err := rows.Scan(&e.ID, &at, &e.Host, &e.Session, &e.Incarnation, &e.Kind,
-			&e.Reason, &e.Message, &data); err != nil {
-			return nil, fmt.Errorf("sqlite: events: %w", err)
-		}
-		e.Time = fromNanos(at)
-		if err := decode(data, &e.Data); err != nil {
-			return nil, fmt.Errorf("sqlite: events: event %d data: %w", e.ID, err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: events: %w", err)
+		return nil, err
 	}
 	if f.Limit > 0 {
 		slices.Reverse(out)
@@ -113,14 +101,14 @@ func (t *tx) Events(f store.EventFilter) ([]herd.Event, error) {
 // deleted.
 func (t *tx) DeleteEventsBefore(before time.Time, limit int) (int, error) {
 	if limit <= 0 {
-		return 0, fmt.Errorf("sqlite: delete events: limit %d, want > 0", limit)
+		return 0, fmt.Errorf("%s: delete events: limit %d, want > 0", t.name, limit)
 	}
 	res, err := t.exec("DELETE FROM events WHERE id IN"+
 		" (SELECT id FROM events WHERE at < ? ORDER BY at LIMIT ?)", clampNanos(before), limit)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: delete events before %s: %w", before.UTC().Format(time.RFC3339), err)
+		return 0, fmt.Errorf("%s: delete events before %s: %w", t.name, before.UTC().Format(time.RFC3339), err)
 	}
-	return affected(res, "delete events")
+	return t.affected(res, "delete events")
 }
 
 // DeleteEventsBeyond deletes at most limit of the oldest events with an id
@@ -131,11 +119,11 @@ func (t *tx) DeleteEventsBefore(before time.Time, limit int) (int, error) {
 // step) fewer than keep remain.
 func (t *tx) DeleteEventsBeyond(keep, limit int) (int, error) {
 	if limit <= 0 || keep < 0 {
-		return 0, fmt.Errorf("sqlite: delete events: keep %d, limit %d, want keep >= 0 and limit > 0", keep, limit)
+		return 0, fmt.Errorf("%s: delete events: keep %d, limit %d, want keep >= 0 and limit > 0", t.name, keep, limit)
 	}
 	var hi sql.NullInt64
-	if err := t.tx.QueryRowContext(t.ctx, "SELECT max(id) FROM events").Scan(&hi); err != nil {
-		return 0, fmt.Errorf("sqlite: delete events: %w", err)
+	if err := t.queryRow("SELECT max(id) FROM events").Scan(&hi); err != nil {
+		return 0, fmt.Errorf("%s: delete events: %w", t.name, err)
 	}
 	if !hi.Valid {
 		return 0, nil
@@ -144,29 +132,46 @@ func (t *tx) DeleteEventsBeyond(keep, limit int) (int, error) {
 	res, err := t.exec("DELETE FROM events WHERE id IN"+
 		" (SELECT id FROM events WHERE id < ? ORDER BY id LIMIT ?)", oldestKept, limit)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: delete events beyond %d: %w", keep, err)
+		return 0, fmt.Errorf("%s: delete events beyond %d: %w", t.name, keep, err)
 	}
-	return affected(res, "delete events")
+	return t.affected(res, "delete events")
 }
 
 // affected returns the rows a statement changed.
-func affected(res sql.Result, what string) (int, error) {
+func (t *tx) affected(res sql.Result, what string) (int, error) {
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: %s: %w", what, err)
+		return 0, fmt.Errorf("%s: %s: %w", t.name, what, err)
 	}
 	return int(n), nil
+}
+
+func scanEvent(sc scanner) (herd.Event, error) {
+	var (
+		e    herd.Event
+		at   int64
+		data string
+	)
+	if err := sc.Scan(&e.ID, &at, &e.Host, &e.Session, &e.Incarnation, &e.Kind,
+		&e.Reason, &e.Message, &data); err != nil {
+		return e, err
+	}
+	e.Time = fromNanos(at)
+	if err := decode(data, &e.Data); err != nil {
+		return e, fmt.Errorf("event %d data: %w", e.ID, err)
+	}
+	return e, nil
 }
 
 // KV returns the value of key and whether it exists.
 func (t *tx) KV(key string) (string, bool, error) {
 	var v string
-	err := t.tx.QueryRowContext(t.ctx, "SELECT value FROM kv WHERE key = ?", key).Scan(&v)
+	err := t.queryRow("SELECT value FROM kv WHERE key = ?", key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("sqlite: kv %q: %w", key, err)
+		return "", false, fmt.Errorf("%s: kv %q: %w", t.name, key, err)
 	}
 	return v, true, nil
 }
@@ -176,7 +181,7 @@ func (t *tx) PutKV(key, value string) error {
 	_, err := t.exec("INSERT INTO kv (key, value) VALUES (?, ?)"+
 		" ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value)
 	if err != nil {
-		return fmt.Errorf("sqlite: put kv %q: %w", key, err)
+		return fmt.Errorf("%s: put kv %q: %w", t.name, key, err)
 	}
 	return nil
 }
@@ -186,11 +191,11 @@ func (t *tx) ClaimKV(key, value string) (bool, error) {
 	res, err := t.exec("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
 		key, value)
 	if err != nil {
-		return false, fmt.Errorf("sqlite: claim kv %q: %w", key, err)
+		return false, fmt.Errorf("%s: claim kv %q: %w", t.name, key, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("sqlite: claim kv %q: %w", key, err)
+		return false, fmt.Errorf("%s: claim kv %q: %w", t.name, key, err)
 	}
 	return n == 1, nil
 }
@@ -198,7 +203,7 @@ func (t *tx) ClaimKV(key, value string) (bool, error) {
 // DeleteKV removes key; deleting a missing key is not an error.
 func (t *tx) DeleteKV(key string) error {
 	if _, err := t.exec("DELETE FROM kv WHERE key = ?", key); err != nil {
-		return fmt.Errorf("sqlite: delete kv %q: %w", key, err)
+		return fmt.Errorf("%s: delete kv %q: %w", t.name, key, err)
 	}
 	return nil
 }

@@ -13,29 +13,33 @@ import (
 
 func newDescribeCmd(g *globals) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{Use: "describe session NAME", Short: "Show one session in detail"}
+	cmd := &cobra.Command{Use: "describe session|role NAME", Short: "Show one session or role in detail"}
 	sess := &cobra.Command{
-		Use:     "session NAME",
-		Aliases: []string{"sessions", "s"},
-		Short:   "State, axes, identity, restarts, backoff, exit, diagnostics, recent events",
-		Args:    sessionArg,
+		Use:               "session NAME",
+		Aliases:           []string{"sessions", "s"},
+		Short:             "State, axes, identity, restarts, backoff, exit, diagnostics, recent events",
+		Args:              sessionArg,
+		ValidArgsFunction: completeSessions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "" && output != "json" {
-				return fmt.Errorf("describe: unknown output format %q (want json)", output)
+			if err := checkOutput("describe session", output, "json", "yaml"); err != nil {
+				return err
 			}
 			var det api.SessionDetail
 			if err := getJSON(cmd.Context(), g, sessionPath(args[0], ""), &det); err != nil {
 				return err
 			}
-			if output == "json" {
+			switch output {
+			case "json":
 				return writeJSON(cmd.OutOrStdout(), det)
+			case "yaml":
+				return writeYAML(cmd.OutOrStdout(), det)
 			}
 			printDetail(cmd.OutOrStdout(), det)
 			return nil
 		},
 	}
-	sess.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: text)")
-	cmd.AddCommand(sess)
+	sess.Flags().StringVarP(&output, "output", "o", "", "output format: json | yaml (default: text)")
+	cmd.AddCommand(sess, newDescribeRoleCmd(g))
 	requireSubcommand(cmd, "resource")
 	return cmd
 }
@@ -54,7 +58,7 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	kv("Attached", d.Attached)
 	kv("Restarts", d.Restarts)
 	if d.BackoffUntil != nil {
-		kv("Backoff until", fmt.Sprintf("%s (in %s)", d.BackoffUntil.Local().Format(time.RFC3339), shortDur(time.Until(*d.BackoffUntil))))
+		kv("Backoff until", fmt.Sprintf("%s (in %s)", clockText(*d.BackoffUntil, now), shortDur(time.Until(*d.BackoffUntil))))
 	}
 	kv("Last exit", lastExit(d.Exit, now))
 	kv("Incarnation", dash(d.Incarnation))
@@ -106,7 +110,7 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	ew := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(ew, "  TIME\tKIND\tREASON\tMESSAGE")
 	for _, e := range d.RecentEvents {
-		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\n", e.Time.Local().Format("15:04:05.000"), e.Kind, dash(e.Reason), e.Message)
+		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\n", clockText(e.Time, now), e.Kind, dash(e.Reason), e.Message)
 	}
 	ew.Flush()
 }

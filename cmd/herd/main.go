@@ -16,12 +16,6 @@ import (
 	"herd/internal/daemon"
 )
 
-// Set by the linker (-X main.version=...).
-var (
-	version = "dev"
-	commit  = "none"
-)
-
 // globals are the flags every command shares.
 type globals struct {
 	stateDir string

@@ -55,6 +55,7 @@ Try it all with no setup: 'herd demo'.`,
 		newDescribeCmd(g), newEventsCmd(g), newLogsCmd(g), newAttachCmd(g), newInjectCmd(g),
 		newStopCmd(g), newResumeCmd(g), newScaleCmd(g), newDeleteCmd(g), newArchiveCmd(g), newReapCmd(g),
 		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g),
+		newStartupCmd(g), newTopCmd(g),
 	)
 	return root
 }

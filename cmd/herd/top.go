@@ -51,4 +51,3 @@ sort column, S reverses it; / filters (esc clears); q quits.`,
 	cmd.Flags().DurationVar(&refresh, "refresh", time.Second, "how often the list is fetched")
 	return cmd
 }
-

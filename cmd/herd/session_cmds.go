@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"herd"
@@ -129,8 +132,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c := &tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket}
-			x := c.AttachCommand(name)
+			x := attachCommand(cfg.Tmux.Binary, cfg.Tmux.Socket, name)
 			x.Stdin, x.Stdout, x.Stderr = os.Stdin, os.Stdout, os.Stderr
 			if err := x.Run(); err != nil {
 				if _, ok := err.(*exec.ExitError); ok {
@@ -154,4 +156,20 @@ func attachable(v api.SessionDetail) error {
 		return fmt.Errorf("attach %s: the session is %s and has no live pane", v.Name, v.State)
 	}
 	return nil
+}
+
+// attachCommand is tmux attach-session for name. herd's sessions live on
+// their own tmux server (-L socket), so attaching from inside the user's
+// tmux is a nested client of another server, which is fine: $TMUX, which
+// would make tmux refuse, is dropped. Inside herd's own server (or with
+// socket "", the user's) it is kept, and tmux refuses to nest itself.
+func attachCommand(binary, socket, name string) *exec.Cmd {
+	x := (&tmux.Client{Binary: binary, Socket: socket}).AttachCommand(name)
+	if inside := os.Getenv("TMUX"); inside != "" && socket != "" {
+		path, _, _ := strings.Cut(inside, ",")
+		if filepath.Base(path) != socket {
+			x.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TMUX=") })
+		}
+	}
+	return x
 }

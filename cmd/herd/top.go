@@ -7,7 +7,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/spf13/cobra"
-	"herd/internal/tmux"
 	"herd/internal/top"
 )
 
@@ -37,10 +36,11 @@ sort column, S reverses it; / filters (esc clears); q quits.`,
 			if err != nil {
 				return err
 			}
-			tc := &tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket}
 			m := top.New(top.ClientSource{C: c}, top.Options{
 				Refresh: refresh,
-				Attach:  func(name string) *exec.Cmd { return tc.AttachCommand(name) },
+				Attach: func(name string) *exec.Cmd {
+					return attachCommand(cfg.Tmux.Binary, cfg.Tmux.Socket, name)
+				},
 			})
 			if _, err := tea.NewProgram(m, tea.WithContext(cmd.Context())).Run(); err != nil && cmd.Context().Err() == nil {
 				return fmt.Errorf("top: %w", err)

@@ -356,3 +356,21 @@ func TestStartupPrint(t *testing.T) {
 		t.Errorf("[startup --remove] expected the unit gone, got %v", err)
 	}
 }
+
+// TestRunRefusesMissingCommand: a command that cannot be found is refused
+// at once, instead of crash-looping with code 127.
+func TestRunRefusesMissingCommand(t *testing.T) {
+	e := newEnv(t, fastRestart)
+	e.start()
+	_, errs, code := e.herd("run", "x", "--", "no-such-binary", "--flag")
+	if code == 0 || errs != "herd: run: command \"no-such-binary\" not found in PATH\n" {
+		t.Errorf("expected a clear refusal, got %d %q", code, errs)
+	}
+	_, errs, code = e.herd("run", "y", "--workdir", t.TempDir(), "--", "./agent.sh")
+	if code == 0 || !strings.Contains(errs, "command ./agent.sh: no such file") {
+		t.Errorf("expected a clear refusal of a missing script, got %d %q", code, errs)
+	}
+	if out, errs, _ := e.herd("get", "roles"); out != "" || errs != "No roles found.\n" {
+		t.Errorf("expected no role declared, got %q %q", out, errs)
+	}
+}

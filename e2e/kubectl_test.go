@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -105,6 +106,9 @@ func TestGetKubectlGrammar(t *testing.T) {
 		t.Errorf("[get roles] expected RUNTIME to be tmux/exec there too, got:\n%s", roles)
 	}
 
+	if d := e.must("describe", "session", "alpha-0"); !regexpMatch(`(?m)^Runtime: +exec$`, d) || strings.Contains(d, "Pane:") {
+		t.Errorf("[describe session] expected 'Runtime: exec' and no pane for an exec session, got:\n%s", d)
+	}
 	d := e.must("describe", "role", "alpha")
 	for _, want := range []string{"Name:", "alpha", "Replicas:", "1 desired, 1 live, 1 running", "Command:", "sleep 300", "Sessions:", "alpha-0", "Events:", "spawned"} {
 		if !strings.Contains(d, want) {
@@ -374,3 +378,5 @@ func TestRunRefusesMissingCommand(t *testing.T) {
 		t.Errorf("expected no role declared, got %q %q", out, errs)
 	}
 }
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }

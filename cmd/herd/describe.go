@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"herd"
 	"herd/internal/api"
 )
 
@@ -52,7 +53,12 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	kv("Role", d.Role)
 	kv("Host", d.Host)
 	kv("State", fmt.Sprintf("%s (since %s ago)", d.State, shortDur(now.Sub(d.StateSince))))
-	kv("Runtime", fmt.Sprintf("%s (%s)", d.Runtime, d.RuntimeKind))
+	// The same words as the table's columns: RUNTIME is tmux or exec, the
+	// liveness axes are PANE and PROCESS.
+	kv("Runtime", dash(d.RuntimeKind))
+	if d.RuntimeKind != herd.RuntimeExec {
+		kv("Pane", dash(string(d.Runtime)))
+	}
 	kv("Process", d.Process)
 	kv("Activity", d.Activity)
 	kv("Attached", d.Attached)

@@ -114,11 +114,11 @@ func (m *Model) title(now time.Time) string {
 			parts = append(parts, fmt.Sprintf("%s %d", st, counts[st]))
 		}
 	}
-	dir := "↑"
+	sort := "sort " + sortKeys[m.sortBy]
 	if m.desc {
-		dir = "↓"
+		sort += " (reversed)"
 	}
-	parts = append(parts, "sort "+sortKeys[m.sortBy]+dir)
+	parts = append(parts, sort)
 	if m.filter != "" {
 		parts = append(parts, "filter "+m.filter)
 	}

@@ -44,7 +44,8 @@ const (
 	modeLogs         // showing a session's output
 )
 
-// Sort columns, cycled with "s".
+// Sort columns, cycled with "s": names ascending, states and activities
+// what needs a person first, numbers highest first; "S" reverses.
 var sortKeys = []string{"name", "state", "activity", "cpu", "rss", "tcp", "age", "restarts"}
 
 // Diag is what top shows of a session's diagnostics.

@@ -16,12 +16,6 @@ import (
 	"herd/internal/daemon"
 )
 
-// Set by the linker (-X main.version=...).
-var (
-	version = "dev"
-	commit  = "none"
-)
-
 // globals are the flags every command shares.
 type globals struct {
 	stateDir string
@@ -61,6 +55,7 @@ Try it all with no setup: 'herd demo'.`,
 		newDescribeCmd(g), newEventsCmd(g), newLogsCmd(g), newAttachCmd(g), newInjectCmd(g),
 		newStopCmd(g), newResumeCmd(g), newScaleCmd(g), newDeleteCmd(g), newArchiveCmd(g), newReapCmd(g),
 		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g), newCaptureCmd(),
+		newStartupCmd(g), newTopCmd(g),
 	)
 	return root
 }

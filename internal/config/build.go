@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -207,6 +209,13 @@ func (b *builder) build(f *fileConfig) *Config {
 		}
 	}
 
+	set(&c.Metrics.Listen, f.Metrics.Listen)
+	if l := c.Metrics.Listen; l != "" {
+		if err := checkListen(l); err != nil {
+			b.fail("metrics.listen", "%q %v", l, err)
+		}
+	}
+
 	c.Roles = b.roles(f.Role, c.Restart)
 	return c
 }
@@ -357,4 +366,17 @@ func argvOf(v any, key string) ([]string, *problem) {
 		return argv, nil
 	}
 	return nil, &problem{[]string{key}, fmt.Sprintf(`got %v, want an argv array of strings, e.g. ["claude"]`, v)}
+}
+
+// checkListen accepts host:port with a numeric port (1-65535); the host
+// may be empty (every interface) or an IP or a name.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("is not host:port, e.g. 127.0.0.1:9464")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return errors.New("has no valid port, e.g. 127.0.0.1:9464")
+	}
+	return nil
 }

@@ -31,6 +31,7 @@ type Config struct {
 	Watchdog   Watchdog
 	Reaper     Reaper
 	Escalation Escalation
+	Metrics    Metrics
 	// Roles are fully resolved: defaults filled, each role's restart table
 	// merged over [restart], workdir expanded to an absolute path.
 	Roles []herd.Role
@@ -90,6 +91,13 @@ type Escalation struct {
 	UnknownAfter time.Duration
 	Command      []string // notifier argv; nil when unset
 	Webhook      string
+}
+
+// Metrics is the [metrics] table.
+type Metrics struct {
+	// Listen is the host:port serving /metrics and /debug/pprof; ""
+	// (the default) serves nothing.
+	Listen string
 }
 
 // Error is one problem in a config file, located by file and line.

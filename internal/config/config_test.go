@@ -143,6 +143,10 @@ func TestParseErrors(t *testing.T) {
 			"escalation.command", `escalation.command: "notify-send" is a string`, 2},
 		{"bad webhook", "[escalation]\nwebhook = \"example.com/hook\"\n",
 			"escalation.webhook", `escalation.webhook: "example.com/hook" is not an http or https URL`, 2},
+		{"metrics listen without port", "[metrics]\nlisten = \"127.0.0.1\"\n",
+			"metrics.listen", `metrics.listen: "127.0.0.1" is not host:port`, 2},
+		{"metrics listen bad port", "[metrics]\nlisten = \"127.0.0.1:http\"\n",
+			"metrics.listen", `metrics.listen: "127.0.0.1:http" has no valid port`, 2},
 		{"socket path", "[tmux]\nsocket = \"/tmp/sock\"\n",
 			"tmux.socket", `tmux.socket: "/tmp/sock" must be a socket name`, 2},
 		{"empty binary", "[tmux]\nbinary = \"\"\n",
@@ -257,6 +261,9 @@ unknown_after = "2m"
 command = ["notify-send", "herd"]
 webhook = "https://hooks.example.com/herd"
 
+[metrics]
+listen = "127.0.0.1:9464"
+
 [[role]]
 name = "worker"
 replicas = 2
@@ -290,6 +297,7 @@ func TestParseFullFile(t *testing.T) {
 		Reaper: Reaper{Interval: time.Hour, IdleAfter: 24 * time.Hour},
 		Escalation: Escalation{WaitingAfter: 10 * time.Minute, UnknownAfter: 2 * time.Minute,
 			Command: []string{"notify-send", "herd"}, Webhook: "https://hooks.example.com/herd"},
+		Metrics: Metrics{Listen: "127.0.0.1:9464"},
 		Roles: []herd.Role{
 			{
 				Name: "worker", Replicas: 2, Command: []string{"claude", "--model", "opus"},

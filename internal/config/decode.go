@@ -23,6 +23,7 @@ type fileConfig struct {
 	Watchdog   fileWatchdog   `toml:"watchdog"`
 	Reaper     fileReaper     `toml:"reaper"`
 	Escalation fileEscalation `toml:"escalation"`
+	Metrics    fileMetrics    `toml:"metrics"`
 	Role       []fileRole     `toml:"role"`
 }
 
@@ -76,6 +77,10 @@ type fileEscalation struct {
 	UnknownAfter *string `toml:"unknown_after"`
 	Command      any     `toml:"command"`
 	Webhook      *string `toml:"webhook"`
+}
+
+type fileMetrics struct {
+	Listen *string `toml:"listen"`
 }
 
 type fileRole struct {

@@ -276,3 +276,22 @@ func TestSpoolIngest(t *testing.T) {
 		t.Errorf("[ingested] expected 2 activity events (-> working, -> waiting), got %d", n)
 	}
 }
+
+// TestEventsBadQuery: regression — a negative or garbled limit or after
+// answered 500 (the store refused it); it is the client's error.
+func TestEventsBadQuery(t *testing.T) {
+	e := newWDEnv(t)
+	h := e.d.server.Handler()
+	for _, q := range []string{"limit=-1", "limit=x", "after=-3", "after=1e3"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/events?"+q, nil))
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("[%s] expected 400 … got %d %s", q, rec.Code, rec.Body)
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/events?limit=2&after=0", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("[good] expected 200 … got %d %s", rec.Code, rec.Body)
+	}
+}

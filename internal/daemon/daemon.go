@@ -18,12 +18,14 @@ import (
 	"herd/internal/config"
 	"herd/internal/escalation"
 	"herd/internal/loop"
+	"herd/internal/metrics"
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/reaper"
 	"herd/internal/runtime"
 	"herd/internal/runtime/execrt"
 	"herd/internal/runtime/tmux"
+	"herd/internal/sdnotify"
 	"herd/internal/server"
 	"herd/internal/slots"
 	"herd/internal/stalls"
@@ -66,6 +68,8 @@ type Daemon struct {
 	escalator *escalation.Escalator
 	reaper    *reaper.Reaper
 	server    *server.Server
+	// metrics is nil unless [metrics] listen is set.
+	metrics *metrics.Metrics
 }
 
 // New returns a daemon; Run starts it.
@@ -95,6 +99,10 @@ func New(o Options) (*Daemon, error) {
 	}
 	d := &Daemon{log: log, cfg: cfg, proc: o.Proc, host: host, bootID: boot}
 	d.status = status.New(o.Store, host, cfg.Restart, log)
+	if cfg.Metrics.Listen != "" {
+		d.metrics = metrics.New(d.metricsSnapshot)
+		d.status.Metrics = d.metrics
+	}
 	d.tmux = tmux.New(&tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket, Timeout: cfg.Probe.Timeout})
 	d.exec = &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs"), CaptureCommand: o.CaptureCommand}
 	d.prober = prober.New(prober.Options{
@@ -113,6 +121,7 @@ func New(o Options) (*Daemon, error) {
 		Config: cfg, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Log: log,
 	})
 	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
+	d.escalator.Metrics = d.metrics
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Log: log})
 	d.server = server.New(server.Options{
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator,
@@ -145,6 +154,15 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("watchdog", func() { d.stalls.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("escalation", func() { d.escalator.Run(ctx) })
+	if d.metrics != nil {
+		mln, err := net.Listen("tcp", d.cfg.Metrics.Listen)
+		if err != nil {
+			d.log.Error("metrics: not served", "listen", d.cfg.Metrics.Listen, "err", err)
+		} else {
+			d.log.Info("metrics served", "addr", mln.Addr().String())
+			g.Go("metrics", func() { d.metrics.Run(ctx, mln) })
+		}
+	}
 	g.Go("retention", func() {
 		d.status.RunRetention(ctx, store.Retention{MaxAge: d.cfg.Store.EventRetention, MaxRows: d.cfg.Store.EventMaxRows})
 	})
@@ -156,9 +174,17 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	d.prober.Once(ctx)
 	g.Go("reconcile", func() { d.slots.Run(ctx) })
 	g.Go("probe", func() { d.prober.Run(ctx) })
+	notify := sdnotify.FromEnv()
+	if err := notify.Notify(sdnotify.Ready); err != nil {
+		d.log.Warn("systemd: readiness not sent", "err", err)
+	}
+	if every, ok := sdnotify.WatchdogInterval(); ok {
+		g.Go("systemd watchdog", func() { d.pingWatchdog(ctx, notify, every) })
+	}
 
 	<-ctx.Done()
 	d.log.Info("daemon stopping; agents keep running")
+	notify.Notify(sdnotify.Stopping)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	srv.Shutdown(shutdownCtx)
@@ -183,4 +209,32 @@ func CaptureCommand() []string {
 		return nil
 	}
 	return []string{exe, "capture"}
+}
+
+// pingWatchdog tells systemd the supervisor is alive, every half of its
+// watchdog interval, only while probe rounds keep ending: a wedged prober
+// stops the pings and systemd restarts the daemon (the agents live on).
+func (d *Daemon) pingWatchdog(ctx context.Context, n *sdnotify.Notifier, every time.Duration) {
+	loop.Loop{Name: "systemd watchdog", Log: d.log, Every: every / 2}.Run(ctx, func(context.Context) time.Duration {
+		if time.Since(d.prober.LastRound()) < every {
+			n.Notify(sdnotify.Watchdog)
+		}
+		return 0
+	})
+}
+
+// metricsSnapshot is the sessions gauge's view of this host's sessions.
+func (d *Daemon) metricsSnapshot() []metrics.Session {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	all, _, err := d.status.Live(ctx)
+	if err != nil {
+		d.log.Warn("metrics: read sessions", "err", err)
+		return nil
+	}
+	out := make([]metrics.Session, len(all))
+	for i, s := range all {
+		out[i] = metrics.Session{Role: s.Role, State: string(s.State), Activity: string(s.Activity)}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"herd"
 	"herd/internal/config"
 	"herd/internal/loop"
+	"herd/internal/metrics"
 	"herd/internal/store"
 )
 
@@ -40,6 +41,8 @@ type Escalator struct {
 	BackoffMin, BackoffMax time.Duration
 	// Workers is the size of the delivery pool.
 	Workers int
+	// Metrics counts escalations and deliveries; nil counts nothing.
+	Metrics *metrics.Metrics
 	// jobs carries episode keys due for delivery to the workers.
 	jobs chan string
 
@@ -286,6 +289,7 @@ func (e *Escalator) escalateTx(tx store.Tx, changed []target, now time.Time, epi
 		}
 	}
 	for _, ev := range fired {
+		e.Metrics.Escalation(ev.Reason)
 		e.log.Warn("escalated", "session", ev.Session, "rule", ev.Reason, "event", ev.ID, "msg", ev.Message)
 	}
 	return nil

@@ -55,6 +55,8 @@ type Prober struct {
 	watched map[string]*watchSet
 	// tmux is the memory between tmux listings.
 	tmux tmuxMemory
+	// lastRound is when the last probe round ended.
+	lastRound time.Time
 }
 
 // New returns a prober; Run starts its loop. Watchers may be added before
@@ -89,6 +91,14 @@ func (p *Prober) Kick() { loop.Wake(p.trig) }
 // background, bounded by its own timeout, and its sessions read unknown
 // for this round.
 func (p *Prober) Once(ctx context.Context) {
+	start := time.Now()
+	defer func() {
+		d := time.Since(start)
+		p.st.Metrics.Tick(d)
+		p.mu.Lock()
+		p.lastRound = time.Now()
+		p.mu.Unlock()
+	}()
 	tickCtx, cancel := context.WithTimeout(ctx, p.o.Interval)
 	defer cancel()
 	all, live, err := p.st.Live(tickCtx)
@@ -229,6 +239,14 @@ func (p *Prober) markPending(ctx context.Context, s herd.Session, inc string) {
 		cur.StateSince = time.Now().UTC()
 		return []*herd.Event{p.st.Event(*cur, inc, herd.EventRecovered, "", "tmux pane readable again; agent not seen yet", nil)}, nil
 	})
+}
+
+// LastRound returns when the last probe round ended (zero before the
+// first): a supervisor that stops probing stops being healthy.
+func (p *Prober) LastRound() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastRound
 }
 
 // Last returns the last good tmux snapshot (empty before the first).

@@ -43,7 +43,9 @@ func (p *Prober) probeTmux(ctx context.Context, sessions []status.Live, all []he
 	if p.o.Tmux == nil || (len(sessions) == 0 && !p.tmuxExpected()) {
 		return
 	}
+	start := time.Now()
 	snap := p.o.Tmux.Observe(ctx)
+	p.st.Metrics.Probe(herd.RuntimeTmux, time.Since(start), snap.Err != nil && ctx.Err() != nil)
 	if snap.Err == nil {
 		p.remember(snap, all)
 	}

@@ -131,7 +131,7 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
 		s, err := tx.Session(name)
 		if err != nil {
-			return fmt.Errorf("session %q: %w", name, err)
+			return slots.Named("session", name, err)
 		}
 		det.SessionView = sv.view(tx, s)
 		det.Snapshot = s.Snapshot
@@ -195,7 +195,7 @@ func (sv *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	err := sv.st.Store().View(r.Context(), func(tx store.Tx) (err error) {
 		s, err = tx.Session(name)
 		if err != nil {
-			return fmt.Errorf("session %q: %w", name, err)
+			return slots.Named("session", name, err)
 		}
 		if s.RuntimeKind == herd.RuntimeTmux && s.State.Live() {
 			inc, err = tx.Incarnation(s.Incarnation)
@@ -231,7 +231,7 @@ func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, slots.ErrAlreadyStopped):
 		reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s already stopped", name)})
 	case errors.Is(err, store.ErrNotFound):
-		fail(w, fmt.Errorf("session %q: %w", name, err))
+		fail(w, slots.Named("session", name, err))
 	case err != nil:
 		fail(w, err)
 	default:
@@ -246,7 +246,7 @@ func (sv *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if err := sv.o.Slots.Resume(ctx, name); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			err = fmt.Errorf("session %q: %w", name, err)
+			err = slots.Named("session", name, err)
 		}
 		fail(w, err)
 		return
@@ -359,8 +359,22 @@ func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Since = time.Now().Add(-dur)
 	}
-	f.AfterID, _ = strconv.ParseInt(q.Get("after"), 10, 64)
-	f.Limit, _ = strconv.Atoi(q.Get("limit"))
+	if v := q.Get("after"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 0 {
+			fail(w, badf("events: after: %q is not an event id", v))
+			return
+		}
+		f.AfterID = id
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(w, badf("events: limit: %q is not a count >= 0", v))
+			return
+		}
+		f.Limit = n
+	}
 	// wait long-polls: with no new event, the reply waits up to this long.
 	wait, _ := time.ParseDuration(q.Get("wait"))
 	deadline := time.Now().Add(min(wait, time.Minute))
@@ -403,7 +417,7 @@ func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
 	err := sv.st.Store().View(r.Context(), func(tx store.Tx) (err error) {
 		s, err = tx.Session(name)
 		if err != nil {
-			return fmt.Errorf("session %q: %w", name, err)
+			return slots.Named("session", name, err)
 		}
 		if s.RuntimeKind != herd.RuntimeTmux || !s.State.Live() {
 			return nil

@@ -105,6 +105,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 
 	if startErr != nil {
 		s.o.Log.Warn("launch failed", "session", req.Name, "err", startErr)
+		defer s.st.Metrics.Crash(herd.ReasonLaunchFailed)
 		return s.st.Store().Update(ctx, func(tx store.Tx) error {
 			ses.State = herd.StatePending
 			if err := tx.PutSession(ses); err != nil {
@@ -161,6 +162,9 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		return err
 	}
 	s.o.Prober.Watch(ses.Name, inc, l.Wait)
+	if req.Kind == herd.EventRestarted {
+		s.st.Metrics.Restart(role.Name)
+	}
 	return nil
 }
 

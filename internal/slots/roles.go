@@ -69,7 +69,7 @@ func (sl *Slots) Scale(ctx context.Context, name string, replicas int) error {
 	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
 		ro, err := tx.Role(name)
 		if err != nil {
-			return fmt.Errorf("role %q: %w", name, err)
+			return named("role", name, err)
 		}
 		ro.Replicas = replicas
 		ro.UpdatedAt = time.Now().UTC()
@@ -95,7 +95,7 @@ func (sl *Slots) DeleteRole(ctx context.Context, name string) (int, error) {
 		sessions = nil // the function may run again (a serialization retry)
 		ro, err := tx.Role(name)
 		if err != nil {
-			return fmt.Errorf("role %q: %w", name, err)
+			return named("role", name, err)
 		}
 		ro.Replicas = 0
 		ro.UpdatedAt = time.Now().UTC()
@@ -152,7 +152,7 @@ func (sl *Slots) Archive(ctx context.Context, name string) error {
 	return sl.st.Store().Update(ctx, func(tx store.Tx) error {
 		s, err := tx.Session(name)
 		if err != nil {
-			return fmt.Errorf("session %q: %w", name, err)
+			return named("session", name, err)
 		}
 		if s.Archived {
 			return nil
@@ -164,3 +164,16 @@ func (sl *Slots) Archive(ctx context.Context, name string) error {
 		return tx.AppendEvent(sl.st.Event(s, s.Incarnation, herd.EventActivity, herd.ReasonArchived, "archived by user; the reaper stops it once detached", nil))
 	})
 }
+
+// named puts the kind and name of a row in front of err, unless err
+// already names it (a store.NotFoundError: "session x not found").
+func named(what, name string, err error) error {
+	var nf *store.NotFoundError
+	if errors.As(err, &nf) {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", what, name, err)
+}
+
+// Named is named for the API's handlers.
+func Named(what, name string, err error) error { return named(what, name, err) }

@@ -36,6 +36,7 @@ func (w *Stalls) stall(ctx context.Context, it watchItem, v watchdog.Verdict, sa
 		return
 	}
 	w.o.Log.Warn("agent stalled", "session", it.S.Name, "silence", roundDur(v.Silence))
+	w.st.Metrics.Stall(it.S.Role)
 	m.mu.Lock()
 	m.stalls++
 	m.stallWarnings = 0

@@ -61,8 +61,13 @@ func (m *Manager) RecordDeath(ctx context.Context, dt Death) (bool, error) {
 		accounted = true
 		return m.CrashTx(tx, &s, &inc, dt.Exit, dt.Message, seen, time.Now().UTC())
 	})
-	if err == nil && accounted && m.ended != nil {
-		m.ended(dt.Incarnation)
+	if err == nil && accounted {
+		if !Succeeded(dt.Exit) {
+			m.Metrics.Crash(dt.Exit.Reason)
+		}
+		if m.ended != nil {
+			m.ended(dt.Incarnation)
+		}
 	}
 	return accounted, err
 }
@@ -85,7 +90,7 @@ func (m *Manager) CrashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, e
 	} else {
 		policy.Policy = herd.PolicyNever // no role: nothing to relaunch from
 	}
-	success := exit.Reason == herd.ReasonExitCode && exit.Code != nil && *exit.Code == 0
+	success := Succeeded(exit)
 	out := restart.Decide(policy, restart.Tracker{Restarts: s.Restarts}, restart.Ending{Success: success, RanFor: now.Sub(inc.StartedAt)})
 
 	data := exitData(exit)
@@ -180,4 +185,9 @@ func describeExit(e herd.Exit) string {
 		return "agent process is gone"
 	}
 	return e.Reason
+}
+
+// Succeeded reports whether an exit is a success (code 0), not a crash.
+func Succeeded(e herd.Exit) bool {
+	return e.Reason == herd.ReasonExitCode && e.Code != nil && *e.Code == 0
 }

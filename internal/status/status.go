@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/metrics"
 	"herd/internal/store"
 )
 
@@ -25,6 +26,10 @@ type Manager struct {
 	host     string
 	log      *slog.Logger
 	defaults herd.RestartPolicy
+
+	// Metrics counts crashes; nil counts nothing. Set before the daemon
+	// runs.
+	Metrics *metrics.Metrics
 
 	// seen returns what the watchdog saw of an ending incarnation, for its
 	// summary event; ended is told of every death accounted. Both are set

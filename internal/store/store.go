@@ -12,6 +12,21 @@ import (
 // ErrNotFound is returned when a requested row does not exist.
 var ErrNotFound = errors.New("not found")
 
+// NotFoundError names the row that does not exist, in words a user reads
+// ("session worker-7 not found"), with no mention of the backend. It
+// matches ErrNotFound under errors.Is.
+type NotFoundError struct {
+	// What is the kind of row: session, role, incarnation.
+	What string
+	// Key is its name or id.
+	Key string
+}
+
+func (e *NotFoundError) Error() string { return e.What + " " + e.Key + " not found" }
+
+// Is makes errors.Is(err, ErrNotFound) hold.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
 // Store is herd's persistent state. Every write happens in a transaction;
 // write transactions are serializable: a read-modify-write in one never loses
 // an update made by another, whichever process or host runs it (SQLite: BEGIN

@@ -53,10 +53,11 @@ type scanner interface {
 	Scan(dest ...any) error
 }
 
-// notFound wraps store.ErrNotFound, or returns err unchanged.
+// notFound turns a missing row into a store.NotFoundError, which names
+// the row and not the backend; other errors keep the backend's prefix.
 func (t *tx) notFound(err error, what, key string) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s: %s %q: %w", t.name, what, key, store.ErrNotFound)
+		return &store.NotFoundError{What: what, Key: key}
 	}
 	return fmt.Errorf("%s: %s %q: %w", t.name, what, key, err)
 }

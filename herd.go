@@ -166,12 +166,12 @@ type Role struct {
 	Restart      RestartPolicy     `json:"restart"`
 	UpdatedAt    time.Time         `json:"updated_at"`
 
-	Worktree        bool     `json:"worktree,omitempty"`         // each session in its own git worktree
-	WorktreeBase    string   `json:"worktree_base,omitempty"`    // ref to branch from; "" is the workdir's branch
-	WorktreeSetup   []string `json:"worktree_setup,omitempty"`   // argv run once in a new worktree
-	WorktreeInclude []string `json:"worktree_include,omitempty"` // globs of untracked files copied in
-	MemoryMax       int64    `json:"memory_max,omitempty"`       // bytes; 0 is no limit
-	PidsMax         int64    `json:"pids_max,omitempty"`         // 0 is no limit
+	Worktree        bool     `json:"worktree,omitempty"`          // each session in its own git worktree
+	WorktreeBase    string   `json:"worktree_base,omitempty"`     // ref to branch from; "" is the workdir's branch
+	WorktreeSetup   []string `json:"worktree_setup,omitempty"`    // argv run once in a new worktree
+	WorktreeInclude []string `json:"worktree_include,omitempty"`  // globs of untracked files copied in
+	MemoryMax       int64    `json:"memory_max,omitempty"`        // bytes; 0 is no limit
+	PidsMax         int64    `json:"pids_max,omitempty"`          // 0 is no limit
 	RestartOnUpdate bool     `json:"restart_on_update,omitempty"` // restart at the next idle moment when the agent binary was replaced
 }
 

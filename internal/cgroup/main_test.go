@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 	case "hog":
 		hog()
 		return
+	case "execin":
+		// Enter the cgroup named by the first argument and exec the rest.
+		fmt.Fprintln(os.Stderr, ExecIn(os.Args[1], os.Args[2:]))
+		os.Exit(3)
 	}
 	os.Exit(m.Run())
 }

@@ -35,33 +35,44 @@ func (m *Manager) Ensure(ctx context.Context, opts Options) (Worktree, error) {
 	path := filepath.Join(opts.root(r), opts.Session)
 	wt := Worktree{Repo: r.top, Path: path, Dir: filepath.Join(path, r.prefix), Branch: Branch(opts.Session)}
 
+	unlock := m.lockRepo(r.commonDir)
 	all, err := m.list(ctx, r.top)
 	if err != nil {
+		unlock()
 		return Worktree{}, err
 	}
 	if l, ok := find(all, path); ok && !l.prunable {
+		unlock()
 		return m.reuse(ctx, opts, wt, l)
 	}
-	if err := checkIndexLock(r); err != nil {
+	if err := m.prepare(ctx, opts, r, &wt); err != nil {
+		unlock()
 		return Worktree{}, err
 	}
-	if _, err := os.Lstat(path); err == nil {
-		return Worktree{}, fmt.Errorf("worktree: %s: %w", path, ErrPathTaken)
+	return m.create(ctx, opts, wt, r.commonDir, unlock)
+}
+
+// prepare checks that a worktree can be added at wt.Path and readies the
+// repository for it: the base resolved, stale registrations pruned, the
+// worktree root excluded. The repository is locked.
+func (m *Manager) prepare(ctx context.Context, opts Options, r repo, wt *Worktree) error {
+	if err := checkIndexLock(r); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(wt.Path); err == nil {
+		return fmt.Errorf("worktree: %s: %w", wt.Path, ErrPathTaken)
 	}
 	// A registration whose directory is gone (deleted by hand) would make
 	// worktree add refuse the path.
 	if _, err := m.git().Run(ctx, r.top, "worktree", "prune"); err != nil {
-		return Worktree{}, fmt.Errorf("worktree: %w", err)
+		return fmt.Errorf("worktree: %w", err)
 	}
 	base, err := m.resolveBase(ctx, opts, r)
 	if err != nil {
-		return Worktree{}, err
+		return err
 	}
 	wt.Base = base
-	if err := addExclude(r, opts.root(r)); err != nil {
-		return Worktree{}, err
-	}
-	return m.create(ctx, opts, wt)
+	return addExclude(r, opts.root(r))
 }
 
 // reuse returns an existing worktree. One whose setup never finished (the
@@ -140,9 +151,18 @@ func (m *Manager) resolveBase(ctx context.Context, opts Options, r repo) (string
 }
 
 // create adds the worktree, copies the included files and runs setup,
-// undoing everything when any step fails.
-func (m *Manager) create(ctx context.Context, opts Options, wt Worktree) (Worktree, error) {
+// undoing everything when any step fails. It is called with the
+// repository (shared git directory commonDir) locked, and releases the
+// lock with unlock once the worktree is registered.
+func (m *Manager) create(ctx context.Context, opts Options, wt Worktree, commonDir string, unlock func()) (Worktree, error) {
 	g := m.git()
+	relock := func() { unlock = m.lockRepo(commonDir) }
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
 	branchExists, err := g.Exit(ctx, wt.Repo, "show-ref", "--verify", "--quiet", "refs/heads/"+wt.Branch)
 	if err != nil {
 		return Worktree{}, fmt.Errorf("worktree: %w", err)
@@ -164,6 +184,10 @@ func (m *Manager) create(ctx context.Context, opts Options, wt Worktree) (Worktr
 		// A fresh context: the caller's may be what ended the creation.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitx.DefaultTimeout)
 		defer cancel()
+		if !locked {
+			relock()
+			locked = true
+		}
 		_, _ = g.Run(uctx, wt.Repo, "worktree", "remove", "--force", "--force", wt.Path)
 		_ = os.RemoveAll(wt.Path)
 		_, _ = g.Run(uctx, wt.Repo, "worktree", "prune")
@@ -182,6 +206,10 @@ func (m *Manager) create(ctx context.Context, opts Options, wt Worktree) (Worktr
 		undo()
 		return Worktree{}, err
 	}
+	// Copying and setup touch only the new worktree; other sessions of
+	// the repository need not wait for them.
+	unlock()
+	locked = false
 	copied, err := copyIncluded(opts.Workdir, wt.Dir, opts.Include)
 	if err != nil {
 		undo()

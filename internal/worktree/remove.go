@@ -40,10 +40,11 @@ type Removal struct {
 // its base has not (-1 when the base no longer exists). It returns an
 // error wrapping ErrNoWorktree when the session has none.
 func (m *Manager) Status(ctx context.Context, opts Options) (Status, error) {
-	path, err := m.Path(ctx, opts)
+	path, r, err := m.path(ctx, opts)
 	if err != nil {
 		return Status{}, err
 	}
+	defer m.lockRepo(r.commonDir)()
 	all, err := m.list(ctx, opts.Workdir)
 	if err != nil {
 		return Status{}, err
@@ -133,10 +134,11 @@ func (m *Manager) ahead(ctx context.Context, dir, base, branch string) (int, err
 // base lacks (merged, or none of its own). Otherwise both are kept and
 // Reason says why and where. The session must not be running.
 func (m *Manager) Remove(ctx context.Context, opts Options) (Removal, error) {
-	path, err := m.Path(ctx, opts)
+	path, r, err := m.path(ctx, opts)
 	if err != nil {
 		return Removal{}, err
 	}
+	defer m.lockRepo(r.commonDir)()
 	res := Removal{Session: opts.Session, Path: path, Branch: Branch(opts.Session)}
 	all, err := m.list(ctx, opts.Workdir)
 	if err != nil {
@@ -228,6 +230,7 @@ func (m *Manager) Prune(ctx context.Context, opts PruneOptions) ([]Removal, erro
 		return nil, err
 	}
 	root := Options{Root: opts.Root}.root(r)
+	defer m.lockRepo(r.commonDir)()
 	if _, err := m.git().Run(ctx, r.top, "worktree", "prune"); err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"herd"
@@ -76,10 +77,33 @@ type Status struct {
 	Ahead  int    `json:"ahead"`
 }
 
-// Manager creates, inspects and removes session worktrees. Its zero value works.
+// Manager creates, inspects and removes session worktrees. Its zero value
+// works, and one Manager may serve many goroutines: changes to one
+// repository are made one at a time (git's own locks would otherwise fail
+// concurrent worktree adds and exclude edits).
 type Manager struct {
 	Git          *gitx.Client  // nil means a default client
 	SetupTimeout time.Duration // 0 means DefaultSetupTimeout
+
+	mu    sync.Mutex             // guards the fields below
+	repos map[string]*sync.Mutex // per shared git directory
+}
+
+// lockRepo serializes changes to the repository whose shared git directory
+// is commonDir; it returns the unlock function.
+func (m *Manager) lockRepo(commonDir string) func() {
+	m.mu.Lock()
+	if m.repos == nil {
+		m.repos = map[string]*sync.Mutex{}
+	}
+	l, ok := m.repos[commonDir]
+	if !ok {
+		l = &sync.Mutex{}
+		m.repos[commonDir] = l
+	}
+	m.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 func (m *Manager) git() *gitx.Client {
@@ -144,15 +168,22 @@ func (o Options) root(r repo) string {
 
 // Path returns where the worktree of opts.Session lives, without creating it.
 func (m *Manager) Path(ctx context.Context, opts Options) (string, error) {
+	p, _, err := m.path(ctx, opts)
+	return p, err
+}
+
+// path is Path with the repository it found.
+func (m *Manager) path(ctx context.Context, opts Options) (string, repo, error) {
 	if err := checkSession(opts.Session); err != nil {
-		return "", err
+		return "", repo{}, err
 	}
 	r, err := m.locate(ctx, opts.Workdir)
 	if err != nil {
-		return "", err
+		return "", repo{}, err
 	}
-	return filepath.Join(opts.root(r), opts.Session), nil
+	return filepath.Join(opts.root(r), opts.Session), r, nil
 }
+
 
 // Branch returns the branch of a session.
 func Branch(session string) string { return BranchPrefix + session }

@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -360,5 +361,31 @@ func TestBaseBranch(t *testing.T) {
 	}
 	if res, err := m.Remove(t.Context(), Options{Workdir: repo, Session: "c-0", Root: outside}); err != nil || !res.Removed {
 		t.Fatalf("expected the outside worktree removed, got %+v (%v)", res, err)
+	}
+}
+
+func TestConcurrentEnsure(t *testing.T) {
+	repo := newRepo(t)
+	var m Manager
+	const n = 6
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := m.Ensure(t.Context(), Options{Workdir: repo, Session: fmt.Sprintf("w-%d", i),
+				Include: []string{".env"}, Setup: []string{"true"}})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("expected concurrent creation to succeed, got %v", err)
+		}
+	}
+	if list := run(t, repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != n+1 {
+		t.Errorf("expected %d worktrees, got %q", n+1, list)
+	}
+	exclude, _ := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
+	if strings.Count(string(exclude), "/.herd/\n") != 1 {
+		t.Errorf("expected /.herd/ once in info/exclude, got %q", exclude)
 	}
 }

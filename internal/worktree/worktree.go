@@ -184,7 +184,6 @@ func (m *Manager) path(ctx context.Context, opts Options) (string, repo, error) 
 	return filepath.Join(opts.root(r), opts.Session), r, nil
 }
 
-
 // Branch returns the branch of a session.
 func Branch(session string) string { return BranchPrefix + session }
 

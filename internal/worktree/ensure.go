@@ -43,7 +43,7 @@ func (m *Manager) Ensure(ctx context.Context, opts Options) (Worktree, error) {
 	}
 	if l, ok := find(all, path); ok && !l.prunable {
 		unlock()
-		return m.reuse(ctx, opts, wt, l)
+		return m.reuse(ctx, opts, wt, l, r.commonDir)
 	}
 	if err := m.prepare(ctx, opts, r, &wt); err != nil {
 		unlock()
@@ -76,8 +76,10 @@ func (m *Manager) prepare(ctx context.Context, opts Options, r repo, wt *Worktre
 }
 
 // reuse returns an existing worktree. One whose setup never finished (the
-// daemon died during it) is removed and made again when that loses nothing.
-func (m *Manager) reuse(ctx context.Context, opts Options, wt Worktree, l listed) (Worktree, error) {
+// daemon died during it, so no agent ever ran there) is discarded and
+// made again; if its branch has commits of its own after all, it is
+// somebody's work and is used as it is.
+func (m *Manager) reuse(ctx context.Context, opts Options, wt Worktree, l listed, commonDir string) (Worktree, error) {
 	if l.branch != wt.Branch {
 		return Worktree{}, fmt.Errorf("worktree: %s has branch %q, want %q: %w", wt.Path, l.branch, wt.Branch, ErrPathTaken)
 	}
@@ -93,14 +95,32 @@ func (m *Manager) reuse(ctx context.Context, opts Options, wt Worktree, l listed
 	if ready != "" {
 		return wt, nil
 	}
-	res, err := m.Remove(ctx, opts)
-	if err != nil {
-		return Worktree{}, err
+	unlock := m.lockRepo(commonDir)
+	ahead, err := m.ahead(ctx, wt.Path, base, wt.Branch)
+	if err == nil && ahead != 0 {
+		err = m.writeMeta(ctx, wt.Path, readyFile, "ok")
+		unlock()
+		return wt, err
 	}
-	if !res.Removed {
-		return Worktree{}, fmt.Errorf("worktree: %s: setup never finished and it cannot be made again: %s", wt.Path, res.Reason)
-	}
+	m.discard(ctx, wt, true)
+	unlock()
 	return m.Ensure(ctx, opts)
+}
+
+// discard force-removes a worktree herd made (and its branch, when
+// deleteBranch). Errors are ignored: it cleans up after a failure, and
+// each step works on whatever the previous one left.
+func (m *Manager) discard(ctx context.Context, wt Worktree, deleteBranch bool) {
+	// A fresh context: the caller's may be what ended the creation.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitx.DefaultTimeout)
+	defer cancel()
+	g := m.git()
+	_, _ = g.Run(ctx, wt.Repo, "worktree", "remove", "--force", "--force", wt.Path)
+	_ = os.RemoveAll(wt.Path)
+	_, _ = g.Run(ctx, wt.Repo, "worktree", "prune")
+	if deleteBranch {
+		_, _ = g.Run(ctx, wt.Repo, "branch", "-D", wt.Branch)
+	}
 }
 
 // checkIndexLock refuses to work on a repository whose index is locked.
@@ -181,19 +201,11 @@ func (m *Manager) create(ctx context.Context, opts Options, wt Worktree, commonD
 		args = append(args, "-b", wt.Branch, wt.Path, wt.Base)
 	}
 	undo := func() {
-		// A fresh context: the caller's may be what ended the creation.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitx.DefaultTimeout)
-		defer cancel()
 		if !locked {
 			relock()
 			locked = true
 		}
-		_, _ = g.Run(uctx, wt.Repo, "worktree", "remove", "--force", "--force", wt.Path)
-		_ = os.RemoveAll(wt.Path)
-		_, _ = g.Run(uctx, wt.Repo, "worktree", "prune")
-		if !branchExists {
-			_, _ = g.Run(uctx, wt.Repo, "branch", "-D", wt.Branch)
-		}
+		m.discard(ctx, wt, !branchExists)
 		for i := len(madeDirs) - 1; i >= 0; i-- {
 			_ = os.Remove(madeDirs[i]) // only when empty
 		}

@@ -280,10 +280,24 @@ func TestHalfCreatedIsMadeAgain(t *testing.T) {
 	if err := os.Remove(filepath.Join(priv, readyFile)); err != nil {
 		t.Fatal(err)
 	}
+	// Setup's partial output (not ignored) makes it dirty; it goes anyway.
+	write(t, wt.Path, "node_modules/partial", "x\n")
 	opts.Setup = []string{"true"}
 	again, err := m.Ensure(t.Context(), opts)
-	if err != nil || !again.Created {
-		t.Fatalf("expected the half-made worktree made again, got %+v (%v)", again, err)
+	if err != nil || !again.Created || exists(filepath.Join(again.Path, "node_modules")) {
+		t.Fatalf("expected the half-made worktree made again from scratch, got %+v (%v)", again, err)
+	}
+
+	// Half-made but with a commit of its own: somebody's work, used as is.
+	write(t, again.Path, "work.go", "package main\n")
+	run(t, again.Path, "add", "work.go")
+	run(t, again.Path, "commit", "-qm", "work")
+	if err := os.Remove(filepath.Join(priv, readyFile)); err != nil {
+		t.Fatal(err)
+	}
+	third, err := m.Ensure(t.Context(), opts)
+	if err != nil || third.Created || !exists(filepath.Join(third.Path, "work.go")) {
+		t.Fatalf("expected the worktree with a commit kept as it is, got %+v (%v)", third, err)
 	}
 }
 

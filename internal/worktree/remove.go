@@ -204,11 +204,16 @@ func (m *Manager) removeOne(ctx context.Context, repoDir string, res Removal, pr
 	return res, nil
 }
 
-// removeEmptyParents removes dir and the .herd directory above it when
-// they are empty (os.Remove refuses non-empty ones).
+// removeEmptyParents removes the default worktree root (.herd/worktrees)
+// and the .herd directory above it once they are empty (os.Remove
+// refuses non-empty ones). A configured root is the user's and stays.
 func removeEmptyParents(dir string) {
-	if os.Remove(dir) == nil && filepath.Base(filepath.Dir(dir)) == ".herd" {
-		_ = os.Remove(filepath.Dir(dir))
+	parent := filepath.Dir(dir)
+	if filepath.Base(dir) != filepath.Base(DefaultDir) || filepath.Base(parent) != filepath.Dir(DefaultDir) {
+		return
+	}
+	if os.Remove(dir) == nil {
+		_ = os.Remove(parent)
 	}
 }
 

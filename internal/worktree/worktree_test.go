@@ -376,6 +376,9 @@ func TestBaseBranch(t *testing.T) {
 	if res, err := m.Remove(t.Context(), Options{Workdir: repo, Session: "c-0", Root: outside}); err != nil || !res.Removed {
 		t.Fatalf("expected the outside worktree removed, got %+v (%v)", res, err)
 	}
+	if !exists(outside) {
+		t.Error("expected a configured root to stay")
+	}
 }
 
 func TestConcurrentEnsure(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"herd"
 	"herd/internal/proc"
 )
 
@@ -36,7 +37,18 @@ type Containment struct {
 
 // New detects what the host allows and logs it once: the mode, and why
 // not cgroups (or which limits the kernel will not enforce).
+//
+// It also drops HERD_INCARNATION from the caller's environment: a daemon
+// started from inside an agent's pane inherits that agent's marker, and
+// the tmux server and other children it starts would carry it too and be
+// ended with that incarnation. (The caller's own process is never
+// matched.)
 func New(log *slog.Logger, opts Options, bootID string) *Containment {
+	if inc, ok := os.LookupEnv(herd.EnvIncarnation); ok {
+		log.Warn("started with an incarnation marker in the environment; dropped so herd's children do not carry it",
+			"incarnation", inc)
+		os.Unsetenv(herd.EnvIncarnation)
+	}
 	c := &Containment{fs: proc.Real(), bootID: bootID}
 	m, err := Detect(opts)
 	if err != nil {

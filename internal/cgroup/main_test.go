@@ -82,6 +82,23 @@ func start(t *testing.T, marker string, attr *syscall.SysProcAttr, argv ...strin
 	}
 	attr.Setpgid = true
 	cmd.SysProcAttr = attr
+	return startCmd(t, cmd)
+}
+
+// newTreeCmd returns the command of treeScript with marker inc.
+func newTreeCmd(inc string, attr *syscall.SysProcAttr) *exec.Cmd {
+	cmd := exec.Command("sh", "-c", treeScript)
+	cmd.Env = append(os.Environ(), herd.EnvIncarnation+"="+inc)
+	attr.Setpgid = true
+	cmd.SysProcAttr = attr
+	return cmd
+}
+
+// startCmd starts cmd, reaps it in the background and kills it (its group
+// too) when the test ends.
+func startCmd(t *testing.T, cmd *exec.Cmd) *started {
+	t.Helper()
+	argv := cmd.Args
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %v: %v", argv, err)
 	}

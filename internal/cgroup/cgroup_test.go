@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -334,5 +335,30 @@ func TestCgroupFreezeKillFallback(t *testing.T) {
 	<-agent.reaped
 	if b, _ := os.ReadFile(filepath.Join(g.Path, "cgroup.freeze")); strings.TrimSpace(string(b)) != "0" {
 		t.Errorf("expected the group thawed afterwards, got %q", b)
+	}
+}
+
+func TestDetectInNonRootCgroup(t *testing.T) {
+	// A daemon running in a cgroup of its own below the root (a delegated
+	// systemd scope) gets its subtree beneath that cgroup.
+	m := detect(t)
+	own := filepath.Join(m.Root(), "daemon-scope")
+	if err := os.Mkdir(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(own, DefaultName)
+	t.Cleanup(func() {
+		_ = syscall.Rmdir(want)
+		_ = syscall.Rmdir(own)
+	})
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, own)
+	cmd.Env = append(os.Environ(), envMode+"=nested")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nested detect: %v: %s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Fatalf("expected herd's subtree at %s, got %q", want, got)
 	}
 }

@@ -21,6 +21,20 @@ func TestMain(m *testing.M) {
 	case "hog":
 		hog()
 		return
+	case "nested":
+		// Move into the cgroup named by the first argument, as a daemon
+		// in a delegated cgroup would be, and detect from there.
+		if err := Enter(os.Args[1]); err != nil {
+			fmt.Println("enter:", err)
+			os.Exit(3)
+		}
+		m, err := Detect(Options{})
+		if err != nil {
+			fmt.Println("detect:", err)
+			os.Exit(3)
+		}
+		fmt.Println(m.Root())
+		os.Exit(0)
 	case "execin":
 		// Enter the cgroup named by the first argument and exec the rest.
 		fmt.Fprintln(os.Stderr, ExecIn(os.Args[1], os.Args[2:]))

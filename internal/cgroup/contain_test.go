@@ -127,3 +127,41 @@ func TestExecInEntersCgroup(t *testing.T) {
 		t.Error("expected an error for an empty command")
 	}
 }
+
+func TestContainmentAfterCrash(t *testing.T) {
+	// The agent dies on its own; its 51 descendants live on until the
+	// crash path stops the incarnation.
+	boot := bootID(t)
+	fsys := proc.Real()
+	for mode, c := range containments(t) {
+		inc := "inc-crash-" + string(mode)
+		cleanupMarked(t, boot, inc)
+		l, err := c.Prepare(inc, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		attr := &syscall.SysProcAttr{}
+		l.Apply(attr)
+		agent := start(t, inc, attr, "sh", "-c", treeScript)
+		l.Close()
+		waitFor(t, "the tree", 15*time.Second, func() bool {
+			ids, _ := Marked(fsys, boot, inc)
+			return len(ids) == treeSize
+		})
+		if err := agent.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-agent.reaped
+		if ids, _ := Marked(fsys, boot, inc); len(ids) != treeSize-1 {
+			t.Fatalf("[%s] expected %d orphans after the crash, got %d", mode, treeSize-1, len(ids))
+		}
+		rep, err := c.Stop(t.Context(), inc, time.Second)
+		if err != nil {
+			t.Fatalf("[%s] stop: %v", mode, err)
+		}
+		t.Logf("[%s] crash cleanup: %d orphans gone in %v", mode, treeSize-1, rep.Took)
+		if left, _ := Marked(fsys, boot, inc); len(left) != 0 || rep.Took > 2*time.Second {
+			t.Errorf("[%s] expected nothing left within grace + 1s, got %d left after %v", mode, len(left), rep.Took)
+		}
+	}
+}

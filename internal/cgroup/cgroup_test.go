@@ -69,8 +69,7 @@ func TestCgroupStopsDetachedTree(t *testing.T) {
 	agent := startIn(t, g, marker, "sh", "-c", treeScript)
 
 	waitFor(t, "52 processes in the cgroup", 15*time.Second, func() bool {
-		pids, _ := g.Procs()
-		return len(pids) == treeSize
+		return treeUp(boot, marker) && groupHolds(g, treeSize)
 	})
 	if pop, err := g.Populated(); err != nil || !pop {
 		t.Fatalf("expected populated, got %v (%v)", pop, err)
@@ -321,8 +320,7 @@ func TestCgroupFreezeKillFallback(t *testing.T) {
 	}
 	agent := startIn(t, g, marker, "sh", "-c", treeScript)
 	waitFor(t, "52 processes in the cgroup", 15*time.Second, func() bool {
-		pids, _ := g.Procs()
-		return len(pids) == treeSize
+		return treeUp(boot, marker) && groupHolds(g, treeSize)
 	})
 	begin := time.Now()
 	if err := g.Kill(t.Context()); err != nil {

@@ -59,8 +59,7 @@ func TestContainmentStop(t *testing.T) {
 		agent := start(t, inc, attr, "sh", "-c", treeScript)
 		l.Close()
 		waitFor(t, "the tree", 15*time.Second, func() bool {
-			ids, _ := Marked(fsys, boot, inc)
-			return len(ids) == treeSize
+			return treeUp(boot, inc)
 		})
 		u, err := c.Usage(inc)
 		if err != nil || u.Memory <= 0 || u.Source != mode {
@@ -145,8 +144,7 @@ func TestContainmentAfterCrash(t *testing.T) {
 		agent := start(t, inc, attr, "sh", "-c", treeScript)
 		l.Close()
 		waitFor(t, "the tree", 15*time.Second, func() bool {
-			ids, _ := Marked(fsys, boot, inc)
-			return len(ids) == treeSize
+			return treeUp(boot, inc)
 		})
 		if err := agent.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)

@@ -71,9 +71,27 @@ while [ $i -lt 49 ]; do sleep 1000 & i=$((i+1)); done
 setsid sh -c "trap '' TERM; (sleep 1000 &); exec sleep 1000" &
 wait`
 
-// treeSize is how many processes treeScript makes: the agent, 49 sleeps,
-// the setsid'd one and its double-forked daemon.
+// treeSize is how many processes treeScript makes once it settled: the
+// agent and 51 sleeps (49, the setsid'd shell after its exec, and the
+// double-forked daemon).
 const treeSize = 52
+
+// treeUp reports whether the tree of marker inc has settled: the agent
+// shell and 51 sleeps, no transient subshell left.
+func treeUp(boot, inc string) bool {
+	fsys := proc.Real()
+	ids, _ := Marked(fsys, boot, inc)
+	if len(ids) != treeSize {
+		return false
+	}
+	sleeps := 0
+	for _, id := range ids {
+		if st, err := fsys.Stat(id.PID); err == nil && st.Comm == "sleep" {
+			sleeps++
+		}
+	}
+	return sleeps == treeSize-1
+}
 
 // started is a process a test started and reaps.
 type started struct {
@@ -178,4 +196,10 @@ func bootID(t *testing.T) string {
 		t.Skipf("no boot id: %v", err)
 	}
 	return b
+}
+
+// groupHolds reports whether g holds n processes.
+func groupHolds(g *Group, n int) bool {
+	pids, err := g.Procs()
+	return err == nil && len(pids) == n
 }

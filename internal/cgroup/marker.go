@@ -90,23 +90,39 @@ func StopMarked(ctx context.Context, fsys proc.FS, bootID, marker string, grace 
 		return alive, nil
 	}
 
+	// A process in the middle of an exec shows an empty environment for
+	// an instant, so one empty scan after processes were found is
+	// confirmed by a second one before the tree counts as gone.
+	emptyBefore := false
+	done := func(n int) bool {
+		if n > 0 {
+			emptyBefore = false
+			return false
+		}
+		if res.Found == 0 || emptyBefore {
+			res.Took = time.Since(start)
+			return true
+		}
+		emptyBefore = true
+		return false
+	}
+
 	graceEnd := time.Now().Add(grace)
 	for {
 		n, err := term()
 		if err != nil {
 			return res, err
 		}
-		if n == 0 {
-			res.Took = time.Since(start)
+		if done(n) {
 			return res, nil
 		}
-		if !time.Now().Before(graceEnd) {
+		if !time.Now().Before(graceEnd) && n > 0 {
 			break
 		}
 		select {
 		case <-ctx.Done():
 			return res, leftOver(&res, fsys, bootID, marker, ctx.Err())
-		case <-time.After(min(markerPoll, time.Until(graceEnd))):
+		case <-time.After(pollWait(graceEnd)):
 		}
 	}
 	killedBefore := map[herd.Identity]bool{}
@@ -115,8 +131,7 @@ func StopMarked(ctx context.Context, fsys proc.FS, bootID, marker string, grace 
 		if err != nil {
 			return res, err
 		}
-		if len(ids) == 0 {
-			res.Took = time.Since(start)
+		if done(len(ids)) {
 			return res, nil
 		}
 		for _, id := range ids {
@@ -136,6 +151,15 @@ func StopMarked(ctx context.Context, fsys proc.FS, bootID, marker string, grace 
 		case <-time.After(markerPoll):
 		}
 	}
+}
+
+// pollWait is how long to wait before the next scan of the grace period:
+// markerPoll, or less when the grace period ends sooner.
+func pollWait(graceEnd time.Time) time.Duration {
+	if r := time.Until(graceEnd); r > 0 && r < markerPoll {
+		return r
+	}
+	return markerPoll
 }
 
 // leftOver records the pids still carrying the marker and returns cause.

@@ -19,11 +19,13 @@ func TestStopMarkedEndsDetachedTree(t *testing.T) {
 	other := start(t, "inc-other", nil, "sleep", "1000")
 	agent := start(t, marker, nil, "sh", "-c", treeScript)
 
-	var ids []herd.Identity
 	waitFor(t, "the tree of 52 processes", 15*time.Second, func() bool {
-		ids, _ = Marked(fsys, boot, marker)
-		return len(ids) == treeSize
+		return treeUp(boot, marker)
 	})
+	ids, err := Marked(fsys, boot, marker)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sessions := map[int]bool{}
 	for _, id := range ids {
 		st, err := fsys.Stat(id.PID)

@@ -85,8 +85,7 @@ func TestTmuxPaneThroughExecIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the tree inside the cgroup", 15*time.Second, func() bool {
-		pids, _ := g.Procs()
-		return len(pids) == treeSize
+		return treeUp(boot, inc) && groupHolds(g, treeSize)
 	})
 	rep, err := c.Stop(t.Context(), inc, time.Second)
 	if err != nil {

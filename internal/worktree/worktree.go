@@ -241,6 +241,19 @@ func samePath(a, b string) bool {
 
 // privateDir returns the worktree's own git directory (.git/worktrees/<name>).
 func (m *Manager) privateDir(ctx context.Context, path string) (string, error) {
+	// A linked worktree's .git is a file naming that directory; reading
+	// it spares a git call per lookup (get sessions asks for every
+	// session).
+	if b, err := os.ReadFile(filepath.Join(path, ".git")); err == nil {
+		if d, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: "); ok {
+			if !filepath.IsAbs(d) {
+				d = filepath.Join(path, d)
+			}
+			if st, err := os.Stat(d); err == nil && st.IsDir() {
+				return d, nil
+			}
+		}
+	}
 	d, err := m.git().Line(ctx, path, "rev-parse", "--absolute-git-dir")
 	if err != nil {
 		return "", fmt.Errorf("worktree: %w", err)

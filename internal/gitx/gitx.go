@@ -25,6 +25,8 @@ const waitDelay = 500 * time.Millisecond
 type Client struct {
 	Binary  string        // git executable; "" means "git"
 	Timeout time.Duration // per call, applied when ctx has no earlier deadline; 0 means DefaultTimeout
+	// Isolated ignores the user's global and system git configuration.
+	Isolated bool
 }
 
 // Error is a failed git call: the directory, the arguments, git's stderr
@@ -73,35 +75,44 @@ func (c *Client) timeout() time.Duration {
 	return c.Timeout
 }
 
-// env is the environment of every git call: ours, minus the variables that
-// would point git at another repository, plus settings that keep git from
-// prompting, paging or reading the user's global and system configuration
-// (aliases, hooks paths, signing or fsmonitor settings there must not
-// change what herd's calls do). Identity variables are set so commits made
-// for tests and merges never fail for want of user.name.
-func env() []string {
+// env is the environment of a git call: ours, minus the variables that
+// would point git at another repository or change its output, plus
+// settings that keep git from prompting, paging, translating its messages
+// (errors are matched on), or taking optional locks (herd's status reads
+// must not make an agent's own git commands fail on index.lock).
+//
+// The user's global and system configuration is read unless isolated: a
+// session's worktree must be checked out the way the user's own checkouts
+// are (LFS filters, autocrlf, hooks path), and the output herd parses is
+// unaffected by it (-z and porcelain formats, no pager, no terminal).
+func env(isolated bool) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
 		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
 			"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
-			"GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
-			"GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_TERMINAL_PROMPT",
-			"GIT_ASKPASS", "SSH_ASKPASS", "GIT_PAGER", "PAGER", "LANG", "LC_ALL", "LANGUAGE":
+			"GIT_CONFIG", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_TERMINAL_PROMPT",
+			"GIT_ASKPASS", "SSH_ASKPASS", "GIT_PAGER", "PAGER", "GIT_OPTIONAL_LOCKS",
+			"LANG", "LC_ALL", "LANGUAGE":
 			continue
+		case "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM":
+			if isolated {
+				continue
+			}
 		}
 		out = append(out, kv)
 	}
-	return append(out,
+	out = append(out,
 		"GIT_TERMINAL_PROMPT=0",
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL="+os.DevNull,
 		"GIT_PAGER=cat",
+		"GIT_OPTIONAL_LOCKS=0",
 		"LC_ALL=C",
-		"GIT_AUTHOR_NAME=herd", "GIT_AUTHOR_EMAIL=herd@localhost",
-		"GIT_COMMITTER_NAME=herd", "GIT_COMMITTER_EMAIL=herd@localhost",
 	)
+	if isolated {
+		out = append(out, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	}
+	return out
 }
 
 // Run runs git with args in dir and returns its stdout. It is bounded by
@@ -113,7 +124,7 @@ func (c *Client) Run(ctx context.Context, dir string, args ...string) ([]byte, e
 
 	cmd := exec.CommandContext(ctx, c.binary(), args...)
 	cmd.Dir = dir
-	cmd.Env = env()
+	cmd.Env = env(c.Isolated)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +48,8 @@ func TestExit(t *testing.T) {
 	if _, err := c.Run(t.Context(), dir, "add", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Run(t.Context(), dir, "commit", "-qm", "a"); err != nil {
-		t.Fatalf("commit (identity comes from the wrapper): %v", err)
+	if _, err := c.Run(t.Context(), dir, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "a"); err != nil {
+		t.Fatalf("commit: %v", err)
 	}
 	ok, err := c.Exit(t.Context(), dir, "diff", "--quiet")
 	if err != nil || !ok {
@@ -84,18 +85,57 @@ func TestTimeoutKillsCall(t *testing.T) {
 	}
 }
 
-func TestEnvDropsRepositoryOverrides(t *testing.T) {
+func TestEnv(t *testing.T) {
 	t.Setenv("GIT_DIR", "/nonexistent")
 	t.Setenv("GIT_TERMINAL_PROMPT", "1")
-	e := env()
-	for _, kv := range e {
-		if strings.HasPrefix(kv, "GIT_DIR=") || kv == "GIT_TERMINAL_PROMPT=1" {
-			t.Errorf("expected %s to be dropped", kv)
+	t.Setenv("GIT_CONFIG_GLOBAL", "/somewhere/gitconfig")
+	cases := []struct {
+		isolated bool
+		want     []string
+		absent   []string
+	}{
+		{false, []string{"GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C", "GIT_CONFIG_GLOBAL=/somewhere/gitconfig"},
+			[]string{"GIT_DIR=/nonexistent", "GIT_TERMINAL_PROMPT=1", "GIT_CONFIG_NOSYSTEM=1"}},
+		{true, []string{"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull},
+			[]string{"GIT_DIR=/nonexistent", "GIT_CONFIG_GLOBAL=/somewhere/gitconfig"}},
+	}
+	for _, c := range cases {
+		e := env(c.isolated)
+		for _, w := range c.want {
+			if !slices.Contains(e, w) {
+				t.Errorf("[isolated=%v] expected %s in the environment", c.isolated, w)
+			}
+		}
+		for _, a := range c.absent {
+			if slices.Contains(e, a) {
+				t.Errorf("[isolated=%v] expected %s dropped", c.isolated, a)
+			}
 		}
 	}
 	dir := t.TempDir()
-	var c Client
+	c := Client{Isolated: true}
 	if _, err := c.Run(t.Context(), dir, "init", "-q"); err != nil {
 		t.Fatalf("expected init to ignore GIT_DIR, got %v", err)
+	}
+}
+
+func TestIsolatedIgnoresGlobalConfig(t *testing.T) {
+	// A global config that sets a value herd would see.
+	global := filepath.Join(t.TempDir(), "gitconfig")
+	if err := os.WriteFile(global, []byte("[herdtest]\n\tvalue = global\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_CONFIG_GLOBAL", global)
+	dir := t.TempDir()
+	cases := []struct {
+		isolated bool
+		want     string
+	}{{false, "global"}, {true, ""}}
+	for _, c := range cases {
+		cl := Client{Isolated: c.isolated}
+		got, _ := cl.Line(t.Context(), dir, "config", "--get", "herdtest.value")
+		if got != c.want {
+			t.Errorf("[isolated=%v] expected %q, got %q", c.isolated, c.want, got)
+		}
 	}
 }

@@ -27,7 +27,8 @@ const (
 // contain an incarnation's process tree. It uses a cgroup per incarnation
 // when Detect succeeds and the environment marker otherwise, and in both
 // modes sweeps marked processes after a stop, so nothing of the tree is
-// left whichever way it escaped.
+// left whichever way it escaped. It holds no mutable state: one value
+// serves every goroutine.
 type Containment struct {
 	cg     *Manager // nil in ModeMarker
 	why    string   // why not ModeCgroup, or which cgroup features are missing

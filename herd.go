@@ -114,6 +114,12 @@ const (
 	EventActivity     = "activity"
 	EventProbeUnknown = "probe_unknown"
 	EventSummary      = "summary"
+	// Additions.
+	EventNotified = "notified"
+	EventRollout  = "rollout"
+	// EventWorktree records what became of a session's git worktree when
+	// its role was deleted: reason removed, or kept (with why and where).
+	EventWorktree = "worktree"
 )
 
 // EventKinds lists the event kinds, in the order of PRODUCT.md.
@@ -123,6 +129,7 @@ var EventKinds = []string{
 	EventStalled, EventStallWarning, EventUnstalled, EventKilled,
 	EventReaped, EventStopped, EventResumed, EventRecovered,
 	EventEscalated, EventActivity, EventProbeUnknown, EventSummary,
+	EventNotified, EventRollout, EventWorktree,
 }
 
 // Reasons: short machine words carried by events and exits.
@@ -171,6 +178,14 @@ type Role struct {
 	AgentProcess string            `json:"agent_process"`
 	Restart      RestartPolicy     `json:"restart"`
 	UpdatedAt    time.Time         `json:"updated_at"`
+
+	Worktree        bool     `json:"worktree,omitempty"`          // each session in its own git worktree
+	WorktreeBase    string   `json:"worktree_base,omitempty"`     // ref to branch from; "" is the workdir's branch
+	WorktreeSetup   []string `json:"worktree_setup,omitempty"`    // argv run once in a new worktree
+	WorktreeInclude []string `json:"worktree_include,omitempty"`  // globs of untracked files copied in
+	MemoryMax       int64    `json:"memory_max,omitempty"`        // bytes; 0 is no limit
+	PidsMax         int64    `json:"pids_max,omitempty"`          // 0 is no limit
+	RestartOnUpdate bool     `json:"restart_on_update,omitempty"` // restart at the next idle moment when the agent binary was replaced
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,40}$`)

@@ -304,6 +304,7 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 		set(&r.Runtime, f.Runtime)
 		set(&r.Agent, f.Agent)
 		set(&r.AgentProcess, f.AgentProcess)
+		setupOK, includeOK, memOK := b.roleContainment(&r, f, report)
 
 		var written map[string]bool
 		r.Restart, written = b.restart(defaults, f.Restart, func(p problem) {
@@ -329,12 +330,72 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 				continue // already reported
 			case p.keys[0] == "workdir" && err != nil:
 				continue
+			case strings.HasPrefix(p.keys[0], "worktree_setup") && !setupOK,
+				strings.HasPrefix(p.keys[0], "worktree_include") && !includeOK,
+				p.keys[0] == "memory_max" && !memOK:
+				continue // already reported
 			}
 			report(p)
 		}
 		roles = append(roles, r)
 	}
 	return roles
+}
+
+// roleContainment decodes a role's worktree and resource keys into r. It
+// reports values that cannot be decoded and returns, per key that can
+// fail, whether it decoded.
+func (b *builder) roleContainment(r *herd.Role, f fileRole, report func(problem)) (setupOK, includeOK, memOK bool) {
+	set(&r.Worktree, f.Worktree)
+	set(&r.WorktreeBase, f.WorktreeBase)
+	set(&r.PidsMax, f.PidsMax)
+	set(&r.RestartOnUpdate, f.RestartOnUpdate)
+	setupOK, includeOK, memOK = true, true, true
+	if f.WorktreeSetup != nil {
+		argv, p := argvOf(f.WorktreeSetup, "worktree_setup")
+		if p != nil {
+			report(*p)
+			setupOK = false
+		}
+		r.WorktreeSetup = argv
+	}
+	if f.WorktreeInclude != nil {
+		globs, p := stringsOf(f.WorktreeInclude, "worktree_include")
+		if p != nil {
+			report(*p)
+			includeOK = false
+		}
+		r.WorktreeInclude = globs
+	}
+	if f.MemoryMax != nil && *f.MemoryMax != "" {
+		n, err := ParseSize(*f.MemoryMax)
+		if err != nil {
+			report(problem{[]string{"memory_max"}, err.Error()})
+			memOK = false
+		}
+		r.MemoryMax = n
+	}
+	return setupOK, includeOK, memOK
+}
+
+// stringsOf converts a decoded array of strings; a lone string is refused
+// with a hint to write an array.
+func stringsOf(v any, key string) ([]string, *problem) {
+	switch v := v.(type) {
+	case string:
+		return nil, &problem{[]string{key}, fmt.Sprintf("%q is a string; write an array, e.g. %s = [%q]", v, key, v)}
+	case []any:
+		out := make([]string, len(v))
+		for i, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return nil, &problem{[]string{fmt.Sprintf("%s[%d]", key, i), key}, fmt.Sprintf("got %v, want a string", e)}
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return nil, &problem{[]string{key}, fmt.Sprintf("got %v, want an array of strings", v)}
 }
 
 // argvOf converts a decoded command value to argv. A string is refused with

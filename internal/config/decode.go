@@ -93,6 +93,14 @@ type fileRole struct {
 	Agent        *string           `toml:"agent"`
 	AgentProcess *string           `toml:"agent_process"`
 	Restart      fileRestart       `toml:"restart"`
+
+	Worktree        *bool   `toml:"worktree"`
+	WorktreeBase    *string `toml:"worktree_base"`
+	WorktreeSetup   any     `toml:"worktree_setup"`
+	WorktreeInclude any     `toml:"worktree_include"`
+	MemoryMax       *string `toml:"memory_max"`
+	PidsMax         *int64  `toml:"pids_max"`
+	RestartOnUpdate *bool   `toml:"restart_on_update"`
 }
 
 // decode strictly decodes data: unknown keys and mistyped values are errors.

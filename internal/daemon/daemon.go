@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/cgroup"
 	"herd/internal/config"
 	"herd/internal/escalation"
 	"herd/internal/loop"
@@ -114,7 +115,7 @@ func New(o Options) (*Daemon, error) {
 		Status: d.status, Prober: d.prober, Proc: o.Proc, BootID: boot,
 		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
 		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
-		Defaults: cfg.Restart, Log: log,
+		Defaults: cfg.Restart, Log: log, Contain: cgroup.New(log, cgroup.Options{}, boot),
 	})
 	d.stalls = stalls.New(stalls.Options{
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
@@ -129,6 +130,7 @@ func New(o Options) (*Daemon, error) {
 	})
 	d.status.Observe(d.stalls.Summary, func(inc string) {
 		d.prober.Unwatch(inc)
+		d.slots.Ended(inc)
 		d.slots.Kick()
 	})
 	return d, nil

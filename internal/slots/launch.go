@@ -13,6 +13,7 @@ import (
 	"herd/internal/runtime"
 	"herd/internal/status"
 	"herd/internal/store"
+	"herd/internal/worktree"
 )
 
 // LaunchRequest is one launch of a slot.
@@ -89,7 +90,22 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	env[herd.EnvSocket] = s.o.Socket
 	spec := runtime.Spec{Session: req.Name, Incarnation: inc.ID, Argv: argv, Workdir: role.Workdir, Env: env}
 
-	l, startErr := s.start(ctx, role, spec, prevRoot)
+	data := map[string]any{}
+	wt, startErr := s.worktree(ctx, role, req.Name)
+	if startErr == nil && wt != nil {
+		spec.Workdir, inc.Workdir = wt.Dir, wt.Dir
+		data["worktree"], data["branch"] = wt.Path, wt.Branch
+		if wt.Created {
+			data["worktree_created"] = true
+		}
+		if wt.Output != "" {
+			data["setup_output"] = clip(wt.Output, 4096)
+		}
+	}
+	var l runtime.Started
+	if startErr == nil {
+		l, startErr = s.start(ctx, role, spec, prevRoot)
+	}
 
 	ses := prior
 	if !exists {
@@ -151,7 +167,8 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 			return err
 		}
 		msg := fmt.Sprintf("%s pid %d: %s", role.Runtime, l.RootPID, argvString(argv))
-		return tx.AppendEvent(s.st.Event(ses, inc.ID, req.Kind, "", msg, map[string]any{"pid": l.RootPID, "argv": argv, "restarts": ses.Restarts}))
+		data["pid"], data["argv"], data["restarts"] = l.RootPID, argv, ses.Restarts
+		return tx.AppendEvent(s.st.Event(ses, inc.ID, req.Kind, "", msg, data))
 	})
 	if err != nil {
 		// Unrecorded, the agent would be invisible: take it down again.
@@ -254,4 +271,35 @@ func envNames(env map[string]string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// worktree returns the session's own git worktree when its role asks for
+// one, made (or found again: it outlives crashes and restarts) before the
+// launch; nil when the role runs in its workdir. A failure fails the
+// launch with its reason, the setup command's output included.
+func (s *Slots) worktree(ctx context.Context, role herd.Role, session string) (*worktree.Worktree, error) {
+	if !role.Worktree {
+		return nil, nil
+	}
+	wt, err := s.o.Worktrees.Ensure(ctx, worktreeOptions(role, session))
+	if err != nil {
+		return nil, err
+	}
+	return &wt, nil
+}
+
+// worktreeOptions describes the worktree of session of role.
+func worktreeOptions(role herd.Role, session string) worktree.Options {
+	return worktree.Options{
+		Workdir: role.Workdir, Session: session, Base: role.WorktreeBase,
+		Include: role.WorktreeInclude, Setup: role.WorktreeSetup,
+	}
+}
+
+// clip bounds s to n bytes, keeping its end (where an error is).
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
 }

@@ -91,12 +91,14 @@ func (sl *Slots) Scale(ctx context.Context, name string, replicas int) error {
 // returns how many sessions it stopped.
 func (sl *Slots) DeleteRole(ctx context.Context, name string) (int, error) {
 	var sessions []herd.Session
+	var role herd.Role
 	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
 		sessions = nil // the function may run again (a serialization retry)
 		ro, err := tx.Role(name)
 		if err != nil {
 			return named("role", name, err)
 		}
+		role = ro
 		ro.Replicas = 0
 		ro.UpdatedAt = time.Now().UTC()
 		if err := tx.PutRole(ro); err != nil {
@@ -132,6 +134,7 @@ func (sl *Slots) DeleteRole(ctx context.Context, name string) (int, error) {
 	if len(failed) > 0 {
 		return 0, fmt.Errorf("delete role %s: %w (the role is kept, scaled to 0)", name, errors.Join(failed...))
 	}
+	events := sl.removeWorktrees(ctx, role, sessions)
 	err = sl.st.Store().Update(ctx, func(tx store.Tx) error {
 		all, err := tx.Sessions()
 		if err != nil {
@@ -142,9 +145,43 @@ func (sl *Slots) DeleteRole(ctx context.Context, name string) (int, error) {
 				return fmt.Errorf("delete role %s: session %s is %s again; retry", name, s.Name, s.State)
 			}
 		}
+		for _, e := range events {
+			if err := tx.AppendEvent(e); err != nil {
+				return err
+			}
+		}
 		return tx.DeleteRole(name)
 	})
 	return len(reqs), err
+}
+
+// removeWorktrees removes the worktrees of a deleted worktree role's
+// sessions that lose nothing (clean, and their branch merged or without
+// commits of its own) and keeps the others; it returns one event per
+// worktree saying which, and why and where for a kept one.
+func (sl *Slots) removeWorktrees(ctx context.Context, role herd.Role, sessions []herd.Session) []*herd.Event {
+	if !role.Worktree {
+		return nil
+	}
+	var events []*herd.Event
+	for _, s := range sessions {
+		r, err := sl.o.Worktrees.Remove(ctx, worktreeOptions(role, s.Name))
+		switch {
+		case err != nil:
+			events = append(events, sl.st.Event(s, s.Incarnation, herd.EventWorktree, "kept",
+				fmt.Sprintf("worktree kept: %v", err), map[string]any{"error": err.Error()}))
+		case r.Absent:
+		case r.Removed:
+			events = append(events, sl.st.Event(s, s.Incarnation, herd.EventWorktree, "removed",
+				fmt.Sprintf("worktree %s and branch %s removed", r.Path, r.Branch), map[string]any{"path": r.Path, "branch": r.Branch}))
+		default:
+			sl.o.Log.Info("worktree kept", "session", s.Name, "path", r.Path, "why", r.Reason)
+			events = append(events, sl.st.Event(s, s.Incarnation, herd.EventWorktree, "kept",
+				fmt.Sprintf("worktree %s kept: %s (herd worktree prune removes it)", r.Path, r.Reason),
+				map[string]any{"path": r.Path, "branch": r.Branch, "why": r.Reason}))
+		}
+	}
+	return events
 }
 
 // Archive marks a session done; the reaper stops it once detached.

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/cgroup"
 	"herd/internal/loop"
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/runtime"
 	"herd/internal/status"
+	"herd/internal/worktree"
 )
 
 // Options configure Slots.
@@ -35,7 +37,15 @@ type Options struct {
 	Interval time.Duration
 	// Defaults are the [restart] defaults of roles that leave them zero.
 	Defaults herd.RestartPolicy
-	Log      *slog.Logger
+	// Worktrees makes and removes the git worktrees of roles that ask for
+	// one per session.
+	Worktrees *worktree.Manager
+	// Contain ends what is left of an incarnation's process tree after its
+	// agent: processes that left its process group (setsid, double
+	// forks), found by cgroup or by the HERD_INCARNATION marker; nil ends
+	// the process group only.
+	Contain *cgroup.Containment
+	Log     *slog.Logger
 }
 
 // Slots launches and stops this host's sessions.
@@ -63,6 +73,9 @@ func New(o Options) *Slots {
 		stopSlots: make(chan struct{}, maxParallelStops), stopsUnderWay: map[string]chan struct{}{},
 	}
 	s.group.Log = o.Log
+	if s.o.Worktrees == nil {
+		s.o.Worktrees = &worktree.Manager{}
+	}
 	return s
 }
 

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"herd"
 	"herd/internal/proc"
 	"herd/internal/status"
 	"herd/internal/store"
+
+	"golang.org/x/sys/unix"
 )
 
 // StopRequest asks the one stop path to take a session down.
@@ -207,6 +208,9 @@ func (sl *Slots) terminate(ctx context.Context, inc herd.Incarnation) error {
 			return fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
 		}
 	}
+	// What left the process group (a setsid child, a daemonized dev
+	// server) goes too: it carries the incarnation's cgroup or marker.
+	sl.sweep(ctx, inc.ID, sl.o.Grace)
 	// Every process of the incarnation is seen dead: the stop is done. A
 	// pane left behind (tmux not answering) is cleared by the slot's next
 	// launch, which removes its own dead pane.
@@ -338,4 +342,35 @@ func (sl *Slots) Kill(ctx context.Context, req KillRequest) (bool, error) {
 		return true, fmt.Errorf("kill: record the death: %w", err)
 	}
 	return true, nil
+}
+
+// sweep ends every process still carrying incarnation inc's cgroup or
+// marker (identity-checked, TERM, grace, KILL) and logs what it found.
+func (sl *Slots) sweep(ctx context.Context, inc string, grace time.Duration) {
+	if sl.o.Contain == nil {
+		return
+	}
+	rep, err := sl.o.Contain.Stop(ctx, inc, grace)
+	if err != nil {
+		sl.o.Log.Warn("processes of an ended incarnation not all ended", "incarnation", inc, "err", err)
+	}
+	if rep.Swept > 0 || rep.Killed {
+		sl.o.Log.Info("ended what was left of an incarnation's tree", "incarnation", inc, "mode", rep.Mode,
+			"swept", rep.Swept, "killed", rep.Killed, "took", rep.Took.Round(time.Millisecond))
+	}
+}
+
+// Ended cleans up after a death the crash path accounted: what is left of
+// the incarnation's tree (children that outlived the agent, in or out of
+// its process group) is ended in the background, each identity-checked.
+func (sl *Slots) Ended(inc string) {
+	if sl.o.Contain == nil || !sl.ops.begin() {
+		return
+	}
+	sl.group.Go("crash cleanup", func() {
+		defer sl.ops.end()
+		ctx, cancel := sl.KillContext(context.Background())
+		defer cancel()
+		sl.sweep(ctx, inc, sl.o.Grace)
+	})
 }

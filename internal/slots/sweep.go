@@ -163,7 +163,9 @@ func (sl *Slots) resume(ctx context.Context, name string, byUser, onlyRestartabl
 	if snap.RuntimeKind != "" {
 		role.Runtime = snap.RuntimeKind
 	}
-	if snap.Workdir != "" {
+	if snap.Workdir != "" && !role.Worktree {
+		// A worktree role keeps its workdir: the launch finds the
+		// session's worktree again from it, so the cwd is the same.
 		role.Workdir = snap.Workdir
 	}
 	// The slot stays locked from the replica bump to the launch, so the

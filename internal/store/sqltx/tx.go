@@ -145,7 +145,32 @@ func collect[T any](t *tx, what string, scan func(scanner) (T, error), query str
 var roleCols = []string{
 	"name", "replicas", "command", "workdir", "env", "runtime", "agent",
 	"agent_process", "restart_policy", "initial_backoff", "max_backoff",
-	"reset_after", "max_restarts", "updated_at",
+	"reset_after", "max_restarts", "updated_at", "options",
+}
+
+// roleOptions are the role fields kept together in the options column
+// (JSON): the ones added after the first schema, so a new one needs no
+// migration.
+type roleOptions struct {
+	Worktree        bool     `json:"worktree,omitempty"`
+	WorktreeBase    string   `json:"worktree_base,omitempty"`
+	WorktreeSetup   []string `json:"worktree_setup,omitempty"`
+	WorktreeInclude []string `json:"worktree_include,omitempty"`
+	MemoryMax       int64    `json:"memory_max,omitempty"`
+	PidsMax         int64    `json:"pids_max,omitempty"`
+	RestartOnUpdate bool     `json:"restart_on_update,omitempty"`
+}
+
+func optionsOf(r herd.Role) roleOptions {
+	return roleOptions{
+		Worktree: r.Worktree, WorktreeBase: r.WorktreeBase, WorktreeSetup: r.WorktreeSetup, WorktreeInclude: r.WorktreeInclude,
+		MemoryMax: r.MemoryMax, PidsMax: r.PidsMax, RestartOnUpdate: r.RestartOnUpdate,
+	}
+}
+
+func (o roleOptions) apply(r *herd.Role) {
+	r.Worktree, r.WorktreeBase, r.WorktreeSetup, r.WorktreeInclude = o.Worktree, o.WorktreeBase, o.WorktreeSetup, o.WorktreeInclude
+	r.MemoryMax, r.PidsMax, r.RestartOnUpdate = o.MemoryMax, o.PidsMax, o.RestartOnUpdate
 }
 
 var (
@@ -169,13 +194,13 @@ func (t *tx) Roles() ([]herd.Role, error) {
 
 func scanRole(s scanner) (herd.Role, error) {
 	var (
-		r            herd.Role
-		command, env string
-		updated      int64
+		r                     herd.Role
+		command, env, options string
+		updated               int64
 	)
 	err := s.Scan(&r.Name, &r.Replicas, &command, &r.Workdir, &env, &r.Runtime,
 		&r.Agent, &r.AgentProcess, &r.Restart.Policy, &r.Restart.InitialBackoff,
-		&r.Restart.MaxBackoff, &r.Restart.ResetAfter, &r.Restart.MaxRestarts, &updated)
+		&r.Restart.MaxBackoff, &r.Restart.ResetAfter, &r.Restart.MaxRestarts, &updated, &options)
 	if err != nil {
 		return r, err
 	}
@@ -185,6 +210,11 @@ func scanRole(s scanner) (herd.Role, error) {
 	if err := decode(env, &r.Env); err != nil {
 		return r, fmt.Errorf("role %q env: %w", r.Name, err)
 	}
+	var o roleOptions
+	if err := decode(options, &o); err != nil {
+		return r, fmt.Errorf("role %q options: %w", r.Name, err)
+	}
+	o.apply(&r)
 	r.UpdatedAt = fromNanos(updated)
 	return r, nil
 }
@@ -206,9 +236,13 @@ func (t *tx) PutRole(r herd.Role) error {
 	if err != nil {
 		return fmt.Errorf("%s: put role %q: updated_at: %w", t.name, r.Name, err)
 	}
+	options, err := encode(optionsOf(r))
+	if err != nil {
+		return fmt.Errorf("%s: put role %q: %w", t.name, r.Name, err)
+	}
 	_, err = t.exec(roleUpsert, r.Name, r.Replicas, command, r.Workdir, env, r.Runtime,
 		r.Agent, r.AgentProcess, r.Restart.Policy, int64(r.Restart.InitialBackoff),
-		int64(r.Restart.MaxBackoff), int64(r.Restart.ResetAfter), r.Restart.MaxRestarts, updated)
+		int64(r.Restart.MaxBackoff), int64(r.Restart.ResetAfter), r.Restart.MaxRestarts, updated, options)
 	if err != nil {
 		return fmt.Errorf("%s: put role %q: %w", t.name, r.Name, err)
 	}

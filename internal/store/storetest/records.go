@@ -27,7 +27,14 @@ func fullRole(name string) herd.Role {
 			ResetAfter:     10 * time.Minute,
 			MaxRestarts:    4,
 		},
-		UpdatedAt: at(0),
+		Worktree:        true,
+		WorktreeBase:    "main",
+		WorktreeSetup:   []string{"make", "deps"},
+		WorktreeInclude: []string{".env", "config/*.local"},
+		MemoryMax:       64 << 20,
+		PidsMax:         512,
+		RestartOnUpdate: true,
+		UpdatedAt:       at(0),
 	}
 }
 

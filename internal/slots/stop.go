@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"herd"
@@ -183,6 +184,13 @@ func (sl *Slots) Stop(ctx context.Context, req StopRequest) error {
 // cannot be verified is never signalled.
 func (sl *Slots) terminate(ctx context.Context, inc herd.Incarnation) error {
 	fs, boot := sl.o.Proc, sl.o.BootID
+	// What left the process group (a setsid child, a daemonized dev
+	// server) carries the incarnation's cgroup or marker: it is asked to
+	// go at the same moment as the group, with the same grace, so the
+	// whole tree is gone within one grace period.
+	var sweep sync.WaitGroup
+	sweep.Go(func() { sl.sweep(ctx, inc.ID, sl.o.Grace) })
+	defer sweep.Wait()
 	for _, id := range targets(inc) {
 		switch fs.Check(id, boot) {
 		case herd.Unknown:
@@ -208,9 +216,7 @@ func (sl *Slots) terminate(ctx context.Context, inc herd.Incarnation) error {
 			return fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
 		}
 	}
-	// What left the process group (a setsid child, a daemonized dev
-	// server) goes too: it carries the incarnation's cgroup or marker.
-	sl.sweep(ctx, inc.ID, sl.o.Grace)
+	sweep.Wait()
 	// Every process of the incarnation is seen dead: the stop is done. A
 	// pane left behind (tmux not answering) is cleared by the slot's next
 	// launch, which removes its own dead pane.

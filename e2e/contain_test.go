@@ -236,3 +236,25 @@ func TestMetricsServed(t *testing.T) {
 		return strings.Contains(string(b), `herd_crashes_total{reason="exit_code"}`) && strings.Contains(string(b), "herd_sessions{")
 	})
 }
+
+// TestCleanShutdownLogsNoError: regression — a daemon stopped with
+// SIGTERM logged an ERROR ("read store ... context canceled") from a loop
+// whose round the shutdown cut short.
+func TestCleanShutdownLogsNoError(t *testing.T) {
+	e := newEnv(t, fastRestart)
+	e.start()
+	e.must("run", "calm", "--runtime", "exec", "--", "sleep", "300")
+	e.waitState("calm-0", herd.StateRunning, 10*time.Second)
+	for range 5 {
+		time.Sleep(150 * time.Millisecond) // stop at different moments of the rounds
+		e.kill(syscall.SIGTERM)
+		e.start()
+	}
+	e.kill(syscall.SIGTERM)
+	log, _ := os.ReadFile(e.logPath)
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("expected no error on a clean shutdown … got %s", line)
+		}
+	}
+}

@@ -140,7 +140,7 @@ func New(o Options) (*Daemon, error) {
 // running after Run returns; takedowns under way are finished first.
 func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	d.log.Info("daemon starting", "host", d.host, "boot_id", d.bootID, "socket", ln.Addr().String())
-	if err := d.slots.SweepAfterReboot(ctx); err != nil {
+	if err := d.slots.SweepAfterReboot(ctx); err != nil && ctx.Err() == nil {
 		d.log.Error("reboot sweep", "err", err)
 	}
 	srv := &http.Server{Handler: d.server.Handler(), ReadHeaderTimeout: 5 * time.Second}
@@ -168,7 +168,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("retention", func() {
 		d.status.RunRetention(ctx, store.Retention{MaxAge: d.cfg.Store.EventRetention, MaxRows: d.cfg.Store.EventMaxRows})
 	})
-	if err := d.slots.ResumeAfterReboot(ctx); err != nil {
+	if err := d.slots.ResumeAfterReboot(ctx); err != nil && ctx.Err() == nil {
 		d.log.Error("resume after reboot", "err", err)
 	}
 	// Adoption: the first probe round runs before the reconciler, so

@@ -103,11 +103,17 @@ func (p *Prober) Once(ctx context.Context) {
 	defer cancel()
 	all, live, err := p.st.Live(tickCtx)
 	if err != nil {
-		p.o.Log.Error("probe: read store", "err", err)
+		if ctx.Err() == nil { // a shutdown is no error
+			p.o.Log.Error("probe: read store", "err", err)
+		}
 		return
 	}
 	var tmuxes []status.Live
 	for _, it := range live {
+		if unconfirmed(it.Inc) {
+			p.resolveUnconfirmed(tickCtx, it.S, it.Inc)
+			continue
+		}
 		if it.S.RuntimeKind == herd.RuntimeTmux {
 			tmuxes = append(tmuxes, it)
 		} else {
@@ -140,7 +146,7 @@ func (p *Prober) probeExec(ctx context.Context, s herd.Session, inc herd.Incarna
 // whether this call accounted it.
 func (p *Prober) recordDeath(ctx context.Context, dt status.Death) bool {
 	ok, err := p.st.RecordDeath(ctx, dt)
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		p.o.Log.Error("record death", "session", dt.Session, "err", err)
 	}
 	return ok
@@ -163,7 +169,16 @@ func (p *Prober) findAgent(ctx context.Context, s herd.Session, inc herd.Incarna
 		return inc
 	}
 	fs, boot := p.o.Proc, p.o.BootID
-	names, _ := agents.ProcessNames(role, inc.Argv)
+	names, wrapped := agents.ProcessNames(role, inc.Argv)
+	if !wrapped {
+		// The launch could not prove the process the runtime named was
+		// ours; it is adopted once it carries the marker.
+		if id, ok := p.proveRoot(inc); ok {
+			inc.Root, inc.Identity = id, id
+			p.markAlive(ctx, s, inc, "")
+			return inc
+		}
+	}
 	if len(names) > 0 {
 		if pid, ok, _ := fs.FindAgent(inc.Root.PID, names); ok && fs.Check(inc.Root, boot) == herd.Alive {
 			if id, err := fs.Identify(pid, boot); err == nil && id.Marker == inc.ID {
@@ -189,8 +204,8 @@ func (p *Prober) markAlive(ctx context.Context, s herd.Session, inc herd.Incarna
 		if err != nil {
 			return nil, err
 		}
-		if stored.Identity != inc.Identity {
-			stored.Identity = inc.Identity
+		if stored.Identity != inc.Identity || stored.Root != inc.Root {
+			stored.Identity, stored.Root = inc.Identity, inc.Root
 			if err := tx.PutIncarnation(stored); err != nil {
 				return nil, err
 			}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -155,5 +157,52 @@ func seedSession(t *testing.T, st *status.Manager, name string, inc herd.Incarna
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnfinishedLaunchResolved: regression — a daemon killed between
+// starting an agent and recording it left the agent unrecorded, and the
+// next daemon launched a second one beside it. The launch's write-ahead
+// record is now resolved: the process carrying its marker is adopted (no
+// second launch); with none, the launch is accounted as failed. A young
+// record belongs to the launch still running and is left alone.
+func TestUnfinishedLaunchResolved(t *testing.T) {
+	p, st := newStatusProber(t)
+	seed := func(name string, age time.Duration) herd.Incarnation {
+		inc := herd.Incarnation{ID: "inc-" + name, Session: name, Host: "h", RuntimeKind: herd.RuntimeExec,
+			Argv: []string{"sleep", "300"}, StartedAt: time.Now().Add(-age).UTC()}
+		seedSession(t, st, name, inc)
+		st.Store().Update(context.Background(), func(tx store.Tx) error {
+			s, _ := tx.Session(name)
+			s.State = herd.StatePending
+			return tx.PutSession(s)
+		})
+		return inc
+	}
+	orphan := seed("w-0", time.Minute)
+	cmd := exec.Command("sleep", "300")
+	cmd.Env = append(os.Environ(), herd.EnvIncarnation+"="+orphan.ID)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	seed("w-1", time.Minute)          // nothing was started
+	young := seed("w-2", time.Second) // its launch is still running
+
+	p.Once(context.Background())
+
+	s0, _ := st.Session(context.Background(), "w-0")
+	inc0, _ := st.Incarnation(context.Background(), orphan.ID)
+	if s0.State != herd.StateRunning || inc0.Root.PID != cmd.Process.Pid || inc0.Identity.Marker != orphan.ID {
+		t.Errorf("[orphan] expected the marked process adopted … got %s, root %+v", s0.State, inc0.Root)
+	}
+	s1, _ := st.Session(context.Background(), "w-1")
+	if (s1.State != herd.StateBackoff && s1.State != herd.StateCrashed) || s1.Exit == nil || s1.Exit.Reason != herd.ReasonLaunchFailed {
+		t.Errorf("[nothing started] expected a failed launch accounted … got %s %+v", s1.State, s1.Exit)
+	}
+	s2, _ := st.Session(context.Background(), "w-2")
+	inc2, _ := st.Incarnation(context.Background(), young.ID)
+	if s2.State != herd.StatePending || inc2.EndedAt != nil {
+		t.Errorf("[young] expected the running launch's record left alone … got %s", s2.State)
 	}
 }

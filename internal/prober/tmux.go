@@ -29,6 +29,10 @@ type tmuxMemory struct {
 	// behind holds, by incarnation, when the pane's own process was first
 	// seen gone while tmux still showed the pane running.
 	behind map[string]time.Time
+	// observed counts listings; failed tells whether the last one failed
+	// (tmux hung, unreachable).
+	observed int
+	failed   bool
 }
 
 // tmuxCatchUp is how long tmux gets to report the pane of an agent that
@@ -46,6 +50,10 @@ func (p *Prober) probeTmux(ctx context.Context, sessions []status.Live, all []he
 	start := time.Now()
 	snap := p.o.Tmux.Observe(ctx)
 	p.st.Metrics.Probe(herd.RuntimeTmux, time.Since(start), snap.Err != nil && ctx.Err() != nil)
+	p.mu.Lock()
+	p.tmux.observed++
+	p.tmux.failed = snap.Err != nil
+	p.mu.Unlock()
 	if snap.Err == nil {
 		p.remember(snap, all)
 	}

@@ -2,6 +2,8 @@ package prober
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"herd"
 	"herd/internal/proc"
@@ -114,7 +116,10 @@ func (p *Prober) watchingPID(inc string, pid int) bool {
 func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, who herd.Identity) {
 	if inc.RuntimeKind == herd.RuntimeTmux {
 		// The pane holds the exit status; the prober reads it right away.
+		// The death itself is proven: it is accounted whatever tmux
+		// says, at once if tmux does not answer.
 		p.dropWatch(inc.ID, who.PID)
+		p.group.Go("proven death", func() { p.confirmDeath(session, inc, who) })
 		p.Kick()
 		return
 	}
@@ -127,7 +132,7 @@ func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 	}
 	ok, err := p.st.RecordDeath(p.ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: exit})
 	if err != nil || !ok {
-		if err != nil {
+		if err != nil && p.ctx.Err() == nil {
 			p.o.Log.Error("record death", "session", session, "err", err)
 		}
 		// Not recorded (a stop or stall kill owns it, or the store failed):
@@ -171,4 +176,36 @@ func (p *Prober) agentOutlivesWrapper(session, incID string) bool {
 		return nil, nil
 	})
 	return true
+}
+
+// confirmDeath accounts the death of a tmux agent that its pidfd proved:
+// the prober's next listing usually records it first, with the pane's exit
+// status; when that listing fails (a hung or unreachable tmux), or tmux
+// still shows the pane running after tmuxCatchUp, the death is accounted
+// as it is (process_gone) through the one crash path. Either way it is
+// counted once.
+func (p *Prober) confirmDeath(session string, inc herd.Incarnation, who herd.Identity) {
+	deadline := time.Now().Add(tmuxCatchUp)
+	p.mu.Lock()
+	seen := p.tmux.observed
+	p.mu.Unlock()
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		cur, err := p.st.Incarnation(p.ctx, inc.ID)
+		if err == nil && cur.EndedAt != nil {
+			return // accounted, with the pane's word
+		}
+		p.mu.Lock()
+		listed, failed := p.tmux.observed > seen, p.tmux.failed
+		p.mu.Unlock()
+		if listed && failed {
+			break // tmux does not answer: the pidfd's word stands alone
+		}
+	}
+	p.recordDeath(p.ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: herd.Exit{Reason: herd.ReasonProcessGone},
+		Message: fmt.Sprintf("agent process %d exited (its pidfd fired); tmux did not report its pane", who.PID)})
 }

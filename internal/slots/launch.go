@@ -102,11 +102,6 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 			data["setup_output"] = clip(wt.Output, 4096)
 		}
 	}
-	var l runtime.Started
-	if startErr == nil {
-		l, startErr = s.start(ctx, role, spec, prevRoot)
-	}
-
 	ses := prior
 	if !exists {
 		ses = herd.Session{Name: req.Name, Role: role.Name, Index: req.Index}
@@ -118,6 +113,18 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	ses.Archived = false
 	ses.Snapshot = nil
 	ses.LastActivityAt = nil
+
+	var l runtime.Started
+	if startErr == nil {
+		// Write-ahead: the incarnation is on record before its process
+		// exists, so a daemon killed during the launch leaves a record
+		// the next daemon resolves (adopts the process carrying its
+		// marker, or ends the launch) instead of a second agent.
+		if err := s.writeAhead(ctx, ses, inc); err != nil {
+			return err
+		}
+		l, startErr = s.start(ctx, role, spec, prevRoot)
+	}
 
 	if startErr != nil {
 		s.o.Log.Warn("launch failed", "session", req.Name, "err", startErr)
@@ -134,13 +141,23 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		})
 	}
 
-	inc.Root = s.identifyLaunched(l.RootPID, inc.ID)
+	root, verified := s.identifyLaunched(l.RootPID, inc.ID)
+	inc.Root = root
 	names, wrapped := agents.ProcessNames(role, argv)
-	if !wrapped {
+	switch {
+	case !verified:
+		// The runtime named a process that does not carry this launch's
+		// marker: nothing is ever signalled on its word. The prober
+		// adopts the agent once a process proves to be it.
+		s.o.Log.Warn("launch: the started process does not carry its marker; not trusted", "session", req.Name, "pid", l.RootPID)
+		data["unverified_pid"] = true
+	case !wrapped:
 		inc.Identity = inc.Root
-	} else if pid, ok, _ := s.o.Proc.FindAgent(l.RootPID, names); ok {
-		if id, err := s.o.Proc.Identify(pid, s.o.BootID); err == nil {
-			inc.Identity = id
+	default:
+		if pid, ok, _ := s.o.Proc.FindAgent(l.RootPID, names); ok {
+			if id, err := s.o.Proc.Identify(pid, s.o.BootID); err == nil && id.Marker == inc.ID {
+				inc.Identity = id
+			}
 		}
 	}
 
@@ -185,12 +202,12 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	return nil
 }
 
-// identifyLaunched records the identity of a process herd just started.
-// A tmux pane's process may not have exec'd yet when tmux answers (it still
-// shows the server's environment), so the marker is awaited briefly; if it
-// never shows, the identity is kept without a marker (pid, start time and
-// boot id still pin it down).
-func (s *Slots) identifyLaunched(pid int, marker string) herd.Identity {
+// identifyLaunched reads the identity of a process a runtime says it just
+// started, and whether it is proven to be this launch's: it carries the
+// launch's marker. A tmux pane's process may not have exec'd yet when tmux
+// answers (it still shows the server's environment), so the marker is
+// awaited briefly. A pid already gone keeps what could be read.
+func (s *Slots) identifyLaunched(pid int, marker string) (herd.Identity, bool) {
 	deadline := time.Now().Add(time.Second)
 	for {
 		id, err := s.o.Proc.Identify(pid, s.o.BootID)
@@ -198,19 +215,34 @@ func (s *Slots) identifyLaunched(pid int, marker string) herd.Identity {
 			// Already gone: its watcher or the prober reports how.
 			st, serr := s.o.Proc.Stat(pid)
 			if serr != nil {
-				return herd.Identity{BootID: s.o.BootID, PID: pid}
+				return herd.Identity{BootID: s.o.BootID, PID: pid}, false
 			}
-			return herd.Identity{BootID: s.o.BootID, PID: pid, StartTime: st.StartTime}
+			return herd.Identity{BootID: s.o.BootID, PID: pid, StartTime: st.StartTime}, false
 		}
 		if id.Marker == marker {
-			return id
+			return id, true
 		}
 		if time.Now().After(deadline) {
 			id.Marker = ""
-			return id
+			return id, false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// writeAhead records a launch's session and incarnation before its
+// process starts: pending, with no process known yet.
+func (s *Slots) writeAhead(ctx context.Context, ses herd.Session, inc herd.Incarnation) error {
+	now := time.Now().UTC()
+	ses.State, ses.StateSince, ses.StartedAt = herd.StatePending, now, &now
+	ses.Runtime, ses.Process = herd.Unknown, herd.Unknown
+	ses.Exit, ses.BackoffUntil = nil, nil
+	return s.st.Store().Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutIncarnation(inc); err != nil {
+			return err
+		}
+		return tx.PutSession(ses)
+	})
 }
 
 // start hands a launch to the role's runtime.

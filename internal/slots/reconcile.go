@@ -16,7 +16,9 @@ import (
 func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 	roles, sessions, err := sl.read(ctx)
 	if err != nil {
-		sl.o.Log.Error("reconcile: read store", "err", err)
+		if ctx.Err() == nil { // a shutdown is no error
+			sl.o.Log.Error("reconcile: read store", "err", err)
+		}
 		return time.Time{}
 	}
 	byName := make(map[string]herd.Role, len(roles))
@@ -41,7 +43,7 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 			sl.stopInBackground(ctx, a)
 			continue
 		}
-		if err := sl.launch(ctx, reconcileLaunch(byName[a.Role], a)); err != nil {
+		if err := sl.launch(ctx, reconcileLaunch(byName[a.Role], a)); err != nil && ctx.Err() == nil && !errors.Is(err, errShuttingDown) {
 			sl.o.Log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
 		}
 	}

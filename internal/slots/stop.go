@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"herd"
+	"herd/internal/cgroup"
 	"herd/internal/proc"
 	"herd/internal/status"
 	"herd/internal/store"
@@ -185,18 +185,30 @@ func (sl *Slots) Stop(ctx context.Context, req StopRequest) error {
 func (sl *Slots) terminate(ctx context.Context, inc herd.Incarnation) error {
 	fs, boot := sl.o.Proc, sl.o.BootID
 	// What left the process group (a setsid child, a daemonized dev
-	// server) carries the incarnation's cgroup or marker: it is asked to
-	// go at the same moment as the group, with the same grace, so the
-	// whole tree is gone within one grace period.
-	var sweep sync.WaitGroup
-	sweep.Go(func() { sl.sweep(ctx, inc.ID, sl.o.Grace) })
-	defer sweep.Wait()
+	// server) carries the incarnation's marker: it is asked to go at the
+	// same moment as the group, so the whole tree is gone within one
+	// grace period. Only what runs now: processes the agent starts while
+	// it shuts down (its cleanup) are its own to wait for.
+	start := time.Now()
+	sl.termEscaped(inc)
 	for _, id := range targets(inc) {
 		switch fs.Check(id, boot) {
 		case herd.Unknown:
 			return fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
 		case herd.Dead:
 			continue
+		}
+		if id.Marker != inc.ID {
+			// A pid on a runtime's word only: signalled once it is
+			// proven to carry this incarnation's marker, never before.
+			proven, ok := sl.prove(id, inc.ID)
+			if !ok {
+				if fs.Check(id, boot) == herd.Dead {
+					continue
+				}
+				return fmt.Errorf("pid %d does not carry this incarnation's marker: %w", id.PID, ErrUnverified)
+			}
+			id = proven
 		}
 		if err := sl.signal(id, unix.SIGTERM); err != nil {
 			return err
@@ -216,7 +228,9 @@ func (sl *Slots) terminate(ctx context.Context, inc herd.Incarnation) error {
 			return fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
 		}
 	}
-	sweep.Wait()
+	// What is left (an escaped process that ignored SIGTERM, a cleanup
+	// that outlived the agent) is ended with the rest of the grace.
+	sl.sweep(ctx, inc.ID, max(sl.o.Grace-time.Since(start), 0))
 	// Every process of the incarnation is seen dead: the stop is done. A
 	// pane left behind (tmux not answering) is cleared by the slot's next
 	// launch, which removes its own dead pane.
@@ -379,4 +393,44 @@ func (sl *Slots) Ended(inc string) {
 		defer cancel()
 		sl.sweep(ctx, inc, sl.o.Grace)
 	})
+}
+
+// prove reads id's process again and returns its identity when it is the
+// same process (pid, start time) and carries marker; a moment's empty
+// environment (a process mid-exec) is read again.
+func (sl *Slots) prove(id herd.Identity, marker string) (herd.Identity, bool) {
+	for range 3 {
+		cur, err := sl.o.Proc.Identify(id.PID, sl.o.BootID)
+		if err != nil || cur.StartTime != id.StartTime {
+			return herd.Identity{}, false
+		}
+		if cur.Marker == marker {
+			return cur, true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return herd.Identity{}, false
+}
+
+// termEscaped sends SIGTERM, identity-checked, to the live processes
+// carrying incarnation inc's marker outside its root's process group (the
+// group itself is signalled as a whole).
+func (sl *Slots) termEscaped(inc herd.Incarnation) {
+	if sl.o.Contain == nil || inc.Root.Zero() {
+		return
+	}
+	fs, boot := sl.o.Proc, sl.o.BootID
+	root, err := fs.Stat(inc.Root.PID)
+	if err != nil {
+		return
+	}
+	ids, err := cgroup.Marked(fs, boot, inc.ID)
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		if st, err := fs.Stat(id.PID); err == nil && st.PGRP != root.PGRP {
+			_ = proc.Signal(fs, id, boot, unix.SIGTERM)
+		}
+	}
 }

@@ -29,7 +29,9 @@ func (w *Stalls) stall(ctx context.Context, it watchItem, v watchdog.Verdict, sa
 		return []*herd.Event{w.st.Event(*cur, it.Inc.ID, herd.EventStalled, "", msg, data)}, nil
 	})
 	if err != nil {
-		w.o.Log.Error("watchdog: mark stalled", "session", it.S.Name, "err", err)
+		if ctx.Err() == nil {
+			w.o.Log.Error("watchdog: mark stalled", "session", it.S.Name, "err", err)
+		}
 		return
 	}
 	if !applied {
@@ -64,7 +66,9 @@ func (w *Stalls) warn(ctx context.Context, it watchItem, v watchdog.Verdict, sam
 		return []*herd.Event{w.st.Event(*cur, it.Inc.ID, herd.EventStallWarning, "", msg, data)}, nil
 	})
 	if err != nil {
-		w.o.Log.Error("watchdog: stall warning", "session", it.S.Name, "err", err)
+		if ctx.Err() == nil {
+			w.o.Log.Error("watchdog: stall warning", "session", it.S.Name, "err", err)
+		}
 		return
 	}
 	if !applied {
@@ -101,7 +105,9 @@ func (w *Stalls) unstall(ctx context.Context, it watchItem, now time.Time) {
 			map[string]any{"stalled_for": stalledFor, "warnings": warnings, "activity": act})}, nil
 	})
 	if err != nil {
-		w.o.Log.Error("watchdog: unstall", "session", it.S.Name, "err", err)
+		if ctx.Err() == nil {
+			w.o.Log.Error("watchdog: unstall", "session", it.S.Name, "err", err)
+		}
 		return
 	}
 	if applied {

@@ -106,7 +106,9 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 	defer cancel()
 	_, live, err := w.st.Live(tickCtx)
 	if err != nil {
-		w.o.Log.Error("watchdog: read store", "err", err)
+		if ctx.Err() == nil { // a shutdown is no error
+			w.o.Log.Error("watchdog: read store", "err", err)
+		}
 		return
 	}
 	items := make([]watchItem, len(live))

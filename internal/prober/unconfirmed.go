@@ -1,0 +1,106 @@
+package prober
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"herd"
+	"herd/internal/agents"
+	"herd/internal/cgroup"
+	"herd/internal/status"
+	"herd/internal/store"
+)
+
+// unconfirmedGrace is how long a launch's write-ahead record may go
+// without a process before the prober resolves it: the launch that wrote
+// it is its owner until then.
+const unconfirmedGrace = 10 * time.Second
+
+// unconfirmed reports whether inc is a launch's write-ahead record whose
+// process was never recorded.
+func unconfirmed(inc herd.Incarnation) bool { return inc.Root.PID == 0 }
+
+// resolveUnconfirmed settles a write-ahead record left by a launch that
+// did not finish (the daemon was killed between the start and its
+// record): the process carrying the incarnation's marker whose parent does
+// not is the launched one, and is adopted; with none, the launch ended
+// without an agent and that is accounted like a failed launch.
+func (p *Prober) resolveUnconfirmed(ctx context.Context, s herd.Session, inc herd.Incarnation) {
+	if time.Since(inc.StartedAt) < unconfirmedGrace {
+		return
+	}
+	fs := p.o.Proc
+	ids, err := cgroup.Marked(fs, p.o.BootID, inc.ID)
+	if err != nil {
+		p.markUnknown(ctx, s, inc.ID, fmt.Sprintf("an unfinished launch cannot be resolved: %v", err))
+		return
+	}
+	if len(ids) == 0 {
+		p.recordDeath(ctx, status.Death{Session: s.Name, Incarnation: inc.ID, Exit: herd.Exit{Reason: herd.ReasonLaunchFailed},
+			Message: "the launch did not finish (the daemon stopped during it) and no process carries its marker"})
+		return
+	}
+	marked := map[int]bool{}
+	for _, id := range ids {
+		marked[id.PID] = true
+	}
+	var root herd.Identity
+	for _, id := range ids {
+		st, err := fs.Stat(id.PID)
+		if err != nil || marked[st.PPID] {
+			continue
+		}
+		if root.Zero() || id.StartTime < root.StartTime {
+			root = id
+		}
+	}
+	if root.Zero() {
+		return // every marked process's parent is marked: read again next round
+	}
+	inc.Root = root
+	role, err := p.st.Role(ctx, s.Role)
+	if err != nil {
+		return
+	}
+	names, wrapped := agents.ProcessNames(role, inc.Argv)
+	if !wrapped {
+		inc.Identity = root
+	} else if pid, ok, _ := fs.FindAgent(root.PID, names); ok {
+		if id, err := fs.Identify(pid, p.o.BootID); err == nil && id.Marker == inc.ID {
+			inc.Identity = id
+		}
+	}
+	p.o.Log.Info("adopted the agent of an unfinished launch", "session", s.Name, "pid", root.PID)
+	if inc.Identity.Zero() {
+		p.recordRoot(ctx, s, inc)
+		return
+	}
+	p.markAlive(ctx, s, inc, herd.EventAdopted)
+}
+
+// recordRoot stores the launched process of an incarnation whose agent is
+// not found yet.
+func (p *Prober) recordRoot(ctx context.Context, s herd.Session, inc herd.Incarnation) {
+	p.update(ctx, s.Name, inc.ID, "record the launched process", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+		stored, err := tx.Incarnation(inc.ID)
+		if err != nil {
+			return nil, err
+		}
+		if stored.Root != inc.Root {
+			stored.Root = inc.Root
+			return nil, tx.PutIncarnation(stored)
+		}
+		return nil, nil
+	})
+}
+
+// proveRoot returns the launched process's identity once it carries the
+// incarnation's marker (it may not have when the launch recorded it).
+func (p *Prober) proveRoot(inc herd.Incarnation) (herd.Identity, bool) {
+	cur, err := p.o.Proc.Identify(inc.Root.PID, p.o.BootID)
+	if err != nil || cur.StartTime != inc.Root.StartTime || cur.Marker != inc.ID {
+		return herd.Identity{}, false
+	}
+	return cur, true
+}

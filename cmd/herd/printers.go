@@ -69,6 +69,9 @@ func stateText(v api.SessionView) string {
 	if v.Archived {
 		s += ",ARCHIVED"
 	}
+	if v.Outdated {
+		s += ",OUTDATED"
+	}
 	return s
 }
 

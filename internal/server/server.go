@@ -38,6 +38,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/events", sv.handleEvents)
 	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
 	mux.HandleFunc("POST /v1/reap", sv.handleReap)
+	sv.handleVerbs(mux)
 	return mux
 }
 
@@ -83,6 +84,7 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	sv.markOutdated(r.Context(), views)
 	views = append(views, sv.unmanagedViews()...)
 	reply(w, http.StatusOK, views)
 }
@@ -152,6 +154,9 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 			det.StderrTail = splitLines(b)
 		}
 	}
+	one := []api.SessionView{det.SessionView}
+	sv.markOutdated(r.Context(), one)
+	det.SessionView = one[0]
 	sv.o.Stalls.Describe(&det)
 	reply(w, http.StatusOK, det)
 }
@@ -224,9 +229,19 @@ func (sv *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	ctx, cancel := opCtx(r)
+	var req api.StopRequest
+	if err := decodeOptional(r, &req); err != nil {
+		fail(w, badf("stop: bad request body: %v", err))
+		return
+	}
+	grace, err := parseGrace("stop", req.Grace)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ctx, cancel := verbCtx(r, grace, 1)
 	defer cancel()
-	err := sv.o.Slots.Stop(ctx, slots.StopRequest{Name: name, Reason: herd.ReasonUser, DropReplica: true, Message: "stopped by user"})
+	err = sv.o.Slots.Stop(ctx, slots.StopRequest{Name: name, Reason: herd.ReasonUser, DropReplica: true, Message: "stopped by user", Grace: grace})
 	switch {
 	case errors.Is(err, slots.ErrAlreadyStopped):
 		reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s already stopped", name)})

@@ -10,6 +10,7 @@ import (
 	"herd"
 	"herd/internal/agents"
 	"herd/internal/reconcile"
+	"herd/internal/rollout"
 	"herd/internal/runtime"
 	"herd/internal/status"
 	"herd/internal/store"
@@ -23,6 +24,11 @@ type LaunchRequest struct {
 	Index int
 	// Kind is the event recorded: spawned, restarted or resumed.
 	Kind string
+	// Reason is the event's reason ("" for a launch the reconciler
+	// planned; user for herd restart, rollout for a rollout).
+	Reason string
+	// Data is added to the event.
+	Data map[string]any
 	// Argv overrides the role's command (resume).
 	Argv []string
 	// Check re-validates the slot under its lock; launch skips when it errs.
@@ -80,6 +86,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	inc := herd.Incarnation{
 		ID: status.NewID(), Session: req.Name, Host: s.st.Host(), RuntimeKind: role.Runtime,
 		Argv: argv, Workdir: role.Workdir, StartedAt: time.Now().UTC(),
+		Template: rollout.Fingerprint(role),
 	}
 	env := map[string]string{}
 	for k, v := range role.Env {
@@ -91,6 +98,9 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	spec := runtime.Spec{Session: req.Name, Incarnation: inc.ID, Argv: argv, Workdir: role.Workdir, Env: env}
 
 	data := map[string]any{}
+	for k, v := range req.Data {
+		data[k] = v
+	}
 	wt, startErr := s.worktree(ctx, role, req.Name)
 	if startErr == nil && wt != nil {
 		spec.Workdir, inc.Workdir = wt.Dir, wt.Dir
@@ -168,7 +178,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		}
 		msg := fmt.Sprintf("%s pid %d: %s", role.Runtime, l.RootPID, argvString(argv))
 		data["pid"], data["argv"], data["restarts"] = l.RootPID, argv, ses.Restarts
-		return tx.AppendEvent(s.st.Event(ses, inc.ID, req.Kind, "", msg, data))
+		return tx.AppendEvent(s.st.Event(ses, inc.ID, req.Kind, req.Reason, msg, data))
 	})
 	if err != nil {
 		// Unrecorded, the agent would be invisible: take it down again.

@@ -1,0 +1,60 @@
+package api
+
+import "time"
+
+// StopRequest is the optional body of POST /v1/sessions/{name}/stop.
+type StopRequest struct {
+	// Grace overrides the daemon's grace period before SIGKILL ("10s").
+	Grace string `json:"grace,omitempty"`
+}
+
+// RestartRequest is the optional body of the restart endpoints:
+// POST /v1/sessions/{name}/restart, /v1/roles/{name}/restart, /v1/restart.
+type RestartRequest struct {
+	Grace string `json:"grace,omitempty"`
+}
+
+// RestartResult is the reply of the restart endpoints.
+type RestartResult struct {
+	Message string `json:"message"`
+	// Restarted lists each session given a fresh incarnation.
+	Restarted []Restarted `json:"restarted"`
+}
+
+// Restarted is one session restarted.
+type Restarted struct {
+	Session     string `json:"session"`
+	Incarnation string `json:"incarnation,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// SignalRequest is the body of POST /v1/sessions/{name}/signal.
+type SignalRequest struct {
+	// Signal is a name (TERM, SIGTERM, HUP) or a number.
+	Signal string `json:"signal"`
+}
+
+// RolloutRequest is the body of POST /v1/roles/{name}/rollout.
+type RolloutRequest struct {
+	MaxUnavailable int    `json:"max_unavailable"`
+	Ready          string `json:"ready,omitempty"` // wait for each new incarnation to run; default 1m
+	// All replaces every session, outdated or not.
+	All bool `json:"all,omitempty"`
+}
+
+// RolloutStep is one session a rollout replaced.
+type RolloutStep struct {
+	Session string        `json:"session"`
+	From    string        `json:"from"`
+	To      string        `json:"to"`
+	Reason  string        `json:"reason"`
+	Took    time.Duration `json:"took"`
+}
+
+// RolloutResult is the reply of a rollout.
+type RolloutResult struct {
+	Message  string        `json:"message"`
+	Replaced []RolloutStep `json:"replaced"`
+	Left     []string      `json:"left,omitempty"`
+	Error    string        `json:"error,omitempty"`
+}

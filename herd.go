@@ -228,6 +228,8 @@ type Exit struct {
 	Signal *int      `json:"signal"`
 	Reason string    `json:"reason"`
 	At     time.Time `json:"at"`
+	// Message says why when the agent never ran (a launch that failed).
+	Message string `json:"message,omitempty"`
 }
 
 // Snapshot is what is needed to relaunch a stopped session.

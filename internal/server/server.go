@@ -27,6 +27,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/sessions", sv.handleSessions)
 	mux.HandleFunc("GET /v1/sessions/{name}", sv.handleSession)
 	mux.HandleFunc("GET /v1/sessions/{name}/logs", sv.handleLogs)
+	mux.HandleFunc("GET /v1/logs", sv.handleFleetLogs)
 	mux.HandleFunc("POST /v1/sessions/{name}/stop", sv.handleStop)
 	mux.HandleFunc("POST /v1/sessions/{name}/resume", sv.handleResume)
 	mux.HandleFunc("POST /v1/sessions/{name}/archive", sv.handleArchive)
@@ -193,38 +194,7 @@ func splitLines(b []byte) []string {
 }
 
 func (sv *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	tail, _ := strconv.Atoi(r.URL.Query().Get("tail"))
-	var s herd.Session
-	var inc herd.Incarnation
-	err := sv.st.Store().View(r.Context(), func(tx store.Tx) (err error) {
-		s, err = tx.Session(name)
-		if err != nil {
-			return slots.Named("session", name, err)
-		}
-		if s.RuntimeKind == herd.RuntimeTmux && s.State.Live() {
-			inc, err = tx.Incarnation(s.Incarnation)
-		}
-		return err
-	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	var out []byte
-	if s.RuntimeKind == herd.RuntimeTmux && s.State.Live() {
-		out, err = sv.o.Tmux.Capture(r.Context(), inc, tail)
-		out = tailLines(out, tail)
-	} else {
-		outPath, _ := sv.o.Exec.Paths(name, s.Incarnation)
-		out, err = execrt.ReadTail(outPath, tail)
-	}
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write(out)
+	sv.serveLogs(w, r, r.PathValue("name"), "", false)
 }
 
 func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {

@@ -147,8 +147,10 @@ func (sv *Server) restartMany(w http.ResponseWriter, r *http.Request, role strin
 // roleExists returns the role, or an error naming it once.
 func (sv *Server) roleExists(ctx context.Context, name string) (ro herd.Role, err error) {
 	err = sv.st.Store().View(ctx, func(tx store.Tx) error {
-		ro, err = tx.Role(name)
-		return slots.Named("role", name, err)
+		if ro, err = tx.Role(name); err != nil {
+			return slots.Named("role", name, err)
+		}
+		return nil
 	})
 	return ro, err
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
 	"herd"
 	"herd/internal/agents"
+	"herd/internal/cmdpath"
 	"herd/internal/reconcile"
 	"herd/internal/rollout"
 	"herd/internal/runtime"
@@ -112,6 +114,13 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 			data["setup_output"] = clip(wt.Output, 4096)
 		}
 	}
+	if startErr == nil {
+		// A command that cannot start says so in one line, whatever the
+		// runtime (a tmux pane would only show an exit code).
+		if _, err := cmdpath.Resolve(argv[0], spec.Workdir, role.Env, os.Getenv("PATH")); err != nil {
+			startErr = err
+		}
+	}
 	var l runtime.Started
 	if startErr == nil {
 		l, startErr = s.start(ctx, role, spec, prevRoot)
@@ -140,7 +149,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 			if err := tx.PutIncarnation(inc); err != nil {
 				return err
 			}
-			return s.st.CrashTx(tx, &ses, &inc, herd.Exit{Reason: herd.ReasonLaunchFailed}, startErr.Error(), nil, time.Now().UTC())
+			return s.st.CrashTx(tx, &ses, &inc, herd.Exit{Reason: herd.ReasonLaunchFailed, Message: clip(startErr.Error(), 512)}, startErr.Error(), nil, time.Now().UTC())
 		})
 	}
 

@@ -96,8 +96,10 @@ func (sl *Slots) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport
 	}
 	var role herd.Role
 	err := sl.st.Store().View(ctx, func(tx store.Tx) (err error) {
-		role, err = tx.Role(req.Role)
-		return named("role", req.Role, err)
+		if role, err = tx.Role(req.Role); err != nil {
+			return named("role", req.Role, err)
+		}
+		return nil
 	})
 	if err != nil {
 		return rep, err

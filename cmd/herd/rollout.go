@@ -12,7 +12,7 @@ import (
 func newRolloutCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "rollout restart ROLE", Short: "Replace a role's sessions with its current template"}
 	var maxUnavailable int
-	var timeout string
+	var timeout, minReady string
 	var all bool
 	restart := &cobra.Command{
 		Use:   "restart ROLE",
@@ -20,8 +20,8 @@ func newRolloutCmd(g *globals) *cobra.Command {
 		Long: `Replace the sessions of ROLE that run an older command, workdir or env than
 the role's (OUTDATED in 'herd get sessions'), --max-unavailable at a time
 (default 1): each is restarted through the stop path, and the next is not
-stopped before the new one runs. A new incarnation that does not run within
---timeout (a crash, a bad command) stops the rollout; the old sessions left
+stopped before the new one runs and has kept running for --min-ready. A new
+incarnation that does not (a crash, a bad command) stops the rollout; the old sessions left
 keep running. Every replacement is a 'rollout' event.`,
 		Example: `  herd rollout restart worker
   herd rollout restart worker --max-unavailable 2`,
@@ -32,7 +32,7 @@ keep running. Every replacement is a 'rollout' event.`,
 				return fmt.Errorf("rollout: --max-unavailable must be at least 1")
 			}
 			var res api.RolloutResult
-			req := api.RolloutRequest{MaxUnavailable: maxUnavailable, Ready: timeout, All: all}
+			req := api.RolloutRequest{MaxUnavailable: maxUnavailable, Ready: timeout, All: all, MinReady: minReady}
 			if err := g.do(cmd.Context(), http.MethodPost, rolePath(args[0], "/rollout"), nil, req, &res); err != nil {
 				return err
 			}
@@ -50,6 +50,7 @@ keep running. Every replacement is a 'rollout' event.`,
 	}
 	restart.Flags().IntVar(&maxUnavailable, "max-unavailable", 1, "sessions replaced at once")
 	restart.Flags().StringVar(&timeout, "timeout", "1m", "how long each new incarnation may take to run")
+	restart.Flags().StringVar(&minReady, "min-ready", "1s", "how long each new incarnation must keep running before the next old one stops")
 	restart.Flags().BoolVar(&all, "all", false, "replace every session, outdated or not")
 	cmd.AddCommand(restart)
 	requireSubcommand(cmd, "action")

@@ -40,6 +40,8 @@ type RolloutRequest struct {
 	Ready          string `json:"ready,omitempty"` // wait for each new incarnation to run; default 1m
 	// All replaces every session, outdated or not.
 	All bool `json:"all,omitempty"`
+	// MinReady: each new incarnation must keep running this long ("1s").
+	MinReady string `json:"min_ready,omitempty"`
 }
 
 // RolloutStep is one session a rollout replaced.

@@ -223,9 +223,18 @@ func (sv *Server) handleRollout(w http.ResponseWriter, r *http.Request) {
 		}
 		ready = d
 	}
+	var minReady time.Duration
+	if req.MinReady != "" {
+		d, err := time.ParseDuration(req.MinReady)
+		if err != nil || d < 0 || d > 10*time.Minute {
+			fail(w, badf("rollout: --min-ready %q: want a duration from 0 to 10m", req.MinReady))
+			return
+		}
+		minReady = d
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Hour)
 	defer cancel()
-	rep, err := sv.o.Slots.Rollout(ctx, slots.RolloutRequest{Role: name, MaxUnavailable: req.MaxUnavailable, Ready: ready, All: req.All})
+	rep, err := sv.o.Slots.Rollout(ctx, slots.RolloutRequest{Role: name, MaxUnavailable: req.MaxUnavailable, Ready: ready, All: req.All, MinReady: minReady})
 	var bad *slots.BadInput
 	if err != nil && (errors.As(err, &bad) || len(rep.Replaced) == 0 && len(rep.Left) == 0) {
 		fail(w, err)

@@ -23,6 +23,9 @@ type RolloutRequest struct {
 	Ready time.Duration
 	// All replaces every live session, outdated or not.
 	All bool
+	// MinReady is how long a new incarnation must keep running before
+	// the next old one stops (an agent that dies at once is caught).
+	MinReady time.Duration
 }
 
 // RolloutStep is one session replaced.
@@ -132,7 +135,7 @@ func (sl *Slots) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i, s := range batch {
-			wg.Go(func() { steps[i], errs[i] = sl.replace(ctx, s, req.Ready) })
+			wg.Go(func() { steps[i], errs[i] = sl.replace(ctx, s, req.Ready, req.MinReady) })
 		}
 		wg.Wait()
 		todo = todo[n:]
@@ -153,7 +156,7 @@ func (sl *Slots) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport
 
 // replace restarts one session for a rollout and waits for its new
 // incarnation to run.
-func (sl *Slots) replace(ctx context.Context, s herd.Session, ready time.Duration) (RolloutStep, error) {
+func (sl *Slots) replace(ctx context.Context, s herd.Session, ready, minReady time.Duration) (RolloutStep, error) {
 	step := RolloutStep{Session: s.Name, From: s.Incarnation, Reason: s.Exit.Reason}
 	start := time.Now()
 	data := map[string]any{"rollout": true, "outdated_reason": step.Reason}
@@ -163,7 +166,11 @@ func (sl *Slots) replace(ctx context.Context, s herd.Session, ready time.Duratio
 		return step, err
 	}
 	step.To = to
-	if err := sl.awaitRunning(ctx, s.Name, to, ready); err != nil {
+	err = sl.awaitRunning(ctx, s.Name, to, ready)
+	if err == nil && minReady > 0 {
+		err = sl.keepsRunning(ctx, s.Name, to, minReady)
+	}
+	if err != nil {
 		sl.event(ctx, s, to, "stalled", fmt.Sprintf("rollout stopped: %s: %v", s.Name, err), data)
 		return step, fmt.Errorf("%s: %w", s.Name, err)
 	}
@@ -199,6 +206,36 @@ func (sl *Slots) awaitRunning(ctx context.Context, name, inc string, within time
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("its new incarnation is still %s after %s", s.State, within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// keepsRunning checks that session name keeps incarnation inc live for d.
+func (sl *Slots) keepsRunning(ctx context.Context, name, inc string, d time.Duration) error {
+	end := time.Now().Add(d)
+	for {
+		var s herd.Session
+		err := sl.st.Store().View(ctx, func(tx store.Tx) (err error) {
+			s, err = tx.Session(name)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if s.Incarnation != inc || !s.State.Live() {
+			what := string(s.State)
+			if s.Exit != nil {
+				what += " (" + s.Exit.Reason + ")"
+			}
+			return fmt.Errorf("its new incarnation ran, then ended within %s: %s", d, what)
+		}
+		if time.Now().After(end) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():

@@ -1,6 +1,10 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	"herd"
+)
 
 // StopRequest is the optional body of POST /v1/sessions/{name}/stop.
 type StopRequest struct {
@@ -59,4 +63,29 @@ type RolloutResult struct {
 	Replaced []RolloutStep `json:"replaced"`
 	Left     []string      `json:"left,omitempty"`
 	Error    string        `json:"error,omitempty"`
+}
+
+// ApplyRequest is the body of POST /v1/roles from herd apply (herd run
+// sends a bare array of roles).
+type ApplyRequest struct {
+	Roles []herd.Role `json:"roles"`
+	// Inherit names, by role, the restart keys the daemon fills from its
+	// own [restart] defaults.
+	Inherit map[string][]string `json:"inherit,omitempty"`
+	DryRun  bool                `json:"dry_run,omitempty"`
+}
+
+// RoleChange is what an apply did, or would do, to one role.
+type RoleChange struct {
+	Role     string   `json:"role"`
+	Action   string   `json:"action"` // created, configured, unchanged
+	Changed  []string `json:"changed,omitempty"`
+	Outdated int      `json:"outdated,omitempty"`
+	Rearmed  int      `json:"rearmed,omitempty"`
+}
+
+// ApplyResult is the reply of POST /v1/roles.
+type ApplyResult struct {
+	Message string       `json:"message"`
+	Changes []RoleChange `json:"changes"`
 }

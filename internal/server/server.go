@@ -285,20 +285,6 @@ func (sv *Server) handleRoles(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, views)
 }
 
-// handleApply upserts roles; every role is validated before any is written.
-func (sv *Server) handleApply(w http.ResponseWriter, r *http.Request) {
-	var roles []herd.Role
-	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<20)).Decode(&roles); err != nil {
-		fail(w, badf("apply: bad request body: %v", err))
-		return
-	}
-	if err := sv.o.Slots.ApplyRoles(r.Context(), roles); err != nil {
-		fail(w, err)
-		return
-	}
-	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("%d role(s) applied", len(roles))})
-}
-
 func (sv *Server) handleScale(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	var req api.ScaleRequest

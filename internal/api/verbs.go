@@ -89,3 +89,24 @@ type ApplyResult struct {
 	Message string       `json:"message"`
 	Changes []RoleChange `json:"changes"`
 }
+
+// ReloadResult is the reply of POST /v1/reload: what a reload of the
+// daemon's config file changed.
+type ReloadResult struct {
+	Message string `json:"message"`
+	// File is the config file read ("" when there is none: the defaults).
+	File string `json:"file"`
+	// Applied lists the sections changed and applied live.
+	Applied []string `json:"applied"`
+	// NeedsRestart lists the sections changed that take effect only when
+	// the daemon restarts, each with why.
+	NeedsRestart []SectionNote `json:"needs_restart"`
+	// Roles says what became of the file's roles.
+	Roles []RoleChange `json:"roles"`
+}
+
+// SectionNote is one config section and a note on it.
+type SectionNote struct {
+	Section string `json:"section"`
+	Why     string `json:"why"`
+}

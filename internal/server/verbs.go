@@ -28,6 +28,21 @@ func (sv *Server) handleVerbs(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/sessions/{name}/reset", sv.handleReset)
 	mux.HandleFunc("POST /v1/sessions/{name}/signal", sv.handleSignal)
 	mux.HandleFunc("POST /v1/roles/{name}/rollout", sv.handleRollout)
+	mux.HandleFunc("POST /v1/reload", sv.handleReload)
+}
+
+// handleReload reads the daemon's config file again (see daemon.Reload).
+func (sv *Server) handleReload(w http.ResponseWriter, r *http.Request) {
+	if sv.o.Reload == nil {
+		fail(w, badf("reload: not supported by this daemon"))
+		return
+	}
+	res, err := sv.o.Reload(r.Context())
+	if err != nil {
+		fail(w, badf("%v", err))
+		return
+	}
+	reply(w, http.StatusOK, res)
 }
 
 // decodeOptional decodes an optional JSON body into v: an empty body

@@ -34,7 +34,8 @@ type RolloutStep struct {
 	From    string `json:"from"`
 	To      string `json:"to"`
 	Reason  string `json:"reason"`
-	// Took is from the stop of the old incarnation to the new one running.
+	// Took is from the stop of the old incarnation to the new one running
+	// (MinReady not included).
 	Took time.Duration `json:"took"`
 }
 
@@ -167,6 +168,7 @@ func (sl *Slots) replace(ctx context.Context, s herd.Session, ready, minReady ti
 	}
 	step.To = to
 	err = sl.awaitRunning(ctx, s.Name, to, ready)
+	step.Took = time.Since(start)
 	if err == nil && minReady > 0 {
 		err = sl.keepsRunning(ctx, s.Name, to, minReady)
 	}
@@ -174,9 +176,8 @@ func (sl *Slots) replace(ctx context.Context, s herd.Session, ready, minReady ti
 		sl.event(ctx, s, to, "stalled", fmt.Sprintf("rollout stopped: %s: %v", s.Name, err), data)
 		return step, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	step.Took = time.Since(start)
-	sl.event(ctx, s, to, "replaced", fmt.Sprintf("rollout: %s replaced, running after %s", s.Name, step.Took.Round(time.Millisecond)),
-		map[string]any{"from": step.From, "to": to, "took": step.Took.String()})
+	sl.event(ctx, s, to, "replaced", fmt.Sprintf("rollout: %s replaced, running after %s (and for %s since)", s.Name, step.Took.Round(time.Millisecond), minReady),
+		map[string]any{"from": step.From, "to": to, "took": step.Took.String(), "min_ready": minReady.String()})
 	return step, nil
 }
 

@@ -52,6 +52,17 @@ func TestLogsScrollbackRoleSince(t *testing.T) {
 		}
 	}
 
+	// A tmux session restarts too: a fresh pane, its output from the top.
+	before, _ := e.session("tm-1")
+	e.must("restart", "tm-1")
+	e.waitFor("tm-1 to run a fresh incarnation", 10*time.Second, func() bool {
+		v, _ := e.session("tm-1")
+		return v.State == herd.StateRunning && v.Incarnation != before.Incarnation && strings.Contains(e.try("logs", "tm-1"), "done-tm-1")
+	})
+	if out := e.must("logs", "tm-1"); strings.Count(out, "done-tm-1") != 1 {
+		t.Errorf("logs after a tmux restart: expected the new pane's output only … got %d bytes", len(out))
+	}
+
 	// --since: the exec session restarted once shows both incarnations.
 	first, _ := e.session("ex-0")
 	e.must("restart", "ex-0")

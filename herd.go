@@ -228,6 +228,8 @@ type Exit struct {
 	Signal *int      `json:"signal"`
 	Reason string    `json:"reason"`
 	At     time.Time `json:"at"`
+	// Message says why when the agent never ran (a launch that failed).
+	Message string `json:"message,omitempty"`
 }
 
 // Snapshot is what is needed to relaunch a stopped session.
@@ -258,6 +260,10 @@ type Incarnation struct {
 	Exit      *Exit      `json:"exit"`
 	// AgentSessionID is the agent's own session id (for resume), when known.
 	AgentSessionID string `json:"agent_session_id,omitempty"`
+	// Template is the fingerprint of the role's command, workdir and env
+	// this incarnation was launched from (see internal/rollout); "" when
+	// recorded before fingerprints.
+	Template string `json:"template,omitempty"`
 }
 
 // Session is one replica slot of a role, with its crash bookkeeping.

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"herd/internal/daemon"
@@ -20,7 +23,8 @@ func newDaemonCmd(g *globals) *cobra.Command {
 (mode 0600), keeps every role's replicas running, and restarts crashes with
 backoff. Stopping the daemon never stops the agents: a restarted daemon
 re-adopts them after verifying their identity (pid, start time, boot id).
-Roles declared in the config file are applied at start.`,
+Roles declared in the config file are applied at start. SIGHUP (or
+'herd reload') reads the config file again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := g.dir()
@@ -46,7 +50,8 @@ Roles declared in the config file are applied at start.`,
 				return err
 			}
 			defer st.Close()
-			d, err := daemon.New(daemon.Options{StateDir: dir, Config: cfg, Store: st, Logger: log, Version: version, CaptureCommand: daemon.CaptureCommand()})
+			d, err := daemon.New(daemon.Options{StateDir: dir, Config: cfg, Store: st, Logger: log, Version: version,
+				CaptureCommand: daemon.CaptureCommand(), Load: g.loadConfig})
 			if err != nil {
 				return err
 			}
@@ -56,6 +61,8 @@ Roles declared in the config file are applied at start.`,
 				}
 				log.Info("roles applied from config", "file", path, "roles", len(cfg.Roles))
 			}
+			stopHUP := reloadOnHUP(cmd.Context(), d, log)
+			defer stopHUP()
 			start := time.Now()
 			err = d.Run(cmd.Context(), ln)
 			log.Info("daemon stopped", "uptime", time.Since(start).Round(time.Second))
@@ -64,4 +71,34 @@ Roles declared in the config file are applied at start.`,
 	}
 	cmd.Flags().BoolVar(&debug, "debug", false, "log at debug level")
 	return cmd
+}
+
+// reloadOnHUP reloads the daemon's config on each SIGHUP until ctx ends
+// or stop is called.
+func reloadOnHUP(ctx context.Context, d *daemon.Daemon, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				res, err := d.Reload(ctx)
+				if err != nil {
+					log.Error("SIGHUP: config not reloaded", "err", err)
+					continue
+				}
+				log.Info("SIGHUP: " + res.Message)
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		<-done
+	}
 }

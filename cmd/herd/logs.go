@@ -13,11 +13,32 @@ import (
 
 func newLogsCmd(g *globals) *cobra.Command {
 	var tail int
-	var follow bool
+	var follow, all bool
+	var since, role string
 	cmd := &cobra.Command{
-		Use:               "logs NAME",
-		Short:             "Show the agent's output: pane capture (tmux) or captured stdout (exec)",
-		Args:              sessionArg,
+		Use:   "logs NAME | --role NAME | --all",
+		Short: "Show the agent's output: pane capture (tmux) or captured stdout (exec)",
+		Long: `Show a session's output: the whole pane, scrollback included (tmux), or the
+captured stdout (exec). With --role or --all, the output of each session of
+the role (or of every session), one after the other, each line prefixed
+with its session's name. With --since DUR, the output of every incarnation
+that ran in the last DUR, oldest first, each under a header saying when it
+started and how it ended (a tmux pane's output is gone with its pane). A
+launch that failed, or a command not found, ends with herd's line saying why.`,
+		Example: `  herd logs worker-0 --tail 50
+  herd logs worker-0 --since 1h
+  herd logs --role worker -f`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case (all || role != "") && len(args) > 0:
+				return fmt.Errorf("logs: give a session NAME, --role NAME or --all, not both")
+			case all && role != "":
+				return fmt.Errorf("logs: give --role NAME or --all, not both")
+			case !all && role == "":
+				return sessionArg(cmd, args)
+			}
+			return nil
+		},
 		ValidArgsFunction: completeSessions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if tail < 0 {
@@ -27,10 +48,28 @@ func newLogsCmd(g *globals) *cobra.Command {
 			if tail > 0 {
 				q.Set("tail", strconv.Itoa(tail))
 			}
+			if since != "" {
+				if d, err := time.ParseDuration(since); err != nil || d <= 0 {
+					return fmt.Errorf("logs: --since %q: want a positive duration such as 1h", since)
+				}
+				q.Set("since", since)
+			}
+			path := "/v1/logs"
+			switch {
+			case len(args) == 1:
+				path = sessionPath(args[0], "/logs")
+			case role != "":
+				if err := checkRole("logs", role); err != nil {
+					return err
+				}
+				q.Set("role", role)
+			default:
+				q.Set("all", "1")
+			}
 			var last []byte
 			for {
 				var out []byte
-				if err := g.do(cmd.Context(), http.MethodGet, sessionPath(args[0], "/logs"), q, nil, &out); err != nil {
+				if err := g.do(cmd.Context(), http.MethodGet, path, q, nil, &out); err != nil {
 					if cmd.Context().Err() != nil {
 						return nil
 					}
@@ -58,6 +97,9 @@ func newLogsCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&tail, "tail", 0, "only the last N lines (default 0: all of them)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output, once a second, until interrupted")
+	cmd.Flags().StringVar(&since, "since", "", "the output of every incarnation that ran in the last DUR (e.g. 1h)")
+	cmd.Flags().StringVar(&role, "role", "", "the output of every session of role NAME, prefixed by session")
+	cmd.Flags().BoolVar(&all, "all", false, "the output of every session, prefixed by session")
 	return cmd
 }
 

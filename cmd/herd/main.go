@@ -56,6 +56,7 @@ Try it all with no setup: 'herd demo'.`,
 		newStopCmd(g), newResumeCmd(g), newScaleCmd(g), newDeleteCmd(g), newArchiveCmd(g), newReapCmd(g),
 		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g), newCaptureCmd(),
 		newStartupCmd(g), newTopCmd(g),
+		newRestartCmd(g), newResetCmd(g), newSignalCmd(g), newRolloutCmd(g), newReloadCmd(g),
 	)
 	return root
 }

@@ -69,6 +69,9 @@ func stateText(v api.SessionView) string {
 	if v.Archived {
 		s += ",ARCHIVED"
 	}
+	if v.Outdated {
+		s += ",OUTDATED"
+	}
 	return s
 }
 
@@ -125,10 +128,19 @@ func lastExit(e *herd.Exit, now time.Time) string {
 		what = fmt.Sprintf("signal %d", *e.Signal)
 	case e.Code != nil:
 		what = fmt.Sprintf("code %d", *e.Code)
+		switch *e.Code {
+		case 127:
+			what += " (command not found)"
+		case 126:
+			what += " (not executable)"
+		}
 	default:
 		what = e.Reason
+		if e.Message != "" {
+			what += ": " + clipText(e.Message, 60)
+		}
 	}
-	if e.Reason != "" && e.Reason != herd.ReasonSignal && e.Reason != herd.ReasonExitCode && what != e.Reason {
+	if e.Reason != "" && e.Reason != herd.ReasonSignal && e.Reason != herd.ReasonExitCode && !strings.HasPrefix(what, e.Reason) {
 		what += " (" + e.Reason + ")"
 	}
 	if !e.At.IsZero() {
@@ -167,4 +179,13 @@ func clockText(t, now time.Time) string {
 		return t.Format("15:04:05.000")
 	}
 	return t.Format("2006-01-02 15:04:05")
+}
+
+// clipText bounds s to n runes, marking a cut with "...".
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"herd"
@@ -26,19 +27,29 @@ func post(cmd *cobra.Command, g *globals, path string, body any) error {
 }
 
 func newStopCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var grace string
+	cmd := &cobra.Command{
 		Use:   "stop NAME",
 		Short: "Stop a session through the stop path; its role's replica count drops by one",
 		Long: `Stop a session: its process identity is verified, its process group gets
 SIGTERM (SIGKILL after a grace period), and one 'stopped' event records a
 resume snapshot. 'herd resume NAME' brings it back. Stopping a session that
-is already stopped is not an error.`,
+is already stopped is not an error. --grace sets the wait before SIGKILL;
+when SIGKILL was needed, the stopped event says so (escalated, after).`,
+		Example:           "  herd stop worker-0 --grace 30s",
 		Args:              sessionArg,
 		ValidArgsFunction: completeSessions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return post(cmd, g, sessionPath(args[0], "/stop"), nil)
+			if grace != "" {
+				if d, err := time.ParseDuration(grace); err != nil || d <= 0 {
+					return fmt.Errorf("stop: --grace %q: want a positive duration such as 10s", grace)
+				}
+			}
+			return post(cmd, g, sessionPath(args[0], "/stop"), api.StopRequest{Grace: grace})
 		},
 	}
+	cmd.Flags().StringVar(&grace, "grace", "", "how long to wait after SIGTERM before SIGKILL (default: the daemon's, 5s)")
+	return cmd
 }
 
 func newResumeCmd(g *globals) *cobra.Command {

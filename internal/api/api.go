@@ -31,6 +31,10 @@ type SessionView struct {
 	Archived       bool          `json:"archived"`
 	// Escalated is true while the session has an open escalation.
 	Escalated bool `json:"escalated"`
+	// Outdated is true while the session runs an older command, workdir
+	// or env than its role's; OutdatedReason says which.
+	Outdated       bool   `json:"outdated"`
+	OutdatedReason string `json:"outdated_reason,omitempty"`
 	// Unmanaged marks a herd-named tmux session with no record (left for the reaper).
 	Unmanaged bool `json:"unmanaged,omitempty"`
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"herd"
@@ -50,6 +51,10 @@ type Options struct {
 	// `capture`); empty: the agents write their files themselves, capped
 	// after the fact.
 	CaptureCommand []string
+	// Load reads the config file again for a reload (herd reload,
+	// SIGHUP): the config and the path read ("" for the defaults). Nil
+	// refuses reloads.
+	Load func() (*config.Config, string, error)
 }
 
 // Daemon supervises this host's sessions.
@@ -71,6 +76,12 @@ type Daemon struct {
 	server    *server.Server
 	// metrics is nil unless [metrics] listen is set.
 	metrics *metrics.Metrics
+
+	// live is the configuration in force; a reload swaps it.
+	live *config.Live
+	load func() (*config.Config, string, error)
+	// reloadMu serializes reloads.
+	reloadMu sync.Mutex
 }
 
 // New returns a daemon; Run starts it.
@@ -98,7 +109,7 @@ func New(o Options) (*Daemon, error) {
 			return nil, fmt.Errorf("daemon: hostname: %w", err)
 		}
 	}
-	d := &Daemon{log: log, cfg: cfg, proc: o.Proc, host: host, bootID: boot}
+	d := &Daemon{log: log, cfg: cfg, proc: o.Proc, host: host, bootID: boot, live: config.NewLive(cfg), load: o.Load}
 	d.status = status.New(o.Store, host, cfg.Restart, log)
 	if cfg.Metrics.Listen != "" {
 		d.metrics = metrics.New(d.metricsSnapshot)
@@ -119,14 +130,15 @@ func New(o Options) (*Daemon, error) {
 	})
 	d.stalls = stalls.New(stalls.Options{
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
-		Config: cfg, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Log: log,
+		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Log: log,
 	})
 	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
 	d.escalator.Metrics = d.metrics
-	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Log: log})
+	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	d.server = server.New(server.Options{
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator,
 		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
+		Reload: d.Reload,
 	})
 	d.status.Observe(d.stalls.Summary, func(inc string) {
 		d.prober.Unwatch(inc)

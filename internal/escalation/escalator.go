@@ -37,6 +37,8 @@ type Escalator struct {
 	thresholds Thresholds
 	// Notifier delivers escalations; its channels may be empty.
 	Notifier *Notifier
+	// live holds what a reload changed (Reconfigure).
+	live override
 	// BackoffMin and BackoffMax bound the retry delay of a failed delivery.
 	BackoffMin, BackoffMax time.Duration
 	// Workers is the size of the delivery pool.
@@ -195,7 +197,7 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 		ep := e.decodeEpisode(t.key, raw, ok)
 		s, live := sessions[t.session]
 		c := e.condition(t, s, live)
-		fire, next := Evaluate(c, ep, now, e.thresholds.For(t.rule))
+		fire, next := Evaluate(c, ep, now, e.th().For(t.rule))
 		e.settle(&next)
 		enc, encErr := next.Encode()
 		if encErr != nil {
@@ -242,7 +244,7 @@ func (e *Escalator) escalateTx(tx store.Tx, changed []target, now time.Time, epi
 		}
 		ep := e.decodeEpisode(t.key, raw, ok)
 		c := e.condition(t, s, live)
-		th := e.thresholds.For(t.rule)
+		th := e.th().For(t.rule)
 		fire, next := Evaluate(c, ep, now, th)
 		if _, err := next.Encode(); err != nil {
 			continue // unstorable (logged by the read pass); never fire what cannot be recorded
@@ -311,7 +313,7 @@ func (e *Escalator) condition(t target, s herd.Session, live bool) Condition {
 // settle marks an owed escalation delivered when no notifier is
 // configured: its event is all there is to deliver.
 func (e *Escalator) settle(ep *Episode) {
-	if ch := e.Notifier.Channels(); ep.Owed() && !ch.Command && !ch.Webhook {
+	if ch := e.notifier().Channels(); ep.Owed() && !ch.Command && !ch.Webhook {
 		ep.Delivered = true
 	}
 }

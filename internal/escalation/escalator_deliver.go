@@ -49,14 +49,14 @@ func (e *Escalator) deliver(ctx context.Context, key string) {
 	if !ep.Owed() {
 		return
 	}
-	ch := e.Notifier.Channels()
+	ch := e.notifier().Channels()
 	var r Round
 	if lookErr != nil {
 		// The event cannot be rendered; nothing can be sent, so every
 		// pending channel fails this round and the row records why.
 		r = failedRound(ch, ep, lookErr)
 	} else {
-		r = e.Notifier.Deliver(ctx, ep, payload)
+		r = e.notifier().Deliver(ctx, ep, payload)
 	}
 	if ctx.Err() != nil {
 		return // shutting down: the round did not count; retried at next start

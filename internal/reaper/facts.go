@@ -145,7 +145,7 @@ func (r *Reaper) workdirGone(ctx context.Context, dir string) (bool, error) {
 		fi, err := os.Stat(dir)
 		done <- result{fi, err}
 	}()
-	timer := time.NewTimer(r.o.Config.Probe.Timeout)
+	timer := time.NewTimer(r.cfg().Probe.Timeout)
 	defer timer.Stop()
 	select {
 	case res := <-done:
@@ -157,7 +157,7 @@ func (r *Reaper) workdirGone(ctx context.Context, dir string) (bool, error) {
 		}
 		return !res.fi.IsDir(), nil
 	case <-timer.C:
-		return false, fmt.Errorf("stat %s: no answer within %s", dir, r.o.Config.Probe.Timeout)
+		return false, fmt.Errorf("stat %s: no answer within %s", dir, r.cfg().Probe.Timeout)
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}

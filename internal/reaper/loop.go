@@ -32,7 +32,10 @@ type Options struct {
 	Exec  *execrt.Runtime
 	// Config gives [reaper], [probe] and [tmux].
 	Config *config.Config
-	Log    *slog.Logger
+	// Live, when set, is read instead of Config: a reload applies a new
+	// [reaper] table at once.
+	Live *config.Live
+	Log  *slog.Logger
 }
 
 // Reaper stops the sessions nobody needs.
@@ -41,10 +44,24 @@ type Reaper struct {
 	st *status.Manager
 	// passMu serializes passes: the loop's and `herd reap`'s.
 	passMu sync.Mutex
+	// wake runs the loop's check at once (a reload changed the interval).
+	wake chan struct{}
 }
 
 // New returns a reaper; Run starts its loop.
-func New(o Options) *Reaper { return &Reaper{o: o, st: o.Status} }
+func New(o Options) *Reaper { return &Reaper{o: o, st: o.Status, wake: make(chan struct{}, 1)} }
+
+// cfg is the configuration in force.
+func (r *Reaper) cfg() *config.Config {
+	if r.o.Live != nil {
+		return r.o.Live.Load()
+	}
+	return r.o.Config
+}
+
+// Reconfigured tells the reaper a reload changed [reaper]: its next pass
+// is timed from the new interval at once.
+func (r *Reaper) Reconfigured() { loop.Wake(r.wake) }
 
 // firstPass is how soon after the daemon starts the first reaper pass runs
 // (sooner when reaper.interval is shorter).
@@ -57,15 +74,26 @@ const firstPass = 10 * time.Second
 // never an attached one and never on a fact it could not read (see Decide
 // for the policy and Pass for the round).
 func (r *Reaper) Run(ctx context.Context) {
-	interval := r.o.Config.Reaper.Interval
+	interval := r.cfg().Reaper.Interval
+	first := min(firstPass, interval)
 	if interval <= 0 {
-		<-ctx.Done()
-		return
+		// Off; a reload may turn it on: look once a minute.
+		interval, first = time.Minute, time.Minute
 	}
 	// noted remembers the notes already logged (tmux not installed, ...),
 	// so a condition that lasts is logged once, not every pass.
 	noted := map[string]bool{}
-	loop.Loop{Name: "reaper", Log: r.o.Log, Every: interval, First: min(firstPass, interval)}.Run(ctx, func(ctx context.Context) time.Duration {
+	// last is when the last pass began: a reload's interval counts from it.
+	last := time.Now().Add(-interval + first)
+	loop.Loop{Name: "reaper", Log: r.o.Log, Every: interval, First: first, Trigger: r.wake}.Run(ctx, func(ctx context.Context) time.Duration {
+		every := r.cfg().Reaper.Interval
+		if every <= 0 {
+			return time.Minute // off
+		}
+		if wait := time.Until(last.Add(every)); wait > 0 {
+			return wait
+		}
+		last = time.Now()
 		rep, err := r.Pass(ctx, PassOptions{})
 		switch {
 		case ctx.Err() != nil:
@@ -80,7 +108,7 @@ func (r *Reaper) Run(ctx context.Context) {
 			}
 			r.LogPass(rep)
 		}
-		return 0
+		return every
 	})
 }
 

@@ -64,7 +64,7 @@ func (r *Reaper) Pass(ctx context.Context, o PassOptions) (api.ReapReport, error
 
 	tmuxOK := r.tmuxInstalled()
 	if !tmuxOK {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("tmux binary %q not found: tmux sessions not examined", r.o.Config.Tmux.Binary))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("tmux binary %q not found: tmux sessions not examined", r.cfg().Tmux.Binary))
 	}
 	st, err := r.reapState(ctx, "")
 	if err != nil {
@@ -113,7 +113,7 @@ func (r *Reaper) Pass(ctx context.Context, o PassOptions) (api.ReapReport, error
 	if o.DryRun {
 		reaps = nil
 	}
-	loop.Each(r.o.Config.Probe.Concurrency, reaps, func(p pending) {
+	loop.Each(r.cfg().Probe.Concurrency, reaps, func(p pending) {
 		c := &rep.Candidates[p.i]
 		if ctx.Err() != nil {
 			c.Action, c.Error = api.ReapActionSkipped, "pass cancelled before the kill"
@@ -275,13 +275,13 @@ func reapData(dec Decision) map[string]any {
 }
 
 func (r *Reaper) reapPolicy() Policy {
-	c := r.o.Config.Reaper
+	c := r.cfg().Reaper
 	return Policy{IdleAfter: c.IdleAfter, Orphans: c.Orphans, Archived: c.Archived}
 }
 
 // tmuxInstalled reports whether the configured tmux binary can be found.
 func (r *Reaper) tmuxInstalled() bool {
-	bin := r.o.Config.Tmux.Binary
+	bin := r.cfg().Tmux.Binary
 	if bin == "" {
 		bin = "tmux"
 	}

@@ -37,8 +37,9 @@ type Runtime interface {
 	// Remove clears what an incarnation leaves once its processes are dead
 	// (its tmux session); it never touches a relaunch of the same slot.
 	Remove(ctx context.Context, inc herd.Incarnation) error
-	// Capture returns the agent's recent output: the pane (with lines of
-	// history) or the tail of the captured stdout.
+	// Capture returns the agent's output: the pane with its last lines of
+	// history (all of it when lines <= 0), or the tail of the captured
+	// stdout (all of it when lines <= 0).
 	Capture(ctx context.Context, inc herd.Incarnation, lines int) ([]byte, error)
 	// Inject types text into the agent's input.
 	Inject(ctx context.Context, inc herd.Incarnation, text string, enter bool) error

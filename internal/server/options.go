@@ -3,6 +3,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -33,6 +34,8 @@ type Options struct {
 	Config    *config.Config
 	Version   string
 	BootID    string
+	// Reload reads the daemon's config file again (POST /v1/reload).
+	Reload func(ctx context.Context) (api.ReloadResult, error)
 }
 
 // Server serves the API.

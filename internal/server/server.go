@@ -27,6 +27,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/sessions", sv.handleSessions)
 	mux.HandleFunc("GET /v1/sessions/{name}", sv.handleSession)
 	mux.HandleFunc("GET /v1/sessions/{name}/logs", sv.handleLogs)
+	mux.HandleFunc("GET /v1/logs", sv.handleFleetLogs)
 	mux.HandleFunc("POST /v1/sessions/{name}/stop", sv.handleStop)
 	mux.HandleFunc("POST /v1/sessions/{name}/resume", sv.handleResume)
 	mux.HandleFunc("POST /v1/sessions/{name}/archive", sv.handleArchive)
@@ -38,6 +39,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/events", sv.handleEvents)
 	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
 	mux.HandleFunc("POST /v1/reap", sv.handleReap)
+	sv.handleVerbs(mux)
 	return mux
 }
 
@@ -83,6 +85,7 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	sv.markOutdated(r.Context(), views)
 	views = append(views, sv.unmanagedViews()...)
 	reply(w, http.StatusOK, views)
 }
@@ -152,6 +155,9 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 			det.StderrTail = splitLines(b)
 		}
 	}
+	one := []api.SessionView{det.SessionView}
+	sv.markOutdated(r.Context(), one)
+	det.SessionView = one[0]
 	sv.o.Stalls.Describe(&det)
 	reply(w, http.StatusOK, det)
 }
@@ -188,45 +194,24 @@ func splitLines(b []byte) []string {
 }
 
 func (sv *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	tail, _ := strconv.Atoi(r.URL.Query().Get("tail"))
-	var s herd.Session
-	var inc herd.Incarnation
-	err := sv.st.Store().View(r.Context(), func(tx store.Tx) (err error) {
-		s, err = tx.Session(name)
-		if err != nil {
-			return slots.Named("session", name, err)
-		}
-		if s.RuntimeKind == herd.RuntimeTmux && s.State.Live() {
-			inc, err = tx.Incarnation(s.Incarnation)
-		}
-		return err
-	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	var out []byte
-	if s.RuntimeKind == herd.RuntimeTmux && s.State.Live() {
-		out, err = sv.o.Tmux.Capture(r.Context(), inc, tail)
-		out = tailLines(out, tail)
-	} else {
-		outPath, _ := sv.o.Exec.Paths(name, s.Incarnation)
-		out, err = execrt.ReadTail(outPath, tail)
-	}
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write(out)
+	sv.serveLogs(w, r, r.PathValue("name"), "", false)
 }
 
 func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	ctx, cancel := opCtx(r)
+	var req api.StopRequest
+	if err := decodeOptional(r, &req); err != nil {
+		fail(w, badf("stop: bad request body: %v", err))
+		return
+	}
+	grace, err := parseGrace("stop", req.Grace)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ctx, cancel := verbCtx(r, grace, 1)
 	defer cancel()
-	err := sv.o.Slots.Stop(ctx, slots.StopRequest{Name: name, Reason: herd.ReasonUser, DropReplica: true, Message: "stopped by user"})
+	err = sv.o.Slots.Stop(ctx, slots.StopRequest{Name: name, Reason: herd.ReasonUser, DropReplica: true, Message: "stopped by user", Grace: grace})
 	switch {
 	case errors.Is(err, slots.ErrAlreadyStopped):
 		reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s already stopped", name)})
@@ -298,20 +283,6 @@ func (sv *Server) handleRoles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(w, http.StatusOK, views)
-}
-
-// handleApply upserts roles; every role is validated before any is written.
-func (sv *Server) handleApply(w http.ResponseWriter, r *http.Request) {
-	var roles []herd.Role
-	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<20)).Decode(&roles); err != nil {
-		fail(w, badf("apply: bad request body: %v", err))
-		return
-	}
-	if err := sv.o.Slots.ApplyRoles(r.Context(), roles); err != nil {
-		fail(w, err)
-		return
-	}
-	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("%d role(s) applied", len(roles))})
 }
 
 func (sv *Server) handleScale(w http.ResponseWriter, r *http.Request) {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
 	"herd"
 	"herd/internal/agents"
+	"herd/internal/cmdpath"
 	"herd/internal/reconcile"
+	"herd/internal/rollout"
 	"herd/internal/runtime"
 	"herd/internal/status"
 	"herd/internal/store"
@@ -23,6 +26,11 @@ type LaunchRequest struct {
 	Index int
 	// Kind is the event recorded: spawned, restarted or resumed.
 	Kind string
+	// Reason is the event's reason ("" for a launch the reconciler
+	// planned; user for herd restart, rollout for a rollout).
+	Reason string
+	// Data is added to the event.
+	Data map[string]any
 	// Argv overrides the role's command (resume).
 	Argv []string
 	// Check re-validates the slot under its lock; launch skips when it errs.
@@ -80,6 +88,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	inc := herd.Incarnation{
 		ID: status.NewID(), Session: req.Name, Host: s.st.Host(), RuntimeKind: role.Runtime,
 		Argv: argv, Workdir: role.Workdir, StartedAt: time.Now().UTC(),
+		Template: rollout.Fingerprint(role),
 	}
 	env := map[string]string{}
 	for k, v := range role.Env {
@@ -91,6 +100,9 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	spec := runtime.Spec{Session: req.Name, Incarnation: inc.ID, Argv: argv, Workdir: role.Workdir, Env: env}
 
 	data := map[string]any{}
+	for k, v := range req.Data {
+		data[k] = v
+	}
 	wt, startErr := s.worktree(ctx, role, req.Name)
 	if startErr == nil && wt != nil {
 		spec.Workdir, inc.Workdir = wt.Dir, wt.Dir
@@ -100,6 +112,13 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		}
 		if wt.Output != "" {
 			data["setup_output"] = clip(wt.Output, 4096)
+		}
+	}
+	if startErr == nil {
+		// A command that cannot start says so in one line, whatever the
+		// runtime (a tmux pane would only show an exit code).
+		if _, err := cmdpath.Resolve(argv[0], spec.Workdir, role.Env, os.Getenv("PATH")); err != nil {
+			startErr = err
 		}
 	}
 	ses := prior
@@ -137,7 +156,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 			if err := tx.PutIncarnation(inc); err != nil {
 				return err
 			}
-			return s.st.CrashTx(tx, &ses, &inc, herd.Exit{Reason: herd.ReasonLaunchFailed}, startErr.Error(), nil, time.Now().UTC())
+			return s.st.CrashTx(tx, &ses, &inc, herd.Exit{Reason: herd.ReasonLaunchFailed, Message: clip(startErr.Error(), 512)}, startErr.Error(), nil, time.Now().UTC())
 		})
 	}
 
@@ -185,7 +204,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		}
 		msg := fmt.Sprintf("%s pid %d: %s", role.Runtime, l.RootPID, argvString(argv))
 		data["pid"], data["argv"], data["restarts"] = l.RootPID, argv, ses.Restarts
-		return tx.AppendEvent(s.st.Event(ses, inc.ID, req.Kind, "", msg, data))
+		return tx.AppendEvent(s.st.Event(ses, inc.ID, req.Kind, req.Reason, msg, data))
 	})
 	if err != nil {
 		// Unrecorded, the agent would be invisible: take it down again.

@@ -21,40 +21,9 @@ func (e *BadInput) Error() string { return e.Msg }
 func Badf(format string, a ...any) error { return &BadInput{fmt.Sprintf(format, a...)} }
 
 // ApplyRoles validates every role, then upserts them all in one
-// transaction (nothing is half-applied). Restart fields left zero take the
-// daemon's [restart] defaults. Failed sessions of an applied role re-arm.
+// transaction (see Apply).
 func (sl *Slots) ApplyRoles(ctx context.Context, roles []herd.Role) error {
-	seen := map[string]bool{}
-	for i, ro := range roles {
-		if ro.Restart.InitialBackoff == 0 {
-			// Not resolved by the client (herd run): take the daemon's
-			// defaults. A resolved role keeps max_restarts = 0 (unlimited).
-			ro = config.ResolveRole(ro, sl.o.Defaults)
-		}
-		if err := config.ValidateRole(ro); err != nil {
-			return Badf("apply: role %d: %v", i, err)
-		}
-		if seen[ro.Name] {
-			return Badf("apply: duplicate role %q", ro.Name)
-		}
-		seen[ro.Name] = true
-		roles[i] = ro
-	}
-	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
-		for _, ro := range roles {
-			ro.UpdatedAt = time.Now().UTC()
-			if err := tx.PutRole(ro); err != nil {
-				return err
-			}
-			if err := sl.resetFailedTx(tx, ro.Name); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err == nil {
-		sl.Kick()
-	}
+	_, err := sl.Apply(ctx, roles, ApplyOptions{})
 	return err
 }
 

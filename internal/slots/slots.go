@@ -60,6 +60,8 @@ type Slots struct {
 	// stopSlots bounds the stops that run side by side (a scale-down of a
 	// large role, a role deletion).
 	stopSlots chan struct{}
+	// defs are the [restart] defaults roles inherit (a reload changes them).
+	defs defaults
 
 	mu sync.Mutex // guards the fields below
 	// stopsUnderWay holds, by session, the end of each bounded stop.
@@ -73,6 +75,7 @@ func New(o Options) *Slots {
 		stopSlots: make(chan struct{}, maxParallelStops), stopsUnderWay: map[string]chan struct{}{},
 	}
 	s.group.Log = o.Log
+	s.defs.p = o.Defaults
 	if s.o.Worktrees == nil {
 		s.o.Worktrees = &worktree.Manager{}
 	}

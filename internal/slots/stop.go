@@ -36,6 +36,9 @@ type StopRequest struct {
 	// before any signal; an error cancels the stop (the reaper's last
 	// look: activity that arrived after its re-check keeps the session).
 	Guard func(s herd.Session) error
+	// Grace overrides the daemon's grace period between SIGTERM and
+	// SIGKILL (herd stop --grace); zero keeps it.
+	Grace time.Duration
 }
 
 // ErrAlreadyStopped means another caller stopped the session first.
@@ -58,11 +61,25 @@ func (sl *Slots) Stop(ctx context.Context, req StopRequest) error {
 		return errShuttingDown
 	}
 	defer sl.ops.end()
-	// A stop, once begun, runs to its end whatever its caller does.
-	ctx, cancel := sl.KillContext(ctx)
-	defer cancel()
 	unlock := sl.st.Lock(req.Name)
 	defer unlock()
+	return sl.stopLocked(ctx, req)
+}
+
+// stopLocked is Stop for a caller that holds the session's lock and has
+// begun an operation (a restart keeps the lock from the stop to the
+// launch, so the reconciler cannot fill the slot in between).
+func (sl *Slots) stopLocked(ctx context.Context, req StopRequest) error {
+	if req.Kind == "" {
+		req.Kind = herd.EventStopped
+	}
+	grace := sl.o.Grace
+	if req.Grace > 0 {
+		grace = req.Grace
+	}
+	// A stop, once begun, runs to its end whatever its caller does.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+stopSlack)
+	defer cancel()
 
 	var s herd.Session
 	var inc herd.Incarnation
@@ -100,13 +117,22 @@ func (sl *Slots) Stop(ctx context.Context, req StopRequest) error {
 	if open && !req.NoSignal {
 		sl.st.BeginTakedown(inc.ID, "")
 		defer sl.st.EndTakedown(inc.ID, "")
-		if err := sl.terminate(ctx, inc); err != nil {
+		killed, err := sl.terminateGrace(ctx, inc, grace)
+		if err != nil {
 			// Deaths seen meanwhile were suppressed: the prober looks again.
 			sl.o.Prober.Unwatch(inc.ID)
 			sl.o.Prober.Kick()
 			return err
 		}
 		sl.o.Prober.Unwatch(inc.ID)
+		if killed {
+			// The agent outlived its grace period: say so in the event.
+			data := map[string]any{"escalated": true, "after": grace.String()}
+			for k, v := range req.Data {
+				data[k] = v
+			}
+			req.Data = data
+		}
 	}
 
 	var seen map[string]any
@@ -183,6 +209,13 @@ func (sl *Slots) Stop(ctx context.Context, req StopRequest) error {
 // grace period; for tmux, the pane is killed too. A process whose identity
 // cannot be verified is never signalled.
 func (sl *Slots) terminate(ctx context.Context, inc herd.Incarnation) error {
+	_, err := sl.terminateGrace(ctx, inc, sl.o.Grace)
+	return err
+}
+
+// terminateGrace is terminate with its own grace period; killed reports
+// whether a process outlived it and got SIGKILL.
+func (sl *Slots) terminateGrace(ctx context.Context, inc herd.Incarnation, grace time.Duration) (killed bool, err error) {
 	fs, boot := sl.o.Proc, sl.o.BootID
 	// What left the process group (a setsid child, a daemonized dev
 	// server) carries the incarnation's marker: it is asked to go at the
@@ -194,7 +227,7 @@ func (sl *Slots) terminate(ctx context.Context, inc herd.Incarnation) error {
 	for _, id := range targets(inc) {
 		switch fs.Check(id, boot) {
 		case herd.Unknown:
-			return fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
+			return killed, fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
 		case herd.Dead:
 			continue
 		}
@@ -206,31 +239,32 @@ func (sl *Slots) terminate(ctx context.Context, inc herd.Incarnation) error {
 				if fs.Check(id, boot) == herd.Dead {
 					continue
 				}
-				return fmt.Errorf("pid %d does not carry this incarnation's marker: %w", id.PID, ErrUnverified)
+				return killed, fmt.Errorf("pid %d does not carry this incarnation's marker: %w", id.PID, ErrUnverified)
 			}
 			id = proven
 		}
 		if err := sl.signal(id, unix.SIGTERM); err != nil {
-			return err
+			return killed, err
 		}
-		if !sl.waitGone(ctx, id, sl.o.Grace) {
-			sl.o.Log.Warn("agent ignored SIGTERM; sending SIGKILL", "pid", id.PID, "grace", sl.o.Grace)
+		if !sl.waitGone(ctx, id, grace) {
+			sl.o.Log.Warn("agent ignored SIGTERM; sending SIGKILL", "pid", id.PID, "grace", grace)
+			killed = true
 			if err := sl.signal(id, unix.SIGKILL); err != nil {
-				return err
+				return killed, err
 			}
 			sl.waitGone(ctx, id, 5*time.Second)
 		}
 		// Only a process seen dead counts as stopped.
 		switch fs.Check(id, boot) {
 		case herd.Alive:
-			return fmt.Errorf("pid %d is still alive after SIGKILL", id.PID)
+			return killed, fmt.Errorf("pid %d is still alive after SIGKILL", id.PID)
 		case herd.Unknown:
-			return fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
+			return killed, fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
 		}
 	}
 	// What is left (an escaped process that ignored SIGTERM, a cleanup
 	// that outlived the agent) is ended with the rest of the grace.
-	sl.sweep(ctx, inc.ID, max(sl.o.Grace-time.Since(start), 0))
+	sl.sweep(ctx, inc.ID, max(grace-time.Since(start), 0))
 	// Every process of the incarnation is seen dead: the stop is done. A
 	// pane left behind (tmux not answering) is cleared by the slot's next
 	// launch, which removes its own dead pane.
@@ -239,7 +273,7 @@ func (sl *Slots) terminate(ctx context.Context, inc herd.Incarnation) error {
 			sl.o.Log.Warn("agent stopped; what it ran in not removed", "session", inc.Session, "err", err)
 		}
 	}
-	return nil
+	return killed, nil
 }
 
 // signal sends sig to id's process group after verifying its identity.

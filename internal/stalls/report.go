@@ -13,7 +13,7 @@ import (
 // persistEvery is how far the in-memory last activity may run ahead of the
 // stored one before it is written.
 func (w *Stalls) persistEvery() time.Duration {
-	g := w.o.Config.Watchdog.StallAfter / 10
+	g := w.cfg().Watchdog.StallAfter / 10
 	if g <= 0 || g > maxPersistEvery {
 		return maxPersistEvery
 	}

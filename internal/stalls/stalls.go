@@ -36,7 +36,10 @@ type Options struct {
 	Tmux  *tmux.Runtime
 	Exec  *execrt.Runtime
 	// Config gives [watchdog] and [probe].
-	Config   *config.Config
+	Config *config.Config
+	// Live, when set, is read instead of Config: a reload applies a new
+	// [watchdog] table at the next tick.
+	Live     *config.Live
 	Proc     proc.FS
 	BootID   string
 	StateDir string
@@ -81,7 +84,7 @@ func (w *Stalls) Run(ctx context.Context) {
 	g.Log = w.o.Log
 	defer g.Wait()
 	g.Go("spool", func() { w.spool.Run(ctx) })
-	every := w.o.Config.Probe.Interval
+	every := w.cfg().Probe.Interval
 	loop.Loop{Name: "watchdog", Log: w.o.Log, Every: every, First: every}.Run(ctx, func(ctx context.Context) time.Duration {
 		w.Tick(ctx, time.Now())
 		return 0
@@ -95,14 +98,14 @@ type watchItem struct {
 }
 
 func (w *Stalls) wdConfig() watchdog.Config {
-	c := w.o.Config.Watchdog
+	c := w.cfg().Watchdog
 	return watchdog.Config{StallAfter: c.StallAfter, StallRepeat: c.StallRepeat, LivenessTimeout: c.LivenessTimeout, AutoKill: c.StallAutoKill}
 }
 
 // Tick is one round over this host's live sessions. Only sessions
 // that are stalled or close to it are sampled in /proc.
 func (w *Stalls) Tick(ctx context.Context, now time.Time) {
-	tickCtx, cancel := context.WithTimeout(ctx, w.o.Config.Probe.Interval+w.o.Config.Probe.Timeout)
+	tickCtx, cancel := context.WithTimeout(ctx, w.cfg().Probe.Interval+w.cfg().Probe.Timeout)
 	defer cancel()
 	_, live, err := w.st.Live(tickCtx)
 	if err != nil {
@@ -277,4 +280,12 @@ func (w *Stalls) pollOutput(m *incWatch, now time.Time) {
 			w.o.Log.Warn("watchdog: agent output came faster than it is read; bytes skipped", "session", m.session, "path", f.t.Path, "skipped", f.t.Lost-lost, "skipped_total", f.t.Lost)
 		}
 	}
+}
+
+// cfg is the configuration in force.
+func (w *Stalls) cfg() *config.Config {
+	if w.o.Live != nil {
+		return w.o.Live.Load()
+	}
+	return w.o.Config
 }

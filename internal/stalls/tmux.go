@@ -63,7 +63,7 @@ func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time
 	if len(quiet) > maxPaneCaptures {
 		quiet = quiet[:maxPaneCaptures]
 	}
-	loop.Each(w.o.Config.Probe.Concurrency, quiet, func(q silent) {
+	loop.Each(w.cfg().Probe.Concurrency, quiet, func(q silent) {
 		// The agent's own pane, as the prober's last listing saw it: a
 		// pane a user split off and made active is not the agent's output.
 		pane, ok := snap.Own(q.it.S.Name, q.it.Inc.Root.PID)

@@ -101,7 +101,7 @@ func bufferName() (string, error) {
 
 // Capture returns the text of the session's active pane, wrapped lines
 // joined: the visible screen, plus up to lines lines of history when lines is
-// positive. It works on a dead pane too (remain-on-exit). The active pane is
+// positive, or all of the history when it is negative. It works on a dead pane too (remain-on-exit). The active pane is
 // whichever pane a user selected last; to read a known pane, use CapturePane.
 func (c *Client) Capture(ctx context.Context, name string, lines int) ([]byte, error) {
 	if err := checkName(name); err != nil {
@@ -121,8 +121,11 @@ func (c *Client) CapturePane(ctx context.Context, pane string, lines int) ([]byt
 
 func (c *Client) capture(ctx context.Context, tgt string, lines int) ([]byte, error) {
 	args := []string{"capture-pane", "-p", "-J", "-t", tgt}
-	if lines > 0 {
+	switch {
+	case lines > 0:
 		args = append(args, "-S", "-"+strconv.Itoa(lines))
+	case lines < 0:
+		args = append(args, "-S", "-") // the whole history
 	}
 	return c.run(ctx, nil, args)
 }

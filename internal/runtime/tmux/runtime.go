@@ -175,6 +175,9 @@ func (r *Runtime) Capture(ctx context.Context, inc herd.Incarnation, lines int) 
 	if err != nil {
 		return nil, err
 	}
+	if lines <= 0 {
+		lines = -1 // all of the history, not just the visible screen
+	}
 	return r.client.CapturePane(ctx, pane, lines)
 }
 

@@ -264,7 +264,7 @@ func (t *tx) DeleteRole(name string) error {
 var incarnationCols = []string{
 	"id", "session", "host", "runtime_kind", "argv", "workdir", "boot_id", "pid",
 	"start_time", "marker", "root_boot_id", "root_pid", "root_start_time", "root_marker", "started_at", "ended_at", "exit_code", "exit_signal",
-	"exit_reason", "exit_at", "agent_session_id",
+	"exit_reason", "exit_at", "agent_session_id", "template",
 }
 
 var (
@@ -309,7 +309,7 @@ func scanIncarnation(s scanner) (herd.Incarnation, error) {
 	err := s.Scan(&inc.ID, &inc.Session, &inc.Host, &inc.RuntimeKind, &argv, &inc.Workdir,
 		&inc.Identity.BootID, &inc.Identity.PID, &startTime, &inc.Identity.Marker,
 		&inc.Root.BootID, &inc.Root.PID, &rootStart, &inc.Root.Marker,
-		&started, &ended, &exitCode, &exitSignal, &exitReason, &exitAt, &inc.AgentSessionID)
+		&started, &ended, &exitCode, &exitSignal, &exitReason, &exitAt, &inc.AgentSessionID, &inc.Template)
 	if err != nil {
 		return inc, err
 	}
@@ -376,7 +376,7 @@ func (t *tx) PutIncarnation(inc herd.Incarnation) error {
 		inc.Workdir, inc.Identity.BootID, inc.Identity.PID, int64(inc.Identity.StartTime),
 		inc.Identity.Marker, inc.Root.BootID, inc.Root.PID, int64(inc.Root.StartTime), inc.Root.Marker,
 		started, ended, exitCode, exitSignal, exitReason, exitAt,
-		inc.AgentSessionID)
+		inc.AgentSessionID, inc.Template)
 	if err != nil {
 		return fail(err)
 	}

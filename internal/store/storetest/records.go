@@ -289,6 +289,7 @@ func openIncarnation(id, session, host string, started time.Time) herd.Incarnati
 		RuntimeKind: herd.RuntimeExec,
 		Argv:        []string{"sh", "-c", "exec claude"},
 		Workdir:     "/src/app",
+		Template:    "command=0a1b2c3d4e5f workdir=1a2b3c4d5e6f env=2a3b4c5d6e7f",
 		Identity: herd.Identity{
 			BootID:    "0f4e6c3a-5a1b-4c2d-9e8f-7a6b5c4d3e2f",
 			PID:       424242,

@@ -1,4 +1,4 @@
-package main
+package cmdpath
 
 import (
 	"os"
@@ -35,7 +35,7 @@ func TestResolveCommand(t *testing.T) {
 		{"workdir missing", "agent", filepath.Join(dir, "gone"), nil, bin, "is not a directory", true},
 		{"empty", "", dir, nil, bin, "the command is empty", true},
 	} {
-		got, err := resolveCommand(tc.argv0, tc.workdir, tc.env, tc.path)
+		got, err := Resolve(tc.argv0, tc.workdir, tc.env, tc.path)
 		switch {
 		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("[%s] expected error %q, got %q %v", tc.name, tc.want, got, err)

@@ -1,0 +1,257 @@
+package slots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/rollout"
+	"herd/internal/store"
+)
+
+// RolloutRequest asks for a role's outdated sessions to be replaced.
+type RolloutRequest struct {
+	Role string
+	// MaxUnavailable is how many sessions are replaced at once (>= 1):
+	// each batch's new incarnations run before the next batch stops.
+	MaxUnavailable int
+	// Ready bounds the wait for a new incarnation to run; zero is a minute.
+	Ready time.Duration
+	// All replaces every live session, outdated or not.
+	All bool
+	// MinReady is how long a new incarnation must keep running before
+	// the next old one stops (an agent that dies at once is caught).
+	MinReady time.Duration
+}
+
+// RolloutStep is one session replaced.
+type RolloutStep struct {
+	Session string `json:"session"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Reason  string `json:"reason"`
+	// Took is from the stop of the old incarnation to the new one running
+	// (MinReady not included).
+	Took time.Duration `json:"took"`
+}
+
+// RolloutReport says what a rollout did.
+type RolloutReport struct {
+	Role     string        `json:"role"`
+	Replaced []RolloutStep `json:"replaced"`
+	// Left are the outdated sessions not replaced (the rollout stopped).
+	Left []string `json:"left,omitempty"`
+}
+
+// Outdated returns the verdict for each of this host's sessions of role
+// (every role when "") that runs an older template than its role's.
+func (sl *Slots) Outdated(ctx context.Context, role string) (map[string]rollout.Verdict, error) {
+	out := map[string]rollout.Verdict{}
+	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
+		roles, err := tx.Roles()
+		if err != nil {
+			return err
+		}
+		byName := map[string]herd.Role{}
+		for _, r := range roles {
+			byName[r.Name] = r
+		}
+		sessions, err := tx.SessionsOnHost(sl.st.Host())
+		if err != nil {
+			return err
+		}
+		for _, s := range sessions {
+			r, ok := byName[s.Role]
+			if !ok || (role != "" && s.Role != role) || s.Incarnation == "" {
+				continue
+			}
+			inc, err := tx.Incarnation(s.Incarnation)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if v := rollout.Judge(s, inc.Template, r); v.Outdated {
+				out[s.Name] = v
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Rollout replaces a role's outdated sessions through Restart, at most
+// MaxUnavailable at a time, waiting for each batch's new incarnations to
+// run before the next batch is stopped; a new incarnation that does not
+// run (a crash, a bad command) stops the rollout, leaving the remaining
+// old sessions running. Each replacement is recorded as a rollout event.
+func (sl *Slots) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport, error) {
+	rep := RolloutReport{Role: req.Role}
+	if req.MaxUnavailable < 1 {
+		return rep, Badf("rollout: --max-unavailable must be at least 1")
+	}
+	if req.Ready <= 0 {
+		req.Ready = time.Minute
+	}
+	var role herd.Role
+	err := sl.st.Store().View(ctx, func(tx store.Tx) (err error) {
+		if role, err = tx.Role(req.Role); err != nil {
+			return named("role", req.Role, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	verdicts, err := sl.Outdated(ctx, req.Role)
+	if err != nil {
+		return rep, err
+	}
+	sessions, err := sl.Sessions(ctx, req.Role)
+	if err != nil {
+		return rep, err
+	}
+	var todo []herd.Session
+	for _, s := range sessions {
+		v, outdated := verdicts[s.Name]
+		if outdated || (req.All && s.State.CountsTowardReplicas()) {
+			if !outdated {
+				v.Reason = "requested"
+			}
+			s.Exit = &herd.Exit{Reason: v.Reason} // carried to the step below
+			todo = append(todo, s)
+		}
+	}
+	sort.Slice(todo, func(i, j int) bool { return todo[i].Index < todo[j].Index })
+	sl.o.Log.Info("rollout started", "role", role.Name, "sessions", len(todo), "max_unavailable", req.MaxUnavailable)
+	for len(todo) > 0 {
+		n := min(req.MaxUnavailable, len(todo))
+		batch := todo[:n]
+		steps := make([]RolloutStep, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, s := range batch {
+			wg.Go(func() { steps[i], errs[i] = sl.replace(ctx, s, req.Ready, req.MinReady) })
+		}
+		wg.Wait()
+		todo = todo[n:]
+		for i, st := range steps {
+			if errs[i] == nil {
+				rep.Replaced = append(rep.Replaced, st)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			for _, s := range todo {
+				rep.Left = append(rep.Left, s.Name)
+			}
+			return rep, fmt.Errorf("rollout %s stopped: %w", role.Name, err)
+		}
+	}
+	return rep, nil
+}
+
+// replace restarts one session for a rollout and waits for its new
+// incarnation to run.
+func (sl *Slots) replace(ctx context.Context, s herd.Session, ready, minReady time.Duration) (RolloutStep, error) {
+	step := RolloutStep{Session: s.Name, From: s.Incarnation, Reason: s.Exit.Reason}
+	start := time.Now()
+	data := map[string]any{"rollout": true, "outdated_reason": step.Reason}
+	sl.event(ctx, s, s.Incarnation, "replacing", fmt.Sprintf("rollout: replacing %s (%s)", s.Name, step.Reason), data)
+	to, err := sl.Restart(ctx, RestartRequest{Name: s.Name, Reason: herd.EventRollout, Data: data})
+	if err != nil {
+		return step, err
+	}
+	step.To = to
+	err = sl.awaitRunning(ctx, s.Name, to, ready)
+	step.Took = time.Since(start)
+	if err == nil && minReady > 0 {
+		err = sl.keepsRunning(ctx, s.Name, to, minReady)
+	}
+	if err != nil {
+		sl.event(ctx, s, to, "stalled", fmt.Sprintf("rollout stopped: %s: %v", s.Name, err), data)
+		return step, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	sl.event(ctx, s, to, "replaced", fmt.Sprintf("rollout: %s replaced, running after %s (and for %s since)", s.Name, step.Took.Round(time.Millisecond), minReady),
+		map[string]any{"from": step.From, "to": to, "took": step.Took.String(), "min_ready": minReady.String()})
+	return step, nil
+}
+
+// awaitRunning waits until session name runs incarnation inc.
+func (sl *Slots) awaitRunning(ctx context.Context, name, inc string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		var s herd.Session
+		err := sl.st.Store().View(ctx, func(tx store.Tx) (err error) {
+			s, err = tx.Session(name)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		switch {
+		case s.Incarnation != inc:
+			return fmt.Errorf("its new incarnation ended (now %s)", s.State)
+		case s.State == herd.StateRunning:
+			return nil
+		case !s.State.Live():
+			what := string(s.State)
+			if s.Exit != nil {
+				what += " (" + s.Exit.Reason + ")"
+			}
+			return fmt.Errorf("its new incarnation did not run: %s", what)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("its new incarnation is still %s after %s", s.State, within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// keepsRunning checks that session name keeps incarnation inc live for d.
+func (sl *Slots) keepsRunning(ctx context.Context, name, inc string, d time.Duration) error {
+	end := time.Now().Add(d)
+	for {
+		var s herd.Session
+		err := sl.st.Store().View(ctx, func(tx store.Tx) (err error) {
+			s, err = tx.Session(name)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if s.Incarnation != inc || !s.State.Live() {
+			what := string(s.State)
+			if s.Exit != nil {
+				what += " (" + s.Exit.Reason + ")"
+			}
+			return fmt.Errorf("its new incarnation ran, then ended within %s: %s", d, what)
+		}
+		if time.Now().After(end) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// event appends a rollout event for session s.
+func (sl *Slots) event(ctx context.Context, s herd.Session, inc, reason, msg string, data map[string]any) {
+	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
+		return tx.AppendEvent(sl.st.Event(s, inc, herd.EventRollout, reason, msg, data))
+	})
+	if err != nil {
+		sl.o.Log.Warn("rollout: event not recorded", "session", s.Name, "err", err)
+	}
+}

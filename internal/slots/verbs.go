@@ -1,0 +1,196 @@
+package slots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"herd"
+	"herd/internal/proc"
+	"herd/internal/store"
+
+	"golang.org/x/sys/unix"
+)
+
+// RestartRequest asks for a fresh incarnation of one session.
+type RestartRequest struct {
+	Name string
+	// Reason is the reason of the stopped and restarted events: user
+	// (herd restart) or rollout.
+	Reason string
+	// Grace overrides the stop's grace period; zero keeps the daemon's.
+	Grace time.Duration
+	// Data is added to both events.
+	Data map[string]any
+}
+
+// Restart gives a session a fresh incarnation: its current one goes
+// through the one stop path (TERM, grace, KILL, one stopped event), then
+// the slot is launched again (a restarted event), the slot locked from
+// the one to the other so the reconciler cannot fill it in between. A
+// failed or succeeded session is re-armed: its crash count starts over.
+// A session stopped on purpose is left to herd resume. It returns the
+// new incarnation's id.
+func (sl *Slots) Restart(ctx context.Context, req RestartRequest) (string, error) {
+	if req.Reason == "" {
+		req.Reason = herd.ReasonUser
+	}
+	if !sl.ops.begin() {
+		return "", errShuttingDown
+	}
+	defer sl.ops.end()
+	unlock := sl.st.Lock(req.Name)
+	defer unlock()
+
+	var s herd.Session
+	var role herd.Role
+	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
+		var err error
+		if s, err = tx.Session(req.Name); err != nil {
+			return named("session", req.Name, err)
+		}
+		if role, err = tx.Role(s.Role); errors.Is(err, store.ErrNotFound) {
+			return Badf("restart %s: its role %s is no longer declared", req.Name, s.Role)
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if s.State == herd.StateStopped {
+		return "", Badf("restart %s: the session is stopped; herd resume %s brings it back", req.Name, req.Name)
+	}
+	if s.Host != sl.st.Host() {
+		return "", Badf("restart %s: the session runs on host %s, not %s", req.Name, s.Host, sl.st.Host())
+	}
+	rearm := s.State == herd.StateFailed || s.State == herd.StateSucceeded
+	err = sl.stopLocked(ctx, StopRequest{
+		Name: req.Name, Reason: req.Reason, Grace: req.Grace, Data: req.Data, Incarnation: s.Incarnation,
+		Message: fmt.Sprintf("stopped for a restart (%s)", req.Reason),
+	})
+	if err != nil && !errors.Is(err, ErrAlreadyStopped) {
+		return "", fmt.Errorf("restart %s: %w", req.Name, err)
+	}
+	data := map[string]any{"previous_incarnation": s.Incarnation}
+	for k, v := range req.Data {
+		data[k] = v
+	}
+	var fresh string
+	err = sl.launchLocked(ctx, LaunchRequest{
+		Role: role, Name: req.Name, Index: s.Index, Kind: herd.EventRestarted, Reason: req.Reason, Data: data,
+		Check: func(cur *herd.Session, exists bool) error {
+			if !exists {
+				return Badf("restart %s: the session was deleted meanwhile", req.Name)
+			}
+			if cur.State != herd.StateStopped {
+				return errSkip // launched meanwhile: it is fresh already
+			}
+			if rearm {
+				cur.Restarts, cur.LastCrashAt = 0, nil
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return "", fmt.Errorf("restart %s: %w", req.Name, err)
+	}
+	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
+		cur, err := tx.Session(req.Name)
+		fresh = cur.Incarnation
+		return err
+	})
+	return fresh, err
+}
+
+// Sessions returns this host's sessions of role (every role when role is
+// ""), by role and index.
+func (sl *Slots) Sessions(ctx context.Context, role string) ([]herd.Session, error) {
+	_, sessions, err := sl.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []herd.Session
+	for _, s := range sessions {
+		if role == "" || s.Role == role {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// Reset clears a session's crash count: the next crash backs off from the
+// initial delay again. A failed session is re-armed (it relaunches now).
+func (sl *Slots) Reset(ctx context.Context, name string) (rearmed bool, err error) {
+	unlock := sl.st.Lock(name)
+	defer unlock()
+	err = sl.st.Store().Update(ctx, func(tx store.Tx) error {
+		s, err := tx.Session(name)
+		if err != nil {
+			return named("session", name, err)
+		}
+		now := time.Now().UTC()
+		prior := s.Restarts
+		s.Restarts, s.LastCrashAt = 0, nil
+		rearmed = s.State == herd.StateFailed
+		if rearmed {
+			s.State, s.BackoffUntil, s.StateSince = herd.StateBackoff, &now, now
+		}
+		if s.State == herd.StateBackoff {
+			s.BackoffUntil = &now // the backoff belonged to the old count
+		}
+		if err := tx.PutSession(s); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("crash count reset by user (was %d)", prior)
+		return tx.AppendEvent(sl.st.Event(s, s.Incarnation, herd.EventActivity, herd.ReasonUser, msg,
+			map[string]any{"reset": true, "restarts_before": prior, "rearmed": rearmed}))
+	})
+	if err == nil {
+		sl.Kick()
+	}
+	return rearmed, err
+}
+
+// Signal sends sig to a session's agent process (not its group) after
+// verifying its identity through a pidfd; a process whose identity does
+// not match is never signalled. It returns the pid signalled.
+func (sl *Slots) Signal(ctx context.Context, name string, sig unix.Signal) (int, error) {
+	var s herd.Session
+	var inc herd.Incarnation
+	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
+		var err error
+		if s, err = tx.Session(name); err != nil {
+			return named("session", name, err)
+		}
+		if !s.State.Live() {
+			return Badf("signal %s: the session is %s; no process to signal", name, s.State)
+		}
+		inc, err = tx.Incarnation(s.Incarnation)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if s.Host != sl.st.Host() {
+		return 0, Badf("signal %s: the session runs on host %s, not %s", name, s.Host, sl.st.Host())
+	}
+	id := inc.Identity
+	if id.Zero() {
+		id = inc.Root
+	}
+	if id.Zero() {
+		return 0, Badf("signal %s: its agent process is not identified yet", name)
+	}
+	if err := proc.Signal(sl.o.Proc, id, sl.o.BootID, sig); err != nil {
+		switch {
+		case errors.Is(err, proc.ErrNoProcess):
+			return 0, Badf("signal %s: pid %d has exited", name, id.PID)
+		case errors.Is(err, proc.ErrIdentityMismatch):
+			return 0, fmt.Errorf("signal %s: pid %d: %w", name, id.PID, ErrUnverified)
+		}
+		return 0, fmt.Errorf("signal %s: %w", name, err)
+	}
+	sl.o.Log.Info("signal sent by user", "session", name, "pid", id.PID, "signal", unix.SignalName(sig))
+	return id.PID, nil
+}

@@ -41,8 +41,11 @@ func (f *getFlags) add(c *cobra.Command) {
 }
 
 func labelKeys(resource string) []string {
-	if resource == "roles" {
+	switch resource {
+	case "roles":
 		return roleLabelKeys
+	case "hosts":
+		return hostLabelKeys
 	}
 	return sessionLabelKeys
 }
@@ -67,8 +70,8 @@ func (f *getFlags) parse(resource string) (selector.Selector, error) {
 
 func newGetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get sessions|roles [NAME...]",
-		Short: "List sessions or roles",
+		Use:   "get sessions|roles|hosts [NAME...]",
+		Short: "List sessions, roles or hosts",
 	}
 	var sf, rf getFlags
 	sessions := &cobra.Command{
@@ -128,7 +131,7 @@ func newGetCmd(g *globals) *cobra.Command {
 		c.RegisterFlagCompletionFunc("role", completeRoles(g))
 		c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"wide", "json", "yaml", "name"}, cobra.ShellCompDirectiveNoFileComp))
 	}
-	cmd.AddCommand(sessions, roles)
+	cmd.AddCommand(sessions, roles, newGetHostsCmd(g))
 	requireSubcommand(cmd, "resource")
 	return cmd
 }

@@ -18,6 +18,7 @@ import (
 	"herd/internal/cgroup"
 	"herd/internal/config"
 	"herd/internal/escalation"
+	"herd/internal/hosts"
 	"herd/internal/loop"
 	"herd/internal/metrics"
 	"herd/internal/prober"
@@ -69,6 +70,7 @@ type Daemon struct {
 	escalator *escalation.Escalator
 	reaper    *reaper.Reaper
 	server    *server.Server
+	heartbeat *hosts.Heartbeat
 	// metrics is nil unless [metrics] listen is set.
 	metrics *metrics.Metrics
 }
@@ -128,6 +130,9 @@ func New(o Options) (*Daemon, error) {
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator,
 		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
 	})
+	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	d.status.Observe(d.stalls.Summary, func(inc string) {
 		d.prober.Unwatch(inc)
 		d.slots.Ended(inc)
@@ -153,6 +158,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 			d.log.Error("api server", "err", err)
 		}
 	})
+	g.Go("heartbeat", func() { d.runHeartbeat(ctx) })
 	g.Go("watchdog", func() { d.stalls.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("escalation", func() { d.escalator.Run(ctx) })

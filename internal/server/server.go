@@ -14,6 +14,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/hosts"
 	"herd/internal/runtime/execrt"
 	"herd/internal/slots"
 	"herd/internal/store"
@@ -31,6 +32,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{name}/resume", sv.handleResume)
 	mux.HandleFunc("POST /v1/sessions/{name}/archive", sv.handleArchive)
 	mux.HandleFunc("POST /v1/sessions/{name}/inject", sv.handleInject)
+	mux.HandleFunc("GET /v1/hosts", sv.handleHosts)
 	mux.HandleFunc("GET /v1/roles", sv.handleRoles)
 	mux.HandleFunc("POST /v1/roles", sv.handleApply)
 	mux.HandleFunc("POST /v1/roles/{name}/scale", sv.handleScale)
@@ -73,9 +75,13 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
+		f, err := sv.fleet(tx)
+		if err != nil {
+			return err
+		}
 		views = make([]api.SessionView, 0, len(sessions))
 		for _, s := range sessions {
-			views = append(views, sv.view(tx, s))
+			views = append(views, sv.view(tx, f, s))
 		}
 		return nil
 	})
@@ -87,8 +93,10 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, views)
 }
 
-// view renders a session; tx is used for the incarnation's pid.
-func (sv *Server) view(tx store.Tx, s herd.Session) api.SessionView {
+// view renders a session as the fleet f sees it (a stale host's live
+// sessions are unknown); tx is used for the incarnation's pid.
+func (sv *Server) view(tx store.Tx, f hosts.Fleet, s herd.Session) api.SessionView {
+	s, _ = f.Mask(s)
 	v := api.SessionView{
 		Name: s.Name, Role: s.Role, Index: s.Index, Host: s.Host, Incarnation: s.Incarnation,
 		RuntimeKind: s.RuntimeKind, State: s.State, Runtime: s.Runtime, Process: s.Process,
@@ -133,7 +141,11 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return slots.Named("session", name, err)
 		}
-		det.SessionView = sv.view(tx, s)
+		f, err := sv.fleet(tx)
+		if err != nil {
+			return err
+		}
+		det.SessionView = sv.view(tx, f, s)
 		det.Snapshot = s.Snapshot
 		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
 			det.Identity, det.Root = &inc.Identity, &inc.Root
@@ -275,10 +287,15 @@ func (sv *Server) handleRoles(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
+		f, err := sv.fleet(tx)
+		if err != nil {
+			return err
+		}
 		views = make([]api.RoleView, 0, len(roles))
 		for _, ro := range roles {
 			v := api.RoleView{Role: ro}
 			for _, s := range sessions {
+				s, _ = f.Mask(s)
 				if s.Role != ro.Name {
 					continue
 				}
@@ -350,7 +367,7 @@ func opCtx(r *http.Request) (context.Context, context.CancelFunc) {
 
 func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.EventFilter{Session: q.Get("session"), Kind: q.Get("kind")}
+	f := store.EventFilter{Session: q.Get("session"), Kind: q.Get("kind"), Host: q.Get("host")}
 	if v := q.Get("since"); v != "" {
 		dur, err := time.ParseDuration(v)
 		if err != nil {

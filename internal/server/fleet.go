@@ -1,0 +1,51 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"herd/internal/api"
+	"herd/internal/hosts"
+	"herd/internal/store"
+)
+
+// fleet reads the hosts in tx, to judge their sessions.
+func (sv *Server) fleet(tx store.Tx) (hosts.Fleet, error) {
+	hs, err := tx.Hosts()
+	if err != nil {
+		return hosts.Fleet{}, err
+	}
+	return hosts.NewFleet(sv.st.Host(), sv.o.Config.Fleet.HostTimeout, time.Now(), hs), nil
+}
+
+// handleHosts lists the fleet's daemons: `herd get hosts`.
+func (sv *Server) handleHosts(w http.ResponseWriter, r *http.Request) {
+	var rows []hosts.Row
+	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
+		f, err := sv.fleet(tx)
+		if err != nil {
+			return err
+		}
+		sessions, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		rows = f.Rows(sessions)
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	out := make([]api.HostView, 0, len(rows))
+	for _, row := range rows {
+		h := row.Host
+		v := api.HostView{Name: h.Name, Daemon: row.Daemon, Sessions: row.Sessions, BootID: h.BootID,
+			Version: h.Version, Self: h.Name == sv.st.Host()}
+		if row.Recorded {
+			v.HeartbeatAt, v.StartedAt = &h.HeartbeatAt, &h.StartedAt
+		}
+		out = append(out, v)
+	}
+	reply(w, http.StatusOK, out)
+}

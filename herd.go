@@ -186,6 +186,10 @@ type Role struct {
 	MemoryMax       int64    `json:"memory_max,omitempty"`        // bytes; 0 is no limit
 	PidsMax         int64    `json:"pids_max,omitempty"`          // 0 is no limit
 	RestartOnUpdate bool     `json:"restart_on_update,omitempty"` // restart at the next idle moment when the agent binary was replaced
+	// Host is the host whose daemon declared the role: its sessions run
+	// there, and only that daemon reconciles it. Empty (a role recorded
+	// before hosts were kept): every daemon reconciles it.
+	Host string `json:"host,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,40}$`)

@@ -29,6 +29,7 @@ type getFlags struct {
 	watch     bool
 	selector  string
 	role      string
+	host      string
 	noHeaders bool
 }
 
@@ -38,6 +39,7 @@ func (f *getFlags) add(c *cobra.Command) {
 	c.Flags().StringVarP(&f.selector, "selector", "l", "", "only items matching key=value[,key!=value...], keys: "+strings.Join(labelKeys(c.Name()), ", "))
 	c.Flags().StringVar(&f.role, "role", "", "only this role's items (same as -l role=ROLE)")
 	c.Flags().BoolVar(&f.noHeaders, "no-headers", false, "print tables without their header line")
+	c.Flags().StringVar(&f.host, "host", "", "only this host's items (same as -l host=HOST)")
 }
 
 func labelKeys(resource string) []string {
@@ -64,6 +66,14 @@ func (f *getFlags) parse(resource string) (selector.Selector, error) {
 			return nil, err
 		}
 		sel = append(sel, selector.Requirement{Key: "role", Value: f.role})
+	}
+	if f.host != "" {
+		if err := checkHost("get "+resource+": --host", f.host); err != nil {
+			return nil, err
+		}
+		if resource != "roles" { // roles are narrowed by filterRolesOnHost
+			sel = append(sel, selector.Requirement{Key: "host", Value: f.host})
+		}
 	}
 	return sel, nil
 }
@@ -95,8 +105,9 @@ func newGetCmd(g *globals) *cobra.Command {
 				if err := getJSON(ctx, g, "/v1/sessions", &views); err != nil {
 					return listing{}, err
 				}
+				fleet := sf.host != "" || spansHosts(views)
 				views, missing := filterSessions(views, args, sel)
-				return listing{kind: "session", items: views, missing: missing, print: func(w io.Writer, o printOpts) error {
+				return listing{kind: "session", items: views, missing: missing, fleet: fleet, print: func(w io.Writer, o printOpts) error {
 					return printSessions(w, views, o)
 				}, names: sessionNames(views)}, nil
 			})
@@ -118,8 +129,10 @@ func newGetCmd(g *globals) *cobra.Command {
 				if err := getJSON(ctx, g, "/v1/roles", &views); err != nil {
 					return listing{}, err
 				}
+				fleet := rf.host != "" || rolesSpanHosts(views)
+				views = filterRolesOnHost(views, rf.host)
 				views, missing := filterRoles(views, args, sel)
-				return listing{kind: "role", items: views, missing: missing, print: func(w io.Writer, o printOpts) error {
+				return listing{kind: "role", items: views, missing: missing, fleet: fleet, print: func(w io.Writer, o printOpts) error {
 					return printRoles(w, views, o)
 				}, names: roleNames(views)}, nil
 			})
@@ -155,6 +168,7 @@ type listing struct {
 	names   []string
 	missing []string // names asked for and not found
 	print   func(io.Writer, printOpts) error
+	fleet   bool // the items span hosts: tables get a HOST column
 }
 
 // render writes the listing in the chosen format. A table with no rows is
@@ -175,7 +189,7 @@ func (l listing) render(w, info io.Writer, f getFlags) error {
 		fmt.Fprintf(info, "No %ss found.\n", l.kind)
 		return nil
 	}
-	return l.print(w, printOpts{wide: f.output == "wide", noHeaders: f.noHeaders, now: time.Now()})
+	return l.print(w, printOpts{wide: f.output == "wide", noHeaders: f.noHeaders, now: time.Now(), fleet: l.fleet})
 }
 
 // err reports the names asked for that do not exist, after the rest was

@@ -33,15 +33,12 @@ func newGetHostsCmd(g *globals) *cobra.Command {
   herd get hosts -l daemon=stale
   herd get hosts -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput("get hosts", hf.output, "wide", "json", "yaml", "name"); err != nil {
-				return err
-			}
-			sel, err := selector.Parse(hf.selector, hostLabelKeys)
-			if err != nil {
-				return fmt.Errorf("get hosts: -l: %w", err)
-			}
 			if hf.role != "" {
 				return fmt.Errorf("get hosts: --role does not apply to hosts")
+			}
+			sel, err := hf.parse("hosts")
+			if err != nil {
+				return err
 			}
 			return runGet(cmd, hf, func(ctx context.Context) (listing, error) {
 				var views []api.HostView

@@ -18,6 +18,8 @@ type printOpts struct {
 	wide      bool
 	noHeaders bool
 	now       time.Time
+	// fleet adds a HOST column after NAME: the listing spans hosts.
+	fleet bool
 }
 
 // Column names, the same wherever they appear: RUNTIME is the runtime kind
@@ -33,13 +35,20 @@ func printSessions(w io.Writer, views []api.SessionView, o printOpts) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if !o.noHeaders {
 		header := sessionHeader
+		if o.fleet {
+			header = strings.Replace(header, "NAME\t", "NAME\tHOST\t", 1)
+		}
 		if o.wide {
 			header += sessionWideHeader
 		}
 		fmt.Fprintln(tw, header)
 	}
 	for _, v := range views {
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", v.Name, dash(v.Role), stateText(v), v.Process, v.Activity, v.Restarts, ageText(v, o.now), lastExit(v.Exit, o.now))
+		name := v.Name
+		if o.fleet {
+			name += "\t" + dash(v.Host)
+		}
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", name, dash(v.Role), stateText(v), v.Process, v.Activity, v.Restarts, ageText(v, o.now), lastExit(v.Exit, o.now))
 		if o.wide {
 			backoff := "-"
 			if v.BackoffUntil != nil {
@@ -92,6 +101,9 @@ func printRoles(w io.Writer, views []api.RoleView, o printOpts) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if !o.noHeaders {
 		header := roleHeader
+		if o.fleet {
+			header += "\tHOSTS"
+		}
 		if o.wide {
 			header += roleWideHeader
 		}
@@ -99,6 +111,9 @@ func printRoles(w io.Writer, views []api.RoleView, o printOpts) error {
 	}
 	for _, v := range views {
 		row := fmt.Sprintf("%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s", v.Name, v.Replicas, v.Live, v.Ready, dash(v.Runtime), dash(v.Agent), dash(v.Restart.Policy), strings.Join(v.Command, " "))
+		if o.fleet {
+			row += "\t" + roleHostsText(v)
+		}
 		if o.wide {
 			row += fmt.Sprintf("\t%s\t%d\t%s..%s", dash(v.Workdir), v.Restart.MaxRestarts, v.Restart.InitialBackoff, v.Restart.MaxBackoff)
 		}

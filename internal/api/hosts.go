@@ -16,3 +16,9 @@ type HostView struct {
 	// Self marks the host of the daemon that answered.
 	Self bool `json:"self"`
 }
+
+// RoleCount is a role's sessions on one host.
+type RoleCount struct {
+	Ready int `json:"ready"` // sessions running
+	Live  int `json:"live"`  // sessions holding a replica
+}

@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"time"
 
+	"herd"
 	"herd/internal/api"
 	"herd/internal/hosts"
+	"herd/internal/slots"
 	"herd/internal/store"
 )
 
@@ -16,6 +18,15 @@ func (sv *Server) fleet(tx store.Tx) (hosts.Fleet, error) {
 		return hosts.Fleet{}, err
 	}
 	return hosts.NewFleet(sv.st.Host(), sv.o.Config.Fleet.HostTimeout, time.Now(), hs), nil
+}
+
+// local refuses a session of another host: its panes and files are there,
+// and only its own daemon acts on it.
+func (sv *Server) local(s herd.Session) error {
+	if s.Host != sv.st.Host() {
+		return &slots.OtherHostError{What: "session", Name: s.Name, Host: s.Host}
+	}
+	return nil
 }
 
 // handleHosts lists the fleet's daemons: `herd get hosts`.

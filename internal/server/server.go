@@ -54,7 +54,7 @@ func fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		code = http.StatusNotFound
-	case errors.Is(err, slots.ErrNotStopped), errors.Is(err, slots.ErrUnverified):
+	case errors.Is(err, slots.ErrNotStopped), errors.Is(err, slots.ErrUnverified), errors.As(err, new(*slots.OtherHostError)):
 		code = http.StatusConflict
 	case errors.As(err, new(*slots.BadInput)):
 		code = http.StatusBadRequest
@@ -209,6 +209,9 @@ func (sv *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return slots.Named("session", name, err)
 		}
+		if err := sv.local(s); err != nil {
+			return err
+		}
 		if s.RuntimeKind == herd.RuntimeTmux && s.State.Live() {
 			inc, err = tx.Incarnation(s.Incarnation)
 		}
@@ -299,12 +302,19 @@ func (sv *Server) handleRoles(w http.ResponseWriter, r *http.Request) {
 				if s.Role != ro.Name {
 					continue
 				}
+				if v.Hosts == nil {
+					v.Hosts = map[string]api.RoleCount{}
+				}
+				c := v.Hosts[s.Host]
 				if s.State.CountsTowardReplicas() {
 					v.Live++
+					c.Live++
 				}
 				if s.State == herd.StateRunning {
 					v.Ready++
+					c.Ready++
 				}
+				v.Hosts[s.Host] = c
 			}
 			views = append(views, v)
 		}
@@ -435,6 +445,9 @@ func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
 		s, err = tx.Session(name)
 		if err != nil {
 			return slots.Named("session", name, err)
+		}
+		if err := sv.local(s); err != nil {
+			return err
 		}
 		if s.RuntimeKind != herd.RuntimeTmux || !s.State.Live() {
 			return nil

@@ -42,6 +42,14 @@ func (sl *Slots) ApplyRoles(ctx context.Context, roles []herd.Role) error {
 	}
 	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
 		for _, ro := range roles {
+			if cur, err := tx.Role(ro.Name); err == nil {
+				if err := sl.checkRoleHost(cur); err != nil {
+					return err
+				}
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			ro.Host = sl.st.Host()
 			ro.UpdatedAt = time.Now().UTC()
 			if err := tx.PutRole(ro); err != nil {
 				return err

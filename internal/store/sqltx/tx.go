@@ -159,18 +159,19 @@ type roleOptions struct {
 	MemoryMax       int64    `json:"memory_max,omitempty"`
 	PidsMax         int64    `json:"pids_max,omitempty"`
 	RestartOnUpdate bool     `json:"restart_on_update,omitempty"`
+	Host            string   `json:"host,omitempty"`
 }
 
 func optionsOf(r herd.Role) roleOptions {
 	return roleOptions{
 		Worktree: r.Worktree, WorktreeBase: r.WorktreeBase, WorktreeSetup: r.WorktreeSetup, WorktreeInclude: r.WorktreeInclude,
-		MemoryMax: r.MemoryMax, PidsMax: r.PidsMax, RestartOnUpdate: r.RestartOnUpdate,
+		MemoryMax: r.MemoryMax, PidsMax: r.PidsMax, RestartOnUpdate: r.RestartOnUpdate, Host: r.Host,
 	}
 }
 
 func (o roleOptions) apply(r *herd.Role) {
 	r.Worktree, r.WorktreeBase, r.WorktreeSetup, r.WorktreeInclude = o.Worktree, o.WorktreeBase, o.WorktreeSetup, o.WorktreeInclude
-	r.MemoryMax, r.PidsMax, r.RestartOnUpdate = o.MemoryMax, o.PidsMax, o.RestartOnUpdate
+	r.MemoryMax, r.PidsMax, r.RestartOnUpdate, r.Host = o.MemoryMax, o.PidsMax, o.RestartOnUpdate, o.Host
 }
 
 var (

@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"herd"
+	"herd/internal/api"
+	"herd/internal/pgcluster"
+)
+
+// startPG starts a private PostgreSQL cluster for one test and returns the
+// DSN of its database; the test is skipped without PostgreSQL (failed on CI).
+func startPG(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := pgcluster.Start(ctx)
+	if errors.Is(err, pgcluster.ErrNoBinaries) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no PostgreSQL on CI: %v", err)
+		}
+		t.Skipf("no PostgreSQL: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := c.Stop(ctx); err != nil {
+			t.Errorf("stop PostgreSQL: %v", err)
+		}
+	})
+	return c.DSN("postgres")
+}
+
+// newFleetEnv is a daemon of host name on the shared PostgreSQL at dsn: its
+// own state dir and tmux socket.
+func newFleetEnv(t *testing.T, name, dsn string) *env {
+	return newEnv(t, fmt.Sprintf("[daemon]\nhost = %q\n[store]\ndriver = \"postgres\"\ndsn = %q\n[fleet]\nhost_timeout = \"3s\"\n", name, dsn))
+}
+
+func (e *env) hosts() map[string]api.HostView {
+	e.t.Helper()
+	var views []api.HostView
+	if err := json.Unmarshal([]byte(e.must("get", "hosts", "-o", "json")), &views); err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]api.HostView{}
+	for _, v := range views {
+		out[v.Name] = v
+	}
+	return out
+}
+
+// TestFleetOneView: two daemons (hosts a and b) on one PostgreSQL. Each
+// sees the whole fleet with its hosts; each runs only its own roles; b's
+// daemon killed makes b's sessions unknown on a's view within the host
+// timeout (never dead, never relaunched on a), and b restarted adopts them.
+func TestFleetOneView(t *testing.T) {
+	dsn := startPG(t)
+	a, b := newFleetEnv(t, "a", dsn), newFleetEnv(t, "b", dsn)
+	a.start()
+	b.start()
+
+	a.must("run", "alpha", "--runtime", "exec", "--", "sleep", "3600")
+	b.must("run", "beta", "--runtime", "exec", "--", "sleep", "3600")
+	for _, e := range []*env{a, b} {
+		e.waitFor("both hosts' sessions running", 20*time.Second, func() bool {
+			al, ok1 := e.session("alpha-0")
+			be, ok2 := e.session("beta-0")
+			return ok1 && ok2 && al.State == herd.StateRunning && be.State == herd.StateRunning && al.Host == "a" && be.Host == "b"
+		})
+	}
+	hs := a.hosts()
+	if len(hs) != 2 || hs["a"].Daemon != "up" || hs["b"].Daemon != "up" || hs["a"].Sessions != 1 || hs["b"].Sessions != 1 || !hs["a"].Self || hs["b"].Self {
+		t.Fatalf("expected hosts a and b up with one session each (a answering), got %+v", hs)
+	}
+
+	// The table shows a HOST column; --host narrows the view.
+	table := a.must("get", "sessions")
+	if !strings.HasPrefix(table, "NAME") || strings.Fields(strings.SplitN(table, "\n", 2)[0])[1] != "HOST" {
+		t.Errorf("expected a HOST column after NAME, got:\n%s", table)
+	}
+	if got := strings.TrimSpace(a.must("get", "sessions", "--host", "b", "-o", "name")); got != "session/beta-0" {
+		t.Errorf("expected --host b to list beta-0 only, got %q", got)
+	}
+	if got := strings.TrimSpace(b.must("get", "sessions", "-l", "host=a", "-o", "name")); got != "session/alpha-0" {
+		t.Errorf("expected -l host=a to list alpha-0 only, got %q", got)
+	}
+	roles := b.must("get", "roles")
+	if !strings.Contains(roles, "HOSTS") || !strings.Contains(roles, "a:1") || !strings.Contains(roles, "b:1") {
+		t.Errorf("expected roles with a HOSTS column, got:\n%s", roles)
+	}
+	evs := a.events("--host", "b")
+	if len(evs) == 0 || count(evs, herd.EventSpawned) != 1 {
+		t.Errorf("expected b's events (one spawned) through a, got %+v", evs)
+	}
+	for _, ev := range evs {
+		if ev.Host != "b" {
+			t.Errorf("expected only host b's events, got %+v", ev)
+		}
+	}
+	if out := a.must("describe", "session", "beta-0"); !strings.Contains(out, "b") {
+		t.Errorf("expected describe through a to show beta-0, got:\n%s", out)
+	}
+
+	// A role is reconciled by the host that declared it: scaling b's role
+	// through a launches on b.
+	a.must("scale", "beta", "--replicas", "2")
+	a.waitFor("beta-1 running on b", 20*time.Second, func() bool {
+		v, ok := a.session("beta-1")
+		return ok && v.State == herd.StateRunning && v.Host == "b"
+	})
+	// Another host's session cannot be touched here.
+	if _, errs, code := a.herd("resume", "beta-0"); code == 0 || !strings.Contains(errs, "host b") {
+		t.Errorf("expected resume of b's session through a to fail naming host b, got exit %d: %s", code, errs)
+	}
+	if _, errs, code := a.herd("apply", "-f", writeRole(t, "beta")); code == 0 || !strings.Contains(errs, "declared on host b") {
+		t.Errorf("expected apply of b's role through a to fail naming host b, got exit %d: %s", code, errs)
+	}
+
+	// b's daemon dies: its agents live on; a shows them unknown, and b stale.
+	agents := b.agentPIDs()
+	b.kill(syscall.SIGKILL)
+	killed := time.Now()
+	a.waitFor("b's sessions unknown on a", 10*time.Second, func() bool {
+		for _, v := range a.sessions() {
+			if v.Host == "b" && v.State != herd.StateUnknown {
+				return false
+			}
+		}
+		return true
+	})
+	if d := time.Since(killed); d > 3*time.Second+5*time.Second {
+		t.Errorf("expected b's sessions unknown within the 3s host timeout and a poll, took %v", d)
+	}
+	if hs := a.hosts(); hs["b"].Daemon != "stale" || hs["a"].Daemon != "up" {
+		t.Errorf("expected b stale and a up, got %+v", hs)
+	}
+	if v, _ := a.session("alpha-0"); v.State != herd.StateRunning {
+		t.Errorf("expected a's own session running, got %s", v.State)
+	}
+	for _, v := range a.sessions() {
+		if v.Role == "beta" && v.Host != "b" {
+			t.Errorf("expected no beta session relaunched off b, got %+v", v)
+		}
+	}
+	for _, pid := range agents {
+		if syscall.Kill(pid, 0) != nil {
+			t.Errorf("expected b's agent %d alive after b's daemon died", pid)
+		}
+	}
+
+	// b restarted adopts its agents: running again in a's view, no new spawn.
+	b.start()
+	a.waitFor("b's sessions running again", 20*time.Second, func() bool {
+		for _, v := range a.sessions() {
+			if v.Host == "b" && v.State != herd.StateRunning {
+				return false
+			}
+		}
+		return a.hosts()["b"].Daemon == "up"
+	})
+	if n := count(a.events("--host", "b", "--kind", herd.EventSpawned), herd.EventSpawned); n != 2 {
+		t.Errorf("expected b's two spawns only (adopted after the restart), got %d", n)
+	}
+}
+
+// writeRole writes a herd.toml declaring role name, for apply.
+func writeRole(t *testing.T, name string) string {
+	t.Helper()
+	path := t.TempDir() + "/roles.toml"
+	doc := fmt.Sprintf("[[role]]\nname = %q\ncommand = [\"sleep\", \"3600\"]\nruntime = \"exec\"\n", name)
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

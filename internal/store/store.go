@@ -103,6 +103,16 @@ type Tx interface {
 	// DeleteHost forgets the host called name; its sessions stay.
 	DeleteHost(name string) error
 
+	// AddCommand stores a new command and sets c.ID; ids increase.
+	AddCommand(c *herd.Command) error
+	// Command returns the command with id, or an error wrapping ErrNotFound.
+	Command(id int64) (herd.Command, error)
+	// CommandsOnHost lists host's commands in state, by id.
+	CommandsOnHost(host, state string) ([]herd.Command, error)
+	// PutCommand replaces the command with c.ID (its state, result and
+	// times); it is an error wrapping ErrNotFound when there is none.
+	PutCommand(c herd.Command) error
+
 	// KV returns the value of key and whether it exists.
 	KV(key string) (string, bool, error)
 	PutKV(key, value string) error

@@ -185,3 +185,92 @@ func writeRole(t *testing.T, name string) string {
 	}
 	return path
 }
+
+// TestFleetCommandsCrossHosts: stop, resume and inject issued through host
+// a's daemon for sessions of host b are executed by b; 20 CLIs racing one
+// stop through both hosts write exactly one stopped event; with b's daemon
+// gone, a command for b fails at once naming b.
+func TestFleetCommandsCrossHosts(t *testing.T) {
+	hasTmux(t)
+	dsn := startPG(t)
+	a, b := newFleetEnv(t, "a", dsn), newFleetEnv(t, "b", dsn)
+	a.start()
+	b.start()
+	out := b.dir + "/typed"
+	b.must("run", "beta", "--", "sh", "-c", "stty raw -echo; cat > "+out)
+	b.must("run", "gamma", "--runtime", "exec", "--", "sleep", "3600")
+	a.waitState("beta-0", herd.StateRunning, 20*time.Second)
+	a.waitState("gamma-0", herd.StateRunning, 20*time.Second)
+
+	// inject through a: typed into b's pane by b.
+	if msg := a.must("inject", "beta-0", "hello from a"); !strings.Contains(msg, "on host b") {
+		t.Errorf("expected the inject answered by host b, got %q", msg)
+	}
+	a.waitFor("the text typed on b", 10*time.Second, func() bool {
+		data, _ := os.ReadFile(out)
+		return strings.Contains(string(data), "hello from a")
+	})
+
+	// stop through a: executed by b, one stopped event, written by b.
+	if msg := a.must("stop", "beta-0"); !strings.Contains(msg, "session beta-0 stopped (on host b)") {
+		t.Errorf("expected b's answer, got %q", msg)
+	}
+	v := a.waitState("beta-0", herd.StateStopped, 10*time.Second)
+	if v.Host != "b" {
+		t.Errorf("expected beta-0 still on b, got %s", v.Host)
+	}
+	stops := a.events("--session", "beta-0", "--kind", herd.EventStopped)
+	if len(stops) != 1 || stops[0].Host != "b" {
+		t.Errorf("expected one stopped event written by b, got %+v", stops)
+	}
+
+	// resume through a: b relaunches it.
+	if msg := a.must("resume", "beta-0"); !strings.Contains(msg, "on host b") {
+		t.Errorf("expected b's answer to resume, got %q", msg)
+	}
+	a.waitFor("beta-0 running on b again", 20*time.Second, func() bool {
+		v, ok := a.session("beta-0")
+		return ok && v.State == herd.StateRunning && v.Host == "b"
+	})
+
+	// 20 CLIs race one stop through both hosts: one stopped event.
+	errs := make(chan string, 20)
+	done := make(chan struct{})
+	for i := range 20 {
+		e := a
+		if i%2 == 1 {
+			e = b
+		}
+		go func() {
+			o, se, code := e.herd("stop", "gamma-0")
+			if code != 0 || !strings.Contains(o, "stopped") {
+				errs <- fmt.Sprintf("exit %d: %s%s", code, o, se)
+			}
+			done <- struct{}{}
+		}()
+	}
+	for range 20 {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Errorf("expected every racing stop to succeed, got %s", e)
+	}
+	if n := len(a.events("--session", "gamma-0", "--kind", herd.EventStopped)); n != 1 {
+		t.Errorf("expected exactly one stopped event for 20 racing stops, got %d", n)
+	}
+
+	// b's daemon gone: a refuses at once, naming b; nothing is queued.
+	b.kill(syscall.SIGKILL)
+	a.waitFor("b stale", 10*time.Second, func() bool { return a.hosts()["b"].Daemon == "stale" })
+	start := time.Now()
+	_, errs2, code := a.herd("stop", "beta-0")
+	if code == 0 || !strings.Contains(errs2, "host b") || time.Since(start) > 5*time.Second {
+		t.Errorf("expected a prompt failure naming host b, got exit %d after %v: %s", code, time.Since(start), errs2)
+	}
+	b.start()
+	a.waitFor("b up", 10*time.Second, func() bool { return a.hosts()["b"].Daemon == "up" })
+	if v, _ := a.session("beta-0"); v.State != herd.StateRunning {
+		t.Errorf("expected beta-0 still running after the refused stop, got %s", v.State)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"herd"
 	"herd/internal/cgroup"
+	"herd/internal/commands"
 	"herd/internal/config"
 	"herd/internal/escalation"
 	"herd/internal/hosts"
@@ -71,6 +72,7 @@ type Daemon struct {
 	reaper    *reaper.Reaper
 	server    *server.Server
 	heartbeat *hosts.Heartbeat
+	commands  *commands.Runner
 	// metrics is nil unless [metrics] listen is set.
 	metrics *metrics.Metrics
 }
@@ -130,6 +132,7 @@ func New(o Options) (*Daemon, error) {
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator,
 		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
 	})
+	d.commands = commands.NewRunner(o.Store, host, d.server.Execute, cfg.Probe.Interval, log)
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
@@ -181,6 +184,8 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	// re-adopted agents are verified before anything is launched.
 	d.prober.Once(ctx)
 	g.Go("reconcile", func() { d.slots.Run(ctx) })
+	// Commands from other hosts run once this host's agents are adopted.
+	g.Go("commands", func() { d.commands.Run(ctx) })
 	g.Go("probe", func() { d.prober.Run(ctx) })
 	notify := sdnotify.FromEnv()
 	if err := notify.Notify(sdnotify.Ready); err != nil {

@@ -239,6 +239,9 @@ func (sv *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if sv.remote(w, r, name, herd.CommandStop, nil) {
+		return
+	}
 	ctx, cancel := opCtx(r)
 	defer cancel()
 	err := sv.o.Slots.Stop(ctx, slots.StopRequest{Name: name, Reason: herd.ReasonUser, DropReplica: true, Message: "stopped by user"})
@@ -257,6 +260,9 @@ func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if sv.remote(w, r, name, herd.CommandResume, nil) {
+		return
+	}
 	ctx, cancel := opCtx(r)
 	defer cancel()
 	if err := sv.o.Slots.Resume(ctx, name); err != nil {
@@ -437,6 +443,9 @@ func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
 	var req api.InjectRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&req); err != nil {
 		fail(w, badf("inject: bad request body: %v", err))
+		return
+	}
+	if sv.remote(w, r, name, herd.CommandInject, map[string]string{"text": req.Text, "enter": strconv.FormatBool(req.Enter)}) {
 		return
 	}
 	var s herd.Session

@@ -44,8 +44,23 @@ func startPG(t *testing.T) string {
 
 // newFleetEnv is a daemon of host name on the shared PostgreSQL at dsn: its
 // own state dir and tmux socket.
-func newFleetEnv(t *testing.T, name, dsn string) *env {
-	return newEnv(t, fmt.Sprintf("[daemon]\nhost = %q\n[store]\ndriver = \"postgres\"\ndsn = %q\n[fleet]\nhost_timeout = \"3s\"\n", name, dsn))
+func newFleetEnv(t *testing.T, name, dsn string, fleet ...string) *env {
+	return newEnv(t, fmt.Sprintf("[daemon]\nhost = %q\n[store]\ndriver = \"postgres\"\ndsn = %q\n[fleet]\nhost_timeout = \"3s\"\n%s",
+		name, dsn, strings.Join(fleet, "\n")))
+}
+
+// fakeSSH writes a stand-in for `ssh -t HOST herd ARGS...` that records its
+// arguments in argsFile and runs herd ARGS as host target would: with
+// target's state dir.
+func fakeSSH(t *testing.T, target *env) (path, argsFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	path, argsFile = dir+"/ssh", dir+"/args"
+	script := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$@\" > %q\nshift 3\nHERD_STATE_DIR=%q HERD_CONFIG= exec %q \"$@\"\n", argsFile, target.dir, bin)
+	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return path, argsFile
 }
 
 func (e *env) hosts() map[string]api.HostView {
@@ -67,12 +82,14 @@ func (e *env) hosts() map[string]api.HostView {
 // timeout (never dead, never relaunched on a), and b restarted adopts them.
 func TestFleetOneView(t *testing.T) {
 	dsn := startPG(t)
-	a, b := newFleetEnv(t, "a", dsn), newFleetEnv(t, "b", dsn)
+	b := newFleetEnv(t, "b", dsn)
+	ssh, sshArgs := fakeSSH(t, b)
+	a := newFleetEnv(t, "a", dsn, fmt.Sprintf("ssh = [%q, \"-t\"]", ssh))
 	a.start()
 	b.start()
 
 	a.must("run", "alpha", "--runtime", "exec", "--", "sleep", "3600")
-	b.must("run", "beta", "--runtime", "exec", "--", "sleep", "3600")
+	b.must("run", "beta", "--runtime", "exec", "--", "sh", "-c", "echo hello-from-b; exec sleep 3600")
 	for _, e := range []*env{a, b} {
 		e.waitFor("both hosts' sessions running", 20*time.Second, func() bool {
 			al, ok1 := e.session("alpha-0")
@@ -111,6 +128,14 @@ func TestFleetOneView(t *testing.T) {
 	}
 	if out := a.must("describe", "session", "beta-0"); !strings.Contains(out, "b") {
 		t.Errorf("expected describe through a to show beta-0, got:\n%s", out)
+	}
+
+	// logs of b's session through a run on b, over fleet.ssh.
+	a.waitFor("b's output through a", 10*time.Second, func() bool {
+		return strings.Contains(a.try("logs", "beta-0", "--tail", "5"), "hello-from-b")
+	})
+	if got, _ := os.ReadFile(sshArgs); string(got) != "-t\nb\nherd\nlogs\n--tail\n5\nbeta-0\n" {
+		t.Errorf("expected ssh -t b herd logs --tail 5 beta-0, got %q", got)
 	}
 
 	// A role is reconciled by the host that declared it: scaling b's role

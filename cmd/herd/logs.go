@@ -23,6 +23,16 @@ func newLogsCmd(g *globals) *cobra.Command {
 			if tail < 0 {
 				return fmt.Errorf("logs: --tail %d: want 0 (everything) or more lines", tail)
 			}
+			if host := remoteHost(cmd.Context(), g, args[0]); host != "" {
+				remote := []string{"logs"}
+				if tail > 0 {
+					remote = append(remote, "--tail", strconv.Itoa(tail))
+				}
+				if follow {
+					remote = append(remote, "-f")
+				}
+				return runRemote(cmd, g, host, append(remote, args[0])...)
+			}
 			q := url.Values{}
 			if tail > 0 {
 				q.Set("tail", strconv.Itoa(tail))

@@ -14,7 +14,6 @@ import (
 
 	"herd"
 	"herd/internal/api"
-	"herd/internal/hosts"
 	"herd/internal/runtime/execrt"
 	"herd/internal/slots"
 	"herd/internal/store"
@@ -75,13 +74,13 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		f, err := sv.fleet(tx)
+		rd, err := sv.readForViews(tx, len(sessions))
 		if err != nil {
 			return err
 		}
 		views = make([]api.SessionView, 0, len(sessions))
 		for _, s := range sessions {
-			views = append(views, sv.view(tx, f, s))
+			views = append(views, sv.view(tx, rd, s))
 		}
 		return nil
 	})
@@ -93,10 +92,10 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, views)
 }
 
-// view renders a session as the fleet f sees it (a stale host's live
-// sessions are unknown); tx is used for the incarnation's pid.
-func (sv *Server) view(tx store.Tx, f hosts.Fleet, s herd.Session) api.SessionView {
-	s, _ = f.Mask(s)
+// view renders a session as the fleet sees it (a stale host's live
+// sessions are unknown); the incarnation's pid comes from rd, else tx.
+func (sv *Server) view(tx store.Tx, rd viewRead, s herd.Session) api.SessionView {
+	s, _ = rd.fleet.Mask(s)
 	v := api.SessionView{
 		Name: s.Name, Role: s.Role, Index: s.Index, Host: s.Host, Incarnation: s.Incarnation,
 		RuntimeKind: s.RuntimeKind, State: s.State, Runtime: s.Runtime, Process: s.Process,
@@ -108,7 +107,7 @@ func (sv *Server) view(tx store.Tx, f hosts.Fleet, s herd.Session) api.SessionVi
 		v.Activity = herd.ActivityUnknown
 	}
 	if s.State.Live() && s.Incarnation != "" {
-		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
+		if inc, err := rd.incarnation(tx, s.Incarnation); err == nil {
 			v.PID = inc.Identity.PID
 			if v.PID == 0 {
 				v.PID = inc.Root.PID
@@ -145,7 +144,7 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		det.SessionView = sv.view(tx, f, s)
+		det.SessionView = sv.view(tx, viewRead{fleet: f}, s)
 		det.Snapshot = s.Snapshot
 		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
 			det.Identity, det.Root = &inc.Identity, &inc.Root

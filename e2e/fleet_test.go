@@ -117,6 +117,12 @@ func TestFleetOneView(t *testing.T) {
 	if !strings.Contains(roles, "HOSTS") || !strings.Contains(roles, "a:1") || !strings.Contains(roles, "b:1") {
 		t.Errorf("expected roles with a HOSTS column, got:\n%s", roles)
 	}
+	if got := b.must("get", "roles", "--host", "a", "-o", "name"); strings.TrimSpace(got) != "role/alpha" {
+		t.Errorf("expected --host a to list role alpha only, got %q", got)
+	}
+	if head := strings.Fields(strings.SplitN(a.must("events"), "\n", 2)[0]); len(head) < 2 || head[1] != "HOST" {
+		t.Errorf("expected the events table with a HOST column, got %v", head)
+	}
 	evs := a.events("--host", "b")
 	if len(evs) == 0 || count(evs, herd.EventSpawned) != 1 {
 		t.Errorf("expected b's events (one spawned) through a, got %+v", evs)

@@ -43,10 +43,14 @@ func startPG(t *testing.T) string {
 }
 
 // newFleetEnv is a daemon of host name on the shared PostgreSQL at dsn: its
-// own state dir and tmux socket.
+// own state dir and tmux socket. fleet are lines of its [fleet] table;
+// host_timeout is 3s unless they set it.
 func newFleetEnv(t *testing.T, name, dsn string, fleet ...string) *env {
-	return newEnv(t, fmt.Sprintf("[daemon]\nhost = %q\n[store]\ndriver = \"postgres\"\ndsn = %q\n[fleet]\nhost_timeout = \"3s\"\n%s",
-		name, dsn, strings.Join(fleet, "\n")))
+	lines := strings.Join(fleet, "\n")
+	if !strings.Contains(lines, "host_timeout") {
+		lines += "\nhost_timeout = \"3s\""
+	}
+	return newEnv(t, fmt.Sprintf("[daemon]\nhost = %q\n[store]\ndriver = \"postgres\"\ndsn = %q\n[fleet]\n%s\n", name, dsn, lines))
 }
 
 // fakeSSH writes a stand-in for `ssh -t HOST herd ARGS...` that records its
@@ -224,7 +228,9 @@ func writeRole(t *testing.T, name string) string {
 func TestFleetCommandsCrossHosts(t *testing.T) {
 	hasTmux(t)
 	dsn := startPG(t)
-	a, b := newFleetEnv(t, "a", dsn), newFleetEnv(t, "b", dsn)
+	// A longer host timeout than TestFleetOneView's: 20 race-built CLIs at
+	// once load a small machine enough to delay a heartbeat past 3s.
+	a, b := newFleetEnv(t, "a", dsn, `host_timeout = "8s"`), newFleetEnv(t, "b", dsn, `host_timeout = "8s"`)
 	a.start()
 	b.start()
 	out := b.dir + "/typed"
@@ -242,9 +248,14 @@ func TestFleetCommandsCrossHosts(t *testing.T) {
 		return strings.Contains(string(data), "hello from a")
 	})
 
-	// stop through a: executed by b, one stopped event, written by b.
+	// stop through a: executed by b, one stopped event, written by b. b
+	// polls for commands every 10s; the store's notification wakes it at once.
+	start := time.Now()
 	if msg := a.must("stop", "beta-0"); !strings.Contains(msg, "session beta-0 stopped (on host b)") {
 		t.Errorf("expected b's answer, got %q", msg)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("expected the stop carried out promptly (a notification wakes b), took %v", took)
 	}
 	v := a.waitState("beta-0", herd.StateStopped, 10*time.Second)
 	if v.Host != "b" {
@@ -294,7 +305,7 @@ func TestFleetCommandsCrossHosts(t *testing.T) {
 	// b's daemon gone: a refuses at once, naming b; nothing is queued.
 	b.kill(syscall.SIGKILL)
 	a.waitFor("b stale", 10*time.Second, func() bool { return a.hosts()["b"].Daemon == "stale" })
-	start := time.Now()
+	start = time.Now()
 	_, errs2, code := a.herd("stop", "beta-0")
 	if code == 0 || !strings.Contains(errs2, "host b") || time.Since(start) > 5*time.Second {
 		t.Errorf("expected a prompt failure naming host b, got exit %d after %v: %s", code, time.Since(start), errs2)

@@ -35,6 +35,11 @@ type Runner struct {
 // grace period, and the others need not wait behind it.
 const MaxParallel = 8
 
+// PollEvery is how often a Runner looks for commands unprompted. A store
+// that notifies (PostgreSQL) wakes it at once through Kick; the poll only
+// makes up for a lost notification.
+const PollEvery = 10 * time.Second
+
 // ExecTimeout bounds one command's execution (a stop's grace included).
 const ExecTimeout = 2 * time.Minute
 
@@ -128,7 +133,7 @@ type FailedError struct {
 func (e *FailedError) Error() string { return fmt.Sprintf("host %s: %s", e.Host, e.Result) }
 
 // Submit writes c (Host, From, Kind, Session, Args) as a pending command
-// and waits, polling every poll, until its host records the outcome or
+// and waits, polling from every poll up to every second, until its host records the outcome or
 // timeout passes. A command not yet claimed by then is cancelled, so it
 // never runs late. It returns the host's result, a *FailedError, or a
 // *TimeoutError.
@@ -164,8 +169,14 @@ func Submit(ctx context.Context, st store.Store, c herd.Command, timeout, poll t
 		case <-ctx.Done():
 		case <-time.After(poll):
 		}
+		// Many callers waiting at once (a racing crowd) must not crowd out
+		// the store: each waits longer the longer its command takes.
+		poll = min(poll*3/2, maxPoll)
 	}
 }
+
+// maxPoll bounds the wait between two reads of a waiting command.
+const maxPoll = time.Second
 
 // cancel marks c failed unless its host claimed it meanwhile, and returns
 // what to report: a result that came at the last moment, or an error.

@@ -132,7 +132,7 @@ func New(o Options) (*Daemon, error) {
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator,
 		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
 	})
-	d.commands = commands.NewRunner(o.Store, host, d.server.Execute, cfg.Probe.Interval, log)
+	d.commands = commands.NewRunner(o.Store, host, d.server.Execute, commands.PollEvery, log)
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
@@ -162,6 +162,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 		}
 	})
 	g.Go("heartbeat", func() { d.runHeartbeat(ctx) })
+	g.Go("notifications", func() { d.listen(ctx, d.status.Store()) })
 	g.Go("watchdog", func() { d.stalls.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("escalation", func() { d.escalator.Run(ctx) })

@@ -6,6 +6,7 @@ import (
 
 	"herd"
 	"herd/internal/hosts"
+	"herd/internal/store"
 )
 
 // newHeartbeat returns the component that keeps this host's row current,
@@ -31,6 +32,40 @@ func (d *Daemon) runHeartbeat(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(every):
+		}
+	}
+}
+
+// listen turns the store's notifications (PostgreSQL LISTEN/NOTIFY) into
+// wake-ups: a command for this host runs at once, and `events -f` readers
+// read at once. A hint only: the loops poll anyway, so a lost notification
+// or a broken listening connection delays things, never loses them. A
+// store that cannot notify (SQLite) leaves nothing to do.
+func (d *Daemon) listen(ctx context.Context, st store.Store) {
+	l, ok := st.(store.Listener)
+	if !ok {
+		return
+	}
+	const retry = 5 * time.Second
+	for {
+		err := l.Listen(ctx, func(channel, payload string) {
+			switch channel {
+			case store.ChannelCommands:
+				if payload == d.host {
+					d.commands.Kick()
+				}
+			case store.ChannelEvents:
+				d.server.WakeEvents()
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		d.log.Warn("store notifications lost; polling alone until they are back", "err", err, "retry_in", retry)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retry):
 		}
 	}
 }

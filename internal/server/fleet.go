@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"herd"
@@ -60,6 +61,37 @@ func (sv *Server) readForViews(tx store.Tx, n int) (viewRead, error) {
 	}
 	return rd, nil
 }
+
+// wakeup is a broadcast: every waiter's channel closes at the next wake.
+type wakeup struct {
+	mu sync.Mutex    // guards ch
+	ch chan struct{} // closed and replaced by wake
+}
+
+// wait returns a channel closed at the next wake.
+func (w *wakeup) wait() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+	}
+	return w.ch
+}
+
+// wake releases every current waiter.
+func (w *wakeup) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
+	}
+}
+
+// WakeEvents tells the event log's long polls that events were committed
+// (a store notification): they read at once rather than at their next
+// poll. A hint only: they catch up by event id either way.
+func (sv *Server) WakeEvents() { sv.events.wake() }
 
 // local refuses a session of another host: its panes and files are there,
 // and only its own daemon acts on it.

@@ -430,6 +430,7 @@ func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-sv.events.wait():
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -44,6 +44,24 @@ type Store interface {
 	Close() error
 }
 
+// Channels a Listener reports.
+const (
+	// ChannelEvents: events were committed (no payload).
+	ChannelEvents = "herd_events"
+	// ChannelCommands: a command was committed; the payload is its host.
+	ChannelCommands = "herd_commands"
+)
+
+// Listener is implemented by a store that can tell a process promptly that
+// another committed events or commands (PostgreSQL: LISTEN/NOTIFY). It is a
+// hint only: a lost notification loses nothing, every reader still catches
+// up by event id or by polling.
+type Listener interface {
+	// Listen calls fn for each notification until ctx is done or the
+	// connection fails, and returns why it stopped.
+	Listen(ctx context.Context, fn func(channel, payload string)) error
+}
+
 // EventFilter selects events. Zero fields do not filter.
 type EventFilter struct {
 	Host    string

@@ -28,6 +28,11 @@ func (t *tx) AddCommand(c *herd.Command) error {
 		return fmt.Errorf("%s: add command: %w", t.name, err)
 	}
 	c.ID = id
+	if t.d.OnCommand != "" {
+		if _, err := t.exec(t.d.OnCommand, c.Host); err != nil {
+			return fmt.Errorf("%s: add command: %w", t.name, err)
+		}
+	}
 	return nil
 }
 

@@ -30,6 +30,12 @@ type Dialect struct {
 	// event is inserted. PostgreSQL uses it to take a transaction-level
 	// lock so that event ids become visible in increasing order.
 	BeforeAppend string
+	// OnAppend, when set, runs once per transaction after its first event
+	// is inserted; OnCommand after each command is added, with the
+	// command's host as its parameter. PostgreSQL sends NOTIFY from them,
+	// delivered at commit (and never for a rolled-back transaction).
+	OnAppend  string
+	OnCommand string
 }
 
 // New returns a store.Tx running every statement of t under ctx.
@@ -46,6 +52,8 @@ type tx struct {
 	name string // d.Name, the error prefix
 	// appending is set once BeforeAppend has run in this transaction.
 	appending bool
+	// notified is set once OnAppend has run in this transaction.
+	notified bool
 }
 
 // scanner is a *sql.Row or *sql.Rows.

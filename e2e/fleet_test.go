@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -314,5 +315,30 @@ func TestFleetCommandsCrossHosts(t *testing.T) {
 	a.waitFor("b up", 10*time.Second, func() bool { return a.hosts()["b"].Daemon == "up" })
 	if v, _ := a.session("beta-0"); v.State != herd.StateRunning {
 		t.Errorf("expected beta-0 still running after the refused stop, got %s", v.State)
+	}
+}
+
+// TestDemoFleet: `herd demo --fleet` runs its story end to end on a private
+// PostgreSQL and leaves no process of its own behind.
+func TestDemoFleet(t *testing.T) {
+	cmd := exec.Command(bin, "demo", "--fleet")
+	cmd.Env = append(os.Environ(), "HERD_STATE_DIR="+t.TempDir(), "HERD_CONFIG=", "GORACE=atexit_sleep_ms=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil && strings.Contains(string(out), "needs PostgreSQL's initdb") && os.Getenv("CI") == "" {
+		t.Skipf("no PostgreSQL: %s", out)
+	}
+	if err != nil {
+		t.Fatalf("demo --fleet: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"session beta-0 stopped (on host demo-b)", "session beta-0 resumed (on host demo-b)",
+		"demo-b   stale", "unknown", "cleaned up",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("expected %q in the demo's output:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "DATA RACE") {
+		t.Errorf("the demo reported a data race:\n%s", out)
 	}
 }

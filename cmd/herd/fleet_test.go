@@ -27,6 +27,18 @@ func TestPrintSessionsFleet(t *testing.T) {
 	}
 }
 
+func TestPrintSessionsFleetWide(t *testing.T) {
+	var b bytes.Buffer
+	if err := printSessions(&b, sessionsFixture(), printOpts{fleet: true, wide: true, now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	head, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+	if n := strings.Count(lines[0], "HOST"); n != 1 || len(head) != len(row) {
+		t.Errorf("expected HOST once and a field per column, got %q / %q", lines[0], lines[1])
+	}
+}
+
 func TestRolesOnHost(t *testing.T) {
 	views := []api.RoleView{
 		{Live: 3, Ready: 2, Hosts: map[string]api.RoleCount{"a": {Live: 2, Ready: 2}, "b": {Live: 1}}},

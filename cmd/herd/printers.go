@@ -39,7 +39,11 @@ func printSessions(w io.Writer, views []api.SessionView, o printOpts) error {
 			header = strings.Replace(header, "NAME\t", "NAME\tHOST\t", 1)
 		}
 		if o.wide {
-			header += sessionWideHeader
+			wide := sessionWideHeader
+			if o.fleet { // HOST is shown already
+				wide = strings.Replace(wide, "\tHOST", "", 1)
+			}
+			header += wide
 		}
 		fmt.Fprintln(tw, header)
 	}
@@ -58,7 +62,11 @@ func printSessions(w io.Writer, views []api.SessionView, o printOpts) error {
 			if v.PID > 0 {
 				pid = fmt.Sprint(v.PID)
 			}
-			row += fmt.Sprintf("\t%s\t%s\t%s\t%v\t%s\t%s\t%s", dash(v.RuntimeKind), paneText(v), pid, v.Attached, dash(v.Host), dash(v.Incarnation), backoff)
+			host := "\t" + dash(v.Host)
+			if o.fleet {
+				host = ""
+			}
+			row += fmt.Sprintf("\t%s\t%s\t%s\t%v%s\t%s\t%s", dash(v.RuntimeKind), paneText(v), pid, v.Attached, host, dash(v.Incarnation), backoff)
 		}
 		fmt.Fprintln(tw, row)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"herd"
 	"herd/internal/api"
 	"herd/internal/pgcluster"
@@ -51,7 +53,26 @@ func newFleetEnv(t *testing.T, name, dsn string, fleet ...string) *env {
 	if !strings.Contains(lines, "host_timeout") {
 		lines += "\nhost_timeout = \"3s\""
 	}
+	// application_name tells each daemon's connections apart on the server.
+	dsn += " application_name=herd-" + name
 	return newEnv(t, fmt.Sprintf("[daemon]\nhost = %q\n[store]\ndriver = \"postgres\"\ndsn = %q\n[fleet]\n%s\n", name, dsn, lines))
+}
+
+// connections counts the server's connections of host name's daemon.
+func connections(t *testing.T, dsn, name string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", "herd-"+name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // fakeSSH writes a stand-in for `ssh -t HOST herd ARGS...` that records its
@@ -301,6 +322,15 @@ func TestFleetCommandsCrossHosts(t *testing.T) {
 	}
 	if n := len(a.events("--session", "gamma-0", "--kind", herd.EventStopped)); n != 1 {
 		t.Errorf("expected exactly one stopped event for 20 racing stops, got %d", n)
+	}
+	// After that crowd, each daemon still holds at most 4 connections (its
+	// listener among them).
+	for _, h := range []string{"a", "b"} {
+		if n := connections(t, dsn, h); n < 1 || n > 4 {
+			t.Errorf("[%s] expected 1 to 4 connections held, got %d", h, n)
+		} else {
+			t.Logf("[%s] %d connections held", h, n)
+		}
 	}
 
 	// b's daemon gone: a refuses at once, naming b; nothing is queued.

@@ -315,9 +315,11 @@ type Host struct {
 
 // Kinds of Command: what another host's daemon is asked to do.
 const (
-	CommandStop   = "stop"
-	CommandResume = "resume"
-	CommandInject = "inject"
+	CommandStop    = "stop"
+	CommandResume  = "resume"
+	CommandInject  = "inject"
+	CommandArchive = "archive"
+	CommandScale   = "scale" // Session names the role; Args["replicas"]
 )
 
 // States of a Command.

@@ -172,14 +172,26 @@ func TestFleetOneView(t *testing.T) {
 
 	// A role is reconciled by the host that declared it: scaling b's role
 	// through a launches on b.
-	a.must("scale", "beta", "--replicas", "2")
+	if msg := a.must("scale", "beta", "--replicas", "2"); !strings.Contains(msg, "on host b") {
+		t.Errorf("expected b's answer to scale, got %q", msg)
+	}
 	a.waitFor("beta-1 running on b", 20*time.Second, func() bool {
 		v, ok := a.session("beta-1")
 		return ok && v.State == herd.StateRunning && v.Host == "b"
 	})
-	// Another host's session cannot be touched here.
+	// archive through a: b marks it, and the event is b's.
+	if msg := a.must("archive", "beta-1"); !strings.Contains(msg, "session beta-1 archived (on host b)") {
+		t.Errorf("expected b's answer to archive, got %q", msg)
+	}
+	if v, _ := a.session("beta-1"); !v.Archived {
+		t.Errorf("expected beta-1 archived, got %+v", v)
+	}
+	if evs := a.events("--session", "beta-1", "--kind", herd.EventActivity); len(evs) == 0 || evs[len(evs)-1].Host != "b" {
+		t.Errorf("expected the archive recorded by b, got %+v", evs)
+	}
+	// b refuses to resume a running session; a relays the refusal.
 	if _, errs, code := a.herd("resume", "beta-0"); code == 0 || !strings.Contains(errs, "host b") {
-		t.Errorf("expected resume of b's session through a to fail naming host b, got exit %d: %s", code, errs)
+		t.Errorf("expected resume of b's running session through a to fail naming host b, got exit %d: %s", code, errs)
 	}
 	if _, errs, code := a.herd("apply", "-f", writeRole(t, "beta")); code == 0 || !strings.Contains(errs, "declared on host b") {
 		t.Errorf("expected apply of b's role through a to fail naming host b, got exit %d: %s", code, errs)

@@ -27,32 +27,51 @@ const remotePoll = 100 * time.Millisecond
 // reports whether it answered: false for this host's sessions (and ones
 // that do not exist, which the local handler names).
 func (sv *Server) remote(w http.ResponseWriter, r *http.Request, name, kind string, args map[string]string) bool {
-	var s herd.Session
+	return sv.forward(w, r, "session", name, kind, args, func(tx store.Tx) (string, error) {
+		s, err := tx.Session(name)
+		return s.Host, err
+	})
+}
+
+// remoteRole is remote for a role declared on another host: its daemon
+// reconciles it (scale there re-arms its failed sessions too).
+func (sv *Server) remoteRole(w http.ResponseWriter, r *http.Request, name, kind string, args map[string]string) bool {
+	return sv.forward(w, r, "role", name, kind, args, func(tx store.Tx) (string, error) {
+		ro, err := tx.Role(name)
+		return ro.Host, err
+	})
+}
+
+// forward sends command kind for the session or role name to the host
+// owner reads, unless that is this host (or nobody: a role recorded before
+// hosts were, or a row that does not exist, which the local handler names).
+func (sv *Server) forward(w http.ResponseWriter, r *http.Request, what, name, kind string, args map[string]string, owner func(store.Tx) (string, error)) bool {
+	var host string
 	stale := false
 	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
 		var err error
-		if s, err = tx.Session(name); err != nil {
+		if host, err = owner(tx); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				s = herd.Session{}
+				host = ""
 				return nil
 			}
 			return err
 		}
 		f, err := sv.fleet(tx)
-		stale = f.Stale(s.Host)
+		stale = f.Stale(host)
 		return err
 	})
 	if err != nil {
 		fail(w, err)
 		return true
 	}
-	if s.Name == "" || s.Host == sv.st.Host() {
+	if host == "" || host == sv.st.Host() {
 		return false
 	}
 	if stale {
 		reply(w, http.StatusServiceUnavailable, api.Error{Error: fmt.Sprintf(
-			"%s %s: session %s runs on host %s, whose daemon is not answering (no heartbeat within %v); only it acts on its sessions",
-			kind, name, name, s.Host, sv.o.Config.Fleet.HostTimeout)})
+			"%s %s: %s %s belongs to host %s, whose daemon is not answering (no heartbeat within %v); only it acts on it",
+			kind, name, what, name, host, sv.o.Config.Fleet.HostTimeout)})
 		return true
 	}
 	timeout := RemoteTimeout
@@ -64,7 +83,7 @@ func (sv *Server) remote(w http.ResponseWriter, r *http.Request, name, kind stri
 	ctx, cancel := opCtx(r)
 	defer cancel()
 	res, err := commands.Submit(ctx, sv.st.Store(), herd.Command{
-		Host: s.Host, From: sv.st.Host(), Kind: kind, Session: name, Args: args,
+		Host: host, From: sv.st.Host(), Kind: kind, Session: name, Args: args,
 	}, timeout, remotePoll)
 	var te *commands.TimeoutError
 	var fe *commands.FailedError
@@ -76,7 +95,7 @@ func (sv *Server) remote(w http.ResponseWriter, r *http.Request, name, kind stri
 	case err != nil:
 		fail(w, err)
 	default:
-		reply(w, http.StatusOK, api.Result{Message: res + " (on host " + s.Host + ")"})
+		reply(w, http.StatusOK, api.Result{Message: res + " (on host " + host + ")"})
 	}
 	return true
 }
@@ -101,6 +120,20 @@ func (sv *Server) Execute(ctx context.Context, c herd.Command) (string, error) {
 			return "", slots.Named("session", c.Session, err)
 		}
 		return fmt.Sprintf("session %s resumed", c.Session), nil
+	case herd.CommandArchive:
+		if err := sv.o.Slots.Archive(ctx, c.Session); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("session %s archived", c.Session), nil
+	case herd.CommandScale:
+		n, err := strconv.Atoi(c.Args["replicas"])
+		if err != nil {
+			return "", fmt.Errorf("scale %s: replicas %q is not a number", c.Session, c.Args["replicas"])
+		}
+		if err := sv.o.Slots.Scale(ctx, c.Session, n); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("role %s scaled to %d", c.Session, n), nil
 	case herd.CommandInject:
 		enter, _ := strconv.ParseBool(c.Args["enter"])
 		return sv.inject(ctx, c.Session, c.Args["text"], enter)

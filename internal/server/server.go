@@ -276,6 +276,9 @@ func (sv *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if sv.remote(w, r, name, herd.CommandArchive, nil) {
+		return
+	}
 	err := sv.o.Slots.Archive(r.Context(), name)
 	if err != nil {
 		fail(w, err)
@@ -351,6 +354,9 @@ func (sv *Server) handleScale(w http.ResponseWriter, r *http.Request) {
 	var req api.ScaleRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
 		fail(w, badf("scale: replicas must be a number >= 0"))
+		return
+	}
+	if sv.remoteRole(w, r, name, herd.CommandScale, map[string]string{"replicas": strconv.Itoa(req.Replicas)}) {
 		return
 	}
 	if err := sv.o.Slots.Scale(r.Context(), name, req.Replicas); err != nil {

@@ -186,6 +186,10 @@ type Role struct {
 	MemoryMax       int64    `json:"memory_max,omitempty"`        // bytes; 0 is no limit
 	PidsMax         int64    `json:"pids_max,omitempty"`          // 0 is no limit
 	RestartOnUpdate bool     `json:"restart_on_update,omitempty"` // restart at the next idle moment when the agent binary was replaced
+	// Host is the host whose daemon declared the role: its sessions run
+	// there, and only that daemon reconciles it. Empty (a role recorded
+	// before hosts were kept): every daemon reconciles it.
+	Host string `json:"host,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,40}$`)
@@ -313,4 +317,39 @@ type Host struct {
 	Version     string    `json:"version"` // the daemon's version
 	StartedAt   time.Time `json:"started_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
+}
+
+// Kinds of Command: what another host's daemon is asked to do.
+const (
+	CommandStop    = "stop"
+	CommandResume  = "resume"
+	CommandInject  = "inject"
+	CommandArchive = "archive"
+	CommandScale   = "scale" // Session names the role; Args["replicas"]
+)
+
+// States of a Command.
+const (
+	CommandPending = "pending" // written, not yet claimed
+	CommandClaimed = "claimed" // the owning daemon is executing it
+	CommandDone    = "done"    // executed; Result says what happened
+	CommandFailed  = "failed"  // refused, failed or cancelled; Result says why
+)
+
+// Command is a request for the daemon of Host to act on one of its
+// sessions, written by a CLI served on another host: the owning daemon
+// claims it and executes it through its usual paths.
+type Command struct {
+	ID      int64             `json:"id"`
+	Host    string            `json:"host"` // whose daemon executes it
+	From    string            `json:"from"` // the host whose daemon wrote it
+	Kind    string            `json:"kind"`
+	Session string            `json:"session"`
+	Args    map[string]string `json:"args"` // per kind: inject's "text" and "enter"
+	State   string            `json:"state"`
+	Result  string            `json:"result"`
+	// CreatedAt, ClaimedAt and DoneAt are zero until they happen.
+	CreatedAt time.Time `json:"created_at"`
+	ClaimedAt time.Time `json:"claimed_at"`
+	DoneAt    time.Time `json:"done_at"`
 }

@@ -11,6 +11,7 @@ import (
 
 func newDemoCmd(g *globals) *cobra.Command {
 	var o demo.Options
+	var fleet bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "One command, no setup: a private daemon supervising simulated agents",
@@ -26,11 +27,15 @@ Uses tmux when installed (a private server), child processes otherwise.`,
 			o.Version = version
 			_, err := unix.IoctlGetTermios(int(os.Stdout.Fd()), unix.TCGETS)
 			o.Render = err == nil
+			if fleet {
+				return demo.RunFleet(cmd.Context(), o)
+			}
 			return demo.Run(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().DurationVar(&o.Duration, "duration", time.Minute, "how long to show the live table")
 	cmd.Flags().StringVar(&o.Runtime, "runtime", "", "force a runtime: tmux | exec (default: tmux when installed)")
 	cmd.Flags().BoolVar(&o.Keep, "keep", false, "keep the state directory")
+	cmd.Flags().BoolVar(&fleet, "fleet", false, "two daemons (hosts demo-a, demo-b) on one private PostgreSQL: one view, commands across hosts, a host going away")
 	return cmd
 }

@@ -120,7 +120,7 @@ func printRoleDetail(w io.Writer, d roleDetail, now time.Time) error {
 		fmt.Fprintln(w, "  none")
 	} else {
 		var b strings.Builder
-		if err := printSessions(&b, d.Sessions, printOpts{now: now}); err != nil {
+		if err := printSessions(&b, d.Sessions, printOpts{now: now, fleet: spansHosts(d.Sessions)}); err != nil {
 			return err
 		}
 		for line := range strings.SplitSeq(strings.TrimRight(b.String(), "\n"), "\n") {

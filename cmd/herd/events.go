@@ -20,6 +20,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 	var (
 		follow               bool
 		session, kind, since string
+		host                 string
 		output               string
 		limit                int
 	)
@@ -37,6 +38,11 @@ func newEventsCmd(g *globals) *cobra.Command {
 			if err := checkEventFilter(session, kind, since, limit); err != nil {
 				return err
 			}
+			if host != "" {
+				if err := checkHost("events: --host", host); err != nil {
+					return err
+				}
+			}
 			c, err := g.client()
 			if err != nil {
 				return err
@@ -49,6 +55,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 			}
 			set("session", session)
 			set("kind", kind)
+			set("host", host)
 			set("since", since)
 			if limit > 0 {
 				q.Set("limit", strconv.Itoa(limit))
@@ -56,6 +63,8 @@ func newEventsCmd(g *globals) *cobra.Command {
 			w := cmd.OutOrStdout()
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			header := output != "json"
+			// A HOST column when the events may come from several hosts.
+			fleet := header && host == "" && fleetHosts(cmd.Context(), g)
 			var after int64
 			for first := true; ; first = false {
 				if !first {
@@ -71,11 +80,15 @@ func newEventsCmd(g *globals) *cobra.Command {
 					return explain(err, g)
 				}
 				if header {
-					fmt.Fprintln(tw, "TIME\tSESSION\tKIND\tREASON\tMESSAGE")
+					if fleet {
+						fmt.Fprintln(tw, "TIME\tHOST\tSESSION\tKIND\tREASON\tMESSAGE")
+					} else {
+						fmt.Fprintln(tw, "TIME\tSESSION\tKIND\tREASON\tMESSAGE")
+					}
 					header = false
 				}
 				for _, e := range events {
-					printEvent(tw, w, e, output)
+					printEvent(tw, w, e, output, fleet)
 					after = max(after, e.ID)
 				}
 				tw.Flush()
@@ -89,6 +102,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 	f.BoolVarP(&follow, "follow", "f", false, "keep printing new events until interrupted")
 	f.StringVar(&session, "session", "", "only this session, e.g. worker-0 (default: all)")
 	f.StringVar(&kind, "kind", "", "only this kind: "+strings.Join(herd.EventKinds, ", ")+" (default: all)")
+	f.StringVar(&host, "host", "", "only events of this host (default: every host of the fleet)")
 	f.StringVar(&since, "since", "", "only events newer than this duration, e.g. 10m or 2h (default: all)")
 	f.StringVarP(&output, "output", "o", "", "output format: json, one object per line (default: a table)")
 	f.IntVar(&limit, "limit", 0, "only the newest N events (default 0: no limit)")
@@ -124,11 +138,15 @@ func checkEventFilter(session, kind, since string, limit int) error {
 	return nil
 }
 
-func printEvent(tw *tabwriter.Writer, w io.Writer, e herd.Event, output string) {
+func printEvent(tw *tabwriter.Writer, w io.Writer, e herd.Event, output string, fleet bool) {
 	if output == "json" {
 		b, _ := json.Marshal(e)
 		fmt.Fprintln(w, string(b))
 		return
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clockText(e.Time, time.Now()), dash(e.Session), e.Kind, dash(e.Reason), e.Message)
+	host := ""
+	if fleet {
+		host = dash(e.Host) + "\t"
+	}
+	fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\n", clockText(e.Time, time.Now()), host, dash(e.Session), e.Kind, dash(e.Reason), e.Message)
 }

@@ -29,6 +29,7 @@ type getFlags struct {
 	watch     bool
 	selector  string
 	role      string
+	host      string
 	noHeaders bool
 }
 
@@ -38,11 +39,15 @@ func (f *getFlags) add(c *cobra.Command) {
 	c.Flags().StringVarP(&f.selector, "selector", "l", "", "only items matching key=value[,key!=value...], keys: "+strings.Join(labelKeys(c.Name()), ", "))
 	c.Flags().StringVar(&f.role, "role", "", "only this role's items (same as -l role=ROLE)")
 	c.Flags().BoolVar(&f.noHeaders, "no-headers", false, "print tables without their header line")
+	c.Flags().StringVar(&f.host, "host", "", "only this host's items (same as -l host=HOST)")
 }
 
 func labelKeys(resource string) []string {
-	if resource == "roles" {
+	switch resource {
+	case "roles":
 		return roleLabelKeys
+	case "hosts":
+		return hostLabelKeys
 	}
 	return sessionLabelKeys
 }
@@ -62,13 +67,21 @@ func (f *getFlags) parse(resource string) (selector.Selector, error) {
 		}
 		sel = append(sel, selector.Requirement{Key: "role", Value: f.role})
 	}
+	if f.host != "" {
+		if err := checkHost("get "+resource+": --host", f.host); err != nil {
+			return nil, err
+		}
+		if resource != "roles" { // roles are narrowed by filterRolesOnHost
+			sel = append(sel, selector.Requirement{Key: "host", Value: f.host})
+		}
+	}
 	return sel, nil
 }
 
 func newGetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get sessions|roles [NAME...]",
-		Short: "List sessions or roles",
+		Use:   "get sessions|roles|hosts [NAME...]",
+		Short: "List sessions, roles or hosts",
 	}
 	var sf, rf getFlags
 	sessions := &cobra.Command{
@@ -92,8 +105,9 @@ func newGetCmd(g *globals) *cobra.Command {
 				if err := getJSON(ctx, g, "/v1/sessions", &views); err != nil {
 					return listing{}, err
 				}
+				fleet := sf.host != "" || spansHosts(views)
 				views, missing := filterSessions(views, args, sel)
-				return listing{kind: "session", items: views, missing: missing, print: func(w io.Writer, o printOpts) error {
+				return listing{kind: "session", items: views, missing: missing, fleet: fleet, print: func(w io.Writer, o printOpts) error {
 					return printSessions(w, views, o)
 				}, names: sessionNames(views)}, nil
 			})
@@ -115,8 +129,10 @@ func newGetCmd(g *globals) *cobra.Command {
 				if err := getJSON(ctx, g, "/v1/roles", &views); err != nil {
 					return listing{}, err
 				}
+				fleet := rf.host != "" || rolesSpanHosts(views)
+				views = filterRolesOnHost(views, rf.host)
 				views, missing := filterRoles(views, args, sel)
-				return listing{kind: "role", items: views, missing: missing, print: func(w io.Writer, o printOpts) error {
+				return listing{kind: "role", items: views, missing: missing, fleet: fleet, print: func(w io.Writer, o printOpts) error {
 					return printRoles(w, views, o)
 				}, names: roleNames(views)}, nil
 			})
@@ -128,7 +144,7 @@ func newGetCmd(g *globals) *cobra.Command {
 		c.RegisterFlagCompletionFunc("role", completeRoles(g))
 		c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"wide", "json", "yaml", "name"}, cobra.ShellCompDirectiveNoFileComp))
 	}
-	cmd.AddCommand(sessions, roles)
+	cmd.AddCommand(sessions, roles, newGetHostsCmd(g))
 	requireSubcommand(cmd, "resource")
 	return cmd
 }
@@ -152,6 +168,7 @@ type listing struct {
 	names   []string
 	missing []string // names asked for and not found
 	print   func(io.Writer, printOpts) error
+	fleet   bool // the items span hosts: tables get a HOST column
 }
 
 // render writes the listing in the chosen format. A table with no rows is
@@ -172,7 +189,7 @@ func (l listing) render(w, info io.Writer, f getFlags) error {
 		fmt.Fprintf(info, "No %ss found.\n", l.kind)
 		return nil
 	}
-	return l.print(w, printOpts{wide: f.output == "wide", noHeaders: f.noHeaders, now: time.Now()})
+	return l.print(w, printOpts{wide: f.output == "wide", noHeaders: f.noHeaders, now: time.Now(), fleet: l.fleet})
 }
 
 // err reports the names asked for that do not exist, after the rest was

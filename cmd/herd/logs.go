@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -43,6 +44,16 @@ launch that failed, or a command not found, ends with herd's line saying why.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if tail < 0 {
 				return fmt.Errorf("logs: --tail %d: want 0 (everything) or more lines", tail)
+			}
+			if host := remoteHostOf(cmd.Context(), g, args); host != "" {
+				remote := []string{"logs"}
+				if tail > 0 {
+					remote = append(remote, "--tail", strconv.Itoa(tail))
+				}
+				if follow {
+					remote = append(remote, "-f")
+				}
+				return runRemote(cmd, g, host, append(remote, args[0])...)
 			}
 			q := url.Values{}
 			if tail > 0 {
@@ -110,4 +121,13 @@ func lastLine(b []byte) []byte {
 		return b[i+1:]
 	}
 	return b
+}
+
+// remoteHostOf is the host of the one session named in args when it runs
+// on another host, "" otherwise (no name: --role or --all).
+func remoteHostOf(ctx context.Context, g *globals, args []string) string {
+	if len(args) != 1 {
+		return ""
+	}
+	return remoteHost(ctx, g, args[0])
 }

@@ -60,8 +60,8 @@ func TestParentCommandsNeedSubcommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"get", "sesions"}, `get: unknown resource "sesions" (want roles or sessions)`},
-		{[]string{"get"}, `get: missing resource (want roles or sessions)`},
+		{[]string{"get", "sesions"}, `get: unknown resource "sesions" (want hosts, roles or sessions)`},
+		{[]string{"get"}, `get: missing resource (want hosts, roles or sessions)`},
 		{[]string{"describe", "sesion", "w-0"}, `describe: unknown resource "sesion" (want role or session)`},
 		{[]string{"delete", "roles", "w"}, `delete: unknown resource "roles" (want role)`},
 		{[]string{"hooks", "instal"}, `hooks: unknown action "instal" (want install)`},

@@ -18,6 +18,8 @@ type printOpts struct {
 	wide      bool
 	noHeaders bool
 	now       time.Time
+	// fleet adds a HOST column after NAME: the listing spans hosts.
+	fleet bool
 }
 
 // Column names, the same wherever they appear: RUNTIME is the runtime kind
@@ -33,13 +35,24 @@ func printSessions(w io.Writer, views []api.SessionView, o printOpts) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if !o.noHeaders {
 		header := sessionHeader
+		if o.fleet {
+			header = strings.Replace(header, "NAME\t", "NAME\tHOST\t", 1)
+		}
 		if o.wide {
-			header += sessionWideHeader
+			wide := sessionWideHeader
+			if o.fleet { // HOST is shown already
+				wide = strings.Replace(wide, "\tHOST", "", 1)
+			}
+			header += wide
 		}
 		fmt.Fprintln(tw, header)
 	}
 	for _, v := range views {
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", v.Name, dash(v.Role), stateText(v), v.Process, v.Activity, v.Restarts, ageText(v, o.now), lastExit(v.Exit, o.now))
+		name := v.Name
+		if o.fleet {
+			name += "\t" + dash(v.Host)
+		}
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", name, dash(v.Role), stateText(v), v.Process, v.Activity, v.Restarts, ageText(v, o.now), lastExit(v.Exit, o.now))
 		if o.wide {
 			backoff := "-"
 			if v.BackoffUntil != nil {
@@ -49,7 +62,11 @@ func printSessions(w io.Writer, views []api.SessionView, o printOpts) error {
 			if v.PID > 0 {
 				pid = fmt.Sprint(v.PID)
 			}
-			row += fmt.Sprintf("\t%s\t%s\t%s\t%v\t%s\t%s\t%s", dash(v.RuntimeKind), paneText(v), pid, v.Attached, dash(v.Host), dash(v.Incarnation), backoff)
+			host := "\t" + dash(v.Host)
+			if o.fleet {
+				host = ""
+			}
+			row += fmt.Sprintf("\t%s\t%s\t%s\t%v%s\t%s\t%s", dash(v.RuntimeKind), paneText(v), pid, v.Attached, host, dash(v.Incarnation), backoff)
 		}
 		fmt.Fprintln(tw, row)
 	}
@@ -95,6 +112,9 @@ func printRoles(w io.Writer, views []api.RoleView, o printOpts) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if !o.noHeaders {
 		header := roleHeader
+		if o.fleet {
+			header += "\tHOSTS"
+		}
 		if o.wide {
 			header += roleWideHeader
 		}
@@ -102,6 +122,9 @@ func printRoles(w io.Writer, views []api.RoleView, o printOpts) error {
 	}
 	for _, v := range views {
 		row := fmt.Sprintf("%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s", v.Name, v.Replicas, v.Live, v.Ready, dash(v.Runtime), dash(v.Agent), dash(v.Restart.Policy), strings.Join(v.Command, " "))
+		if o.fleet {
+			row += "\t" + roleHostsText(v)
+		}
 		if o.wide {
 			row += fmt.Sprintf("\t%s\t%d\t%s..%s", dash(v.Workdir), v.Restart.MaxRestarts, v.Restart.InitialBackoff, v.Restart.MaxBackoff)
 		}

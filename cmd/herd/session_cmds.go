@@ -126,6 +126,9 @@ func newAttachCmd(g *globals) *cobra.Command {
 		ValidArgsFunction: completeSessions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if host := remoteHost(cmd.Context(), g, name); host != "" {
+				return runRemote(cmd, g, host, "attach", name)
+			}
 			// Ask the daemon first, so an exec or dead session gets a line
 			// that says what to do instead of tmux's own error. With no
 			// daemon, tmux alone decides: the pane may well be there.

@@ -59,6 +59,9 @@ type RoleView struct {
 	herd.Role
 	Ready int `json:"ready"` // sessions running
 	Live  int `json:"live"`  // sessions holding a replica
+	// Hosts counts the role's sessions per host, for every host with one
+	// recorded.
+	Hosts map[string]RoleCount `json:"hosts,omitempty"`
 }
 
 // ScaleRequest is the body of POST /v1/roles/{name}/scale.

@@ -216,6 +216,8 @@ func (b *builder) build(f *fileConfig) *Config {
 		}
 	}
 
+	b.fleet(c, f.Fleet)
+
 	c.Roles = b.roles(f.Role, c.Restart)
 	return c
 }

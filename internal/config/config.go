@@ -32,6 +32,7 @@ type Config struct {
 	Reaper     Reaper
 	Escalation Escalation
 	Metrics    Metrics
+	Fleet      Fleet
 	// Roles are fully resolved: defaults filled, each role's restart table
 	// merged over [restart], workdir expanded to an absolute path.
 	Roles []herd.Role
@@ -158,6 +159,7 @@ func Default() *Config {
 			WaitingAfter: 30 * time.Minute,
 			UnknownAfter: 5 * time.Minute,
 		},
+		Fleet: defaultFleet(),
 	}
 }
 

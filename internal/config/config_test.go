@@ -143,6 +143,20 @@ func TestParseErrors(t *testing.T) {
 			"escalation.command", `escalation.command: "notify-send" is a string`, 2},
 		{"bad webhook", "[escalation]\nwebhook = \"example.com/hook\"\n",
 			"escalation.webhook", `escalation.webhook: "example.com/hook" is not an http or https URL`, 2},
+		{"fleet host timeout negative", "[fleet]\nhost_timeout = \"-30s\"\n",
+			"fleet.host_timeout", `fleet.host_timeout: must be positive, got "-30s"`, 2},
+		{"fleet host timeout too short", "[fleet]\n\nhost_timeout = \"1s\"\n",
+			"fleet.host_timeout", `fleet.host_timeout: must be at least 3s`, 3},
+		{"fleet host timeout bad", "[fleet]\nhost_timeout = \"half a minute\"\n",
+			"fleet.host_timeout", `fleet.host_timeout: invalid duration "half a minute"`, 2},
+		{"fleet ssh string", "[fleet]\nssh = \"ssh -t\"\n",
+			"fleet.ssh", `fleet.ssh: "ssh -t" is a string; write an argv array, e.g. ssh = ["ssh", "-t"]`, 2},
+		{"fleet ssh empty", "[fleet]\nssh = []\n",
+			"fleet.ssh", `fleet.ssh: must be a non-empty array of strings`, 2},
+		{"fleet ssh not strings", "[fleet]\nssh = [\"ssh\", 22]\n",
+			"fleet.ssh[1]", `fleet.ssh[1]: got 22, want a string`, 2},
+		{"fleet unknown key", "[fleet]\nhosts_timeout = \"30s\"\n",
+			"fleet.hosts_timeout", `fleet.hosts_timeout: unknown key`, 2},
 		{"metrics listen without port", "[metrics]\nlisten = \"127.0.0.1\"\n",
 			"metrics.listen", `metrics.listen: "127.0.0.1" is not host:port`, 2},
 		{"metrics listen bad port", "[metrics]\nlisten = \"127.0.0.1:http\"\n",
@@ -264,6 +278,10 @@ webhook = "https://hooks.example.com/herd"
 [metrics]
 listen = "127.0.0.1:9464"
 
+[fleet]
+host_timeout = "45s"
+ssh = ["ssh", "-o", "BatchMode=yes"]
+
 [[role]]
 name = "worker"
 replicas = 2
@@ -298,6 +316,7 @@ func TestParseFullFile(t *testing.T) {
 		Escalation: Escalation{WaitingAfter: 10 * time.Minute, UnknownAfter: 2 * time.Minute,
 			Command: []string{"notify-send", "herd"}, Webhook: "https://hooks.example.com/herd"},
 		Metrics: Metrics{Listen: "127.0.0.1:9464"},
+		Fleet:   Fleet{HostTimeout: 45 * time.Second, SSH: []string{"ssh", "-o", "BatchMode=yes"}},
 		Roles: []herd.Role{
 			{
 				Name: "worker", Replicas: 2, Command: []string{"claude", "--model", "opus"},
@@ -334,6 +353,7 @@ func TestDefaults(t *testing.T) {
 			LivenessTimeout: 10 * time.Minute, StallAutoKill: false},
 		Reaper:     Reaper{Interval: 30 * time.Minute, IdleAfter: 48 * time.Hour, Orphans: true, Archived: true},
 		Escalation: Escalation{WaitingAfter: 30 * time.Minute, UnknownAfter: 5 * time.Minute},
+		Fleet:      Fleet{HostTimeout: 30 * time.Second, SSH: []string{"ssh", "-t"}},
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {
 		t.Errorf("[Default] expected (-want +got):\n%s", diff)

@@ -24,6 +24,7 @@ type fileConfig struct {
 	Reaper     fileReaper     `toml:"reaper"`
 	Escalation fileEscalation `toml:"escalation"`
 	Metrics    fileMetrics    `toml:"metrics"`
+	Fleet      fileFleet      `toml:"fleet"`
 	Role       []fileRole     `toml:"role"`
 }
 

@@ -17,8 +17,10 @@ import (
 
 	"herd"
 	"herd/internal/cgroup"
+	"herd/internal/commands"
 	"herd/internal/config"
 	"herd/internal/escalation"
+	"herd/internal/hosts"
 	"herd/internal/loop"
 	"herd/internal/metrics"
 	"herd/internal/prober"
@@ -74,6 +76,8 @@ type Daemon struct {
 	escalator *escalation.Escalator
 	reaper    *reaper.Reaper
 	server    *server.Server
+	heartbeat *hosts.Heartbeat
+	commands  *commands.Runner
 	// metrics is nil unless [metrics] listen is set.
 	metrics *metrics.Metrics
 
@@ -140,6 +144,10 @@ func New(o Options) (*Daemon, error) {
 		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
 		Reload: d.Reload,
 	})
+	d.commands = commands.NewRunner(o.Store, host, d.server.Execute, commands.PollEvery, log)
+	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	d.status.Observe(d.stalls.Summary, func(inc string) {
 		d.prober.Unwatch(inc)
 		d.slots.Ended(inc)
@@ -165,6 +173,8 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 			d.log.Error("api server", "err", err)
 		}
 	})
+	g.Go("heartbeat", func() { d.runHeartbeat(ctx) })
+	g.Go("notifications", func() { d.listen(ctx, d.status.Store()) })
 	g.Go("watchdog", func() { d.stalls.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("escalation", func() { d.escalator.Run(ctx) })
@@ -187,6 +197,8 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	// re-adopted agents are verified before anything is launched.
 	d.prober.Once(ctx)
 	g.Go("reconcile", func() { d.slots.Run(ctx) })
+	// Commands from other hosts run once this host's agents are adopted.
+	g.Go("commands", func() { d.commands.Run(ctx) })
 	g.Go("probe", func() { d.prober.Run(ctx) })
 	notify := sdnotify.FromEnv()
 	if err := notify.Notify(sdnotify.Ready); err != nil {

@@ -42,6 +42,9 @@ type Options struct {
 type Server struct {
 	o  Options
 	st *status.Manager
+	// events wakes the event log's long polls when another host commits
+	// events (see WakeEvents).
+	events wakeup
 }
 
 // New returns the API server; serve its Handler.

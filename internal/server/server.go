@@ -32,6 +32,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{name}/resume", sv.handleResume)
 	mux.HandleFunc("POST /v1/sessions/{name}/archive", sv.handleArchive)
 	mux.HandleFunc("POST /v1/sessions/{name}/inject", sv.handleInject)
+	mux.HandleFunc("GET /v1/hosts", sv.handleHosts)
 	mux.HandleFunc("GET /v1/roles", sv.handleRoles)
 	mux.HandleFunc("POST /v1/roles", sv.handleApply)
 	mux.HandleFunc("POST /v1/roles/{name}/scale", sv.handleScale)
@@ -54,7 +55,7 @@ func fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		code = http.StatusNotFound
-	case errors.Is(err, slots.ErrNotStopped), errors.Is(err, slots.ErrUnverified):
+	case errors.Is(err, slots.ErrNotStopped), errors.Is(err, slots.ErrUnverified), errors.As(err, new(*slots.OtherHostError)):
 		code = http.StatusConflict
 	case errors.As(err, new(*slots.BadInput)):
 		code = http.StatusBadRequest
@@ -75,9 +76,13 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
+		rd, err := sv.readForViews(tx, len(sessions))
+		if err != nil {
+			return err
+		}
 		views = make([]api.SessionView, 0, len(sessions))
 		for _, s := range sessions {
-			views = append(views, sv.view(tx, s))
+			views = append(views, sv.view(tx, rd, s))
 		}
 		return nil
 	})
@@ -90,8 +95,10 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, views)
 }
 
-// view renders a session; tx is used for the incarnation's pid.
-func (sv *Server) view(tx store.Tx, s herd.Session) api.SessionView {
+// view renders a session as the fleet sees it (a stale host's live
+// sessions are unknown); the incarnation's pid comes from rd, else tx.
+func (sv *Server) view(tx store.Tx, rd viewRead, s herd.Session) api.SessionView {
+	s, _ = rd.fleet.Mask(s)
 	v := api.SessionView{
 		Name: s.Name, Role: s.Role, Index: s.Index, Host: s.Host, Incarnation: s.Incarnation,
 		RuntimeKind: s.RuntimeKind, State: s.State, Runtime: s.Runtime, Process: s.Process,
@@ -103,7 +110,7 @@ func (sv *Server) view(tx store.Tx, s herd.Session) api.SessionView {
 		v.Activity = herd.ActivityUnknown
 	}
 	if s.State.Live() && s.Incarnation != "" {
-		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
+		if inc, err := rd.incarnation(tx, s.Incarnation); err == nil {
 			v.PID = inc.Identity.PID
 			if v.PID == 0 {
 				v.PID = inc.Root.PID
@@ -136,7 +143,11 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return slots.Named("session", name, err)
 		}
-		det.SessionView = sv.view(tx, s)
+		f, err := sv.fleet(tx)
+		if err != nil {
+			return err
+		}
+		det.SessionView = sv.view(tx, viewRead{fleet: f}, s)
 		det.Snapshot = s.Snapshot
 		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
 			det.Identity, det.Root = &inc.Identity, &inc.Root
@@ -199,6 +210,9 @@ func (sv *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if sv.remote(w, r, name, herd.CommandStop, nil) {
+		return
+	}
 	var req api.StopRequest
 	if err := decodeOptional(r, &req); err != nil {
 		fail(w, badf("stop: bad request body: %v", err))
@@ -227,6 +241,9 @@ func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if sv.remote(w, r, name, herd.CommandResume, nil) {
+		return
+	}
 	ctx, cancel := opCtx(r)
 	defer cancel()
 	if err := sv.o.Slots.Resume(ctx, name); err != nil {
@@ -241,6 +258,9 @@ func (sv *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if sv.remote(w, r, name, herd.CommandArchive, nil) {
+		return
+	}
 	err := sv.o.Slots.Archive(r.Context(), name)
 	if err != nil {
 		fail(w, err)
@@ -260,19 +280,31 @@ func (sv *Server) handleRoles(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
+		f, err := sv.fleet(tx)
+		if err != nil {
+			return err
+		}
 		views = make([]api.RoleView, 0, len(roles))
 		for _, ro := range roles {
 			v := api.RoleView{Role: ro}
 			for _, s := range sessions {
+				s, _ = f.Mask(s)
 				if s.Role != ro.Name {
 					continue
 				}
+				if v.Hosts == nil {
+					v.Hosts = map[string]api.RoleCount{}
+				}
+				c := v.Hosts[s.Host]
 				if s.State.CountsTowardReplicas() {
 					v.Live++
+					c.Live++
 				}
 				if s.State == herd.StateRunning {
 					v.Ready++
+					c.Ready++
 				}
+				v.Hosts[s.Host] = c
 			}
 			views = append(views, v)
 		}
@@ -290,6 +322,9 @@ func (sv *Server) handleScale(w http.ResponseWriter, r *http.Request) {
 	var req api.ScaleRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
 		fail(w, badf("scale: replicas must be a number >= 0"))
+		return
+	}
+	if sv.remoteRole(w, r, name, herd.CommandScale, map[string]string{"replicas": strconv.Itoa(req.Replicas)}) {
 		return
 	}
 	if err := sv.o.Slots.Scale(r.Context(), name, req.Replicas); err != nil {
@@ -321,7 +356,7 @@ func opCtx(r *http.Request) (context.Context, context.CancelFunc) {
 
 func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.EventFilter{Session: q.Get("session"), Kind: q.Get("kind")}
+	f := store.EventFilter{Session: q.Get("session"), Kind: q.Get("kind"), Host: q.Get("host")}
 	if v := q.Get("since"); v != "" {
 		dur, err := time.ParseDuration(v)
 		if err != nil {
@@ -369,6 +404,7 @@ func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-sv.events.wait():
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -383,12 +419,18 @@ func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
 		fail(w, badf("inject: bad request body: %v", err))
 		return
 	}
+	if sv.remote(w, r, name, herd.CommandInject, map[string]string{"text": req.Text, "enter": strconv.FormatBool(req.Enter)}) {
+		return
+	}
 	var s herd.Session
 	var inc herd.Incarnation
 	err := sv.st.Store().View(r.Context(), func(tx store.Tx) (err error) {
 		s, err = tx.Session(name)
 		if err != nil {
 			return slots.Named("session", name, err)
+		}
+		if err := sv.local(s); err != nil {
+			return err
 		}
 		if s.RuntimeKind != herd.RuntimeTmux || !s.State.Live() {
 			return nil

@@ -109,6 +109,13 @@ func (sl *Slots) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) (
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
+			if exists {
+				// Only the host that declared a role reconciles it.
+				if err := sl.checkRoleHost(old); err != nil {
+					return err
+				}
+			}
+			ro.Host = sl.st.Host()
 			c := diffRole(old, ro, exists)
 			for _, s := range sessions {
 				if s.Role != ro.Name || s.Host != sl.st.Host() {

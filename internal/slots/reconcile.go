@@ -148,12 +148,13 @@ func (sl *Slots) resetFailedTx(tx store.Tx, role string) error {
 	return nil
 }
 
-// read returns the roles and this host's sessions.
+// read returns the roles this host reconciles and this host's sessions.
 func (sl *Slots) read(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
 	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
 		if roles, err = tx.Roles(); err != nil {
 			return err
 		}
+		roles = sl.ownedRoles(roles)
 		all, err := tx.SessionsOnHost(sl.st.Host())
 		if err != nil {
 			return err

@@ -145,6 +145,9 @@ func (sl *Slots) resume(ctx context.Context, name string, byUser, onlyRestartabl
 		if s, err = tx.Session(name); err != nil {
 			return err
 		}
+		if s.Host != sl.st.Host() {
+			return &OtherHostError{What: "session", Name: name, Host: s.Host}
+		}
 		if role, err = tx.Role(s.Role); errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("role %q of session %s is no longer declared", s.Role, name)
 		}

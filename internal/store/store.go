@@ -44,6 +44,24 @@ type Store interface {
 	Close() error
 }
 
+// Channels a Listener reports.
+const (
+	// ChannelEvents: events were committed (no payload).
+	ChannelEvents = "herd_events"
+	// ChannelCommands: a command was committed; the payload is its host.
+	ChannelCommands = "herd_commands"
+)
+
+// Listener is implemented by a store that can tell a process promptly that
+// another committed events or commands (PostgreSQL: LISTEN/NOTIFY). It is a
+// hint only: a lost notification loses nothing, every reader still catches
+// up by event id or by polling.
+type Listener interface {
+	// Listen calls fn for each notification until ctx is done or the
+	// connection fails, and returns why it stopped.
+	Listen(ctx context.Context, fn func(channel, payload string)) error
+}
+
 // EventFilter selects events. Zero fields do not filter.
 type EventFilter struct {
 	Host    string
@@ -102,6 +120,16 @@ type Tx interface {
 	PutHost(h herd.Host) error
 	// DeleteHost forgets the host called name; its sessions stay.
 	DeleteHost(name string) error
+
+	// AddCommand stores a new command and sets c.ID; ids increase.
+	AddCommand(c *herd.Command) error
+	// Command returns the command with id, or an error wrapping ErrNotFound.
+	Command(id int64) (herd.Command, error)
+	// CommandsOnHost lists host's commands in state, by id.
+	CommandsOnHost(host, state string) ([]herd.Command, error)
+	// PutCommand replaces the command with c.ID (its state, result and
+	// times); it is an error wrapping ErrNotFound when there is none.
+	PutCommand(c herd.Command) error
 
 	// KV returns the value of key and whether it exists.
 	KV(key string) (string, bool, error)

@@ -46,6 +46,8 @@ var dialect = sqltx.Dialect{
 	Numbered:     true,
 	StrictText:   true,
 	BeforeAppend: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", int64(eventsLockKey)),
+	OnAppend:     "SELECT pg_notify('" + store.ChannelEvents + "', '')",
+	OnCommand:    "SELECT pg_notify('" + store.ChannelCommands + "', ?)",
 }
 
 // Retries of a transaction that lost a serialization conflict: backoff from

@@ -46,6 +46,7 @@ func TestTwoStores(t *testing.T) {
 	}{
 		{"one stop wins", func(t *testing.T, a, b, _ store.Store) { storetest.RaceStops(t, a, b) }},
 		{"no lost update", func(t *testing.T, a, b, _ store.Store) { storetest.RaceCounter(t, a, b) }},
+		{"each command claimed once", func(t *testing.T, a, b, _ store.Store) { storetest.ClaimCommands(t, a, b) }},
 		{"follower misses no event", func(t *testing.T, a, b, c store.Store) { storetest.FollowLog(t, c, a, b) }},
 	}
 	for _, c := range checks {

@@ -42,6 +42,12 @@ func (t *tx) AppendEvent(e *herd.Event) error {
 		return fmt.Errorf("%s: append event: %w", t.name, err)
 	}
 	e.ID = id
+	if t.d.OnAppend != "" && !t.notified {
+		if _, err := t.exec(t.d.OnAppend); err != nil {
+			return fmt.Errorf("%s: append event: %w", t.name, err)
+		}
+		t.notified = true
+	}
 	return nil
 }
 

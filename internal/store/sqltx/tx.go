@@ -30,6 +30,12 @@ type Dialect struct {
 	// event is inserted. PostgreSQL uses it to take a transaction-level
 	// lock so that event ids become visible in increasing order.
 	BeforeAppend string
+	// OnAppend, when set, runs once per transaction after its first event
+	// is inserted; OnCommand after each command is added, with the
+	// command's host as its parameter. PostgreSQL sends NOTIFY from them,
+	// delivered at commit (and never for a rolled-back transaction).
+	OnAppend  string
+	OnCommand string
 }
 
 // New returns a store.Tx running every statement of t under ctx.
@@ -46,6 +52,8 @@ type tx struct {
 	name string // d.Name, the error prefix
 	// appending is set once BeforeAppend has run in this transaction.
 	appending bool
+	// notified is set once OnAppend has run in this transaction.
+	notified bool
 }
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -159,18 +167,19 @@ type roleOptions struct {
 	MemoryMax       int64    `json:"memory_max,omitempty"`
 	PidsMax         int64    `json:"pids_max,omitempty"`
 	RestartOnUpdate bool     `json:"restart_on_update,omitempty"`
+	Host            string   `json:"host,omitempty"`
 }
 
 func optionsOf(r herd.Role) roleOptions {
 	return roleOptions{
 		Worktree: r.Worktree, WorktreeBase: r.WorktreeBase, WorktreeSetup: r.WorktreeSetup, WorktreeInclude: r.WorktreeInclude,
-		MemoryMax: r.MemoryMax, PidsMax: r.PidsMax, RestartOnUpdate: r.RestartOnUpdate,
+		MemoryMax: r.MemoryMax, PidsMax: r.PidsMax, RestartOnUpdate: r.RestartOnUpdate, Host: r.Host,
 	}
 }
 
 func (o roleOptions) apply(r *herd.Role) {
 	r.Worktree, r.WorktreeBase, r.WorktreeSetup, r.WorktreeInclude = o.Worktree, o.WorktreeBase, o.WorktreeSetup, o.WorktreeInclude
-	r.MemoryMax, r.PidsMax, r.RestartOnUpdate = o.MemoryMax, o.PidsMax, o.RestartOnUpdate
+	r.MemoryMax, r.PidsMax, r.RestartOnUpdate, r.Host = o.MemoryMax, o.PidsMax, o.RestartOnUpdate, o.Host
 }
 
 var (

@@ -34,6 +34,7 @@ func fullRole(name string) herd.Role {
 		MemoryMax:       64 << 20,
 		PidsMax:         512,
 		RestartOnUpdate: true,
+		Host:            "box-2",
 		UpdatedAt:       at(0),
 	}
 }

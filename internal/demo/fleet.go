@@ -1,0 +1,260 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"herd"
+	"herd/internal/api"
+	"herd/internal/daemon"
+	"herd/internal/pgcluster"
+	"herd/internal/runtime/tmux"
+	"herd/internal/store/postgres"
+)
+
+// fleetHost is one host of the fleet demo: a daemon with its own state dir
+// and tmux socket, on the shared PostgreSQL.
+type fleetHost struct {
+	name, dir string
+	dsn       string
+	version   string
+	client    *api.Client
+	// stop ends the daemon (its agents keep running); done reports Run's end.
+	stop func()
+	done chan error
+}
+
+// start runs the host's daemon until stop.
+func (h *fleetHost) start(ctx context.Context) error {
+	cfg := demoConfig()
+	cfg.Daemon.Host = h.name
+	cfg.Tmux.Socket = socketName() + "-" + h.name
+	cfg.Fleet.HostTimeout = 3 * time.Second
+	log, err := os.OpenFile(filepath.Join(h.dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	ln, release, err := daemon.Listen(h.dir)
+	if err != nil {
+		log.Close()
+		return err
+	}
+	st, err := postgres.Open(ctx, h.dsn)
+	if err != nil {
+		release()
+		log.Close()
+		return err
+	}
+	d, err := daemon.New(daemon.Options{StateDir: h.dir, Config: cfg, Store: st, Version: h.version, StopGrace: 2 * time.Second,
+		CaptureCommand: daemon.CaptureCommand(), Logger: slog.New(slog.NewTextHandler(log, nil))})
+	if err != nil {
+		st.Close()
+		release()
+		log.Close()
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	h.done = make(chan error, 1)
+	go func() {
+		err := d.Run(runCtx, ln)
+		st.Close()
+		release()
+		log.Close()
+		h.done <- err
+	}()
+	h.stop = func() { cancel(); <-h.done }
+	h.client = api.NewClient(daemon.SocketPath(h.dir))
+	return nil
+}
+
+// RunFleet is `herd demo --fleet`: two daemons (hosts demo-a and demo-b)
+// with separate state dirs and tmux sockets on one private PostgreSQL
+// cluster; a fleet-wide view, commands crossing hosts, and one host's
+// daemon stopped: its sessions unknown on the other, never relaunched there,
+// adopted again when it comes back.
+func RunFleet(ctx context.Context, o Options) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintln(o.Out, "herd demo --fleet: starting a private PostgreSQL cluster ...")
+	pg, err := pgcluster.Start(ctx)
+	if errors.Is(err, pgcluster.ErrNoBinaries) {
+		return fmt.Errorf("demo --fleet needs PostgreSQL's initdb and postgres (Debian: apt-get install postgresql): %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer pg.Stop(context.WithoutCancel(ctx))
+	root, err := os.MkdirTemp("", "herd-demo-fleet-")
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if !o.Keep {
+		defer os.RemoveAll(root)
+	}
+	hosts := []*fleetHost{{name: "demo-a"}, {name: "demo-b"}}
+	for _, h := range hosts {
+		h.dir, h.dsn, h.version = filepath.Join(root, h.name), pg.DSN("postgres"), o.Version
+		if err := os.Mkdir(h.dir, 0o700); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		if err := h.start(ctx); err != nil {
+			return err
+		}
+	}
+	a, b := hosts[0], hosts[1]
+	defer func() {
+		clean, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, h := range hosts {
+			if h.stop == nil {
+				continue
+			}
+			role := "alpha"
+			if h == b {
+				role = "beta"
+			}
+			_ = h.client.Do(clean, http.MethodDelete, "/v1/roles/"+role, nil, nil, nil)
+			h.stop()
+			c := &tmux.Client{Binary: "tmux", Socket: socketName() + "-" + h.name, Timeout: 5 * time.Second}
+			c.KillServer(clean)
+		}
+		fmt.Fprintln(o.Out, "cleaned up: every agent stopped, both daemons, their tmux servers and PostgreSQL shut down.")
+	}()
+	fmt.Fprintf(o.Out, "two daemons, hosts %s and %s, state under %s, sharing one database\n\n", a.name, b.name, root)
+
+	sim := []string{self, "sim", "--interval", "1s"}
+	role := func(name string, replicas int) []herd.Role {
+		return []herd.Role{{Name: name, Replicas: replicas, Command: sim, Workdir: root, Runtime: herd.RuntimeExec, Agent: herd.AgentClaude,
+			AgentProcess: filepath.Base(self),
+			Restart:      herd.RestartPolicy{Policy: herd.PolicyAlways, InitialBackoff: time.Second, MaxBackoff: 8 * time.Second, ResetAfter: time.Minute}}}
+	}
+	step := func(what string) { fmt.Fprintf(o.Out, "== %s\n", what) }
+	step("alpha (2 replicas) declared on demo-a, beta (1) on demo-b: each host runs its own roles")
+	if err := a.client.Do(ctx, http.MethodPost, "/v1/roles", nil, role("alpha", 2), nil); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := b.client.Do(ctx, http.MethodPost, "/v1/roles", nil, role("beta", 1), nil); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool { return countState(v, "", herd.StateRunning) == 3 }); err != nil {
+		return err
+	}
+	if err := showFleet(ctx, o, a.client, "the whole fleet, as demo-a's daemon shows it"); err != nil {
+		return err
+	}
+
+	step("stop beta-0 through demo-a: a command row that demo-b's daemon executes")
+	var res api.Result
+	if err := a.client.Do(ctx, http.MethodPost, "/v1/sessions/beta-0/stop", nil, nil, &res); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(o.Out, "   %s\n", res.Message)
+	if err := a.client.Do(ctx, http.MethodPost, "/v1/sessions/beta-0/resume", nil, nil, &res); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(o.Out, "   %s\n\n", res.Message)
+	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool { return countState(v, "", herd.StateRunning) == 3 }); err != nil {
+		return err
+	}
+
+	step("demo-b's daemon stops (its agents keep running): within host_timeout (3s) its sessions are unknown, never dead, never relaunched on demo-a")
+	b.stop()
+	b.stop = nil
+	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool { return countState(v, b.name, herd.StateUnknown) == 1 }); err != nil {
+		return err
+	}
+	if err := showFleet(ctx, o, a.client, "demo-a's view with demo-b gone"); err != nil {
+		return err
+	}
+
+	step("demo-b's daemon is back: it adopts its agent, still the same process")
+	if err := b.start(ctx); err != nil {
+		return err
+	}
+	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool { return countState(v, "", herd.StateRunning) == 3 }); err != nil {
+		return err
+	}
+	if err := showFleet(ctx, o, a.client, "the fleet whole again"); err != nil {
+		return err
+	}
+	if o.Keep {
+		fmt.Fprintf(o.Out, "state kept in %s\n", root)
+	}
+	return nil
+}
+
+// countState counts the sessions in state st (of host, unless "").
+func countState(views []api.SessionView, host string, st herd.State) int {
+	n := 0
+	for _, v := range views {
+		if v.State == st && (host == "" || v.Host == host) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFleet polls the sessions until cond holds or timeout passes.
+func waitFleet(ctx context.Context, c *api.Client, timeout time.Duration, cond func([]api.SessionView) bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var views []api.SessionView
+		if err := c.Do(ctx, http.MethodGet, "/v1/sessions", nil, nil, &views); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		if cond(views) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("demo: the fleet did not settle within %v:\n%s", timeout, FleetTable(views))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// showFleet prints the sessions and the hosts as c's daemon sees them.
+func showFleet(ctx context.Context, o Options, c *api.Client, title string) error {
+	var views []api.SessionView
+	var hosts []api.HostView
+	if err := c.Do(ctx, http.MethodGet, "/v1/sessions", nil, nil, &views); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := c.Do(ctx, http.MethodGet, "/v1/hosts", nil, nil, &hosts); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(o.Out, "-- %s\n%s", title, FleetTable(views))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-8s %-7s %-8s %s\n", "HOST", "DAEMON", "SESSIONS", "HEARTBEAT")
+	for _, h := range hosts {
+		beat := "never"
+		if h.HeartbeatAt != nil {
+			beat = time.Since(*h.HeartbeatAt).Round(100*time.Millisecond).String() + " ago"
+		}
+		fmt.Fprintf(&b, "%-8s %-7s %-8d %s\n", h.Name, h.Daemon, h.Sessions, beat)
+	}
+	fmt.Fprintf(o.Out, "%s\n", b.String())
+	return nil
+}
+
+// FleetTable renders sessions with their hosts, compactly.
+func FleetTable(views []api.SessionView) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-10s %-8s %-9s %-8s %s\n", "NAME", "HOST", "STATE", "PROCESS", "PID")
+	for _, v := range views {
+		fmt.Fprintf(&b, "%-10s %-8s %-9s %-8s %d\n", v.Name, v.Host, v.State, v.Process, v.PID)
+	}
+	return b.String()
+}

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/api"
+	"herd/internal/hosts"
+	"herd/internal/slots"
+	"herd/internal/store"
+)
+
+// fleet reads the hosts in tx, to judge their sessions.
+func (sv *Server) fleet(tx store.Tx) (hosts.Fleet, error) {
+	hs, err := tx.Hosts()
+	if err != nil {
+		return hosts.Fleet{}, err
+	}
+	return hosts.NewFleet(sv.st.Host(), sv.o.Config.Fleet.HostTimeout, time.Now(), hs), nil
+}
+
+// viewRead is what rendering many sessions reads once: the fleet's hosts,
+// and the open incarnations (one query rather than one per session, which
+// a fleet's store pays a round trip for).
+type viewRead struct {
+	fleet hosts.Fleet
+	// open holds the open incarnations by id; nil: read each from tx.
+	open map[string]herd.Incarnation
+}
+
+// incarnation returns incarnation id from the open ones read, else from tx.
+func (rd viewRead) incarnation(tx store.Tx, id string) (herd.Incarnation, error) {
+	if inc, ok := rd.open[id]; ok {
+		return inc, nil
+	}
+	return tx.Incarnation(id)
+}
+
+// manyViews is from how many sessions on the open incarnations are read
+// at once for a listing.
+const manyViews = 16
+
+// readForViews reads what rendering n sessions needs.
+func (sv *Server) readForViews(tx store.Tx, n int) (viewRead, error) {
+	f, err := sv.fleet(tx)
+	if err != nil {
+		return viewRead{}, err
+	}
+	rd := viewRead{fleet: f}
+	if n >= manyViews {
+		open, err := tx.OpenIncarnations()
+		if err != nil {
+			return viewRead{}, err
+		}
+		rd.open = make(map[string]herd.Incarnation, len(open))
+		for _, inc := range open {
+			rd.open[inc.ID] = inc
+		}
+	}
+	return rd, nil
+}
+
+// wakeup is a broadcast: every waiter's channel closes at the next wake.
+type wakeup struct {
+	mu sync.Mutex    // guards ch
+	ch chan struct{} // closed and replaced by wake
+}
+
+// wait returns a channel closed at the next wake.
+func (w *wakeup) wait() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+	}
+	return w.ch
+}
+
+// wake releases every current waiter.
+func (w *wakeup) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
+	}
+}
+
+// WakeEvents tells the event log's long polls that events were committed
+// (a store notification): they read at once rather than at their next
+// poll. A hint only: they catch up by event id either way.
+func (sv *Server) WakeEvents() { sv.events.wake() }
+
+// local refuses a session of another host: its panes and files are there,
+// and only its own daemon acts on it.
+func (sv *Server) local(s herd.Session) error {
+	if s.Host != sv.st.Host() {
+		return &slots.OtherHostError{What: "session", Name: s.Name, Host: s.Host}
+	}
+	return nil
+}
+
+// handleHosts lists the fleet's daemons: `herd get hosts`.
+func (sv *Server) handleHosts(w http.ResponseWriter, r *http.Request) {
+	var rows []hosts.Row
+	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
+		f, err := sv.fleet(tx)
+		if err != nil {
+			return err
+		}
+		sessions, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		rows = f.Rows(sessions)
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	out := make([]api.HostView, 0, len(rows))
+	for _, row := range rows {
+		h := row.Host
+		v := api.HostView{Name: h.Name, Daemon: row.Daemon, Sessions: row.Sessions, BootID: h.BootID,
+			Version: h.Version, Self: h.Name == sv.st.Host()}
+		if row.Recorded {
+			v.HeartbeatAt, v.StartedAt = &h.HeartbeatAt, &h.StartedAt
+		}
+		out = append(out, v)
+	}
+	reply(w, http.StatusOK, out)
+}

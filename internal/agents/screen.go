@@ -89,25 +89,31 @@ var (
 	spinnerRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*•⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⠿◐◓◑◒] ?[A-Z][A-Za-z' -]*(?:(?:…|\.\.\.)[^\n]*|\(\d+[hms][^\n]*esc to interrupt[^\n]*)$`)
 	// doneRE is Claude's line after a turn ("✻ Crunched for 1m 2s"): its
 	// verb is picked at random again on every redraw.
-	doneRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*] [A-Z][a-z]+ for [0-9hms ]+$`)
+	doneRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*] \p{Lu}\p{Ll}+ for [0-9hms ]+$`)
 	// tipRE is a rotating tip under the spinner.
 	tipRE = regexp.MustCompile(`(?m)^\s*⎿\s+Tip:.*$`)
 	// timerRE is an elapsed time or token counter.
 	timerRE = regexp.MustCompile(`\d+(\.\d+)?\s?[kK]? ?tokens|\b\d+[hms]( \d+[hms])*\b|[↓↑]`)
+	// interruptRE is the footer while a turn runs; what it shows on its
+	// right (effort, hints) comes and goes with no progress.
+	interruptRE = regexp.MustCompile(`(?m)^.*(esc to interrupt|esc to cancel).*$`)
 	// trailingRE is trailing blanks of a line.
 	trailingRE = regexp.MustCompile(`(?m)[ \t]+$`)
 )
 
 // Normalize returns the screen text with what changes without progress
 // taken out: spinner lines become "<spinner>", Claude's after-turn line
-// "<done>", timers and token counters vanish, rotating tips go, trailing
+// "<done>", the running footer "<running: esc to interrupt>", timers and
+// token counters vanish, rotating tips go, trailing
 // blanks and blank lines at the end are dropped.
 func Normalize(text string) string {
 	t := strings.ReplaceAll(text, "\r", "")
+	t = strings.ReplaceAll(t, "\u00a0", " ") // Claude pads with no-break spaces
 	t = trailingRE.ReplaceAllString(t, "")
 	t = tipRE.ReplaceAllString(t, "")
 	t = doneRE.ReplaceAllString(t, "<done>")
 	t = spinnerRE.ReplaceAllString(t, "<spinner>")
+	t = interruptRE.ReplaceAllString(t, "<running: $1>")
 	t = timerRE.ReplaceAllString(t, "")
 	return strings.TrimRight(t, "\n ")
 }

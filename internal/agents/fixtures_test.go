@@ -1,0 +1,210 @@
+package agents
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"herd"
+)
+
+// The fixtures under testdata/claude were captured from the real Claude
+// Code (2.1.197) talking to internal/mockapi, by TestRealClaude with
+// HERD_CAPTURE_FIXTURES=1; machine paths are replaced by /home/user.
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fixedNow is the present for reset-time parsing in fixture tests.
+var fixedNow = time.Date(2026, 11, 22, 15, 0, 0, 0, time.UTC)
+
+func TestClaudeHookFixtures(t *testing.T) {
+	tests := []struct {
+		file     string
+		event    string
+		activity herd.Activity
+		reason   string
+		progress bool
+		inTool   bool
+		ended    bool
+		tool     string
+	}{
+		{"hook-session-start-startup.json", HookSessionStart, herd.ActivityIdle, "", true, false, false, ""},
+		{"hook-session-start-resume.json", HookSessionStart, herd.ActivityIdle, "", true, false, false, ""},
+		{"hook-user-prompt-submit.json", HookUserPromptSubmit, herd.ActivityWorking, "", true, false, false, ""},
+		{"hook-pre-tool-use.json", HookPreToolUse, herd.ActivityWorking, "", true, true, false, "Bash"},
+		{"hook-permission-request.json", HookPermissionRequest, herd.ActivityWaiting, ReasonPermission, true, false, false, "Bash"},
+		{"hook-notification-permission.json", HookNotification, herd.ActivityWaiting, ReasonPermission, true, false, false, ""},
+		{"hook-post-tool-use.json", HookPostToolUse, herd.ActivityWorking, "", true, false, false, "Bash"},
+		{"hook-stop.json", HookStop, herd.ActivityIdle, "", true, false, false, ""},
+		{"hook-stop-failure.json", HookStopFailure, herd.ActivityBlocked, ReasonRateLimited, true, false, false, ""},
+		{"hook-notification-idle.json", HookNotification, "", "", false, false, false, ""},
+		{"hook-session-end.json", HookSessionEnd, herd.ActivityIdle, "", true, false, true, ""},
+	}
+	for _, tc := range tests {
+		s, err := ParseHook(herd.AgentClaude, readFixture(t, "claude/"+tc.file), "", fixedNow)
+		if err != nil {
+			t.Errorf("[%s] error %v", tc.file, err)
+			continue
+		}
+		if s.Event != tc.event || s.Activity != tc.activity || s.Reason != tc.reason || s.Progress != tc.progress ||
+			s.InTool != tc.inTool || s.Ended != tc.ended || s.Tool != tc.tool {
+			t.Errorf("[%s] expected %s/%q/%q progress=%v inTool=%v ended=%v tool=%q, got %s/%q/%q progress=%v inTool=%v ended=%v tool=%q",
+				tc.file, tc.event, tc.activity, tc.reason, tc.progress, tc.inTool, tc.ended, tc.tool,
+				s.Event, s.Activity, s.Reason, s.Progress, s.InTool, s.Ended, s.Tool)
+		}
+		if s.AgentSessionID == "" || s.TranscriptPath == "" {
+			t.Errorf("[%s] no session id or transcript path: %+v", tc.file, s)
+		}
+	}
+}
+
+// TestClaudeSessionReplay folds the captured session in order: the
+// activity after each event is the table, and the idle reminder
+// after a finished turn leaves it idle.
+func TestClaudeSessionReplay(t *testing.T) {
+	steps := []struct {
+		file string
+		want herd.Activity
+	}{
+		{"hook-session-start-startup.json", herd.ActivityIdle},
+		{"hook-user-prompt-submit.json", herd.ActivityWorking},
+		{"hook-stop.json", herd.ActivityIdle},
+		{"hook-user-prompt-submit.json", herd.ActivityWorking},
+		{"hook-pre-tool-use.json", herd.ActivityWorking},
+		{"hook-permission-request.json", herd.ActivityWaiting},
+		{"hook-notification-permission.json", herd.ActivityWaiting},
+		{"hook-post-tool-use.json", herd.ActivityWorking},
+		{"hook-stop.json", herd.ActivityIdle},
+		{"hook-notification-idle.json", herd.ActivityIdle},
+		{"hook-user-prompt-submit.json", herd.ActivityWorking},
+		{"hook-stop-failure.json", herd.ActivityBlocked},
+		{"hook-notification-idle.json", herd.ActivityBlocked},
+		{"hook-session-end.json", herd.ActivityIdle},
+		{"hook-session-start-resume.json", herd.ActivityIdle},
+	}
+	var st State
+	for i, step := range steps {
+		s, err := ParseHook(herd.AgentClaude, readFixture(t, "claude/"+step.file), "", fixedNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = Apply(st, s)
+		if st.Activity != step.want {
+			t.Errorf("[step %d %s] expected %q, got %q", i, step.file, step.want, st.Activity)
+		}
+		if CanStall(st.Activity) != (st.Activity == herd.ActivityWorking) {
+			t.Errorf("[step %d %s] CanStall(%q) = %v", i, step.file, st.Activity, CanStall(st.Activity))
+		}
+	}
+	if !st.Ended && st.LastEvent != HookSessionStart {
+		t.Errorf("expected the resumed session to be live, got %+v", st)
+	}
+}
+
+func TestClaudeScreenFixtures(t *testing.T) {
+	tests := []struct {
+		file     string
+		activity herd.Activity
+		reason   string
+		running  bool
+		prompt   bool
+	}{
+		{"screen-trust.txt", herd.ActivityWaiting, ReasonStartupPrompt, false, false},
+		{"screen-api-key.txt", herd.ActivityWaiting, ReasonStartupPrompt, false, false},
+		{"screen-idle.txt", herd.ActivityIdle, "", false, true},
+		{"screen-after-turn.txt", herd.ActivityIdle, "", false, true},
+		{"screen-spinner-start.txt", herd.ActivityWorking, "", true, true},
+		{"screen-spinner-timer-a.txt", herd.ActivityWorking, "", true, true},
+		{"screen-spinner-timer-b.txt", herd.ActivityWorking, "", true, true},
+		{"screen-after-esc.txt", herd.ActivityIdle, "", false, true},
+		{"screen-permission.txt", herd.ActivityWaiting, ReasonPermission, false, false},
+		{"screen-rate-limited.txt", herd.ActivityIdle, "", false, true},
+		{"screen-resumed.txt", herd.ActivityIdle, "", false, true},
+	}
+	for _, tc := range tests {
+		sc := ClassifyScreen(herd.AgentClaude, string(readFixture(t, "claude/"+tc.file)))
+		if sc.Activity != tc.activity || sc.Reason != tc.reason || sc.Running != tc.running || sc.Prompt != tc.prompt {
+			t.Errorf("[%s] expected %q/%q running=%v prompt=%v, got %q/%q running=%v prompt=%v",
+				tc.file, tc.activity, tc.reason, tc.running, tc.prompt, sc.Activity, sc.Reason, sc.Running, sc.Prompt)
+		}
+		if len(sc.Hash) != 32 {
+			t.Errorf("[%s] hash %q", tc.file, sc.Hash)
+		}
+	}
+}
+
+// TestClaudeSpinnerIsNoProgress: the captures of one hung turn, seconds
+// apart, differ on screen (spinner frame, verb, timer) but not once
+// normalised; a finished turn differs from all of them.
+func TestClaudeSpinnerIsNoProgress(t *testing.T) {
+	a := string(readFixture(t, "claude/screen-spinner-timer-a.txt"))
+	b := string(readFixture(t, "claude/screen-spinner-timer-b.txt"))
+	start := string(readFixture(t, "claude/screen-spinner-start.txt"))
+	if a == b {
+		t.Fatal("fixtures a and b are identical: they prove nothing")
+	}
+	ha := ClassifyScreen(herd.AgentClaude, a).Hash
+	for _, other := range []string{b, start} {
+		if h := ClassifyScreen(herd.AgentClaude, other).Hash; h != ha {
+			t.Errorf("expected the same hash, got a different one:\n%s\n---\n%s", Normalize(a), Normalize(other))
+		}
+	}
+	done := ClassifyScreen(herd.AgentClaude, string(readFixture(t, "claude/screen-after-esc.txt"))).Hash
+	if done == ha {
+		t.Error("the screen after Esc hashes like the running turn")
+	}
+}
+
+func TestClaudeStreamFixtures(t *testing.T) {
+	tests := []struct {
+		file    string
+		final   herd.Activity
+		reason  string
+		retries int
+		tool    string
+	}{
+		{"stream-ok.jsonl", herd.ActivityIdle, "", 0, ""},
+		{"stream-tool.jsonl", herd.ActivityIdle, "", 0, "Bash"},
+		{"stream-rate-limit.jsonl", herd.ActivityBlocked, ReasonRateLimited, 0, ""},
+		{"stream-overloaded.jsonl", herd.ActivityBlocked, ReasonAPIError, 2, ""},
+	}
+	for _, tc := range tests {
+		var st State
+		retries, progress := 0, 0
+		var id string
+		for _, l := range bytes.Split(bytes.TrimSpace(readFixture(t, "claude/"+tc.file)), []byte("\n")) {
+			s := ParseLine(herd.AgentClaude, l, fixedNow)
+			if s.Event == "system/api_retry" {
+				retries++
+				if s.Progress || s.Activity != "" {
+					t.Errorf("[%s] api_retry is progress or sets activity: %+v", tc.file, s)
+				}
+			} else if s.Progress {
+				progress++
+			}
+			if s.AgentSessionID != "" {
+				id = s.AgentSessionID
+			}
+			st = Apply(st, s)
+		}
+		if st.Activity != tc.final || st.Reason != tc.reason || retries != tc.retries || st.Tool != tc.tool {
+			t.Errorf("[%s] expected %q/%q retries=%d tool=%q, got %q/%q retries=%d tool=%q",
+				tc.file, tc.final, tc.reason, tc.retries, tc.tool, st.Activity, st.Reason, retries, st.Tool)
+		}
+		if tc.final == herd.ActivityBlocked && st.Error == "" {
+			t.Errorf("[%s] blocked without the error", tc.file)
+		}
+		if id == "" || progress == 0 {
+			t.Errorf("[%s] session id %q, %d progress lines", tc.file, id, progress)
+		}
+	}
+}

@@ -525,4 +525,3 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
-

@@ -30,7 +30,7 @@ func TestParseResetTime(t *testing.T) {
 		{"resets 13pm", time.Time{}},
 		{"resets at 5pm (Nowhere/Land)", time.Time{}},
 		{"usage limit reached|1000000000", time.Time{}}, // in the past
-		{"try again in 900 hours", time.Time{}},          // beyond a week
+		{"try again in 900 hours", time.Time{}},         // beyond a week
 		{"", time.Time{}},
 	}
 	for _, tc := range tests {

@@ -37,8 +37,8 @@ const ReplyText = "OK from the mock."
 // ToolCommand is the Bash command TriggerTool asks to run.
 const ToolCommand = "touch herd-tool-ran"
 
-// RateLimitMessage is the error message of a TriggerRateLimit answer; it
-// names a reset time the way the real API's usage-limit errors do.
+// RateLimitMessage is the error message of a TriggerRateLimit answer (the
+// API's own wording; it names no reset time).
 const RateLimitMessage = "This request would exceed your account's rate limit. Please try again later."
 
 // maxBody bounds a request body the mock reads.
@@ -57,13 +57,12 @@ type Record struct {
 type Server struct {
 	log *slog.Logger
 
-	mu       sync.Mutex // guards the fields below
-	records  []Record
-	hung     int           // requests held open right now
-	release  chan struct{} // closed by Release; replaced after
-	resetAt  time.Time     // the reset time named by rate-limit answers
-	seq      int
-	toolUsed bool
+	mu      sync.Mutex // guards the fields below
+	records []Record
+	hung    int           // requests held open right now
+	release chan struct{} // closed by Release; replaced after
+	resetAt time.Time     // the reset time named by rate-limit answers
+	seq     int
 }
 
 // New returns a mock that logs to log (nil: discard).
@@ -183,8 +182,8 @@ func (r request) lastUser() (text string, toolResult bool) {
 	return "", false
 }
 
-// firstUser returns the text of the first user message (the prompt that
-// started the conversation).
+// firstUserHas reports whether a user message of the conversation
+// contains word.
 func (r request) firstUserHas(word string) bool {
 	for _, m := range r.Messages {
 		if m.Role == "user" && strings.Contains(string(m.Content), word) {

@@ -10,9 +10,10 @@ import (
 	"herd"
 )
 
-// The fixtures under testdata/claude were captured from the real Claude
-// Code (2.1.197) talking to internal/mockapi, by TestRealClaude with
-// HERD_CAPTURE_FIXTURES=1; machine paths are replaced by /home/user.
+// The fixtures under testdata/claude/<version> were captured from the
+// real Claude Code talking to internal/mockapi, by TestRealClaude with
+// HERD_CAPTURE_FIXTURES=1 (scripts/real-agents.sh --capture); machine
+// paths are replaced by /home/user.
 
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
@@ -23,10 +24,35 @@ func readFixture(t *testing.T, name string) []byte {
 	return b
 }
 
+// forEachClaude runs f on every captured Claude Code version
+// (testdata/claude/<version>).
+func forEachClaude(t *testing.T, f func(t *testing.T, dir string)) {
+	ents, err := os.ReadDir(filepath.Join("testdata", "claude"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if e.IsDir() {
+			n++
+			t.Run(e.Name(), func(t *testing.T) { f(t, filepath.Join("claude", e.Name())) })
+		}
+	}
+	if n == 0 {
+		t.Fatal("no captured Claude Code version under testdata/claude")
+	}
+}
+
+func TestClaudeHookFixtures(t *testing.T)        { forEachClaude(t, claudeHookFixtures) }
+func TestClaudeSessionReplay(t *testing.T)       { forEachClaude(t, claudeSessionReplay) }
+func TestClaudeScreenFixtures(t *testing.T)      { forEachClaude(t, claudeScreenFixtures) }
+func TestClaudeSpinnerIsNoProgress(t *testing.T) { forEachClaude(t, claudeSpinnerIsNoProgress) }
+func TestClaudeStreamFixtures(t *testing.T)      { forEachClaude(t, claudeStreamFixtures) }
+
 // fixedNow is the present for reset-time parsing in fixture tests.
 var fixedNow = time.Date(2026, 11, 22, 15, 0, 0, 0, time.UTC)
 
-func TestClaudeHookFixtures(t *testing.T) {
+func claudeHookFixtures(t *testing.T, dir string) {
 	tests := []struct {
 		file     string
 		event    string
@@ -50,7 +76,7 @@ func TestClaudeHookFixtures(t *testing.T) {
 		{"hook-session-end.json", HookSessionEnd, herd.ActivityIdle, "", true, false, true, ""},
 	}
 	for _, tc := range tests {
-		s, err := ParseHook(herd.AgentClaude, readFixture(t, "claude/"+tc.file), "", fixedNow)
+		s, err := ParseHook(herd.AgentClaude, readFixture(t, dir+"/"+tc.file), "", fixedNow)
 		if err != nil {
 			t.Errorf("[%s] error %v", tc.file, err)
 			continue
@@ -70,7 +96,7 @@ func TestClaudeHookFixtures(t *testing.T) {
 // TestClaudeSessionReplay folds the captured session in order: the
 // activity after each event is the table, and the idle reminder
 // after a finished turn leaves it idle.
-func TestClaudeSessionReplay(t *testing.T) {
+func claudeSessionReplay(t *testing.T, dir string) {
 	steps := []struct {
 		file string
 		want herd.Activity
@@ -93,7 +119,7 @@ func TestClaudeSessionReplay(t *testing.T) {
 	}
 	var st State
 	for i, step := range steps {
-		s, err := ParseHook(herd.AgentClaude, readFixture(t, "claude/"+step.file), "", fixedNow)
+		s, err := ParseHook(herd.AgentClaude, readFixture(t, dir+"/"+step.file), "", fixedNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +136,7 @@ func TestClaudeSessionReplay(t *testing.T) {
 	}
 }
 
-func TestClaudeScreenFixtures(t *testing.T) {
+func claudeScreenFixtures(t *testing.T, dir string) {
 	tests := []struct {
 		file     string
 		activity herd.Activity
@@ -131,7 +157,7 @@ func TestClaudeScreenFixtures(t *testing.T) {
 		{"screen-resumed.txt", herd.ActivityIdle, "", false, true},
 	}
 	for _, tc := range tests {
-		sc := ClassifyScreen(herd.AgentClaude, string(readFixture(t, "claude/"+tc.file)))
+		sc := ClassifyScreen(herd.AgentClaude, string(readFixture(t, dir+"/"+tc.file)))
 		if sc.Activity != tc.activity || sc.Reason != tc.reason || sc.Running != tc.running || sc.Prompt != tc.prompt {
 			t.Errorf("[%s] expected %q/%q running=%v prompt=%v, got %q/%q running=%v prompt=%v",
 				tc.file, tc.activity, tc.reason, tc.running, tc.prompt, sc.Activity, sc.Reason, sc.Running, sc.Prompt)
@@ -145,10 +171,10 @@ func TestClaudeScreenFixtures(t *testing.T) {
 // TestClaudeSpinnerIsNoProgress: the captures of one hung turn, seconds
 // apart, differ on screen (spinner frame, verb, timer) but not once
 // normalised; a finished turn differs from all of them.
-func TestClaudeSpinnerIsNoProgress(t *testing.T) {
-	a := string(readFixture(t, "claude/screen-spinner-timer-a.txt"))
-	b := string(readFixture(t, "claude/screen-spinner-timer-b.txt"))
-	start := string(readFixture(t, "claude/screen-spinner-start.txt"))
+func claudeSpinnerIsNoProgress(t *testing.T, dir string) {
+	a := string(readFixture(t, dir+"/screen-spinner-timer-a.txt"))
+	b := string(readFixture(t, dir+"/screen-spinner-timer-b.txt"))
+	start := string(readFixture(t, dir+"/screen-spinner-start.txt"))
 	if a == b {
 		t.Fatal("fixtures a and b are identical: they prove nothing")
 	}
@@ -158,13 +184,13 @@ func TestClaudeSpinnerIsNoProgress(t *testing.T) {
 			t.Errorf("expected the same hash, got a different one:\n%s\n---\n%s", Normalize(a), Normalize(other))
 		}
 	}
-	done := ClassifyScreen(herd.AgentClaude, string(readFixture(t, "claude/screen-after-esc.txt"))).Hash
+	done := ClassifyScreen(herd.AgentClaude, string(readFixture(t, dir+"/screen-after-esc.txt"))).Hash
 	if done == ha {
 		t.Error("the screen after Esc hashes like the running turn")
 	}
 }
 
-func TestClaudeStreamFixtures(t *testing.T) {
+func claudeStreamFixtures(t *testing.T, dir string) {
 	tests := []struct {
 		file    string
 		final   herd.Activity
@@ -181,7 +207,7 @@ func TestClaudeStreamFixtures(t *testing.T) {
 		var st State
 		retries, progress := 0, 0
 		var id string
-		for _, l := range bytes.Split(bytes.TrimSpace(readFixture(t, "claude/"+tc.file)), []byte("\n")) {
+		for _, l := range bytes.Split(bytes.TrimSpace(readFixture(t, dir+"/"+tc.file)), []byte("\n")) {
 			s := ParseLine(herd.AgentClaude, l, fixedNow)
 			if s.Event == "system/api_retry" {
 				retries++

@@ -62,8 +62,9 @@ type realEnv struct {
 	mock    *mockapi.Server
 	// scrub maps machine-specific strings to neutral ones for fixtures.
 	scrub [][2]string
-	// captured fixtures, by file name under testdata/claude.
-	files map[string][]byte
+	// captured fixtures, by file name under testdata/claude/<version>.
+	files   map[string][]byte
+	version string // claude --version
 }
 
 func newRealEnv(t *testing.T, claude string) *realEnv {
@@ -111,8 +112,24 @@ func newRealEnv(t *testing.T, claude string) *realEnv {
 		{e.home, "/home/user"},
 		{ln.Addr().String(), "127.0.0.1:8787"},
 	}
-	t.Cleanup(func() { _, _ = e.tmux("kill-server") })
+	t.Cleanup(e.stopAll)
 	return e
+}
+
+// stopAll kills the private tmux server and waits for the agents in it to
+// exit, so they write nothing into the temporary directories after.
+func (e *realEnv) stopAll() {
+	out, _ := e.tmux("list-panes", "-a", "-F", "#{pane_pid}")
+	_, _ = e.tmux("kill-server")
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range strings.Fields(out) {
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat("/proc/" + pid); err != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond) // polling interval
+		}
+	}
 }
 
 func (e *realEnv) env() []string {
@@ -172,6 +189,56 @@ func (e *realEnv) typeLine(name, text string) {
 	e.mustTmux("send-keys", "-t", "="+name+":", "-l", text)
 	e.waitScreen(name, "typed text", func(s string) bool { return strings.Contains(s, text) })
 	e.keys(name, "Enter")
+}
+
+// chooseYes moves the selection of the dialog on screen to the first
+// option starting with "Yes" and confirms it. Versions differ in the
+// order of the options and in which one is preselected.
+func (e *realEnv) chooseYes(name string) {
+	e.t.Helper()
+	for range 6 {
+		lines := strings.Split(e.capture(name), "\n")
+		sel, yes := -1, -1
+		for i, l := range lines {
+			t := strings.TrimSpace(strings.ReplaceAll(l, "\u00a0", " "))
+			opt := strings.TrimSpace(strings.TrimPrefix(t, "❯"))
+			opt = strings.TrimSpace(strings.TrimLeft(opt, "0123456789."))
+			if strings.HasPrefix(t, "❯") && opt != "" {
+				sel = i
+			}
+			if yes < 0 && strings.HasPrefix(opt, "Yes") {
+				yes = i
+			}
+		}
+		switch {
+		case sel < 0 || yes < 0:
+			e.t.Fatalf("no dialog with a Yes option on screen:\n%s", strings.Join(lines, "\n"))
+		case sel == yes:
+			e.keys(name, "Enter")
+			return
+		case sel < yes:
+			e.keys(name, "Down")
+		default:
+			e.keys(name, "Up")
+		}
+		want := "Down"
+		if sel > yes {
+			want = "Up"
+		}
+		e.waitScreen(name, "selection moved "+want, func(s string) bool { return selectedLine(s) != sel })
+	}
+	e.t.Fatal("could not select Yes")
+}
+
+// selectedLine is the index of the line holding the selection mark.
+func selectedLine(screen string) int {
+	for i, l := range strings.Split(screen, "\n") {
+		t := strings.TrimSpace(strings.ReplaceAll(l, "\u00a0", " "))
+		if strings.HasPrefix(t, "❯") && strings.TrimSpace(strings.TrimPrefix(t, "❯")) != "" {
+			return i
+		}
+	}
+	return -1
 }
 
 // waitScreen polls the pane until ok holds, or fails after a deadline.
@@ -288,6 +355,8 @@ func TestRealClaude(t *testing.T) {
 		t.Skip("tmux is not installed")
 	}
 	e := newRealEnv(t, claude)
+	e.version = claudeVersion(t, claude)
+	t.Logf("claude %s", e.version)
 
 	// Kind inference and process matching on what the real install is.
 	resolved := Resolve(claude, e.proj)
@@ -298,7 +367,9 @@ func TestRealClaude(t *testing.T) {
 		t.Errorf("Infer(%s) = %q, want claude", resolved, k)
 	}
 
-	argv, id := LaunchArgv(herd.AgentClaude, []string{claude}, resolved, nil)
+	// Newer versions default to auto mode, which answers permission
+	// prompts itself; a role asking for the default mode gets them.
+	argv, id := LaunchArgv(herd.AgentClaude, []string{claude, "--permission-mode", "default"}, resolved, nil)
 	if id == "" {
 		t.Fatalf("LaunchArgv chose no session id: %q", argv)
 	}
@@ -315,12 +386,10 @@ func TestRealClaude(t *testing.T) {
 	}
 	t.Logf("agent process: comm %q argv[0] %q exe %q", p.Comm, p.Argv[0], p.Exe)
 
-	e.keys(pane, "Enter")
+	e.chooseYes(pane)
 	apiKey := e.waitScreen(pane, "api key dialog", func(s string) bool { return strings.Contains(s, "custom API key") })
 	e.expectScreen("screen-api-key.txt", apiKey, herd.ActivityWaiting, ReasonStartupPrompt)
-	e.keys(pane, "Up")
-	e.waitScreen(pane, "api key: yes", func(s string) bool { return strings.Contains(s, "❯ 1. Yes") })
-	e.keys(pane, "Enter")
+	e.chooseYes(pane)
 
 	start := e.waitHook(HookSessionStart, 1, 30*time.Second)
 	sig := e.expectHook("hook-session-start-startup.json", start, herd.ActivityIdle)
@@ -405,7 +474,7 @@ func TestRealClaude(t *testing.T) {
 	e.typeLine(pane, "/exit")
 	e.expectHook("hook-session-end.json", e.waitHook(HookSessionEnd, 1, 30*time.Second), herd.ActivityIdle)
 	rargv, ok := ResumeArgv(herd.AgentClaude, argv, resolved, id)
-	if !ok || !slices.Contains(rargv, "--resume") || slices.Contains(rargv, "--session-id") {
+	if !ok || !slices.Contains(rargv, "--resume") || slices.Contains(rargv, "--session-id") || !slices.Contains(rargv, "--permission-mode") {
 		t.Fatalf("ResumeArgv(%q) = %q, %v", argv, rargv, ok)
 	}
 	e.start("resumed", rargv)
@@ -482,7 +551,7 @@ func (e *realEnv) writeFixtures() {
 	if os.Getenv("HERD_CAPTURE_FIXTURES") != "1" {
 		return
 	}
-	dir := filepath.Join("testdata", "claude")
+	dir := filepath.Join("testdata", "claude", e.version)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		e.t.Fatal(err)
 	}
@@ -492,6 +561,22 @@ func (e *realEnv) writeFixtures() {
 		}
 	}
 	e.t.Logf("wrote %d fixtures to %s", len(e.files), dir)
+}
+
+// claudeVersion is the version claude --version prints ("2.1.197").
+func claudeVersion(t *testing.T, claude string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, claude, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", claude, err)
+	}
+	v, _, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(v) {
+		t.Fatalf("%s --version: unexpected %q", claude, out)
+	}
+	return v
 }
 
 func readProc(t *testing.T, pid string) Proc {

@@ -191,43 +191,49 @@ func (e *realEnv) typeLine(name, text string) {
 	e.keys(name, "Enter")
 }
 
-// chooseYes moves the selection of the dialog on screen to the first
-// option starting with "Yes" and confirms it. Versions differ in the
-// order of the options and in which one is preselected.
-func (e *realEnv) chooseYes(name string) {
+// chooseYes moves the selection of the dialog on screen (the one showing
+// marker) to the first option starting with "Yes" and confirms it.
+// Versions differ in the order of the options and in which one is
+// preselected, and a key sent while the dialog is still starting is lost:
+// a key is sent again when the screen has not moved after a while.
+func (e *realEnv) chooseYes(name, marker string) {
 	e.t.Helper()
-	for range 6 {
-		lines := strings.Split(e.capture(name), "\n")
-		sel, yes := -1, -1
-		for i, l := range lines {
-			t := strings.TrimSpace(strings.ReplaceAll(l, "\u00a0", " "))
-			opt := strings.TrimSpace(strings.TrimPrefix(t, "❯"))
-			opt = strings.TrimSpace(strings.TrimLeft(opt, "0123456789."))
-			if strings.HasPrefix(t, "❯") && opt != "" {
-				sel = i
-			}
-			if yes < 0 && strings.HasPrefix(opt, "Yes") {
-				yes = i
-			}
-		}
-		switch {
-		case sel < 0 || yes < 0:
-			e.t.Fatalf("no dialog with a Yes option on screen:\n%s", strings.Join(lines, "\n"))
-		case sel == yes:
-			e.keys(name, "Enter")
+	deadline := time.Now().Add(30 * time.Second)
+	var lastKey time.Time
+	var s string
+	for time.Now().Before(deadline) {
+		s = e.capture(name)
+		if !strings.Contains(s, marker) {
 			return
-		case sel < yes:
-			e.keys(name, "Down")
-		default:
-			e.keys(name, "Up")
 		}
-		want := "Down"
-		if sel > yes {
-			want = "Up"
+		sel, yes := selectedLine(s), yesLine(s)
+		if sel >= 0 && yes >= 0 && time.Since(lastKey) > 1500*time.Millisecond {
+			switch {
+			case sel == yes:
+				e.keys(name, "Enter")
+			case sel < yes:
+				e.keys(name, "Down")
+			default:
+				e.keys(name, "Up")
+			}
+			lastKey = time.Now()
 		}
-		e.waitScreen(name, "selection moved "+want, func(s string) bool { return selectedLine(s) != sel })
+		time.Sleep(100 * time.Millisecond) // polling interval
 	}
-	e.t.Fatal("could not select Yes")
+	e.t.Fatalf("could not answer Yes to the dialog:\n%s", s)
+}
+
+// yesLine is the index of the first option starting with "Yes".
+func yesLine(screen string) int {
+	for i, l := range strings.Split(screen, "\n") {
+		t := strings.TrimSpace(strings.ReplaceAll(l, "\u00a0", " "))
+		opt := strings.TrimSpace(strings.TrimPrefix(t, "❯"))
+		opt = strings.TrimSpace(strings.TrimLeft(opt, "0123456789."))
+		if strings.HasPrefix(opt, "Yes") {
+			return i
+		}
+	}
+	return -1
 }
 
 // selectedLine is the index of the line holding the selection mark.
@@ -386,10 +392,10 @@ func TestRealClaude(t *testing.T) {
 	}
 	t.Logf("agent process: comm %q argv[0] %q exe %q", p.Comm, p.Argv[0], p.Exe)
 
-	e.chooseYes(pane)
+	e.chooseYes(pane, "trust this folder")
 	apiKey := e.waitScreen(pane, "api key dialog", func(s string) bool { return strings.Contains(s, "custom API key") })
 	e.expectScreen("screen-api-key.txt", apiKey, herd.ActivityWaiting, ReasonStartupPrompt)
-	e.chooseYes(pane)
+	e.chooseYes(pane, "custom API key")
 
 	start := e.waitHook(HookSessionStart, 1, 30*time.Second)
 	sig := e.expectHook("hook-session-start-startup.json", start, herd.ActivityIdle)

@@ -89,7 +89,7 @@ var (
 	spinnerRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*•⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⠿◐◓◑◒] ?[A-Z][A-Za-z' -]*(?:(?:…|\.\.\.)[^\n]*|\(\d+[hms][^\n]*esc to interrupt[^\n]*)$`)
 	// doneRE is Claude's line after a turn ("✻ Crunched for 1m 2s"): its
 	// verb is picked at random again on every redraw.
-	doneRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*] \p{Lu}\p{Ll}+ for [0-9hms ]+$`)
+	doneRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*] \p{Lu}\p{Ll}+ for [0-9hms ]+(·.*)?$`)
 	// tipRE is a rotating tip under the spinner.
 	tipRE = regexp.MustCompile(`(?m)^\s*⎿\s+Tip:.*$`)
 	// timerRE is an elapsed time or token counter.
@@ -97,15 +97,20 @@ var (
 	// interruptRE is the footer while a turn runs; what it shows on its
 	// right (effort, hints) comes and goes with no progress.
 	interruptRE = regexp.MustCompile(`(?m)^.*(esc to interrupt|esc to cancel).*$`)
+	// logoRE is Claude's mascot, drawn in block elements; newer versions
+	// animate it while a turn runs.
+	logoRE = regexp.MustCompile(`[\x{2580}-\x{259F}]+`)
+	// effortRE is the effort indicator, shown and hidden as the turn goes.
+	effortRE = regexp.MustCompile(`[◐◑◒◓○●]\s*(low|medium|high|xhigh|max)\s*·\s*/effort`)
 	// trailingRE is trailing blanks of a line.
 	trailingRE = regexp.MustCompile(`(?m)[ \t]+$`)
 )
 
 // Normalize returns the screen text with what changes without progress
 // taken out: spinner lines become "<spinner>", Claude's after-turn line
-// "<done>", the running footer "<running: esc to interrupt>", timers and
-// token counters vanish, rotating tips go, trailing
-// blanks and blank lines at the end are dropped.
+// "<done>", the running footer "<running: esc to interrupt>"; timers,
+// token counters, rotating tips, the (animated) logo and the effort
+// indicator vanish; runs of blanks become one space and blank lines go.
 func Normalize(text string) string {
 	t := strings.ReplaceAll(text, "\r", "")
 	t = strings.ReplaceAll(t, "\u00a0", " ") // Claude pads with no-break spaces
@@ -115,7 +120,18 @@ func Normalize(text string) string {
 	t = spinnerRE.ReplaceAllString(t, "<spinner>")
 	t = interruptRE.ReplaceAllString(t, "<running: $1>")
 	t = timerRE.ReplaceAllString(t, "")
-	return strings.TrimRight(t, "\n ")
+	t = logoRE.ReplaceAllString(t, "")
+	t = effortRE.ReplaceAllString(t, "")
+	// Layout (indentation, alignment, blank lines) moves with redraws;
+	// words do not.
+	var b strings.Builder
+	for _, l := range strings.Split(t, "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			b.WriteString(strings.Join(f, " "))
+			b.WriteByte('\n')
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // ClassifyScreen reads one capture of a pane running kind. A startup

@@ -324,8 +324,12 @@ func (e *realEnv) keep(name string, data []byte) {
 	for _, r := range e.scrub {
 		s = strings.ReplaceAll(s, r[0], r[1])
 	}
+	s = sockRE.ReplaceAllString(s, "/tmp/cc-socks/1000.sock")
 	e.files[name] = []byte(s)
 }
+
+// sockRE is Claude's per-process messaging socket, named by its pid.
+var sockRE = regexp.MustCompile(`/tmp/cc-socks/\d+\.sock`)
 
 func (e *realEnv) expectScreen(file, screen string, want herd.Activity, reason string) Screen {
 	e.t.Helper()

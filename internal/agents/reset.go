@@ -28,8 +28,9 @@ func IsRateLimit(text string) bool {
 var (
 	// "usage limit reached|1735689600" (older Claude Code).
 	epochRE = regexp.MustCompile(`limit reached\|(\d{9,11})\b`)
-	// "resets 5pm", "resets at 5:30 pm (Europe/Berlin)", "reset at 17:00 (UTC)".
-	clockRE = regexp.MustCompile(`(?i)\bresets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\))?`)
+	// "resets 5pm", "resets at 5:30 pm (Europe/Berlin)", "reset at 17:00
+	// (UTC)", "Try again at 5:00 PM." (Codex).
+	clockRE = regexp.MustCompile(`(?i)\b(?:resets?|try again)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\))?`)
 	// "try again in 30 minutes", "resets in 2h 5m", "retry after 45 seconds".
 	relRE  = regexp.MustCompile(`(?i)\b(?:in|after)\s+((?:\d+\s*(?:hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
 	partRE = regexp.MustCompile(`(?i)(\d+)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)

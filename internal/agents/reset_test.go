@@ -23,6 +23,7 @@ func TestParseResetTime(t *testing.T) {
 		{"resets 12pm (UTC)", time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)},
 		{"reset at 16:45", time.Date(2026, 11, 22, 16, 45, 0, 0, time.UTC)},
 		{"Please try again in 30 minutes.", now.Add(30 * time.Minute)},
+		{"You’ve hit your usage limit. Try again at 5:00 PM.", time.Date(2026, 11, 22, 17, 0, 0, 0, time.UTC)},
 		{"rate limited, retry after 45 seconds", now.Add(45 * time.Second)},
 		{"quota resets in 2h 15m", now.Add(2*time.Hour + 15*time.Minute)},
 		{"This request would exceed your account's rate limit. Please try again later.", time.Time{}},

@@ -1,4 +1,4 @@
-// Package mockapi is a loopback mock of the Anthropic Messages API, for driving the real Claude Code in tests.
+// Package mockapi is a loopback mock of the Anthropic Messages API and the OpenAI Responses API, for driving the real Claude Code and Codex in tests.
 package mockapi
 
 import (
@@ -27,8 +27,12 @@ const (
 	TriggerTool = "herd-tool"
 	// TriggerRateLimit answers 429 rate_limit_error.
 	TriggerRateLimit = "herd-429"
-	// TriggerOverloaded answers 529 overloaded_error.
+	// TriggerOverloaded answers 529 overloaded_error (503 on the
+	// Responses API).
 	TriggerOverloaded = "herd-529"
+	// TriggerEscalate, with TriggerTool, has a Responses API tool call ask
+	// to run outside Codex's sandbox, so Codex asks the user first.
+	TriggerEscalate = "herd-escalate"
 )
 
 // ReplyText is the text of every plain answer.
@@ -202,8 +206,8 @@ func (r request) hasTool(name string) bool {
 	return false
 }
 
-// ServeHTTP answers POST /v1/messages and /v1/messages/count_tokens; every
-// other path is 404 with an API error body.
+// ServeHTTP answers POST /v1/messages, /v1/messages/count_tokens and
+// /v1/responses; every other path is 404 with an API error body.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	switch {
@@ -212,6 +216,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"input_tokens": 42})
 		return
 	case r.Method == http.MethodPost && path == "/v1/messages":
+	case r.Method == http.MethodPost && (path == "/v1/responses" || path == "/responses"):
+		s.serveResponses(w, r)
+		return
 	default:
 		s.record(Record{Path: path, Status: http.StatusNotFound})
 		writeError(w, http.StatusNotFound, "not_found_error", "mockapi: no such endpoint")

@@ -234,3 +234,74 @@ func claudeStreamFixtures(t *testing.T, dir string) {
 		}
 	}
 }
+
+func TestCodexFixtures(t *testing.T) {
+	dir := filepath.Join("codex", "0.169.0")
+	hooks := []struct {
+		file     string
+		activity herd.Activity
+		reason   string
+	}{
+		{"hook-session-start.json", herd.ActivityIdle, ""},
+		{"hook-user-prompt-submit.json", herd.ActivityWorking, ""},
+		{"hook-pre-tool-use.json", herd.ActivityWorking, ""},
+		{"hook-permission-request.json", herd.ActivityWaiting, ReasonPermission},
+		{"hook-post-tool-use.json", herd.ActivityWorking, ""},
+		{"hook-stop.json", herd.ActivityIdle, ""},
+	}
+	for _, tc := range hooks {
+		s, err := ParseHook(herd.AgentCodex, readFixture(t, dir+"/"+tc.file), "", fixedNow)
+		if err != nil || s.Activity != tc.activity || s.Reason != tc.reason || s.AgentSessionID == "" || s.TranscriptPath == "" {
+			t.Errorf("[%s] expected %q/%q with id and transcript, got %+v, %v", tc.file, tc.activity, tc.reason, s, err)
+		}
+		// The transcript is where TranscriptPatterns looks.
+		if m, _ := filepath.Match(TranscriptPatterns(herd.AgentCodex, Where{Home: "/home/user", SessionID: s.AgentSessionID})[0], s.TranscriptPath); !m {
+			t.Errorf("[%s] transcript %s not matched by the codex pattern", tc.file, s.TranscriptPath)
+		}
+	}
+	screens := []struct {
+		file     string
+		activity herd.Activity
+		reason   string
+	}{
+		{"screen-trust.txt", herd.ActivityWaiting, ReasonStartupPrompt},
+		{"screen-hooks-review.txt", herd.ActivityWaiting, ReasonStartupPrompt},
+		{"screen-idle.txt", herd.ActivityIdle, ""},
+		{"screen-working-a.txt", herd.ActivityWorking, ""},
+		{"screen-working-b.txt", herd.ActivityWorking, ""},
+		{"screen-after-esc.txt", herd.ActivityIdle, ""},
+		{"screen-permission.txt", herd.ActivityWaiting, ReasonPermission},
+		{"screen-resumed.txt", herd.ActivityIdle, ""},
+	}
+	for _, tc := range screens {
+		sc := ClassifyScreen(herd.AgentCodex, string(readFixture(t, dir+"/"+tc.file)))
+		if sc.Activity != tc.activity || sc.Reason != tc.reason {
+			t.Errorf("[%s] expected %q/%q, got %q/%q", tc.file, tc.activity, tc.reason, sc.Activity, sc.Reason)
+		}
+	}
+	a := string(readFixture(t, dir+"/screen-working-a.txt"))
+	b := string(readFixture(t, dir+"/screen-working-b.txt"))
+	if a == b || ClassifyScreen(herd.AgentCodex, a).Hash != ClassifyScreen(herd.AgentCodex, b).Hash {
+		t.Errorf("expected two different captures of one hung turn to hash alike:\n%s\n---\n%s", Normalize(a), Normalize(b))
+	}
+	exec := []struct {
+		file   string
+		final  herd.Activity
+		reason string
+		reset  bool
+	}{
+		{"exec-ok.jsonl", herd.ActivityIdle, "", false},
+		{"exec-tool.jsonl", herd.ActivityIdle, "", false},
+		{"exec-rate-limit.jsonl", herd.ActivityBlocked, ReasonRateLimited, true},
+		{"exec-overloaded.jsonl", herd.ActivityBlocked, ReasonAPIError, false},
+	}
+	for _, tc := range exec {
+		var st State
+		for _, l := range bytes.Split(bytes.TrimSpace(readFixture(t, dir+"/"+tc.file)), []byte("\n")) {
+			st = Apply(st, ParseLine(herd.AgentCodex, l, fixedNow))
+		}
+		if st.Activity != tc.final || st.Reason != tc.reason || st.ResetAt.IsZero() == tc.reset || st.AgentSessionID == "" {
+			t.Errorf("[%s] expected %q/%q reset=%v, got %+v", tc.file, tc.final, tc.reason, tc.reset, st)
+		}
+	}
+}

@@ -59,6 +59,7 @@ var rules = map[string]screenRules{
 	},
 	herd.AgentCodex: {
 		startup: []string{
+			"Trust this folder?", "Trust and continue", "Hooks need review",
 			"Do you trust the contents of this directory", "Sign in with ChatGPT",
 			"Provide your own API key", "Welcome to Codex",
 		},
@@ -66,8 +67,10 @@ var rules = map[string]screenRules{
 			"Would you like to run the following command?", "Would you like to make the following edits?",
 			"Allow command?", "Yes, proceed",
 		},
-		running:  []string{"esc to interrupt"},
-		promptRE: regexp.MustCompile(`(?m)^\s*›`),
+		running: []string{"esc to interrupt"},
+		// The input line; user prompts in the scrollback look the same,
+		// but a running turn or a dialog is checked first.
+		promptRE: regexp.MustCompile(`(?m)^\s*› `),
 	},
 	herd.AgentGemini: {
 		startup: []string{
@@ -99,7 +102,8 @@ var (
 	interruptRE = regexp.MustCompile(`(?m)^.*(esc to interrupt|esc to cancel).*$`)
 	// logoRE is Claude's mascot, drawn in block elements; newer versions
 	// animate it while a turn runs.
-	logoRE = regexp.MustCompile(`[\x{2580}-\x{259F}]+`)
+	// Codex draws its logo in braille.
+	logoRE = regexp.MustCompile(`[\x{2580}-\x{259F}\x{2800}-\x{28FF}]+`)
 	// effortRE is the effort indicator, shown and hidden as the turn goes.
 	effortRE = regexp.MustCompile(`[◐◑◒◓○●]\s*(low|medium|high|xhigh|max)\s*·\s*/effort`)
 	// trailingRE is trailing blanks of a line.

@@ -13,22 +13,46 @@ var (
 	tableRE       = regexp.MustCompile(`^\s*\[`)
 	notifyRE      = regexp.MustCompile(`^\s*notify\s*=`)
 	featuresRE    = regexp.MustCompile(`^\s*\[features\]\s*(#.*)?$`)
-	codexHooksRE  = regexp.MustCompile(`^\s*codex_hooks\s*=`)
-	dottedHooksRE = regexp.MustCompile(`^\s*features\.codex_hooks\s*=`)
+	hooksKeyRE    = regexp.MustCompile(`^\s*hooks\s*=`)
+	dottedHooksRE = regexp.MustCompile(`^\s*features\.hooks\s*=`)
 )
 
 // codexNotifyLine is the notify line herd wants in Codex's config.
 func codexNotifyLine(herdBinary string) string {
-	q := func(s string) string { return strconv.Quote(s) }
+	q := strconv.Quote
 	return "notify = [" + strings.Join([]string{q(herdBinary), q("hook"), q("--agent"), q("codex"), q("notify")}, ", ") + "]"
 }
 
-// installCodexConfig edits Codex's config.toml as text, so the user's
-// comments and layout stay: it turns the codex_hooks feature on and sets
-// notify to herd's program unless the user has one of their own (Codex
-// runs a single notify program; herd does not replace it, its hooks
-// carry the same news).
-func installCodexConfig(path, herdBinary string) (changed bool, notes []string, err error) {
+// installCodexConfig turns the hooks feature on in a project's
+// .codex/config.toml ([features] hooks = true; Codex 0.169 calls the older
+// codex_hooks deprecated). Codex reads a project's config only once the
+// project is trusted.
+func installCodexConfig(path string) (bool, []string, error) {
+	return editCodexConfig(path, func(lines []string) ([]string, []string) {
+		return setCodexHooksFeature(lines), nil
+	})
+}
+
+// InstallCodexNotify sets Codex's notify program to `herd hook --agent
+// codex notify` in the user's config.toml at path ($CODEX_HOME/config.toml,
+// by default ~/.codex/config.toml): Codex ignores notify in a project's
+// config. A notify program of the user's own is kept (Codex runs only
+// one), with a note; herd's hooks carry the same events.
+func InstallCodexNotify(path, herdBinary string) (Installed, error) {
+	res := Installed{Files: []string{path}}
+	if err := CheckHerdBinary(herdBinary); err != nil {
+		return res, err
+	}
+	changed, notes, err := editCodexConfig(path, func(lines []string) ([]string, []string) {
+		return setCodexNotify(lines, herdBinary)
+	})
+	res.Changed, res.Notes = changed, notes
+	return res, err
+}
+
+// editCodexConfig edits a Codex config.toml as text, so the user's
+// comments and layout stay, and checks that the result is still TOML.
+func editCodexConfig(path string, edit func([]string) ([]string, []string)) (changed bool, notes []string, err error) {
 	old, mode, err := readSettings(path)
 	if err != nil {
 		return false, nil, err
@@ -42,8 +66,7 @@ func installCodexConfig(path, herdBinary string) (changed bool, notes []string, 
 	if text != "" {
 		lines = strings.Split(text, "\n")
 	}
-	lines, notes = setCodexNotify(lines, herdBinary)
-	lines = setCodexHooksFeature(lines)
+	lines, notes = edit(lines)
 	updated := strings.Join(lines, "\n") + "\n"
 	if err := toml.Unmarshal([]byte(updated), &probe); err != nil {
 		return false, nil, fmt.Errorf("agents: %s: edit would make invalid TOML: %w", path, err)
@@ -80,7 +103,7 @@ func setCodexNotify(lines []string, herdBinary string) ([]string, []string) {
 	return insertAt(lines, top, want), nil
 }
 
-// setCodexHooksFeature makes [features] codex_hooks = true.
+// setCodexHooksFeature makes [features] hooks = true.
 func setCodexHooksFeature(lines []string) []string {
 	inTop := true
 	for i, l := range lines {
@@ -88,7 +111,7 @@ func setCodexHooksFeature(lines []string) []string {
 			inTop = false
 		}
 		if inTop && dottedHooksRE.MatchString(l) {
-			lines[i] = "features.codex_hooks = true"
+			lines[i] = "features.hooks = true"
 			return lines
 		}
 	}
@@ -98,17 +121,17 @@ func setCodexHooksFeature(lines []string) []string {
 		}
 		j := i + 1
 		for ; j < len(lines) && !tableRE.MatchString(lines[j]); j++ {
-			if codexHooksRE.MatchString(lines[j]) {
-				lines[j] = "codex_hooks = true"
+			if hooksKeyRE.MatchString(lines[j]) {
+				lines[j] = "hooks = true"
 				return lines
 			}
 		}
-		return insertAt(lines, i+1, "codex_hooks = true")
+		return insertAt(lines, i+1, "hooks = true")
 	}
 	if len(lines) > 0 {
 		lines = append(lines, "")
 	}
-	return append(lines, "[features]", "codex_hooks = true")
+	return append(lines, "[features]", "hooks = true")
 }
 
 func insertAt(lines []string, i int, l string) []string {

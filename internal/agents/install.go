@@ -68,9 +68,9 @@ type Installed struct {
 
 // Install merges herd's hook entries for kind into the agent's settings
 // in project dir, creating files and directories when missing: Claude's
-// .claude/settings.local.json, Codex's .codex/hooks.json (plus, in
-// .codex/config.toml, the codex_hooks feature and a notify program when
-// the user has none), Gemini's .gemini/settings.json. The user's own hooks
+// .claude/settings.local.json, Codex's .codex/hooks.json (plus the hooks
+// feature in .codex/config.toml; see InstallCodexNotify for the
+// user-level notify program), Gemini's .gemini/settings.json. The user's own hooks
 // and every other setting are kept, in order; a herd entry with another
 // binary path is updated in place; duplicates are dropped; a second run
 // changes nothing. Invalid existing files are an error and are left
@@ -95,7 +95,7 @@ func Install(kind, dir, herdBinary string) (Installed, error) {
 	res.Files, res.Changed = append(res.Files, path), changed
 	if kind == herd.AgentCodex {
 		cpath := filepath.Join(dir, filepath.FromSlash(CodexConfigFile))
-		changed, notes, err := installCodexConfig(cpath, herdBinary)
+		changed, notes, err := installCodexConfig(cpath)
 		if err != nil {
 			return res, err
 		}

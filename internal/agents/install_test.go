@@ -141,20 +141,17 @@ func TestInstallRefuses(t *testing.T) {
 }
 
 func TestInstallCodexConfig(t *testing.T) {
-	notify := codexNotifyLine(herdBin)
 	tests := []struct {
 		name     string
 		existing string
 		want     []string // lines the result must hold
-		notes    int
 	}{
-		{"new", "", []string{notify, "[features]", "codex_hooks = true"}, 0},
+		{"new", "", []string{"[features]", "hooks = true"}},
 		{"keeps the user's config", "# mine\nmodel = \"o3\"\n\n[features]\nweb_search = true\n\n[profiles.x]\nmodel = \"y\"\n",
-			[]string{"# mine", notify, `model = "o3"`, "[features]", "codex_hooks = true", "web_search = true", "[profiles.x]"}, 0},
-		{"user notify kept", "notify = [\"notify-send\", \"codex\"]\n", []string{`notify = ["notify-send", "codex"]`, "codex_hooks = true"}, 1},
-		{"older herd notify replaced", "notify = [\"/old/herd\", \"hook\", \"--agent\", \"codex\", \"notify\"]\n", []string{notify}, 0},
-		{"feature off turned on", "[features]\ncodex_hooks = false\n", []string{"codex_hooks = true"}, 0},
-		{"dotted feature", "features.codex_hooks = false\n", []string{"features.codex_hooks = true"}, 0},
+			[]string{"# mine", `model = "o3"`, "[features]", "hooks = true", "web_search = true", "[profiles.x]"}},
+		{"feature off turned on", "[features]\nhooks = false\ncodex_hooks = false\n", []string{"hooks = true", "codex_hooks = false"}},
+		{"dotted feature", "features.hooks = false\n", []string{"features.hooks = true"}},
+		{"notify in a project is left alone", "notify = [\"x\"]\n", []string{`notify = ["x"]`, "hooks = true"}},
 	}
 	for _, tc := range tests {
 		dir := t.TempDir()
@@ -167,23 +164,9 @@ func TestInstallCodexConfig(t *testing.T) {
 			t.Errorf("[%s] %v", tc.name, err)
 			continue
 		}
-		data, _ := os.ReadFile(path)
-		var v map[string]any
-		if err := toml.Unmarshal(data, &v); err != nil {
-			t.Errorf("[%s] result is not TOML: %v\n%s", tc.name, err, data)
-		}
-		lines := strings.Split(string(data), "\n")
-		for _, w := range tc.want {
-			found := false
-			for _, l := range lines {
-				found = found || l == w
-			}
-			if !found {
-				t.Errorf("[%s] expected line %q in:\n%s", tc.name, w, data)
-			}
-		}
-		if len(res.Notes) != tc.notes {
-			t.Errorf("[%s] expected %d notes, got %q", tc.name, tc.notes, res.Notes)
+		assertTOMLLines(t, tc.name, path, tc.want)
+		if len(res.Files) != 2 || res.Files[1] != path {
+			t.Errorf("[%s] expected the config among the files, got %q", tc.name, res.Files)
 		}
 		again, err := Install(herd.AgentCodex, dir, herdBin)
 		if err != nil || again.Changed {
@@ -194,5 +177,61 @@ func TestInstallCodexConfig(t *testing.T) {
 	write(t, filepath.Join(dir, filepath.FromSlash(CodexConfigFile)), "notify = [\n")
 	if _, err := Install(herd.AgentCodex, dir, herdBin); err == nil || !strings.Contains(err.Error(), "invalid TOML") {
 		t.Errorf("invalid TOML: expected an error, got %v", err)
+	}
+}
+
+func TestInstallCodexNotify(t *testing.T) {
+	notify := codexNotifyLine(herdBin)
+	tests := []struct {
+		name     string
+		existing string
+		want     []string
+		notes    int
+	}{
+		{"new", "", []string{notify}, 0},
+		{"before the first table", "model = \"o3\"\n[tui]\nx = 1\n", []string{notify, `model = "o3"`, "[tui]"}, 0},
+		{"user notify kept", "notify = [\"notify-send\", \"codex\"]\n", []string{`notify = ["notify-send", "codex"]`}, 1},
+		{"older herd notify replaced", "notify = [\"/old/herd\", \"hook\", \"--agent\", \"codex\", \"notify\"]\n", []string{notify}, 0},
+	}
+	for _, tc := range tests {
+		path := filepath.Join(t.TempDir(), "config.toml")
+		if tc.existing != "" {
+			write(t, path, tc.existing)
+		}
+		res, err := InstallCodexNotify(path, herdBin)
+		if err != nil {
+			t.Errorf("[%s] %v", tc.name, err)
+			continue
+		}
+		assertTOMLLines(t, tc.name, path, tc.want)
+		if len(res.Notes) != tc.notes {
+			t.Errorf("[%s] expected %d notes, got %q", tc.name, tc.notes, res.Notes)
+		}
+		if again, err := InstallCodexNotify(path, herdBin); err != nil || again.Changed {
+			t.Errorf("[%s] second install: expected no change, got %+v, %v", tc.name, again, err)
+		}
+	}
+	if _, err := InstallCodexNotify(filepath.Join(t.TempDir(), "c.toml"), "/root/.cache/go-build/ab/exe/herd"); err == nil {
+		t.Error("expected a go run build refused")
+	}
+}
+
+// assertTOMLLines checks that path is TOML holding each line of want.
+func assertTOMLLines(t *testing.T, name, path string, want []string) {
+	t.Helper()
+	data, _ := os.ReadFile(path)
+	var v map[string]any
+	if err := toml.Unmarshal(data, &v); err != nil {
+		t.Errorf("[%s] result is not TOML: %v\n%s", name, err, data)
+	}
+	lines := strings.Split(string(data), "\n")
+	for _, w := range want {
+		found := false
+		for _, l := range lines {
+			found = found || l == w
+		}
+		if !found {
+			t.Errorf("[%s] expected line %q in:\n%s", name, w, data)
+		}
 	}
 }

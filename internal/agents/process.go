@@ -188,3 +188,39 @@ func Matches(names []string, p Proc) bool {
 	}
 	return false
 }
+
+// helperSubcommands are subcommands with which an agent's binary runs a
+// helper that is not the agent: Codex (0.169) starts a managed
+// `codex app-server` daemon, named codex too, that outlives the session.
+var helperSubcommands = map[string]bool{"app-server": true, "mcp-server": true}
+
+// IsHelper reports whether p is a helper process of an agent (see
+// helperSubcommands), never the agent itself.
+func IsHelper(p Proc) bool {
+	return len(p.Argv) > 1 && helperSubcommands[p.Argv[1]]
+}
+
+// IsLauncher reports whether p is an interpreter running a script (node
+// …/bin/codex.js): when it matches an agent's name, the agent's own
+// process is usually its child.
+func IsLauncher(p Proc) bool { return scriptIndex(p.Argv) > 0 }
+
+// Pick returns the index in tree (a launched process tree, parents before
+// children) of the agent process: the first that Matches names and is
+// neither a helper nor a launcher; else the first matching launcher; -1
+// when none matches.
+func Pick(names []string, tree []Proc) int {
+	launcher := -1
+	for i, p := range tree {
+		if IsHelper(p) || !Matches(names, p) {
+			continue
+		}
+		if !IsLauncher(p) {
+			return i
+		}
+		if launcher < 0 {
+			launcher = i
+		}
+	}
+	return launcher
+}

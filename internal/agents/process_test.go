@@ -102,3 +102,33 @@ func TestNames(t *testing.T) {
 		t.Errorf("Names(codex, wrapped): got %q", got)
 	}
 }
+
+// TestPickCodexTree is the tree the real Codex 0.169 (npm) runs in a pane:
+// node launcher, native TUI, and the managed app-server daemon that
+// outlives the session.
+func TestPickCodexTree(t *testing.T) {
+	node := Proc{Comm: "node", Argv: []string{"node", "/x/node_modules/.bin/codex", "-a", "on-request"}, Exe: "/usr/bin/node"}
+	tui := Proc{Comm: "codex", Argv: []string{"/x/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex", "-a", "on-request"}}
+	daemon := Proc{Comm: "codex", Argv: []string{"/h/.codex/packages/app-server-daemon/releases/0.169.0/bin/codex", "app-server", "--listen", "unix://", "--managed-daemon"}}
+	loop := Proc{Comm: "codex", Argv: []string{"/h/.codex/packages/app-server-daemon/releases/0.169.0/bin/codex", "app-server", "daemon", "pid-update-loop"}}
+	tests := []struct {
+		name string
+		tree []Proc
+		want int
+	}{
+		{"full tree", []Proc{node, tui, daemon, loop}, 1},
+		{"daemon first", []Proc{daemon, tui}, 1},
+		{"launcher only", []Proc{node}, 0},
+		{"helpers only", []Proc{daemon, loop}, -1},
+		{"shell wrapper", []Proc{{Comm: "bash", Argv: []string{"bash", "-c", "codex"}}, tui}, 1},
+		{"nothing", nil, -1},
+	}
+	for _, tc := range tests {
+		if got := Pick([]string{"codex"}, tc.tree); got != tc.want {
+			t.Errorf("[%s] expected %d, got %d", tc.name, tc.want, got)
+		}
+	}
+	if !IsHelper(daemon) || IsHelper(tui) || !IsLauncher(node) || IsLauncher(tui) {
+		t.Error("IsHelper/IsLauncher misclassify the codex tree")
+	}
+}

@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # Opt-in check against the real agent CLIs (not part of scripts/test.sh):
-# installs Claude Code with npm into a temporary directory and runs
-# internal/agents' TestRealClaude, which drives it in a private tmux server
-# against internal/mockapi (a loopback mock of the Anthropic Messages API):
-# trust and API-key dialogs, idle prompt, a turn, a hung API call (spinner),
-# Esc, a permission prompt, a rate limit, the idle reminder, exit and resume,
-# and headless stream-json runs (ok, tool, 429, 529 with retries).
+# installs Claude Code and Codex with npm into a temporary directory and
+# runs internal/agents' real tests against internal/mockapi (a loopback mock
+# of the Anthropic Messages API and the OpenAI Responses API).
+#
+# TestRealClaude drives Claude Code in a private tmux server: trust and
+# API-key dialogs, idle prompt, a turn, a hung API call (spinner), Esc, a
+# permission prompt, a rate limit, the idle reminder, exit and resume, and
+# headless stream-json runs (ok, tool, 429, 529 with retries).
+# TestRealCodex runs `codex exec --json`: ok, tool, usage limit, 503 with
+# reconnects; TestRealCodexTUI drives the interactive Codex in tmux with
+# herd's hooks and notify: trust, hooks review, a turn, a hung request, Esc,
+# an approval, quit and resume.
 #
 #   scripts/real-agents.sh              # check
-#   scripts/real-agents.sh --capture    # check and rewrite internal/agents/testdata/claude
+#   scripts/real-agents.sh --capture    # check and rewrite the fixtures of these versions
 #
-# CLAUDE_CODE_VERSION picks the npm version (default: latest). Needs node,
-# npm and tmux. Nothing is installed outside the temporary directory.
+# CLAUDE_CODE_VERSION and CODEX_VERSION pick the npm versions (default:
+# latest); SKIP_CODEX=1 skips Codex. Needs node, npm, tmux and go. Nothing
+# is installed outside the temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +26,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -37,9 +44,18 @@ npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error "@anthropic-ai
 claude="$tmp/node_modules/.bin/claude"
 echo "claude: $("$claude" --version) ($(readlink -f "$claude"))"
 
-echo "== TestRealClaude"
-HERD_REAL_CLAUDE="$claude" HERD_CAPTURE_FIXTURES="$capture" \
-  go test -count=1 -timeout 10m -run '^TestRealClaude$' -v ./internal/agents/
+codex=""
+if [ "${SKIP_CODEX:-0}" != 1 ]; then
+  cversion=${CODEX_VERSION:-latest}
+  echo "== npm install @openai/codex@$cversion"
+  npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error "@openai/codex@$cversion" >/dev/null
+  codex="$tmp/node_modules/.bin/codex"
+  echo "codex: $("$codex" --version)"
+fi
+
+echo "== TestRealClaude, TestRealCodex, TestRealCodexTUI"
+HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_CAPTURE_FIXTURES="$capture" \
+  go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI)$' -v ./internal/agents/
 if [ "$capture" = 1 ]; then
   echo "== fixture tests on the new captures"
   go test -count=1 ./internal/agents/

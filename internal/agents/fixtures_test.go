@@ -267,6 +267,7 @@ func TestCodexFixtures(t *testing.T) {
 		{"screen-trust.txt", herd.ActivityWaiting, ReasonStartupPrompt},
 		{"screen-hooks-review.txt", herd.ActivityWaiting, ReasonStartupPrompt},
 		{"screen-idle.txt", herd.ActivityIdle, ""},
+		{"screen-after-turn.txt", herd.ActivityIdle, ""},
 		{"screen-working-a.txt", herd.ActivityWorking, ""},
 		{"screen-working-b.txt", herd.ActivityWorking, ""},
 		{"screen-after-esc.txt", herd.ActivityIdle, ""},
@@ -278,6 +279,10 @@ func TestCodexFixtures(t *testing.T) {
 		if sc.Activity != tc.activity || sc.Reason != tc.reason {
 			t.Errorf("[%s] expected %q/%q, got %q/%q", tc.file, tc.activity, tc.reason, sc.Activity, sc.Reason)
 		}
+	}
+	n, err := ParseCodexNotify(readFixture(t, dir+"/notify-turn-complete.json"))
+	if err != nil || n.Activity != herd.ActivityIdle || n.AgentSessionID == "" || n.Event != "agent-turn-complete" {
+		t.Errorf("notify: expected idle with the thread id, got %+v, %v", n, err)
 	}
 	a := string(readFixture(t, dir+"/screen-working-a.txt"))
 	b := string(readFixture(t, dir+"/screen-working-b.txt"))

@@ -31,13 +31,17 @@ const hookDumpEnv = "HERD_AGENTS_HOOKDUMP"
 func TestMain(m *testing.M) {
 	// Run as "herd hook EVENT" by a real agent: dump the payload and exit.
 	if dir := os.Getenv(hookDumpEnv); dir != "" && len(os.Args) >= 3 && os.Args[1] == "hook" {
-		os.Exit(dumpHook(dir, os.Args[len(os.Args)-1]))
+		n := len(os.Args)
+		if n >= 4 && os.Args[n-2] == "notify" { // Codex: the JSON is the last argument
+			os.Exit(dumpHook(dir, "notify", strings.NewReader(os.Args[n-1])))
+		}
+		os.Exit(dumpHook(dir, os.Args[n-1], os.Stdin))
 	}
 	os.Exit(m.Run())
 }
 
-func dumpHook(dir, event string) int {
-	data, err := io.ReadAll(io.LimitReader(os.Stdin, MaxPayload+1))
+func dumpHook(dir, event string, in io.Reader) int {
+	data, err := io.ReadAll(io.LimitReader(in, MaxPayload+1))
 	if err != nil {
 		return 0
 	}
@@ -52,7 +56,8 @@ func dumpHook(dir, event string) int {
 // realEnv is one run of the real agent.
 type realEnv struct {
 	t       *testing.T
-	claude  string
+	kind    string
+	agent   string // the agent's command
 	home    string
 	proj    string
 	hooks   string
@@ -64,30 +69,28 @@ type realEnv struct {
 	scrub [][2]string
 	// captured fixtures, by file name under testdata/claude/<version>.
 	files   map[string][]byte
-	version string // claude --version
+	version string   // the agent's version
+	env1    []string // the agent's own environment variables
 }
 
-func newRealEnv(t *testing.T, claude string) *realEnv {
+func newRealEnv(t *testing.T, kind, agent string) *realEnv {
 	t.Helper()
 	root := t.TempDir()
-	e := &realEnv{t: t, claude: claude, files: map[string][]byte{},
+	e := &realEnv{t: t, kind: kind, agent: agent, files: map[string][]byte{},
 		home: filepath.Join(root, "home"), proj: filepath.Join(root, "proj"),
-		hooks: filepath.Join(root, "hooks"), socket: fmt.Sprintf("herd-agents-%d", os.Getpid())}
+		hooks: filepath.Join(root, "hooks"), socket: fmt.Sprintf("herd-agents-%s-%d", kind, os.Getpid())}
 	for _, d := range []string{e.home, e.proj, e.hooks, filepath.Join(root, "bin")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Onboarding done (it would check api.anthropic.com); trust and the
-	// API key are left for the dialogs to ask.
-	writeFile(t, filepath.Join(e.home, ".claude.json"), `{"hasCompletedOnboarding": true, "theme": "dark"}`)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.bin = filepath.Join(root, "bin", "herd")
 	copyFile(t, self, e.bin)
-	if _, err := Install(herd.AgentClaude, e.proj, e.bin); err != nil {
+	if _, err := Install(kind, e.proj, e.bin); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := mockapi.Listen()
@@ -105,6 +108,34 @@ func newRealEnv(t *testing.T, claude string) *realEnv {
 		}
 	})
 	e.baseURL = "http://" + ln.Addr().String()
+	switch kind {
+	case herd.AgentClaude:
+		// Onboarding done (it would check api.anthropic.com); trust and
+		// the API key are left for the dialogs to ask.
+		writeFile(t, filepath.Join(e.home, ".claude.json"), `{"hasCompletedOnboarding": true, "theme": "dark"}`)
+		e.env1 = []string{
+			"ANTHROPIC_BASE_URL=" + e.baseURL, "ANTHROPIC_API_KEY=sk-ant-mock-0123456789abcdefghij",
+			"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
+		}
+	case herd.AgentCodex:
+		cfg := filepath.Join(e.home, ".codex", "config.toml")
+		if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, cfg, fmt.Sprintf(`model = "gpt-mock"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "Mock"
+base_url = "%s/v1"
+env_key = "MOCK_API_KEY"
+wire_api = "responses"
+`, e.baseURL))
+		if _, err := InstallCodexNotify(cfg, e.bin); err != nil {
+			t.Fatal(err)
+		}
+		e.env1 = []string{"MOCK_API_KEY=mock"}
+	}
 	e.scrub = [][2]string{
 		{e.bin, "/usr/local/bin/herd"},
 		{filepath.Join(e.home, ".claude", "projects", ClaudeProjectDir(e.proj)), "/home/user/.claude/projects/" + ClaudeProjectDir("/home/user/proj")},
@@ -133,12 +164,10 @@ func (e *realEnv) stopAll() {
 }
 
 func (e *realEnv) env() []string {
-	return []string{
+	return append([]string{
 		"HOME=" + e.home, "PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "LANG=C.UTF-8",
-		"ANTHROPIC_BASE_URL=" + e.baseURL, "ANTHROPIC_API_KEY=sk-ant-mock-0123456789abcdefghij",
-		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
 		hookDumpEnv + "=" + e.hooks,
-	}
+	}, e.env1...)
 }
 
 // tmux runs one command on the private server, bounded by a timeout.
@@ -196,7 +225,10 @@ func (e *realEnv) typeLine(name, text string) {
 // Versions differ in the order of the options and in which one is
 // preselected, and a key sent while the dialog is still starting is lost:
 // a key is sent again when the screen has not moved after a while.
-func (e *realEnv) chooseYes(name, marker string) {
+func (e *realEnv) chooseYes(name, marker string) { e.choose(name, marker, "Yes") }
+
+// choose is chooseYes for the option starting with option.
+func (e *realEnv) choose(name, marker, option string) {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var lastKey time.Time
@@ -206,7 +238,7 @@ func (e *realEnv) chooseYes(name, marker string) {
 		if !strings.Contains(s, marker) {
 			return
 		}
-		sel, yes := selectedLine(s), yesLine(s)
+		sel, yes := selectedLine(s), optionLine(s, option)
 		if sel >= 0 && yes >= 0 && time.Since(lastKey) > 1500*time.Millisecond {
 			switch {
 			case sel == yes:
@@ -220,16 +252,29 @@ func (e *realEnv) chooseYes(name, marker string) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval
 	}
-	e.t.Fatalf("could not answer Yes to the dialog:\n%s", s)
+	e.t.Fatalf("could not answer %s to the dialog:\n%s", option, s)
 }
 
-// yesLine is the index of the first option starting with "Yes".
-func yesLine(screen string) int {
+// selectionMarks mark the selected option of a dialog (Claude, Codex).
+var selectionMarks = []string{"❯", "›"}
+
+// optionText returns a screen line without selection mark and number.
+func optionText(l string) (text string, selected bool) {
+	t := strings.TrimSpace(strings.ReplaceAll(l, "\u00a0", " "))
+	for _, m := range selectionMarks {
+		if r, ok := strings.CutPrefix(t, m); ok {
+			t, selected = r, true
+			break
+		}
+	}
+	t = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(t), "0123456789."))
+	return t, selected && t != ""
+}
+
+// optionLine is the index of the first option starting with option.
+func optionLine(screen, option string) int {
 	for i, l := range strings.Split(screen, "\n") {
-		t := strings.TrimSpace(strings.ReplaceAll(l, "\u00a0", " "))
-		opt := strings.TrimSpace(strings.TrimPrefix(t, "❯"))
-		opt = strings.TrimSpace(strings.TrimLeft(opt, "0123456789."))
-		if strings.HasPrefix(opt, "Yes") {
+		if t, _ := optionText(l); strings.HasPrefix(t, option) {
 			return i
 		}
 	}
@@ -239,8 +284,7 @@ func yesLine(screen string) int {
 // selectedLine is the index of the line holding the selection mark.
 func selectedLine(screen string) int {
 	for i, l := range strings.Split(screen, "\n") {
-		t := strings.TrimSpace(strings.ReplaceAll(l, "\u00a0", " "))
-		if strings.HasPrefix(t, "❯") && strings.TrimSpace(strings.TrimPrefix(t, "❯")) != "" {
+		if _, sel := optionText(l); sel {
 			return i
 		}
 	}
@@ -334,7 +378,7 @@ var sockRE = regexp.MustCompile(`/tmp/cc-socks/\d+\.sock`)
 func (e *realEnv) expectScreen(file, screen string, want herd.Activity, reason string) Screen {
 	e.t.Helper()
 	e.keep(file, []byte(screen))
-	got := ClassifyScreen(herd.AgentClaude, screen)
+	got := ClassifyScreen(e.kind, screen)
 	if got.Activity != want || got.Reason != reason {
 		e.t.Errorf("%s: screen classified %q/%q, want %q/%q:\n%s", file, got.Activity, got.Reason, want, reason, screen)
 	}
@@ -344,7 +388,7 @@ func (e *realEnv) expectScreen(file, screen string, want herd.Activity, reason s
 func (e *realEnv) expectHook(file string, data []byte, want herd.Activity) Signal {
 	e.t.Helper()
 	e.keep(file, data)
-	s, err := ParseHook(herd.AgentClaude, data, "", time.Now())
+	s, err := ParseHook(e.kind, data, "", time.Now())
 	if err != nil {
 		e.t.Fatalf("%s: %v", file, err)
 	}
@@ -364,7 +408,7 @@ func TestRealClaude(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
 	}
-	e := newRealEnv(t, claude)
+	e := newRealEnv(t, herd.AgentClaude, claude)
 	e.version = claudeVersion(t, claude)
 	t.Logf("claude %s", e.version)
 
@@ -524,7 +568,7 @@ func (e *realEnv) streamRuns() {
 	for _, r := range runs {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		args := append([]string{"-p", r.prompt, "--output-format", "stream-json", "--verbose"}, r.extra...)
-		cmd := exec.CommandContext(ctx, e.claude, args...)
+		cmd := exec.CommandContext(ctx, e.agent, args...)
 		cmd.Dir = e.proj
 		cmd.Env = append(e.env(), r.env...)
 		var stderr bytes.Buffer
@@ -561,7 +605,7 @@ func (e *realEnv) writeFixtures() {
 	if os.Getenv("HERD_CAPTURE_FIXTURES") != "1" {
 		return
 	}
-	dir := filepath.Join("testdata", "claude", e.version)
+	dir := filepath.Join("testdata", e.kind, e.version)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		e.t.Fatal(err)
 	}

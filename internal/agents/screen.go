@@ -89,7 +89,7 @@ var (
 	// spinnerRE is a status line with a spinner frame and a gerund ("✶
 	// Thinking… (1m 1s · ↓ 1.2k tokens)", "• Working (5s • esc to
 	// interrupt)", "⠏ Thinking... (esc to cancel, 3s)").
-	spinnerRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*•⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⠿◐◓◑◒] ?[A-Z][A-Za-z' -]*(?:(?:…|\.\.\.)[^\n]*|\(\d+[hms][^\n]*esc to interrupt[^\n]*)$`)
+	spinnerRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*•◦⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⠿◐◓◑◒] ?[A-Z][A-Za-z' -]*(?:(?:…|\.\.\.)[^\n]*|\(\d+[hms][^\n]*esc to interrupt[^\n]*)$`)
 	// doneRE is Claude's line after a turn ("✻ Crunched for 1m 2s"): its
 	// verb is picked at random again on every redraw.
 	doneRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*] \p{Lu}\p{Ll}+ for [0-9hms ]+(·.*)?$`)

@@ -18,6 +18,7 @@ func TestNormalize(t *testing.T) {
 		{"tip rotates", "✶ Thinking…\n  ⎿  Tip: one\n", "✶ Thinking…\n  ⎿\u00a0 Tip: two\n", true},
 		{"trailing blanks", "a  \nb\n\n\n", "a\nb", true},
 		{"codex working timer", "• Working (5s • esc to interrupt)\n", "• Working (12s • esc to interrupt)\n", true},
+		{"codex bullet shimmer", "• Working (5s • esc to interrupt)\n", "◦ Working (6s • esc to interrupt)\n", true},
 		{"gemini braille", "⠋ Thinking... (esc to cancel, 3s)\n", "⠏ Thinking... (esc to cancel, 14s)\n", true},
 		{"new output", "● ok\n", "● ok\n● more\n", false},
 		{"new tool line", "✶ Thinking… (3s)\n", "● Bash(ls)\n✶ Thinking… (4s)\n", false},

@@ -105,3 +105,13 @@ func TestValidSessionID(t *testing.T) {
 		}
 	}
 }
+
+func TestIDInUse(t *testing.T) {
+	// What Claude Code (2.1.197 and 2.1.330) prints.
+	if !IDInUse("Error: Session ID 91723a88-63f5-466d-8779-aa0142601658 is already in use.\n") {
+		t.Error("the real refusal is not recognised")
+	}
+	if IDInUse("Error: Invalid session ID. Must be a valid UUID.") {
+		t.Error("an invalid id is not an id in use")
+	}
+}

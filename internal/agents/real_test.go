@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -496,6 +497,8 @@ func TestRealClaude(t *testing.T) {
 	e.expectHook("hook-pre-tool-use.json", e.waitHook(HookPreToolUse, 1, 30*time.Second), herd.ActivityWorking)
 	e.expectHook("hook-permission-request.json", e.waitHook(HookPermissionRequest, 1, 30*time.Second), herd.ActivityWaiting)
 	perm := e.waitScreen(pane, "permission dialog", func(s string) bool { return strings.Contains(s, "Do you want to proceed?") })
+	screenAt := time.Now()
+	e.logPermissionLatency(HookPermissionRequest, screenAt)
 	e.expectScreen("screen-permission.txt", perm, herd.ActivityWaiting, ReasonPermission)
 	e.expectHook("hook-notification-permission.json", e.waitHookWith(HookNotification, `"permission_prompt"`, 30*time.Second), herd.ActivityWaiting)
 	e.keys(pane, "Enter")
@@ -532,6 +535,9 @@ func TestRealClaude(t *testing.T) {
 		t.Fatalf("ResumeArgv(%q) = %q, %v", argv, rargv, ok)
 	}
 	e.start("resumed", rargv)
+	// A second launch with the same --session-id is refused: herd falls
+	// back to --resume.
+	e.checkIDInUse(id)
 	res := e.expectHook("hook-session-start-resume.json", e.waitHook(HookSessionStart, 2, 30*time.Second), herd.ActivityIdle)
 	if res.AgentSessionID != id {
 		t.Errorf("resumed session id %q, want %q", res.AgentSessionID, id)
@@ -549,6 +555,43 @@ func TestRealClaude(t *testing.T) {
 
 	e.streamRuns()
 	e.writeFixtures()
+}
+
+// logPermissionLatency logs how long after the mock answered with a tool
+// call the agent's permission hook ran, and the dialog was seen on screen
+// (polled every 100ms).
+func (e *realEnv) logPermissionLatency(event string, screenAt time.Time) {
+	var answered time.Time
+	for _, r := range e.mock.Records() {
+		if r.Tool {
+			answered = r.Time
+		}
+	}
+	for _, f := range e.hookFiles() {
+		if !strings.HasSuffix(f, "-"+event+".json") {
+			continue
+		}
+		ns, err := strconv.ParseInt(strings.SplitN(f, "-", 2)[0], 10, 64)
+		if err != nil || answered.IsZero() {
+			return
+		}
+		e.t.Logf("latency: tool call answered -> %s hook ran: %v; -> dialog seen on screen: %v",
+			event, time.Unix(0, ns).Sub(answered).Round(time.Millisecond), screenAt.Sub(answered).Round(time.Millisecond))
+		return
+	}
+}
+
+// checkIDInUse launches the agent headless with a session id already
+// taken and checks that IDInUse recognises the refusal.
+func (e *realEnv) checkIDInUse(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.agent, "-p", "--session-id", id, "hi")
+	cmd.Dir, cmd.Env = e.proj, e.env()
+	out, err := cmd.CombinedOutput()
+	if err == nil || !IDInUse(string(out)) {
+		e.t.Errorf("a taken --session-id: expected a refusal IDInUse knows, got %v: %s", err, out)
+	}
 }
 
 // streamRuns captures headless stream-json runs.

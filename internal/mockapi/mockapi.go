@@ -53,8 +53,10 @@ type Record struct {
 	Path    string
 	Model   string
 	Stream  bool
-	Trigger string // the trigger found, or ""
-	Status  int    // the HTTP status sent; 0 while hung
+	Trigger string    // the trigger found, or ""
+	Status  int       // the HTTP status sent; 0 while hung
+	Tool    bool      // the answer is a tool call
+	Time    time.Time // when the answer (or the hang) began
 }
 
 // Server is the mock. The zero value is not usable; call New.
@@ -272,7 +274,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case TriggerTool:
 		if req.hasTool("Bash") && !toolResult {
-			rec.Status = http.StatusOK
+			rec.Status, rec.Tool = http.StatusOK, true
 			s.record(rec)
 			s.answer(w, req, true)
 			return
@@ -288,6 +290,7 @@ func (s *Server) hang(ctx context.Context, rec Record) {
 	s.mu.Lock()
 	s.hung++
 	rel := s.release
+	rec.Time = time.Now()
 	s.records = append(s.records, rec)
 	s.mu.Unlock()
 	select {
@@ -300,6 +303,7 @@ func (s *Server) hang(ctx context.Context, rec Record) {
 }
 
 func (s *Server) record(r Record) {
+	r.Time = time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.records = append(s.records, r)

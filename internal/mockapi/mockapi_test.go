@@ -100,7 +100,7 @@ func TestToolUseThenText(t *testing.T) {
 		t.Errorf("expected the text answer, got %+v", m)
 	}
 	recs := s.Records()
-	if len(recs) != 2 || recs[0].Trigger != TriggerTool || recs[1].Trigger != TriggerTool {
+	if len(recs) != 2 || recs[0].Trigger != TriggerTool || recs[1].Trigger != TriggerTool || !recs[0].Tool || recs[1].Tool || recs[0].Time.IsZero() {
 		t.Errorf("records: %+v", recs)
 	}
 }

@@ -135,6 +135,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.Status = http.StatusOK
+	rec.Tool = rec.Trigger == TriggerTool && tool != "" && !toolResult
 	s.record(rec)
 	respID := s.nextID("resp")
 	var item map[string]any

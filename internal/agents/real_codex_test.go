@@ -113,7 +113,7 @@ wire_api = "responses"
 			t.Errorf("%s: no reconnect line", r.file)
 		}
 		if r.file == "exec-tool.jsonl" {
-			if _, err := os.Stat(filepath.Join(proj, "herd-tool-ran")); err != nil {
+			if _, err := os.Stat(filepath.Join(proj, mockapi.ToolMarker)); err != nil {
 				t.Errorf("the tool did not run: %v", err)
 			}
 		}

@@ -504,7 +504,7 @@ func TestRealClaude(t *testing.T) {
 	e.keys(pane, "Enter")
 	e.expectHook("hook-post-tool-use.json", e.waitHook(HookPostToolUse, 1, 30*time.Second), herd.ActivityWorking)
 	e.waitHook(HookStop, 2, 30*time.Second)
-	if _, err := os.Stat(filepath.Join(e.proj, "herd-tool-ran")); err != nil {
+	if _, err := os.Stat(filepath.Join(e.proj, mockapi.ToolMarker)); err != nil {
 		t.Errorf("the approved tool did not run: %v", err)
 	}
 

@@ -1,4 +1,4 @@
-// Package mockapi is a loopback mock of the Anthropic Messages API and the OpenAI Responses API, for driving the real Claude Code and Codex in tests.
+// Package mockapi is a loopback mock of the Anthropic Messages API, the OpenAI Responses API and the Gemini API, for driving the real Claude Code, Codex and Gemini CLI in tests.
 package mockapi
 
 import (
@@ -35,11 +35,19 @@ const (
 	TriggerEscalate = "herd-escalate"
 )
 
+// triggers in the order they are looked for.
+var triggers = []string{TriggerHang, TriggerRateLimit, TriggerOverloaded, TriggerTool}
+
 // ReplyText is the text of every plain answer.
 const ReplyText = "OK from the mock."
 
-// ToolCommand is the Bash command TriggerTool asks to run.
-const ToolCommand = "touch herd-tool-ran"
+// ToolMarker is the file ToolCommand creates in the agent's directory.
+// Its name holds no trigger: agents (Gemini CLI) send the directory
+// listing with every prompt.
+const ToolMarker = "tool-ran"
+
+// ToolCommand is the shell command TriggerTool asks to run.
+const ToolCommand = "touch " + ToolMarker
 
 // RateLimitMessage is the error message of a TriggerRateLimit answer (the
 // API's own wording; it names no reset time).
@@ -212,6 +220,7 @@ func (r request) hasTool(name string) bool {
 // /v1/responses; every other path is 404 with an API error body.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
+	s.log.Debug("mockapi", "method", r.Method, "path", path)
 	switch {
 	case r.Method == http.MethodPost && path == "/v1/messages/count_tokens":
 		s.record(Record{Path: path, Status: http.StatusOK})
@@ -220,6 +229,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && path == "/v1/messages":
 	case r.Method == http.MethodPost && (path == "/v1/responses" || path == "/responses"):
 		s.serveResponses(w, r)
+		return
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "/v1beta/models/") && strings.HasSuffix(path, ":streamGenerateContent"):
+		s.serveGemini(w, r, true)
+		return
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "/v1beta/models/") && strings.HasSuffix(path, ":generateContent"):
+		s.serveGemini(w, r, false)
+		return
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "/v1beta/models/") && strings.HasSuffix(path, ":countTokens"):
+		s.record(Record{Path: path, Status: http.StatusOK})
+		writeJSON(w, http.StatusOK, map[string]any{"totalTokens": 42})
 		return
 	default:
 		s.record(Record{Path: path, Status: http.StatusNotFound})
@@ -234,7 +253,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	text, toolResult := req.lastUser()
 	rec := Record{Path: path, Model: req.Model, Stream: req.Stream}
-	for _, t := range []string{TriggerHang, TriggerTool, TriggerRateLimit, TriggerOverloaded} {
+	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t
 			break

@@ -94,7 +94,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
 	rec := Record{Path: r.URL.Path, Model: req.Model, Stream: req.Stream}
-	for _, t := range []string{TriggerHang, TriggerTool, TriggerRateLimit, TriggerOverloaded} {
+	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t
 			break

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Opt-in check against the real agent CLIs (not part of scripts/test.sh):
-# installs Claude Code and Codex with npm into a temporary directory and
-# runs internal/agents' real tests against internal/mockapi (a loopback mock
-# of the Anthropic Messages API and the OpenAI Responses API).
+# installs Claude Code, Codex and Gemini CLI with npm into a temporary
+# directory and runs internal/agents' real tests against internal/mockapi (a
+# loopback mock of the Anthropic Messages API, the OpenAI Responses API and
+# the Gemini API).
 #
 # TestRealClaude drives Claude Code in a private tmux server: trust and
 # API-key dialogs, idle prompt, a turn, a hung API call (spinner), Esc, a
@@ -11,13 +12,14 @@
 # TestRealCodex runs `codex exec --json`: ok, tool, usage limit, 503 with
 # reconnects; TestRealCodexTUI drives the interactive Codex in tmux with
 # herd's hooks and notify: trust, hooks review, a turn, a hung request, Esc,
-# an approval, quit and resume.
+# an approval, quit and resume. TestRealGemini runs `gemini -p -o
+# stream-json` with herd's hooks: ok, a shell tool, a daily quota.
 #
 #   scripts/real-agents.sh              # check
 #   scripts/real-agents.sh --capture    # check and rewrite the fixtures of these versions
 #
-# CLAUDE_CODE_VERSION and CODEX_VERSION pick the npm versions (default:
-# latest); SKIP_CODEX=1 skips Codex. Needs node, npm, tmux and go. Nothing
+# CLAUDE_CODE_VERSION, CODEX_VERSION and GEMINI_CLI_VERSION pick the npm
+# versions (default: latest); SKIP_CODEX=1 and SKIP_GEMINI=1 skip those. Needs node, npm, tmux and go. Nothing
 # is installed outside the temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +28,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -53,9 +55,18 @@ if [ "${SKIP_CODEX:-0}" != 1 ]; then
   echo "codex: $("$codex" --version)"
 fi
 
-echo "== TestRealClaude, TestRealCodex, TestRealCodexTUI"
-HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_CAPTURE_FIXTURES="$capture" \
-  go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI)$' -v ./internal/agents/
+gemini=""
+if [ "${SKIP_GEMINI:-0}" != 1 ]; then
+  gversion=${GEMINI_CLI_VERSION:-latest}
+  echo "== npm install @google/gemini-cli@$gversion"
+  npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error "@google/gemini-cli@$gversion" >/dev/null
+  gemini="$tmp/node_modules/.bin/gemini"
+  echo "gemini: $("$gemini" --version)"
+fi
+
+echo "== TestRealClaude, TestRealCodex, TestRealCodexTUI, TestRealGemini"
+HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" HERD_CAPTURE_FIXTURES="$capture" \
+  go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini)$' -v ./internal/agents/
 if [ "$capture" = 1 ]; then
   echo "== fixture tests on the new captures"
   go test -count=1 ./internal/agents/

@@ -310,3 +310,51 @@ func TestCodexFixtures(t *testing.T) {
 		}
 	}
 }
+
+func TestGeminiFixtures(t *testing.T) {
+	dir := filepath.Join("gemini", "0.61.0")
+	hooks := []struct {
+		file     string
+		activity herd.Activity
+		progress bool
+		ended    bool
+	}{
+		{"hook-sessionstart.json", herd.ActivityIdle, true, false},
+		{"hook-beforeagent.json", herd.ActivityWorking, true, false},
+		{"hook-precompress.json", herd.ActivityWorking, true, false},
+		{"hook-beforemodel.json", herd.ActivityWorking, false, false},
+		{"hook-aftermodel.json", herd.ActivityWorking, true, false},
+		{"hook-beforetool.json", herd.ActivityWorking, true, false},
+		{"hook-aftertool.json", herd.ActivityWorking, true, false},
+		{"hook-afteragent.json", herd.ActivityIdle, true, false},
+		{"hook-sessionend.json", herd.ActivityIdle, true, true},
+	}
+	for _, tc := range hooks {
+		s, err := ParseHook(herd.AgentGemini, readFixture(t, dir+"/"+tc.file), "", fixedNow)
+		if err != nil || s.Activity != tc.activity || s.Progress != tc.progress || s.Ended != tc.ended || s.AgentSessionID == "" {
+			t.Errorf("[%s] expected %q progress=%v ended=%v with an id, got %+v, %v", tc.file, tc.activity, tc.progress, tc.ended, s, err)
+		}
+		if m, _ := filepath.Match(TranscriptPatterns(herd.AgentGemini, Where{Home: "/home/user", Cwd: "/home/user/proj", SessionID: s.AgentSessionID})[0], s.TranscriptPath); !m {
+			t.Errorf("[%s] transcript %s not matched by the gemini pattern", tc.file, s.TranscriptPath)
+		}
+	}
+	streams := []struct {
+		file   string
+		final  herd.Activity
+		reason string
+		tool   string
+	}{
+		{"stream-ok.jsonl", herd.ActivityIdle, "", ""},
+		{"stream-tool.jsonl", herd.ActivityIdle, "", "run_shell_command"},
+		{"stream-rate-limit.jsonl", herd.ActivityBlocked, ReasonRateLimited, ""},
+	}
+	for _, tc := range streams {
+		var st State
+		for _, l := range bytes.Split(bytes.TrimSpace(readFixture(t, dir+"/"+tc.file)), []byte("\n")) {
+			st = Apply(st, ParseLine(herd.AgentGemini, l, fixedNow))
+		}
+		if st.Activity != tc.final || st.Reason != tc.reason || st.Tool != tc.tool || st.AgentSessionID == "" {
+			t.Errorf("[%s] expected %q/%q tool %q, got %+v", tc.file, tc.final, tc.reason, tc.tool, st)
+		}
+	}
+}

@@ -211,8 +211,10 @@ func notificationKind(p hookPayload) string {
 // geminiHook is Gemini CLI's activity table:
 //
 //	SessionStart                                  -> idle
-//	BeforeAgent, BeforeModel, AfterModel,
-//	BeforeTool, AfterTool, PreCompress            -> working
+//	BeforeAgent, AfterModel, BeforeTool,
+//	AfterTool, PreCompress                        -> working
+//	BeforeModel                                   -> working, no progress
+//	                                                 (it repeats for every retry)
 //	Notification/ToolPermission                   -> waiting
 //	AfterAgent                                    -> idle
 //	SessionEnd                                    -> ended (idle)
@@ -221,8 +223,13 @@ func geminiHook(s *Signal, p hookPayload) {
 	switch p.HookEventName {
 	case HookSessionStart:
 		s.Activity = herd.ActivityIdle
-	case GeminiBeforeAgent, GeminiBeforeModel, GeminiAfterModel, GeminiPreCompress, GeminiAfterTool:
+	case GeminiBeforeAgent, GeminiAfterModel, GeminiPreCompress, GeminiAfterTool:
 		s.Activity = herd.ActivityWorking
+	case GeminiBeforeModel:
+		// Gemini CLI retries a failing model call (429, 503) ten times
+		// over minutes, with a BeforeModel each time and no AfterModel:
+		// a request going out is no progress.
+		s.Activity, s.Progress = herd.ActivityWorking, false
 	case GeminiBeforeTool:
 		s.Activity, s.InTool = herd.ActivityWorking, true
 	case HookNotification:

@@ -38,6 +38,8 @@ func TestParseHookTable(t *testing.T) {
 		{"codex stop", herd.AgentCodex, `{"hook_event_name":"Stop"}`, "", herd.ActivityIdle, "", true, false},
 		{"gemini session start", herd.AgentGemini, `{"hook_event_name":"SessionStart","source":"startup"}`, "", herd.ActivityIdle, "", true, false},
 		{"gemini before agent", herd.AgentGemini, `{"hook_event_name":"BeforeAgent","prompt":"x"}`, "", herd.ActivityWorking, "", true, false},
+		{"gemini before model (retried)", herd.AgentGemini, `{"hook_event_name":"BeforeModel"}`, "", herd.ActivityWorking, "", false, false},
+		{"gemini after model", herd.AgentGemini, `{"hook_event_name":"AfterModel"}`, "", herd.ActivityWorking, "", true, false},
 		{"gemini before tool", herd.AgentGemini, `{"hook_event_name":"BeforeTool","tool_name":"run_shell_command"}`, "", herd.ActivityWorking, "", true, false},
 		{"gemini permission", herd.AgentGemini, `{"hook_event_name":"Notification","notification_type":"ToolPermission","message":"Allow?"}`, "", herd.ActivityWaiting, ReasonPermission, true, false},
 		{"gemini other notification", herd.AgentGemini, `{"hook_event_name":"Notification","notification_type":"Other"}`, "", "", "", false, false},

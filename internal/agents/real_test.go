@@ -136,6 +136,13 @@ wire_api = "responses"
 			t.Fatal(err)
 		}
 		e.env1 = []string{"MOCK_API_KEY=mock"}
+	case herd.AgentGemini:
+		cfg := filepath.Join(e.home, ".gemini", "settings.json")
+		if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, cfg, `{"security": {"auth": {"selectedType": "gemini-api-key"}}}`)
+		e.env1 = []string{"GEMINI_API_KEY=mock", "GOOGLE_GEMINI_BASE_URL=" + e.baseURL, "GEMINI_CLI_TRUST_WORKSPACE=true"}
 	}
 	e.scrub = [][2]string{
 		{e.bin, "/usr/local/bin/herd"},

@@ -36,7 +36,7 @@ func ClaudeProjectDir(cwd string) string { return nonAlnumRE.ReplaceAllString(cw
 //
 //	claude: the hook's transcript_path; ~/.claude/projects/<cwd mangled>/<id>.jsonl
 //	codex:  ~/.codex/sessions/YYYY/MM/DD/rollout-*-<id>.jsonl
-//	gemini: ~/.gemini/tmp/<sha256 of cwd>/chats/session-*<id prefix>*.json
+//	gemini: ~/.gemini/tmp/<cwd base name or sha256 of cwd>/chats/session-*<id prefix>*.json*
 //
 // A pattern needing a piece that w lacks is left out; generic has none.
 // A session id that could escape its directory is never used.
@@ -68,15 +68,18 @@ func TranscriptPatterns(kind string, w Where) []string {
 			out = append(out, filepath.Join(globEscape(filepath.Join(b, "sessions")), "*", "*", "*", "rollout-*-"+globEscape(id)+".jsonl"))
 		}
 	case herd.AgentGemini:
-		if b := base(".gemini"); b != "" && w.Cwd != "" {
+		if b := base(".gemini"); b != "" && w.Cwd != "" && id != "" {
+			prefix := id
+			if len(prefix) > 8 {
+				prefix = prefix[:8]
+			}
+			file := "session-*" + globEscape(prefix) + "*.json*"
+			// 0.61 names the project directory after the working
+			// directory's base name (.jsonl chats); older versions after
+			// the SHA-256 of its path (.json chats).
 			sum := sha256.Sum256([]byte(w.Cwd))
-			dir := globEscape(filepath.Join(b, "tmp", hex.EncodeToString(sum[:]), "chats"))
-			if id != "" {
-				prefix := id
-				if len(prefix) > 8 {
-					prefix = prefix[:8]
-				}
-				out = append(out, filepath.Join(dir, "session-*"+globEscape(prefix)+"*.json"))
+			for _, p := range []string{filepath.Base(w.Cwd), hex.EncodeToString(sum[:])} {
+				out = append(out, filepath.Join(globEscape(filepath.Join(b, "tmp", p, "chats")), file))
 			}
 		}
 	default:

@@ -27,7 +27,7 @@ func TestTranscriptPatterns(t *testing.T) {
 		{"codex", herd.AgentCodex, Where{Home: "/home/u", SessionID: "0199a213-81c0"},
 			[]string{"/home/u/.codex/sessions/*/*/*/rollout-*-0199a213-81c0.jsonl"}},
 		{"gemini (sha256 of \"/w\")", herd.AgentGemini, Where{Home: "/home/u", Cwd: "/w", SessionID: sid},
-			[]string{"/home/u/.gemini/tmp/d1bb8ca354673cd575d31d952490058c9943aef39d5a9553fb4a21ab7a59a19d/chats/session-*0f8fad5b*.json"}},
+			[]string{"/home/u/.gemini/tmp/w/chats/session-*0f8fad5b*.json*", "/home/u/.gemini/tmp/d1bb8ca354673cd575d31d952490058c9943aef39d5a9553fb4a21ab7a59a19d/chats/session-*0f8fad5b*.json*"}},
 		{"generic", herd.AgentGeneric, Where{Home: "/home/u", Cwd: "/w", SessionID: sid}, nil},
 		{"relative hook path ignored", herd.AgentClaude, Where{HookPath: "x.jsonl"}, nil},
 	}

@@ -95,7 +95,19 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 	case TriggerRateLimit:
 		rec.Status = http.StatusTooManyRequests
 		s.record(rec)
-		writeGeminiError(w, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "You exceeded your current quota. Please retry in 2h0m0s.")
+		// A daily quota with a long retry delay: Gemini CLI gives up at
+		// once instead of retrying for minutes.
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{
+			"code": http.StatusTooManyRequests, "status": "RESOURCE_EXHAUSTED",
+			"message": "You exceeded your current quota. Please retry in 7200s.",
+			"details": []any{
+				map[string]any{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []any{map[string]any{
+					"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+					"quotaId":     "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+				}}},
+				map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7200s"},
+			},
+		}})
 		return
 	case TriggerOverloaded:
 		rec.Status = http.StatusServiceUnavailable
@@ -114,7 +126,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 	rec.Status = http.StatusOK
 	s.record(rec)
 	resp := map[string]any{
-		"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
+		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
 		"usageMetadata": map[string]int{"promptTokenCount": 42, "candidatesTokenCount": 7, "totalTokenCount": 49},
 		"modelVersion":  "gemini-mock",
 	}

@@ -19,8 +19,9 @@
 #   scripts/real-agents.sh --capture    # check and rewrite the fixtures of these versions
 #
 # CLAUDE_CODE_VERSION, CODEX_VERSION and GEMINI_CLI_VERSION pick the npm
-# versions (default: latest); SKIP_CODEX=1 and SKIP_GEMINI=1 skip those. Needs node, npm, tmux and go. Nothing
-# is installed outside the temporary directory.
+# versions (default: latest); SKIP_CODEX=1 and SKIP_GEMINI=1 skip those.
+# Needs node, npm, tmux and go. Nothing is installed outside the temporary
+# directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +29,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done

@@ -13,7 +13,9 @@
 # reconnects; TestRealCodexTUI drives the interactive Codex in tmux with
 # herd's hooks and notify: trust, hooks review, a turn, a hung request, Esc,
 # an approval, quit and resume. TestRealGemini runs `gemini -p -o
-# stream-json` with herd's hooks: ok, a shell tool, a daily quota.
+# stream-json` with herd's hooks: ok, a shell tool, a daily quota;
+# TestRealGeminiTUI drives the interactive Gemini CLI in tmux: trust, a turn,
+# a hung request, Esc, a permission dialog, quit and resume.
 #
 #   scripts/real-agents.sh              # check
 #   scripts/real-agents.sh --capture    # check and rewrite the fixtures of these versions
@@ -29,7 +31,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -65,9 +67,9 @@ if [ "${SKIP_GEMINI:-0}" != 1 ]; then
   echo "gemini: $("$gemini" --version)"
 fi
 
-echo "== TestRealClaude, TestRealCodex, TestRealCodexTUI, TestRealGemini"
+echo "== TestRealClaude, TestRealCodex(TUI), TestRealGemini(TUI)"
 HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" HERD_CAPTURE_FIXTURES="$capture" \
-  go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini)$' -v ./internal/agents/
+  go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini|GeminiTUI)$' -v ./internal/agents/
 if [ "$capture" = 1 ]; then
   echo "== fixture tests on the new captures"
   go test -count=1 ./internal/agents/

@@ -328,6 +328,8 @@ func TestGeminiFixtures(t *testing.T) {
 		{"hook-aftertool.json", herd.ActivityWorking, true, false},
 		{"hook-afteragent.json", herd.ActivityIdle, true, false},
 		{"hook-sessionend.json", herd.ActivityIdle, true, true},
+		{"hook-tui-afteragent.json", herd.ActivityIdle, true, false},
+		{"hook-notification-permission.json", herd.ActivityWaiting, true, false},
 	}
 	for _, tc := range hooks {
 		s, err := ParseHook(herd.AgentGemini, readFixture(t, dir+"/"+tc.file), "", fixedNow)
@@ -337,6 +339,31 @@ func TestGeminiFixtures(t *testing.T) {
 		if m, _ := filepath.Match(TranscriptPatterns(herd.AgentGemini, Where{Home: "/home/user", Cwd: "/home/user/proj", SessionID: s.AgentSessionID})[0], s.TranscriptPath); !m {
 			t.Errorf("[%s] transcript %s not matched by the gemini pattern", tc.file, s.TranscriptPath)
 		}
+	}
+	screens := []struct {
+		file     string
+		activity herd.Activity
+		reason   string
+	}{
+		{"screen-trust.txt", herd.ActivityWaiting, ReasonStartupPrompt},
+		{"screen-idle.txt", herd.ActivityIdle, ""},
+		{"screen-after-turn.txt", herd.ActivityIdle, ""},
+		{"screen-working-a.txt", herd.ActivityWorking, ""},
+		{"screen-working-b.txt", herd.ActivityWorking, ""},
+		{"screen-after-esc.txt", herd.ActivityIdle, ""},
+		{"screen-permission.txt", herd.ActivityWaiting, ReasonPermission},
+		{"screen-resumed.txt", herd.ActivityIdle, ""},
+	}
+	for _, tc := range screens {
+		sc := ClassifyScreen(herd.AgentGemini, string(readFixture(t, dir+"/"+tc.file)))
+		if sc.Activity != tc.activity || sc.Reason != tc.reason {
+			t.Errorf("[%s] expected %q/%q, got %q/%q", tc.file, tc.activity, tc.reason, sc.Activity, sc.Reason)
+		}
+	}
+	a := string(readFixture(t, dir+"/screen-working-a.txt"))
+	b := string(readFixture(t, dir+"/screen-working-b.txt"))
+	if a == b || ClassifyScreen(herd.AgentGemini, a).Hash != ClassifyScreen(herd.AgentGemini, b).Hash {
+		t.Errorf("expected two different captures of one hung turn to hash alike:\n%s\n---\n%s", Normalize(a), Normalize(b))
 	}
 	streams := []struct {
 		file   string

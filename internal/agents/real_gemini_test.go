@@ -127,3 +127,158 @@ func geminiVersion(t *testing.T, gemini string, env []string) string {
 	}
 	return f[len(f)-1]
 }
+
+// TestRealGeminiTUI drives the interactive Gemini CLI in a private tmux
+// server against the mock, with herd's hooks installed: trust dialog,
+// idle prompt, a turn, a hung request, Esc, a permission dialog, quit and
+// resume. It runs when HERD_REAL_GEMINI names a gemini command; with
+// HERD_CAPTURE_FIXTURES=1 it writes the screens and hook payloads to
+// testdata/gemini/<version>.
+func TestRealGeminiTUI(t *testing.T) {
+	gemini := os.Getenv("HERD_REAL_GEMINI")
+	if gemini == "" {
+		t.Skip("HERD_REAL_GEMINI is not set (scripts/real-agents.sh sets it)")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	e := newRealEnv(t, herd.AgentGemini, gemini)
+	// The trust dialog is what this run is after.
+	e.env1 = slicesDelete(e.env1, "GEMINI_CLI_TRUST_WORKSPACE=true")
+	e.version = geminiVersion(t, gemini, e.env())
+	resolved := Resolve(gemini, e.proj)
+	argv, _ := LaunchArgv(herd.AgentGemini, []string{gemini, "-m", "gemini-2.5-flash"}, resolved, nil)
+	pane := "gemini"
+	e.start(pane, argv)
+
+	const trustQ = "Do you trust the files in this folder?"
+	trust := e.waitScreen(pane, "trust dialog", func(s string) bool { return strings.Contains(s, trustQ) })
+	e.expectScreen("screen-trust.txt", trust, herd.ActivityWaiting, ReasonStartupPrompt)
+	tree := paneTree(t, strings.TrimSpace(e.mustTmux("display-message", "-p", "-t", "="+pane+":", "#{pane_pid}")))
+	if i := Pick([]string{"gemini"}, tree); i < 0 {
+		t.Errorf("Pick found no gemini in %+v", tree)
+	}
+	e.choose(pane, trustQ, "Trust folder")
+	e.waitScreen(pane, "idle prompt", func(s string) bool { return ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle })
+	// The project's settings (herd's hooks) load at start: go on in a
+	// second session, started in the now trusted folder.
+	e.command(pane, "/quit", "Pane is dead")
+	pane = "gemini2"
+	e.start(pane, argv)
+	idle := e.waitScreen(pane, "idle prompt", func(s string) bool { return ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle })
+	e.expectScreen("screen-idle.txt", idle, herd.ActivityIdle, "")
+
+	e.typeLine(pane, "say hello")
+	stop := e.expectHook("hook-tui-afteragent.json", e.waitHook(GeminiAfterAgent, 1, 30*time.Second), herd.ActivityIdle)
+	id := stop.AgentSessionID
+	after := e.waitScreen(pane, "answer", func(s string) bool {
+		return strings.Contains(s, mockapi.ReplyText) && ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
+	})
+	e.expectScreen("screen-after-turn.txt", after, herd.ActivityIdle, "")
+
+	e.typeLine(pane, "please "+mockapi.TriggerHang)
+	deadline := time.Now().Add(30 * time.Second)
+	for e.mock.Hung() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+	if e.mock.Hung() == 0 {
+		t.Fatal("the mock never held a request")
+	}
+	wa := e.waitScreen(pane, "working", func(s string) bool { return ClassifyScreen(herd.AgentGemini, s).Running })
+	wb := e.waitScreen(pane, "working redraw", func(s string) bool { return s != wa && ClassifyScreen(herd.AgentGemini, s).Running })
+	a := e.expectScreen("screen-working-a.txt", wa, herd.ActivityWorking, "")
+	b := e.expectScreen("screen-working-b.txt", wb, herd.ActivityWorking, "")
+	if a.Hash != b.Hash {
+		t.Errorf("a redraw of the hung turn changed the normalised screen:\n%s\n---\n%s", Normalize(wa), Normalize(wb))
+	}
+	e.keys(pane, "Escape")
+	esc := e.waitScreen(pane, "after esc", func(s string) bool {
+		return strings.Contains(s, "cancelled") && ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
+	})
+	e.expectScreen("screen-after-esc.txt", esc, herd.ActivityIdle, "")
+
+	e.typeLine(pane, "run the "+mockapi.TriggerTool)
+	perm := e.waitScreen(pane, "permission dialog", func(s string) bool { return strings.Contains(s, "Allow execution") })
+	e.expectScreen("screen-permission.txt", perm, herd.ActivityWaiting, ReasonPermission)
+	if n, ok := e.findHookWith(HookNotification, "ToolPermission", 10*time.Second); ok {
+		e.expectHook("hook-notification-permission.json", n, herd.ActivityWaiting)
+	} else {
+		t.Logf("no Notification hook for the permission dialog (seen: %v)", e.hookFiles())
+	}
+	e.keys(pane, "Enter")
+	e.waitScreen(pane, "tool ran", func(s string) bool {
+		_, err := os.Stat(filepath.Join(e.proj, mockapi.ToolMarker))
+		return err == nil && ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
+	})
+
+	e.command(pane, "/quit", "--resume "+id)
+	rargv, ok := ResumeArgv(herd.AgentGemini, argv, resolved, id)
+	if !ok {
+		t.Fatalf("ResumeArgv(%q) refused", argv)
+	}
+	e.start("resumed", rargv)
+	resumed := e.waitScreen("resumed", "resumed", func(s string) bool {
+		return strings.Contains(s, "say hello") && ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
+	})
+	e.expectScreen("screen-resumed.txt", resumed, herd.ActivityIdle, "")
+	e.writeFixtures()
+}
+
+// command types a slash command and Enter until the screen shows marker:
+// keys typed while the interface is busy are sometimes lost.
+func (e *realEnv) command(pane, cmd, marker string) {
+	e.t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	var s string
+	for time.Now().Before(deadline) {
+		e.mustTmux("send-keys", "-t", "="+pane+":", "-l", cmd)
+		typed := time.Now().Add(3 * time.Second)
+		for time.Now().Before(typed) && !strings.Contains(s, cmd) {
+			s = e.capture(pane)
+			time.Sleep(100 * time.Millisecond) // polling interval
+		}
+		// Gemini CLI reads keys that follow each other closely as a
+		// paste, where Enter is a new line; nothing on screen tells when
+		// that window closes.
+		time.Sleep(time.Second)
+		e.keys(pane, "Enter")
+		done := time.Now().Add(5 * time.Second)
+		for time.Now().Before(done) {
+			if s = e.capture(pane); strings.Contains(s, marker) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // polling interval
+		}
+		for range 8 {
+			e.keys(pane, "BSpace")
+		}
+	}
+	e.t.Fatalf("%s: %q never shown; screen:\n%s", cmd, marker, s)
+}
+
+// findHookWith waits up to within for a payload of event holding text.
+func (e *realEnv) findHookWith(event, text string, within time.Duration) ([]byte, bool) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for _, f := range e.hookFiles() {
+			if strings.HasSuffix(f, "-"+event+".json") {
+				b, err := os.ReadFile(filepath.Join(e.hooks, f))
+				if err == nil && bytes.Contains(b, []byte(text)) {
+					return b, true
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+	return nil, false
+}
+
+func slicesDelete(s []string, v string) []string {
+	var out []string
+	for _, x := range s {
+		if x != v {
+			out = append(out, x)
+		}
+	}
+	return out
+}

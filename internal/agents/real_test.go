@@ -263,12 +263,13 @@ func (e *realEnv) choose(name, marker, option string) {
 	e.t.Fatalf("could not answer %s to the dialog:\n%s", option, s)
 }
 
-// selectionMarks mark the selected option of a dialog (Claude, Codex).
-var selectionMarks = []string{"❯", "›"}
+// selectionMarks mark the selected option of a dialog (Claude, Codex,
+// Gemini).
+var selectionMarks = []string{"❯", "›", "●"}
 
 // optionText returns a screen line without selection mark and number.
 func optionText(l string) (text string, selected bool) {
-	t := strings.TrimSpace(strings.ReplaceAll(l, "\u00a0", " "))
+	t := strings.Trim(strings.ReplaceAll(l, "\u00a0", " "), " │")
 	for _, m := range selectionMarks {
 		if r, ok := strings.CutPrefix(t, m); ok {
 			t, selected = r, true
@@ -377,8 +378,14 @@ func (e *realEnv) keep(name string, data []byte) {
 		s = strings.ReplaceAll(s, r[0], r[1])
 	}
 	s = sockRE.ReplaceAllString(s, "/tmp/cc-socks/1000.sock")
+	// A path cut by the screen's edge escapes the replacements above.
+	s = testDirRE.ReplaceAllString(s, "/home/user")
 	e.files[name] = []byte(s)
 }
+
+// testDirRE is what is left of a test's temporary directory at a screen's
+// edge.
+var testDirRE = regexp.MustCompile(`/tmp/TestReal[A-Za-z0-9/_.-]*`)
 
 // sockRE is Claude's per-process messaging socket, named by its pid.
 var sockRE = regexp.MustCompile(`/tmp/cc-socks/\d+\.sock`)

@@ -37,7 +37,6 @@ type Screen struct {
 type screenRules struct {
 	startup    []string // any of these: a startup dialog
 	permission []string // any of these: a permission dialog
-	running    []string // any of these (besides a spinner line): a turn runs
 	promptRE   *regexp.Regexp
 }
 
@@ -53,7 +52,6 @@ var rules = map[string]screenRules{
 			"Do you want to proceed?", "Do you want to make this edit", "Do you want to create",
 			"Do you want to allow", "Would you like to proceed?",
 		},
-		running: []string{"esc to interrupt"},
 		// The input box: a rule line, then the prompt mark.
 		promptRE: regexp.MustCompile(`(?m)^─{8,}\n❯`),
 	},
@@ -67,20 +65,18 @@ var rules = map[string]screenRules{
 			"Would you like to run the following command?", "Would you like to make the following edits?",
 			"Allow command?", "Yes, proceed",
 		},
-		running: []string{"esc to interrupt"},
 		// The input line; user prompts in the scrollback look the same,
 		// but a running turn or a dialog is checked first.
 		promptRE: regexp.MustCompile(`(?m)^\s*› `),
 	},
 	herd.AgentGemini: {
 		startup: []string{
-			"Do you trust this folder?", "How would you like to authenticate", "Get started",
-			"Waiting for auth",
+			"Do you trust the files in this folder?", "Trust folder (", "Do you trust this folder?",
+			"How would you like to authenticate", "Get started", "Waiting for auth",
 		},
 		permission: []string{
 			"Allow execution", "Apply this change?", "Do you want to proceed?", "Allow once",
 		},
-		running:  []string{"esc to cancel"},
 		promptRE: regexp.MustCompile(`(?m)^\s*│?\s*> `),
 	},
 }
@@ -89,7 +85,7 @@ var (
 	// spinnerRE is a status line with a spinner frame and a gerund ("✶
 	// Thinking… (1m 1s · ↓ 1.2k tokens)", "• Working (5s • esc to
 	// interrupt)", "⠏ Thinking... (esc to cancel, 3s)").
-	spinnerRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*•◦⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⠿◐◓◑◒] ?[A-Z][A-Za-z' -]*(?:(?:…|\.\.\.)[^\n]*|\(\d+[hms][^\n]*esc to interrupt[^\n]*)$`)
+	spinnerRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*•◦\x{2800}-\x{28FF}◐◓◑◒] ?[A-Z][A-Za-z' -]*(?:(?:…|\.\.\.)[^\n]*|\(\d+[hms][^\n]*esc to interrupt[^\n]*)$`)
 	// doneRE is Claude's line after a turn ("✻ Crunched for 1m 2s"): its
 	// verb is picked at random again on every redraw.
 	doneRE = regexp.MustCompile(`(?m)^\s*[·✢✳✶✻✽∗*] \p{Lu}\p{Ll}+ for [0-9hms ]+(·.*)?$`)
@@ -112,7 +108,8 @@ var (
 
 // Normalize returns the screen text with what changes without progress
 // taken out: spinner lines become "<spinner>", Claude's after-turn line
-// "<done>", the running footer "<running: esc to interrupt>"; timers,
+// "<done>", any line offering to interrupt the turn ("esc to interrupt",
+// "esc to cancel") "<running>"; timers,
 // token counters, rotating tips, the (animated) logo and the effort
 // indicator vanish; runs of blanks become one space and blank lines go.
 func Normalize(text string) string {
@@ -121,8 +118,8 @@ func Normalize(text string) string {
 	t = trailingRE.ReplaceAllString(t, "")
 	t = tipRE.ReplaceAllString(t, "")
 	t = doneRE.ReplaceAllString(t, "<done>")
+	t = interruptRE.ReplaceAllString(t, "<running>")
 	t = spinnerRE.ReplaceAllString(t, "<spinner>")
-	t = interruptRE.ReplaceAllString(t, "<running: $1>")
 	t = timerRE.ReplaceAllString(t, "")
 	t = logoRE.ReplaceAllString(t, "")
 	t = effortRE.ReplaceAllString(t, "")
@@ -156,7 +153,7 @@ func ClassifyScreen(kind, text string) Screen {
 	// The bottom of the screen is the live part; a dialog's words further
 	// up may be scrollback of an answered one.
 	live := lastLines(norm, 30)
-	sc.Running = strings.Contains(norm, "<spinner>") || containsAny(live, r.running)
+	sc.Running = strings.Contains(norm, "<spinner>") || strings.Contains(norm, "<running>")
 	sc.Prompt = r.promptRE.MatchString(live)
 	switch {
 	case containsAny(live, r.startup):

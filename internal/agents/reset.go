@@ -10,8 +10,12 @@ import (
 // rateLimitPhrases identify a rate or usage limit in an error text.
 var rateLimitPhrases = []string{
 	"rate limit", "rate_limit", "usage limit", "limit reached", "hit your limit",
-	"429", "quota", "resource_exhausted", "too many requests",
+	"quota", "resource_exhausted", "too many requests",
 }
+
+// status429RE is the HTTP status 429 as a number of its own (not a part of
+// a port such as 127.0.0.1:42959).
+var status429RE = regexp.MustCompile(`(^|[^0-9.:])429([^0-9]|$)`)
 
 // IsRateLimit reports whether an error text speaks of a rate or usage
 // limit.
@@ -22,7 +26,7 @@ func IsRateLimit(text string) bool {
 			return true
 		}
 	}
-	return false
+	return status429RE.MatchString(t)
 }
 
 var (

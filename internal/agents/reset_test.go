@@ -48,7 +48,11 @@ func TestIsRateLimit(t *testing.T) {
 		"Claude AI usage limit reached|1795370400":       true,
 		"RESOURCE_EXHAUSTED: quota":                      true,
 		"API Error: 529 Overloaded":                      false,
-		"":                                               false,
+		"API Error: Request rejected (429)":              true,
+		"unexpected status 429 Too Many":                 true,
+		"unexpected status 503 Service Unavailable: Overloaded, url: http://127.0.0.1:42959/v1/responses": false,
+		"unexpected status 503, url: http://127.0.0.1:4290/v1":                                            false,
+		"": false,
 	} {
 		if got := IsRateLimit(text); got != want {
 			t.Errorf("[%q] expected %v, got %v", text, want, got)

@@ -34,6 +34,12 @@ func (s State) CountsTowardReplicas() bool {
 	return false
 }
 
+// HoldsSlot reports whether a session in state s occupies its slot (its
+// index) for reconciliation. Every state but stopped does: a failed or
+// succeeded session keeps its slot, without counting toward replicas, so
+// that nothing relaunches beside it until a person acts.
+func (s State) HoldsSlot() bool { return s != StateStopped }
+
 // Live reports whether a session in state s has (or may have) a live
 // incarnation that herd must watch.
 func (s State) Live() bool {
@@ -111,6 +117,12 @@ const (
 	EventActivity     = "activity"
 	EventProbeUnknown = "probe_unknown"
 	EventSummary      = "summary"
+	// Additions.
+	EventNotified = "notified"
+	EventRollout  = "rollout"
+	// EventWorktree records what became of a session's git worktree when
+	// its role was deleted: reason removed, or kept (with why and where).
+	EventWorktree = "worktree"
 )
 
 // EventKinds lists the event kinds, in the order of PRODUCT.md.
@@ -120,6 +132,7 @@ var EventKinds = []string{
 	EventStalled, EventStallWarning, EventUnstalled, EventKilled,
 	EventReaped, EventStopped, EventResumed, EventRecovered,
 	EventEscalated, EventActivity, EventProbeUnknown, EventSummary,
+	EventNotified, EventRollout, EventWorktree,
 }
 
 // Reasons: short machine words carried by events and exits.
@@ -168,6 +181,14 @@ type Role struct {
 	AgentProcess string            `json:"agent_process"`
 	Restart      RestartPolicy     `json:"restart"`
 	UpdatedAt    time.Time         `json:"updated_at"`
+
+	Worktree        bool     `json:"worktree,omitempty"`          // each session in its own git worktree
+	WorktreeBase    string   `json:"worktree_base,omitempty"`     // ref to branch from; "" is the workdir's branch
+	WorktreeSetup   []string `json:"worktree_setup,omitempty"`    // argv run once in a new worktree
+	WorktreeInclude []string `json:"worktree_include,omitempty"`  // globs of untracked files copied in
+	MemoryMax       int64    `json:"memory_max,omitempty"`        // bytes; 0 is no limit
+	PidsMax         int64    `json:"pids_max,omitempty"`          // 0 is no limit
+	RestartOnUpdate bool     `json:"restart_on_update,omitempty"` // restart at the next idle moment when the agent binary was replaced
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,40}$`)
@@ -279,4 +300,14 @@ type Event struct {
 	Reason      string         `json:"reason"`
 	Message     string         `json:"message"`
 	Data        map[string]any `json:"data"`
+}
+
+// Host is one machine's daemon as recorded in the store: which boot of the
+// machine it runs in, which version, since when, and when it last said so.
+type Host struct {
+	Name        string    `json:"name"`
+	BootID      string    `json:"boot_id"`
+	Version     string    `json:"version"` // the daemon's version
+	StartedAt   time.Time `json:"started_at"`
+	HeartbeatAt time.Time `json:"heartbeat_at"`
 }

@@ -1,17 +1,43 @@
 #!/usr/bin/env bash
 # The project's test command: formatting, vet, staticcheck, then every test
-# with the race detector. Installs tmux first when it is missing (the tmux
-# runtime's tests drive a real tmux server).
+# with the race detector. Installs tmux and PostgreSQL first when they are
+# missing (the tmux runtime's tests drive a real tmux server, the PostgreSQL
+# store's a real cluster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# apt_install installs Debian packages non-interactively. policy-rc.d
+# answering 101 keeps maintainer scripts from starting services (the
+# postgresql package would start a system cluster); herd's tests start
+# their own.
+apt_install() {
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  local policy=/usr/sbin/policy-rc.d placed=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+    $sudo chmod 755 "$policy"
+    placed=1
+  fi
+  local rc=0
+  $sudo apt-get update -qq </dev/null &&
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" </dev/null || rc=$?
+  if [ -n "$placed" ]; then $sudo rm -f "$policy"; fi
+  return "$rc"
+}
+
 if ! command -v tmux >/dev/null 2>&1; then
   echo "tmux is missing; installing it"
-  if [ "$(id -u)" -eq 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
-  else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
-  fi
+  apt_install tmux
+fi
+
+# The PostgreSQL store's tests start a private cluster with initdb and
+# postgres (Debian keeps them in /usr/lib/postgresql/VERSION/bin), unless
+# HERD_TEST_PG_DSN names a server.
+if [ -z "${HERD_TEST_PG_DSN:-}" ] && ! command -v initdb >/dev/null 2>&1 &&
+  ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  echo "initdb is missing; installing postgresql"
+  apt_install postgresql
 fi
 
 echo "== gofmt"

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/spf13/cobra"
 	"herd/internal/daemon"
-	"herd/internal/store/sqlite"
+	"herd/internal/store/backend"
+
+	"github.com/spf13/cobra"
 )
 
 func newDaemonCmd(g *globals) *cobra.Command {
@@ -37,20 +36,17 @@ Roles declared in the config file are applied at start.`,
 				level = slog.LevelDebug
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			if cfg.Store.Driver != "" && cfg.Store.Driver != "sqlite" {
-				return fmt.Errorf("store driver %q is not available in this build; use sqlite", cfg.Store.Driver)
-			}
 			ln, release, err := daemon.Listen(dir)
 			if err != nil {
 				return err
 			}
 			defer release()
-			st, err := sqlite.Open(cmd.Context(), filepath.Join(dir, "herd.db"))
+			st, err := backend.Open(cmd.Context(), cfg.Store, dir)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			d, err := daemon.New(daemon.Options{StateDir: dir, Config: cfg, Store: st, Logger: log, Version: version})
+			d, err := daemon.New(daemon.Options{StateDir: dir, Config: cfg, Store: st, Logger: log, Version: version, CaptureCommand: daemon.CaptureCommand()})
 			if err != nil {
 				return err
 			}

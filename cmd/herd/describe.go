@@ -8,34 +8,39 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"herd"
 	"herd/internal/api"
 )
 
 func newDescribeCmd(g *globals) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{Use: "describe session NAME", Short: "Show one session in detail"}
+	cmd := &cobra.Command{Use: "describe session|role NAME", Short: "Show one session or role in detail"}
 	sess := &cobra.Command{
-		Use:     "session NAME",
-		Aliases: []string{"sessions", "s"},
-		Short:   "State, axes, identity, restarts, backoff, exit, diagnostics, recent events",
-		Args:    sessionArg,
+		Use:               "session NAME",
+		Aliases:           []string{"sessions", "s"},
+		Short:             "State, axes, identity, restarts, backoff, exit, diagnostics, recent events",
+		Args:              sessionArg,
+		ValidArgsFunction: completeSessions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "" && output != "json" {
-				return fmt.Errorf("describe: unknown output format %q (want json)", output)
+			if err := checkOutput("describe session", output, "json", "yaml"); err != nil {
+				return err
 			}
 			var det api.SessionDetail
 			if err := getJSON(cmd.Context(), g, sessionPath(args[0], ""), &det); err != nil {
 				return err
 			}
-			if output == "json" {
+			switch output {
+			case "json":
 				return writeJSON(cmd.OutOrStdout(), det)
+			case "yaml":
+				return writeYAML(cmd.OutOrStdout(), det)
 			}
 			printDetail(cmd.OutOrStdout(), det)
 			return nil
 		},
 	}
-	sess.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: text)")
-	cmd.AddCommand(sess)
+	sess.Flags().StringVarP(&output, "output", "o", "", "output format: json | yaml (default: text)")
+	cmd.AddCommand(sess, newDescribeRoleCmd(g))
 	requireSubcommand(cmd, "resource")
 	return cmd
 }
@@ -48,13 +53,18 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	kv("Role", d.Role)
 	kv("Host", d.Host)
 	kv("State", fmt.Sprintf("%s (since %s ago)", d.State, shortDur(now.Sub(d.StateSince))))
-	kv("Runtime", fmt.Sprintf("%s (%s)", d.Runtime, d.RuntimeKind))
+	// The same words as the table's columns: RUNTIME is tmux or exec, the
+	// liveness axes are PANE and PROCESS.
+	kv("Runtime", dash(d.RuntimeKind))
+	if d.RuntimeKind != herd.RuntimeExec {
+		kv("Pane", dash(string(d.Runtime)))
+	}
 	kv("Process", d.Process)
 	kv("Activity", d.Activity)
 	kv("Attached", d.Attached)
 	kv("Restarts", d.Restarts)
 	if d.BackoffUntil != nil {
-		kv("Backoff until", fmt.Sprintf("%s (in %s)", d.BackoffUntil.Local().Format(time.RFC3339), shortDur(time.Until(*d.BackoffUntil))))
+		kv("Backoff until", fmt.Sprintf("%s (in %s)", clockText(*d.BackoffUntil, now), shortDur(time.Until(*d.BackoffUntil))))
 	}
 	kv("Last exit", lastExit(d.Exit, now))
 	kv("Incarnation", dash(d.Incarnation))
@@ -106,7 +116,7 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	ew := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(ew, "  TIME\tKIND\tREASON\tMESSAGE")
 	for _, e := range d.RecentEvents {
-		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\n", e.Time.Local().Format("15:04:05.000"), e.Kind, dash(e.Reason), e.Message)
+		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\n", clockText(e.Time, now), e.Kind, dash(e.Reason), e.Message)
 	}
 	ew.Flush()
 }

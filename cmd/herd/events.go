@@ -92,6 +92,8 @@ func newEventsCmd(g *globals) *cobra.Command {
 	f.StringVar(&since, "since", "", "only events newer than this duration, e.g. 10m or 2h (default: all)")
 	f.StringVarP(&output, "output", "o", "", "output format: json, one object per line (default: a table)")
 	f.IntVar(&limit, "limit", 0, "only the newest N events (default 0: no limit)")
+	cmd.RegisterFlagCompletionFunc("session", completeSessions(g))
+	cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(herd.EventKinds, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -128,5 +130,5 @@ func printEvent(tw *tabwriter.Writer, w io.Writer, e herd.Event, output string) 
 		fmt.Fprintln(w, string(b))
 		return
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format("15:04:05.000"), dash(e.Session), e.Kind, dash(e.Reason), e.Message)
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clockText(e.Time, time.Now()), dash(e.Session), e.Kind, dash(e.Reason), e.Message)
 }

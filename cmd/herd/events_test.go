@@ -36,10 +36,12 @@ func TestCheckEventFilter(t *testing.T) {
 	}
 }
 
-// TestEventKindsComplete: every kind of PRODUCT.md is accepted, once.
+// TestEventKindsComplete: every kind of PRODUCT.md (its list, then its
+// additions, then herd's own) is accepted, once.
 func TestEventKindsComplete(t *testing.T) {
 	product := "spawned adopted exited crashed backoff restarted failed succeeded stalled stall_warning " +
-		"unstalled killed reaped stopped resumed recovered escalated activity probe_unknown summary"
+		"unstalled killed reaped stopped resumed recovered escalated activity probe_unknown summary " +
+		"notified rollout worktree"
 	if got := strings.Join(herd.EventKinds, " "); got != product {
 		t.Errorf("expected %q, got %q", product, got)
 	}

@@ -1,209 +1,335 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
+	"os"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"herd"
+	"golang.org/x/sys/unix"
 	"herd/internal/api"
+	"herd/internal/selector"
 )
+
+// Selector keys of `get sessions -l` and `get roles -l`.
+var (
+	sessionLabelKeys = []string{"role", "state", "activity", "runtime", "host"}
+	roleLabelKeys    = []string{"role", "runtime", "agent", "policy"}
+)
+
+// getFlags are the flags `get sessions` and `get roles` share.
+type getFlags struct {
+	output    string
+	watch     bool
+	selector  string
+	role      string
+	noHeaders bool
+}
+
+func (f *getFlags) add(c *cobra.Command) {
+	c.Flags().StringVarP(&f.output, "output", "o", "", "output format: wide | json | yaml | name (default: a table)")
+	c.Flags().BoolVarP(&f.watch, "watch", "w", false, "watch: print the list again whenever it changes")
+	c.Flags().StringVarP(&f.selector, "selector", "l", "", "only items matching key=value[,key!=value...], keys: "+strings.Join(labelKeys(c.Name()), ", "))
+	c.Flags().StringVar(&f.role, "role", "", "only this role's items (same as -l role=ROLE)")
+	c.Flags().BoolVar(&f.noHeaders, "no-headers", false, "print tables without their header line")
+}
+
+func labelKeys(resource string) []string {
+	if resource == "roles" {
+		return roleLabelKeys
+	}
+	return sessionLabelKeys
+}
+
+// parse checks the flags and returns the selector they spell together.
+func (f *getFlags) parse(resource string) (selector.Selector, error) {
+	if err := checkOutput("get "+resource, f.output, "wide", "json", "yaml", "name"); err != nil {
+		return nil, err
+	}
+	sel, err := selector.Parse(f.selector, labelKeys(resource))
+	if err != nil {
+		return nil, fmt.Errorf("get %s: -l: %w", resource, err)
+	}
+	if f.role != "" {
+		if err := checkRole("get "+resource+": --role", f.role); err != nil {
+			return nil, err
+		}
+		sel = append(sel, selector.Requirement{Key: "role", Value: f.role})
+	}
+	return sel, nil
+}
 
 func newGetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get sessions|roles",
+		Use:   "get sessions|roles [NAME...]",
 		Short: "List sessions or roles",
 	}
-	var output string
-	var watch bool
-	add := func(c *cobra.Command) {
-		c.Flags().StringVarP(&output, "output", "o", "", "output format: wide | json (default: a table)")
-		c.Flags().BoolVarP(&watch, "watch", "w", false, "watch: redraw every second")
-	}
+	var sf, rf getFlags
 	sessions := &cobra.Command{
-		Use:     "sessions",
+		Use:     "sessions [NAME...]",
 		Aliases: []string{"session", "sess", "s"},
 		Short:   "List sessions: state, both liveness axes, activity, restarts",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return repeat(cmd.Context(), watch, cmd.OutOrStdout(), func(w io.Writer) error {
+		Example: `  herd get sessions
+  herd get sessions worker-0 worker-1
+  herd get sessions -l role=worker,state!=running -o wide
+  herd get sessions --role worker -o name
+  herd get sessions -w`,
+		Args:              namesArg(checkSession),
+		ValidArgsFunction: completeSessions(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sel, err := sf.parse("sessions")
+			if err != nil {
+				return err
+			}
+			return runGet(cmd, sf, func(ctx context.Context) (listing, error) {
 				var views []api.SessionView
-				if err := getJSON(cmd.Context(), g, "/v1/sessions", &views); err != nil {
-					return err
+				if err := getJSON(ctx, g, "/v1/sessions", &views); err != nil {
+					return listing{}, err
 				}
-				return printSessions(w, views, output)
+				views, missing := filterSessions(views, args, sel)
+				return listing{kind: "session", items: views, missing: missing, print: func(w io.Writer, o printOpts) error {
+					return printSessions(w, views, o)
+				}, names: sessionNames(views)}, nil
 			})
 		},
 	}
 	roles := &cobra.Command{
-		Use:     "roles",
-		Aliases: []string{"role", "r"},
-		Short:   "List roles with desired and live replicas",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return repeat(cmd.Context(), watch, cmd.OutOrStdout(), func(w io.Writer) error {
+		Use:               "roles [NAME...]",
+		Aliases:           []string{"role", "r"},
+		Short:             "List roles with desired and live replicas",
+		Args:              namesArg(checkRole),
+		ValidArgsFunction: completeRoles(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sel, err := rf.parse("roles")
+			if err != nil {
+				return err
+			}
+			return runGet(cmd, rf, func(ctx context.Context) (listing, error) {
 				var views []api.RoleView
-				if err := getJSON(cmd.Context(), g, "/v1/roles", &views); err != nil {
-					return err
+				if err := getJSON(ctx, g, "/v1/roles", &views); err != nil {
+					return listing{}, err
 				}
-				return printRoles(w, views, output)
+				views, missing := filterRoles(views, args, sel)
+				return listing{kind: "role", items: views, missing: missing, print: func(w io.Writer, o printOpts) error {
+					return printRoles(w, views, o)
+				}, names: roleNames(views)}, nil
 			})
 		},
 	}
-	add(sessions)
-	add(roles)
+	sf.add(sessions)
+	rf.add(roles)
+	for _, c := range []*cobra.Command{sessions, roles} {
+		c.RegisterFlagCompletionFunc("role", completeRoles(g))
+		c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"wide", "json", "yaml", "name"}, cobra.ShellCompDirectiveNoFileComp))
+	}
 	cmd.AddCommand(sessions, roles)
 	requireSubcommand(cmd, "resource")
 	return cmd
 }
 
-func getJSON(ctx context.Context, g *globals, path string, out any) error {
-	c, err := g.client()
-	if err != nil {
-		return err
+// namesArg is a cobra.PositionalArgs: any number of names, each checked.
+func namesArg(check func(cmd, name string) error) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		for _, a := range args {
+			if err := check(cmdPath(cmd), a); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return explain(c.Do(ctx, http.MethodGet, path, nil, nil, out), g)
 }
 
-// repeat runs print once, or every second until ctx is done when watching.
-func repeat(ctx context.Context, watch bool, w io.Writer, print func(io.Writer) error) error {
-	if !watch {
-		return print(w)
+// listing is one fetch of a list, ready to print.
+type listing struct {
+	kind    string // "session" or "role"
+	items   any    // what -o json and yaml print
+	names   []string
+	missing []string // names asked for and not found
+	print   func(io.Writer, printOpts) error
+}
+
+// render writes the listing in the chosen format. A table with no rows is
+// "No sessions found." on info (stderr when printing once, kubectl's habit).
+func (l listing) render(w, info io.Writer, f getFlags) error {
+	switch f.output {
+	case "json":
+		return writeJSON(w, l.items)
+	case "yaml":
+		return writeYAML(w, l.items)
+	case "name":
+		for _, n := range l.names {
+			fmt.Fprintln(w, l.kind+"/"+n)
+		}
+		return nil
 	}
-	for {
-		var b strings.Builder
-		if err := print(&b); err != nil {
+	if len(l.names) == 0 {
+		fmt.Fprintf(info, "No %ss found.\n", l.kind)
+		return nil
+	}
+	return l.print(w, printOpts{wide: f.output == "wide", noHeaders: f.noHeaders, now: time.Now()})
+}
+
+// err reports the names asked for that do not exist, after the rest was
+// printed (as kubectl does).
+func (l listing) err() error {
+	if len(l.missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %s not found", l.kind, strings.Join(l.missing, ", "))
+}
+
+// runGet prints the listing once, or, with -w, again whenever it changes.
+func runGet(cmd *cobra.Command, f getFlags, fetch func(context.Context) (listing, error)) error {
+	ctx, out := cmd.Context(), cmd.OutOrStdout()
+	if !f.watch {
+		l, err := fetch(ctx)
+		if err != nil {
 			return err
 		}
-		fmt.Fprint(w, "\033[H\033[2J"+time.Now().Format("15:04:05")+"\n"+b.String())
+		if err := l.render(out, cmd.ErrOrStderr(), f); err != nil {
+			return err
+		}
+		return l.err()
+	}
+	return watchLoop(ctx, out, isTerminal(out), time.Second, func() ([]byte, func(io.Writer) error, error) {
+		l, err := fetch(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		key, err := json.Marshal(l.items)
+		if err != nil {
+			return nil, nil, err
+		}
+		return key, func(w io.Writer) error {
+			if err := l.render(w, w, f); err != nil {
+				return err
+			}
+			if err := l.err(); err != nil {
+				fmt.Fprintln(w, err)
+			}
+			return nil
+		}, nil
+	})
+}
+
+// watchLoop polls every interval until ctx is done. On a terminal it
+// redraws the screen each time (ages move); elsewhere it prints the list
+// only when it changed (key differs), separated by a blank line, with no
+// terminal codes, so a pipe or a file gets one clean table per change.
+func watchLoop(ctx context.Context, w io.Writer, tty bool, interval time.Duration, poll func() (key []byte, render func(io.Writer) error, err error)) error {
+	var last []byte
+	for first := true; ; first = false {
+		key, render, err := poll()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if tty || first || !bytes.Equal(key, last) {
+			var b bytes.Buffer
+			if err := render(&b); err != nil {
+				return err
+			}
+			switch {
+			case tty:
+				fmt.Fprint(w, "\033[H\033[2J"+time.Now().Format("15:04:05")+"\n"+b.String())
+			case first:
+				w.Write(b.Bytes())
+			default:
+				fmt.Fprint(w, "\n"+b.String())
+			}
+			last = key
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(time.Second):
+		case <-time.After(interval):
 		}
 	}
 }
 
-func printSessions(w io.Writer, views []api.SessionView, output string) error {
-	switch output {
-	case "json":
-		return writeJSON(w, views)
-	case "", "wide":
-	default:
-		return fmt.Errorf("unknown output format %q (want wide or json)", output)
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	header := "NAME\tROLE\tSTATE\tPROCESS\tACTIVITY\tRESTARTS\tAGE\tLAST-EXIT"
-	if output == "wide" {
-		header += "\tRUNTIME\tRT-KIND\tPID\tATTACHED\tHOST\tINCARNATION\tBACKOFF-UNTIL"
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// sessionLabels are what -l matches a session against.
+func sessionLabels(v api.SessionView) map[string]string {
+	return map[string]string{
+		"role": v.Role, "state": string(v.State), "activity": string(v.Activity),
+		"runtime": v.RuntimeKind, "host": v.Host,
 	}
-	fmt.Fprintln(tw, header)
-	now := time.Now()
+}
+
+// filterSessions keeps the sessions named (all when names is empty) that
+// match sel, in the order listed, and returns the names not found.
+func filterSessions(views []api.SessionView, names []string, sel selector.Selector) (kept []api.SessionView, missing []string) {
+	kept = []api.SessionView{}
 	for _, v := range views {
-		state := string(v.State)
-		if v.Escalated {
-			state += "!"
+		if (len(names) == 0 || slices.Contains(names, v.Name)) && sel.Match(sessionLabels(v)) {
+			kept = append(kept, v)
 		}
-		if v.Unmanaged {
-			state = "unmanaged"
-		}
-		age := "-"
-		if v.StartedAt != nil && v.State.Live() {
-			age = shortDur(now.Sub(*v.StartedAt))
-		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", v.Name, dash(v.Role), state, v.Process, v.Activity, v.Restarts, age, lastExit(v.Exit, now))
-		if output == "wide" {
-			backoff := "-"
-			if v.BackoffUntil != nil {
-				backoff = v.BackoffUntil.Local().Format("15:04:05.000")
-			}
-			pid := "-"
-			if v.PID > 0 {
-				pid = fmt.Sprint(v.PID)
-			}
-			row += fmt.Sprintf("\t%s\t%s\t%s\t%v\t%s\t%s\t%s", v.Runtime, v.RuntimeKind, pid, v.Attached, v.Host, dash(v.Incarnation), backoff)
-		}
-		fmt.Fprintln(tw, row)
 	}
-	return tw.Flush()
+	for _, n := range names {
+		if !slices.ContainsFunc(views, func(v api.SessionView) bool { return v.Name == n }) && !slices.Contains(missing, n) {
+			missing = append(missing, n)
+		}
+	}
+	return kept, missing
 }
 
-func printRoles(w io.Writer, views []api.RoleView, output string) error {
-	switch output {
-	case "json":
-		return writeJSON(w, views)
-	case "", "wide":
-	default:
-		return fmt.Errorf("unknown output format %q (want wide or json)", output)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	header := "NAME\tREPLICAS\tLIVE\tRUNNING\tRUNTIME\tAGENT\tPOLICY\tCOMMAND"
-	if output == "wide" {
-		header += "\tWORKDIR\tMAX-RESTARTS\tBACKOFF"
-	}
-	fmt.Fprintln(tw, header)
+func roleLabels(v api.RoleView) map[string]string {
+	return map[string]string{"role": v.Name, "runtime": v.Runtime, "agent": v.Agent, "policy": v.Restart.Policy}
+}
+
+// filterRoles is filterSessions for roles.
+func filterRoles(views []api.RoleView, names []string, sel selector.Selector) (kept []api.RoleView, missing []string) {
+	kept = []api.RoleView{}
 	for _, v := range views {
-		row := fmt.Sprintf("%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s", v.Name, v.Replicas, v.Live, v.Ready, v.Runtime, v.Agent, v.Restart.Policy, strings.Join(v.Command, " "))
-		if output == "wide" {
-			row += fmt.Sprintf("\t%s\t%d\t%s..%s", v.Workdir, v.Restart.MaxRestarts, v.Restart.InitialBackoff, v.Restart.MaxBackoff)
+		if (len(names) == 0 || slices.Contains(names, v.Name)) && sel.Match(roleLabels(v)) {
+			kept = append(kept, v)
 		}
-		fmt.Fprintln(tw, row)
 	}
-	return tw.Flush()
+	for _, n := range names {
+		if !slices.ContainsFunc(views, func(v api.RoleView) bool { return v.Name == n }) && !slices.Contains(missing, n) {
+			missing = append(missing, n)
+		}
+	}
+	return kept, missing
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+func sessionNames(views []api.SessionView) []string {
+	out := make([]string, len(views))
+	for i, v := range views {
+		out[i] = v.Name
+	}
+	return out
 }
 
-func lastExit(e *herd.Exit, now time.Time) string {
-	if e == nil {
-		return "-"
+func roleNames(views []api.RoleView) []string {
+	out := make([]string, len(views))
+	for i, v := range views {
+		out[i] = v.Name
 	}
-	var what string
-	switch {
-	case e.Signal != nil:
-		what = fmt.Sprintf("signal %d", *e.Signal)
-	case e.Code != nil:
-		what = fmt.Sprintf("code %d", *e.Code)
-	default:
-		what = e.Reason
-	}
-	if e.Reason != "" && e.Reason != herd.ReasonSignal && e.Reason != herd.ReasonExitCode && what != e.Reason {
-		what += " (" + e.Reason + ")"
-	}
-	if !e.At.IsZero() {
-		what += " " + shortDur(now.Sub(e.At)) + " ago"
-	}
-	return what
+	return out
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
+// checkOutput rejects an -o value not among allowed ("" is always fine).
+func checkOutput(cmd, output string, allowed ...string) error {
+	if output == "" || slices.Contains(allowed, output) {
+		return nil
 	}
-	return s
-}
-
-// shortDur formats a duration the way kubectl shows ages.
-func shortDur(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
+	return fmt.Errorf("%s: unknown output format %q (want %s)", cmd, output, orList(allowed))
 }

@@ -11,11 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/cobra"
 	"herd"
 	"herd/internal/activity"
 	"herd/internal/api"
-	"herd/internal/daemon"
+	"herd/internal/spool"
+
+	"github.com/spf13/cobra"
 )
 
 // Time budget of `herd hook`: it must never hold the agent up.
@@ -85,7 +86,7 @@ func runHook(ctx context.Context, g *globals, event string, stdin io.Reader, std
 			logf("%v", err)
 			return
 		}
-		socket = daemon.SocketPath(stateDir)
+		socket = api.SocketPath(stateDir)
 	}
 	postCtx, cancel := context.WithTimeout(ctx, hookPostTimeout)
 	defer cancel()
@@ -98,7 +99,7 @@ func runHook(ctx context.Context, g *globals, event string, stdin io.Reader, std
 		logf("daemon refused the report: %v", err)
 		return
 	}
-	if err := daemon.SpoolActivity(stateDir, rep); err != nil {
+	if err := spool.Append(spool.Dir(stateDir), rep); err != nil {
 		logf("daemon unreachable and %v", err)
 	}
 }

@@ -31,7 +31,8 @@ command line or kept in a file.`,
   herd inject worker-0 "-v: verbose, please"
   herd inject --no-enter worker-0 "draft, not sent"
   herd inject --stdin worker-0 < prompt.md`,
-		Args: cobra.ArbitraryArgs,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeFirstSession(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var name, text string
 			trailingNoEnter := false

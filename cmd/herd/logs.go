@@ -15,16 +15,13 @@ func newLogsCmd(g *globals) *cobra.Command {
 	var tail int
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs NAME",
-		Short: "Show the agent's output: pane capture (tmux) or captured stdout (exec)",
-		Args:  sessionArg,
+		Use:               "logs NAME",
+		Short:             "Show the agent's output: pane capture (tmux) or captured stdout (exec)",
+		Args:              sessionArg,
+		ValidArgsFunction: completeSessions(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if tail < 0 {
 				return fmt.Errorf("logs: --tail %d: want 0 (everything) or more lines", tail)
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
 			}
 			q := url.Values{}
 			if tail > 0 {
@@ -33,11 +30,11 @@ func newLogsCmd(g *globals) *cobra.Command {
 			var last []byte
 			for {
 				var out []byte
-				if err := c.Do(cmd.Context(), http.MethodGet, sessionPath(args[0], "/logs"), q, nil, &out); err != nil {
+				if err := g.do(cmd.Context(), http.MethodGet, sessionPath(args[0], "/logs"), q, nil, &out); err != nil {
 					if cmd.Context().Err() != nil {
 						return nil
 					}
-					return explain(err, g)
+					return err
 				}
 				b := []byte(out)
 				// When following, print only what is new since the last read.

@@ -16,12 +16,6 @@ import (
 	"herd/internal/daemon"
 )
 
-// Set by the linker (-X main.version=...).
-var (
-	version = "dev"
-	commit  = "none"
-)
-
 // globals are the flags every command shares.
 type globals struct {
 	stateDir string
@@ -60,7 +54,8 @@ Try it all with no setup: 'herd demo'.`,
 		newDaemonCmd(g), newDemoCmd(g), newApplyCmd(g), newRunCmd(g), newGetCmd(g),
 		newDescribeCmd(g), newEventsCmd(g), newLogsCmd(g), newAttachCmd(g), newInjectCmd(g),
 		newStopCmd(g), newResumeCmd(g), newScaleCmd(g), newDeleteCmd(g), newArchiveCmd(g), newReapCmd(g),
-		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g),
+		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g), newCaptureCmd(),
+		newStartupCmd(g), newTopCmd(g),
 	)
 	return root
 }

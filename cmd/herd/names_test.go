@@ -62,7 +62,7 @@ func TestParentCommandsNeedSubcommand(t *testing.T) {
 	}{
 		{[]string{"get", "sesions"}, `get: unknown resource "sesions" (want roles or sessions)`},
 		{[]string{"get"}, `get: missing resource (want roles or sessions)`},
-		{[]string{"describe", "sesion", "w-0"}, `describe: unknown resource "sesion" (want session)`},
+		{[]string{"describe", "sesion", "w-0"}, `describe: unknown resource "sesion" (want role or session)`},
 		{[]string{"delete", "roles", "w"}, `delete: unknown resource "roles" (want role)`},
 		{[]string{"hooks", "instal"}, `hooks: unknown action "instal" (want install)`},
 		{[]string{"delete", "role", "a/b"}, `delete role: "a/b" is not a role name`},

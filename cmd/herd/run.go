@@ -24,7 +24,8 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "Declare a one-replica role from the command line",
 		Long: `Declare (or replace) a role named NAME that runs CMD. The command is an argv,
 never passed to a shell. Restart settings not given take the daemon's
-[restart] defaults.`,
+[restart] defaults. The command must exist: a name is looked up in PATH (the
+role's --env PATH=... if given), a path is taken relative to the workdir.`,
 		Example: `  herd run worker -- claude
   herd run flaky --runtime exec --restart on-failure -- ./agent.sh --fast
   herd run shell-wrapped --agent claude -- sh -c 'claude; exec bash'`,
@@ -58,6 +59,9 @@ never passed to a shell. Restart settings not given take the daemon's
 			dir, err := config.ExpandWorkdir(dir, cwd)
 			if err != nil {
 				return fmt.Errorf("run: --workdir: %w", err)
+			}
+			if _, err := resolveCommand(argv[0], dir, env, os.Getenv("PATH")); err != nil {
+				return fmt.Errorf("run: %w", err)
 			}
 			role := herd.Role{
 				Name: name, Replicas: replicas, Command: argv, Workdir: filepath.Clean(dir), Env: env,

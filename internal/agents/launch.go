@@ -77,7 +77,7 @@ func LaunchArgv(kind string, argv []string, resolved string, newID func() string
 }
 
 // IDInUse reports whether Claude's output says the id given with
-// --session-id is taken; the caller then relaunches with ResumeArgv.
+// --session-id is taken; the caller then relaunches with ResumeCommand.
 func IDInUse(output string) bool {
 	return strings.Contains(output, "is already in use")
 }
@@ -107,7 +107,7 @@ var codexValueFlags = []string{
 // them so the old prompt is not sent again.
 var geminiPromptFlags = []string{"-p", "--prompt", "-i", "--prompt-interactive"}
 
-// ResumeArgv returns the command that continues conversation id of a
+// ResumeCommand returns the command that continues conversation id of a
 // session launched with argv, keeping the role's flags:
 //
 //	claude [flags] -> claude --resume <id> [flags without a session choice]
@@ -118,7 +118,7 @@ var geminiPromptFlags = []string{"-p", "--prompt", "-i", "--prompt-interactive"}
 // ok is false, and argv is returned unchanged, when id is not a valid
 // session id (it could read as a flag), the kind cannot resume, or argv
 // does not run the agent itself (a wrapper script).
-func ResumeArgv(kind string, argv []string, resolved, id string) (out []string, ok bool) {
+func ResumeCommand(kind string, argv []string, resolved, id string) (out []string, ok bool) {
 	out = slices.Clone(argv)
 	if !ValidSessionID(id) {
 		return out, false

@@ -46,7 +46,7 @@ func TestLaunchArgv(t *testing.T) {
 	}
 }
 
-func TestResumeArgv(t *testing.T) {
+func TestResumeCommand(t *testing.T) {
 	tests := []struct {
 		name string
 		kind string
@@ -79,19 +79,19 @@ func TestResumeArgv(t *testing.T) {
 		{"kind mismatch", herd.AgentCodex, []string{"claude"}, sid, []string{"claude"}, false},
 	}
 	for _, tc := range tests {
-		got, ok := ResumeArgv(tc.kind, tc.argv, "", tc.id)
+		got, ok := ResumeCommand(tc.kind, tc.argv, "", tc.id)
 		if diff := cmp.Diff(tc.want, got); diff != "" || ok != tc.ok {
 			t.Errorf("[%s] expected ok=%v, got %v; argv (-want +got):\n%s", tc.name, tc.ok, ok, diff)
 		}
 	}
 }
 
-func TestResumeArgvDoesNotAlias(t *testing.T) {
+func TestResumeCommandDoesNotAlias(t *testing.T) {
 	argv := []string{"claude", "--model", "x"}
-	out, _ := ResumeArgv(herd.AgentClaude, argv, "", sid)
+	out, _ := ResumeCommand(herd.AgentClaude, argv, "", sid)
 	out[0] = "changed"
 	if argv[0] != "claude" {
-		t.Error("ResumeArgv shares its result with its input")
+		t.Error("ResumeCommand shares its result with its input")
 	}
 }
 

@@ -242,9 +242,9 @@ func TestRealCodexTUI(t *testing.T) {
 
 	e.typeLine(pane, "/quit")
 	e.waitScreen(pane, "quit", func(s string) bool { return strings.Contains(s, "codex resume "+id) })
-	rargv, ok := ResumeArgv(herd.AgentCodex, argv, resolved, id)
+	rargv, ok := ResumeCommand(herd.AgentCodex, argv, resolved, id)
 	if !ok {
-		t.Fatalf("ResumeArgv(%q) refused", argv)
+		t.Fatalf("ResumeCommand(%q) refused", argv)
 	}
 	e.start("resumed", rargv)
 	resumed := e.waitScreen("resumed", "resumed", func(s string) bool {

@@ -212,9 +212,9 @@ func TestRealGeminiTUI(t *testing.T) {
 	})
 
 	e.command(pane, "/quit", "--resume "+id)
-	rargv, ok := ResumeArgv(herd.AgentGemini, argv, resolved, id)
+	rargv, ok := ResumeCommand(herd.AgentGemini, argv, resolved, id)
 	if !ok {
-		t.Fatalf("ResumeArgv(%q) refused", argv)
+		t.Fatalf("ResumeCommand(%q) refused", argv)
 	}
 	e.start("resumed", rargv)
 	resumed := e.waitScreen("resumed", "resumed", func(s string) bool {

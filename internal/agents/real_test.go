@@ -544,9 +544,9 @@ func TestRealClaude(t *testing.T) {
 	// Exit, then resume with the role's flags.
 	e.typeLine(pane, "/exit")
 	e.expectHook("hook-session-end.json", e.waitHook(HookSessionEnd, 1, 30*time.Second), herd.ActivityIdle)
-	rargv, ok := ResumeArgv(herd.AgentClaude, argv, resolved, id)
+	rargv, ok := ResumeCommand(herd.AgentClaude, argv, resolved, id)
 	if !ok || !slices.Contains(rargv, "--resume") || slices.Contains(rargv, "--session-id") || !slices.Contains(rargv, "--permission-mode") {
-		t.Fatalf("ResumeArgv(%q) = %q, %v", argv, rargv, ok)
+		t.Fatalf("ResumeCommand(%q) = %q, %v", argv, rargv, ok)
 	}
 	e.start("resumed", rargv)
 	// A second launch with the same --session-id is refused: herd falls

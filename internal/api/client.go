@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -114,3 +115,6 @@ func (c *Client) Ping(ctx context.Context, timeout time.Duration) (Health, error
 	err := c.Do(ctx, http.MethodGet, "/v1/health", nil, nil, &h)
 	return h, err
 }
+
+// SocketPath is where the daemon of stateDir listens.
+func SocketPath(stateDir string) string { return filepath.Join(stateDir, "herd.sock") }

@@ -1,12 +1,16 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"herd"
 )
@@ -81,6 +85,20 @@ func (b *builder) positive(dst *time.Duration, src *string, key string) {
 	*dst = d
 }
 
+// nonNegative sets *dst from the duration at key, which must be zero
+// ("0" or "0s": keep all) or above.
+func (b *builder) nonNegative(dst *time.Duration, src *string, key string) {
+	var d time.Duration
+	if src == nil || !b.duration(&d, src, func(msg string) { b.fail(key, "%s", msg) }) {
+		return
+	}
+	if d < 0 {
+		b.fail(key, "must be 0 (keep all) or positive, got %q", *src)
+		return
+	}
+	*dst = d
+}
+
 // set copies *src into *dst when the key is present.
 func set[T any](dst *T, src *T) {
 	if src != nil {
@@ -100,12 +118,35 @@ func (b *builder) build(f *fileConfig) *Config {
 	set(&c.Store.DSN, f.Store.DSN)
 	switch c.Store.Driver {
 	case DriverSQLite:
+		if c.Store.DSN != "" {
+			b.report("", "store.", problem{[]string{"dsn", "driver"}, `only used when driver is "postgres"`})
+		}
 	case DriverPostgres:
 		if c.Store.DSN == "" {
 			b.report("", "store.", problem{[]string{"dsn", "driver"}, `required when driver is "postgres"`})
+		} else if _, err := pgconn.ParseConfig(c.Store.DSN); err != nil {
+			// pgconn's message repeats the DSN with its password masked.
+			b.fail("store.dsn", "not a PostgreSQL connection string (a postgres:// URL or key=value pairs): %v", err)
 		}
 	default:
 		b.fail("store.driver", "%s", notOneOf(c.Store.Driver, []string{DriverSQLite, DriverPostgres}))
+	}
+	switch v := f.Store.EventRetention.(type) {
+	case nil:
+	case string:
+		b.nonNegative(&c.Store.EventRetention, &v, "store.event_retention")
+	case int64:
+		if v != 0 {
+			b.fail("store.event_retention", `%d has no unit: write a duration such as "720h", or 0 to keep all`, v)
+		} else {
+			c.Store.EventRetention = 0
+		}
+	default:
+		b.fail("store.event_retention", `got %v, want a duration such as "720h", or 0 to keep all`, v)
+	}
+	set(&c.Store.EventMaxRows, f.Store.EventMaxRows)
+	if c.Store.EventMaxRows < 0 {
+		b.fail("store.event_max_rows", "must be 0 (keep all) or more, got %d", c.Store.EventMaxRows)
 	}
 
 	set(&c.Tmux.Socket, f.Tmux.Socket)
@@ -122,6 +163,10 @@ func (b *builder) build(f *fileConfig) *Config {
 	set(&c.Probe.Concurrency, f.Probe.Concurrency)
 	if c.Probe.Concurrency < 1 {
 		b.fail("probe.concurrency", "must be 1 or more, got %d", c.Probe.Concurrency)
+	}
+	set(&c.Probe.MassDeathFraction, f.Probe.MassDeathFraction)
+	if f := c.Probe.MassDeathFraction; !(f > 0 && f <= 1) { // also NaN
+		b.fail("probe.mass_death_fraction", "must be above 0 and at most 1, got %v", f)
 	}
 
 	var restartSet map[string]bool
@@ -161,6 +206,13 @@ func (b *builder) build(f *fileConfig) *Config {
 	if w := c.Escalation.Webhook; w != "" {
 		if u, err := url.Parse(w); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			b.fail("escalation.webhook", "%q is not an http or https URL", w)
+		}
+	}
+
+	set(&c.Metrics.Listen, f.Metrics.Listen)
+	if l := c.Metrics.Listen; l != "" {
+		if err := checkListen(l); err != nil {
+			b.fail("metrics.listen", "%q %v", l, err)
 		}
 	}
 
@@ -252,6 +304,7 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 		set(&r.Runtime, f.Runtime)
 		set(&r.Agent, f.Agent)
 		set(&r.AgentProcess, f.AgentProcess)
+		setupOK, includeOK, memOK := b.roleContainment(&r, f, report)
 
 		var written map[string]bool
 		r.Restart, written = b.restart(defaults, f.Restart, func(p problem) {
@@ -277,12 +330,72 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 				continue // already reported
 			case p.keys[0] == "workdir" && err != nil:
 				continue
+			case strings.HasPrefix(p.keys[0], "worktree_setup") && !setupOK,
+				strings.HasPrefix(p.keys[0], "worktree_include") && !includeOK,
+				p.keys[0] == "memory_max" && !memOK:
+				continue // already reported
 			}
 			report(p)
 		}
 		roles = append(roles, r)
 	}
 	return roles
+}
+
+// roleContainment decodes a role's worktree and resource keys into r. It
+// reports values that cannot be decoded and returns, per key that can
+// fail, whether it decoded.
+func (b *builder) roleContainment(r *herd.Role, f fileRole, report func(problem)) (setupOK, includeOK, memOK bool) {
+	set(&r.Worktree, f.Worktree)
+	set(&r.WorktreeBase, f.WorktreeBase)
+	set(&r.PidsMax, f.PidsMax)
+	set(&r.RestartOnUpdate, f.RestartOnUpdate)
+	setupOK, includeOK, memOK = true, true, true
+	if f.WorktreeSetup != nil {
+		argv, p := argvOf(f.WorktreeSetup, "worktree_setup")
+		if p != nil {
+			report(*p)
+			setupOK = false
+		}
+		r.WorktreeSetup = argv
+	}
+	if f.WorktreeInclude != nil {
+		globs, p := stringsOf(f.WorktreeInclude, "worktree_include")
+		if p != nil {
+			report(*p)
+			includeOK = false
+		}
+		r.WorktreeInclude = globs
+	}
+	if f.MemoryMax != nil && *f.MemoryMax != "" {
+		n, err := ParseSize(*f.MemoryMax)
+		if err != nil {
+			report(problem{[]string{"memory_max"}, err.Error()})
+			memOK = false
+		}
+		r.MemoryMax = n
+	}
+	return setupOK, includeOK, memOK
+}
+
+// stringsOf converts a decoded array of strings; a lone string is refused
+// with a hint to write an array.
+func stringsOf(v any, key string) ([]string, *problem) {
+	switch v := v.(type) {
+	case string:
+		return nil, &problem{[]string{key}, fmt.Sprintf("%q is a string; write an array, e.g. %s = [%q]", v, key, v)}
+	case []any:
+		out := make([]string, len(v))
+		for i, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return nil, &problem{[]string{fmt.Sprintf("%s[%d]", key, i), key}, fmt.Sprintf("got %v, want a string", e)}
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return nil, &problem{[]string{key}, fmt.Sprintf("got %v, want an array of strings", v)}
 }
 
 // argvOf converts a decoded command value to argv. A string is refused with
@@ -314,4 +427,17 @@ func argvOf(v any, key string) ([]string, *problem) {
 		return argv, nil
 	}
 	return nil, &problem{[]string{key}, fmt.Sprintf(`got %v, want an argv array of strings, e.g. ["claude"]`, v)}
+}
+
+// checkListen accepts host:port with a numeric port (1-65535); the host
+// may be empty (every interface) or an IP or a name.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("is not host:port, e.g. 127.0.0.1:9464")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return errors.New("has no valid port, e.g. 127.0.0.1:9464")
+	}
+	return nil
 }

@@ -31,6 +31,7 @@ type Config struct {
 	Watchdog   Watchdog
 	Reaper     Reaper
 	Escalation Escalation
+	Metrics    Metrics
 	// Roles are fully resolved: defaults filled, each role's restart table
 	// merged over [restart], workdir expanded to an absolute path.
 	Roles []herd.Role
@@ -45,6 +46,11 @@ type Daemon struct {
 type Store struct {
 	Driver string // DriverSQLite or DriverPostgres
 	DSN    string // required for DriverPostgres
+	// EventRetention: events older than this are deleted; 0 keeps all.
+	EventRetention time.Duration
+	// EventMaxRows: events beyond the newest this many are deleted; 0
+	// keeps all.
+	EventMaxRows int
 }
 
 // Tmux is the [tmux] table.
@@ -58,6 +64,9 @@ type Probe struct {
 	Interval    time.Duration
 	Timeout     time.Duration // per external call
 	Concurrency int
+	// MassDeathFraction: one observation accounting more than this
+	// fraction of at least 5 sessions dead is inconclusive (0 < f <= 1).
+	MassDeathFraction float64
 }
 
 // Watchdog is the [watchdog] table.
@@ -82,6 +91,13 @@ type Escalation struct {
 	UnknownAfter time.Duration
 	Command      []string // notifier argv; nil when unset
 	Webhook      string
+}
+
+// Metrics is the [metrics] table.
+type Metrics struct {
+	// Listen is the host:port serving /metrics and /debug/pprof; ""
+	// (the default) serves nothing.
+	Listen string
 }
 
 // Error is one problem in a config file, located by file and line.
@@ -111,12 +127,14 @@ func Default() *Config {
 	}
 	return &Config{
 		Daemon: Daemon{Host: host},
-		Store:  Store{Driver: DriverSQLite},
+		Store:  Store{Driver: DriverSQLite, EventRetention: 720 * time.Hour, EventMaxRows: 1_000_000},
 		Tmux:   Tmux{Socket: "herd", Binary: "tmux"},
 		Probe: Probe{
 			Interval:    time.Second,
 			Timeout:     2 * time.Second,
 			Concurrency: 8,
+			// liveness.DefaultMassDeathFraction
+			MassDeathFraction: 0.5,
 		},
 		Restart: herd.RestartPolicy{
 			Policy:         herd.PolicyAlways,
@@ -174,6 +192,12 @@ func Parse(data []byte, filename, baseDir string) (*Config, error) {
 		baseDir = abs
 	}
 	pos, posErr := indexPositions(data)
+	var deep *DepthError
+	if errors.As(posErr, &deep) {
+		// Checked before decoding: the decoder's own limit is far deeper,
+		// and its messages would quote the whole nested value.
+		return nil, &Error{File: filename, Line: deep.Line, Key: deep.Key, Err: deep}
+	}
 	f, err := decode(data)
 	if f == nil {
 		return nil, decodeError(filename, pos, err)

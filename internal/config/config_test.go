@@ -57,6 +57,26 @@ func TestParseErrors(t *testing.T) {
 			"reaper.idle_after", `reaper.idle_after: invalid duration "48"`, 2},
 		{"negative duration", "[watchdog]\nstall_after = \"-5m\"\n",
 			"watchdog.stall_after", `watchdog.stall_after: must be positive`, 2},
+		{"negative event retention", "[store]\nevent_retention = \"-1h\"\n",
+			"store.event_retention", `store.event_retention: must be 0 (keep all) or positive, got "-1h"`, 2},
+		{"bad event retention", "[store]\n\nevent_retention = \"30 days\"\n",
+			"store.event_retention", `store.event_retention: invalid duration "30 days"`, 3},
+		{"event retention integer with no unit", "[store]\nevent_retention = 30\n",
+			"store.event_retention", `store.event_retention: 30 has no unit: write a duration such as "720h", or 0 to keep all`, 2},
+		{"event retention of another type", "[store]\nevent_retention = true\n",
+			"store.event_retention", `store.event_retention: got true, want a duration`, 2},
+		{"negative event max rows", "[store]\nevent_max_rows = -5\n",
+			"store.event_max_rows", `store.event_max_rows: must be 0 (keep all) or more, got -5`, 2},
+		{"event max rows not an integer", "[store]\nevent_max_rows = \"many\"\n",
+			"store.event_max_rows", `store.event_max_rows: got a TOML string, want an integer`, 2},
+		{"mass death fraction 0", "[probe]\nmass_death_fraction = 0.0\n",
+			"probe.mass_death_fraction", `probe.mass_death_fraction: must be above 0 and at most 1, got 0`, 2},
+		{"mass death fraction above 1", "[probe]\nmass_death_fraction = 1.5\n",
+			"probe.mass_death_fraction", `probe.mass_death_fraction: must be above 0 and at most 1, got 1.5`, 2},
+		{"mass death fraction negative", "[probe]\nmass_death_fraction = -0.5\n",
+			"probe.mass_death_fraction", `must be above 0 and at most 1`, 2},
+		{"mass death fraction nan", "[probe]\nmass_death_fraction = nan\n",
+			"probe.mass_death_fraction", `must be above 0 and at most 1, got NaN`, 2},
 		{"bad role duration", "[[role]]\nname = \"worker\"\ncommand = [\"a\"]\nrestart = { initial_backoff = \"soon\" }\n",
 			"role[0].restart.initial_backoff", `role "worker": restart.initial_backoff: invalid duration "soon"`, 4},
 		{"bad default policy", "[restart]\npolicy = \"sometimes\"\n",
@@ -103,6 +123,12 @@ func TestParseErrors(t *testing.T) {
 			"store.driver", `store.dsn: required when driver is "postgres"`, 2},
 		{"postgres with empty dsn", "[store]\ndriver = \"postgres\"\ndsn = \"\"\n",
 			"store.dsn", `store.dsn: required when driver is "postgres"`, 3},
+		{"bad dsn", "[store]\ndriver = \"postgres\"\ndsn = \"postgres://herd:s3cret@db:notaport/herd\"\n",
+			"store.dsn", `store.dsn: not a PostgreSQL connection string`, 3},
+		{"bad dsn keyword", "[store]\ndriver = \"postgres\"\ndsn = \"host=db sslmode=sometimes\"\n",
+			"store.dsn", `store.dsn: not a PostgreSQL connection string`, 3},
+		{"dsn with sqlite", "[store]\ndsn = \"postgres://herd@db/herd\"\n",
+			"store.dsn", `store.dsn: only used when driver is "postgres"`, 2},
 		{"bad driver", "[store]\ndriver = \"mysql\"\n",
 			"store.driver", `store.driver: "mysql" is not one of sqlite, postgres`, 2},
 		{"bad env key", "[[role]]\nname = \"w\"\ncommand = [\"a\"]\nenv = { \"1X\" = \"v\" }\n",
@@ -117,6 +143,10 @@ func TestParseErrors(t *testing.T) {
 			"escalation.command", `escalation.command: "notify-send" is a string`, 2},
 		{"bad webhook", "[escalation]\nwebhook = \"example.com/hook\"\n",
 			"escalation.webhook", `escalation.webhook: "example.com/hook" is not an http or https URL`, 2},
+		{"metrics listen without port", "[metrics]\nlisten = \"127.0.0.1\"\n",
+			"metrics.listen", `metrics.listen: "127.0.0.1" is not host:port`, 2},
+		{"metrics listen bad port", "[metrics]\nlisten = \"127.0.0.1:http\"\n",
+			"metrics.listen", `metrics.listen: "127.0.0.1:http" has no valid port`, 2},
 		{"socket path", "[tmux]\nsocket = \"/tmp/sock\"\n",
 			"tmux.socket", `tmux.socket: "/tmp/sock" must be a socket name`, 2},
 		{"empty binary", "[tmux]\nbinary = \"\"\n",
@@ -193,6 +223,8 @@ host = "box-1"
 [store]
 driver = "postgres"
 dsn = "postgres://herd@db/herd"
+event_retention = "0"
+event_max_rows = 5000
 
 [tmux]
 socket = ""
@@ -202,6 +234,7 @@ binary = "/opt/tmux"
 interval = "500ms"
 timeout = "3s"
 concurrency = 4
+mass_death_fraction = 0.8
 
 [restart]
 policy = "on-failure"
@@ -228,6 +261,9 @@ unknown_after = "2m"
 command = ["notify-send", "herd"]
 webhook = "https://hooks.example.com/herd"
 
+[metrics]
+listen = "127.0.0.1:9464"
+
 [[role]]
 name = "worker"
 replicas = 2
@@ -252,15 +288,16 @@ func TestParseFullFile(t *testing.T) {
 	}
 	want := &Config{
 		Daemon:  Daemon{Host: "box-1"},
-		Store:   Store{Driver: DriverPostgres, DSN: "postgres://herd@db/herd"},
+		Store:   Store{Driver: DriverPostgres, DSN: "postgres://herd@db/herd", EventRetention: 0, EventMaxRows: 5000},
 		Tmux:    Tmux{Socket: "", Binary: "/opt/tmux"},
-		Probe:   Probe{Interval: 500 * time.Millisecond, Timeout: 3 * time.Second, Concurrency: 4},
+		Probe:   Probe{Interval: 500 * time.Millisecond, Timeout: 3 * time.Second, Concurrency: 4, MassDeathFraction: 0.8},
 		Restart: herd.RestartPolicy{Policy: herd.PolicyOnFailure, InitialBackoff: 5 * time.Second, MaxBackoff: 2 * time.Minute, ResetAfter: 15 * time.Minute, MaxRestarts: 7},
 		Watchdog: Watchdog{StallAfter: 90 * time.Second, StallRepeat: time.Minute,
 			LivenessTimeout: 20 * time.Minute, StallAutoKill: true},
 		Reaper: Reaper{Interval: time.Hour, IdleAfter: 24 * time.Hour},
 		Escalation: Escalation{WaitingAfter: 10 * time.Minute, UnknownAfter: 2 * time.Minute,
 			Command: []string{"notify-send", "herd"}, Webhook: "https://hooks.example.com/herd"},
+		Metrics: Metrics{Listen: "127.0.0.1:9464"},
 		Roles: []herd.Role{
 			{
 				Name: "worker", Replicas: 2, Command: []string{"claude", "--model", "opus"},
@@ -289,9 +326,9 @@ func TestDefaults(t *testing.T) {
 	}
 	want := &Config{
 		Daemon:  Daemon{Host: host},
-		Store:   Store{Driver: "sqlite"},
+		Store:   Store{Driver: "sqlite", EventRetention: 720 * time.Hour, EventMaxRows: 1_000_000},
 		Tmux:    Tmux{Socket: "herd", Binary: "tmux"},
-		Probe:   Probe{Interval: time.Second, Timeout: 2 * time.Second, Concurrency: 8},
+		Probe:   Probe{Interval: time.Second, Timeout: 2 * time.Second, Concurrency: 8, MassDeathFraction: 0.5},
 		Restart: herd.RestartPolicy{Policy: "always", InitialBackoff: 10 * time.Second, MaxBackoff: 5 * time.Minute, ResetAfter: 10 * time.Minute, MaxRestarts: 5},
 		Watchdog: Watchdog{StallAfter: 5 * time.Minute, StallRepeat: 3 * time.Minute,
 			LivenessTimeout: 10 * time.Minute, StallAutoKill: false},
@@ -463,5 +500,30 @@ func TestParseRefusesHugeFile(t *testing.T) {
 	cfg, err := Parse([]byte(doc), "herd.toml", "/base")
 	if cfg != nil || err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Errorf("[huge file] expected a size error, got %v, %v", cfg, err)
+	}
+}
+
+func TestEventRetentionZero(t *testing.T) {
+	for _, doc := range []string{"[store]\nevent_retention = 0\n", "[store]\nevent_retention = \"0\"\n", "[store]\nevent_retention = \"0s\"\n"} {
+		cfg, err := Parse([]byte(doc), "herd.toml", "/base")
+		if err != nil || cfg.Store.EventRetention != 0 {
+			t.Errorf("[%q] expected retention 0 (keep all) … got %v", doc, err)
+		}
+	}
+	cfg, err := Parse([]byte("[store]\nevent_retention = \"48h\"\n"), "herd.toml", "/base")
+	if err != nil || cfg.Store.EventRetention != 48*time.Hour {
+		t.Errorf("[48h] expected 48h … got %v", err)
+	}
+}
+
+// TestBadDSNHidesPassword: an invalid DSN is quoted back without its password.
+func TestBadDSNHidesPassword(t *testing.T) {
+	doc := "[store]\ndriver = \"postgres\"\ndsn = \"postgres://herd:s3cret@db:notaport/herd\"\n"
+	_, err := Parse([]byte(doc), "herd.toml", "/base")
+	if err == nil {
+		t.Fatal("expected an error, got none")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("[message] expected the password masked, got %q", err)
 	}
 }

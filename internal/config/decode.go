@@ -23,6 +23,7 @@ type fileConfig struct {
 	Watchdog   fileWatchdog   `toml:"watchdog"`
 	Reaper     fileReaper     `toml:"reaper"`
 	Escalation fileEscalation `toml:"escalation"`
+	Metrics    fileMetrics    `toml:"metrics"`
 	Role       []fileRole     `toml:"role"`
 }
 
@@ -31,8 +32,10 @@ type fileDaemon struct {
 }
 
 type fileStore struct {
-	Driver *string `toml:"driver"`
-	DSN    *string `toml:"dsn"`
+	Driver         *string `toml:"driver"`
+	DSN            *string `toml:"dsn"`
+	EventRetention any     `toml:"event_retention"` // a duration string, or 0
+	EventMaxRows   *int    `toml:"event_max_rows"`
 }
 
 type fileTmux struct {
@@ -41,9 +44,10 @@ type fileTmux struct {
 }
 
 type fileProbe struct {
-	Interval    *string `toml:"interval"`
-	Timeout     *string `toml:"timeout"`
-	Concurrency *int    `toml:"concurrency"`
+	Interval          *string  `toml:"interval"`
+	Timeout           *string  `toml:"timeout"`
+	Concurrency       *int     `toml:"concurrency"`
+	MassDeathFraction *float64 `toml:"mass_death_fraction"`
 }
 
 type fileRestart struct {
@@ -75,6 +79,10 @@ type fileEscalation struct {
 	Webhook      *string `toml:"webhook"`
 }
 
+type fileMetrics struct {
+	Listen *string `toml:"listen"`
+}
+
 type fileRole struct {
 	Name         *string           `toml:"name"`
 	Replicas     *int              `toml:"replicas"`
@@ -85,6 +93,14 @@ type fileRole struct {
 	Agent        *string           `toml:"agent"`
 	AgentProcess *string           `toml:"agent_process"`
 	Restart      fileRestart       `toml:"restart"`
+
+	Worktree        *bool   `toml:"worktree"`
+	WorktreeBase    *string `toml:"worktree_base"`
+	WorktreeSetup   any     `toml:"worktree_setup"`
+	WorktreeInclude any     `toml:"worktree_include"`
+	MemoryMax       *string `toml:"memory_max"`
+	PidsMax         *int64  `toml:"pids_max"`
+	RestartOnUpdate *bool   `toml:"restart_on_update"`
 }
 
 // decode strictly decodes data: unknown keys and mistyped values are errors.

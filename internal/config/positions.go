@@ -63,12 +63,39 @@ func (p *positions) name(key string, line, col int) string {
 	return key
 }
 
+// MaxDepth bounds how deeply arrays and inline tables may nest, and how
+// many parts one key may have. Real files nest two or three levels; the
+// bound keeps a hostile file from costing time quadratic in its size (every
+// nested element has a path as long as its depth).
+const MaxDepth = 32
+
+// DepthError reports a key or value nested deeper than MaxDepth.
+type DepthError struct {
+	Line int    // 1-based line where the limit is crossed
+	Key  string // canonical path of the key holding the value
+	What string // "arrays and inline tables nest" or "key has"
+}
+
+// Error names the key and the limit.
+func (e *DepthError) Error() string {
+	if e.What == depthKey {
+		return fmt.Sprintf("%s: key has more than %d dotted parts", e.Key, MaxDepth)
+	}
+	return fmt.Sprintf("%s: arrays and inline tables nest more than %d levels deep", e.Key, MaxDepth)
+}
+
+const (
+	depthValue = "value"
+	depthKey   = "key"
+)
+
 // indexer walks a parsed document, tracking the current table.
 type indexer struct {
 	p      unstable.Parser
 	pos    *positions
 	nl     []int          // byte offsets of every '\n'
 	arrays map[string]int // array-of-tables path -> elements seen so far
+	err    *DepthError    // the first depth problem; ends the walk
 }
 
 // indexPositions parses data and records the line of every key.
@@ -85,15 +112,21 @@ func indexPositions(data []byte) (*positions, error) {
 	}
 	ix.p.Reset(data)
 	prefix := ""
-	for ix.p.NextExpression() {
+	for ix.err == nil && ix.p.NextExpression() {
 		n := ix.p.Expression()
 		switch n.Kind {
 		case unstable.Table:
-			parts, first := ix.keyParts(n.Key())
+			parts, first, ok := ix.keyParts(prefix, n.Key())
+			if !ok {
+				break
+			}
 			prefix = ix.canon(parts)
 			ix.record(prefix, first)
 		case unstable.ArrayTable:
-			parts, first := ix.keyParts(n.Key())
+			parts, first, ok := ix.keyParts(prefix, n.Key())
+			if !ok {
+				break
+			}
 			full := ix.canon(parts[:len(parts)-1])
 			full = join(full, parts[len(parts)-1])
 			ix.arrays[full]++
@@ -101,8 +134,11 @@ func indexPositions(data []byte) (*positions, error) {
 			ix.record(full, first)
 			ix.record(prefix, first)
 		case unstable.KeyValue:
-			ix.keyValue(prefix, n)
+			ix.keyValue(prefix, n, "", 0)
 		}
+	}
+	if ix.err != nil {
+		return nil, ix.err
 	}
 	if err := ix.p.Error(); err != nil {
 		return nil, err
@@ -110,16 +146,38 @@ func indexPositions(data []byte) (*positions, error) {
 	return ix.pos, nil
 }
 
-// keyParts returns the parts of a key and the line and column of each.
-func (ix *indexer) keyParts(it unstable.Iterator) ([]string, [][2]int) {
+// keyParts returns the parts of a key and the line and column of each. A
+// key of more than MaxDepth parts records a DepthError naming it from
+// prefix, and returns false.
+func (ix *indexer) keyParts(prefix string, it unstable.Iterator) ([]string, [][2]int, bool) {
 	var parts []string
 	var at [][2]int
 	for it.Next() {
 		k := it.Node()
+		if len(parts) == MaxDepth {
+			ix.fail(depthKey, join(prefix, joinParts(parts)), ix.lineCol(k.Raw)[0])
+			return nil, nil, false
+		}
 		parts = append(parts, string(k.Data))
 		at = append(at, ix.lineCol(k.Raw))
 	}
-	return parts, at
+	return parts, at, true
+}
+
+// fail records the first depth problem.
+func (ix *indexer) fail(what, key string, line int) {
+	if ix.err == nil {
+		ix.err = &DepthError{Line: line, Key: key, What: what}
+	}
+}
+
+// joinParts joins key parts with dots.
+func joinParts(parts []string) string {
+	path := ""
+	for _, p := range parts {
+		path = join(path, p)
+	}
+	return path
 }
 
 // canon turns the parts of a table header into a canonical path: a part
@@ -147,44 +205,57 @@ func (ix *indexer) record(path string, at [][2]int) {
 }
 
 // keyValue records a key = value line under prefix, descending into inline
-// tables and arrays.
-func (ix *indexer) keyValue(prefix string, n *unstable.Node) {
-	parts, at := ix.keyParts(n.Key())
+// tables and arrays. depth counts the arrays and inline tables around it;
+// outer is the key of the outermost of them ("" at depth 0).
+func (ix *indexer) keyValue(prefix string, n *unstable.Node, outer string, depth int) {
+	parts, at, ok := ix.keyParts(prefix, n.Key())
+	if !ok {
+		return
+	}
 	path := prefix
 	for i, part := range parts {
 		path = join(path, part)
 		ix.record(path, at[i:i+1])
 	}
 	line := at[len(at)-1][0]
-	ix.value(path, line, n.Value())
+	if outer == "" {
+		outer = path
+	}
+	ix.value(outer, path, line, n.Value(), depth)
 }
 
-// value records the elements of an inline table or array written at path.
-func (ix *indexer) value(path string, line int, v *unstable.Node) {
-	switch v.Kind {
-	case unstable.InlineTable:
-		it := v.Children()
-		for it.Next() {
+// value records the elements of an inline table or array written at path,
+// the value of key, nested depth levels deep.
+func (ix *indexer) value(key, path string, line int, v *unstable.Node, depth int) {
+	if v.Kind != unstable.InlineTable && v.Kind != unstable.Array {
+		return
+	}
+	if depth == MaxDepth {
+		ix.fail(depthValue, key, line)
+		return
+	}
+	it := v.Children()
+	if v.Kind == unstable.InlineTable {
+		for ix.err == nil && it.Next() {
 			if c := it.Node(); c.Kind == unstable.KeyValue {
-				ix.keyValue(path, c)
+				ix.keyValue(path, c, key, depth+1)
 			}
 		}
-	case unstable.Array:
-		it := v.Children()
-		for i := 0; it.Next(); {
-			c := it.Node()
-			if c.Kind == unstable.Comment {
-				continue
-			}
-			elem := fmt.Sprintf("%s[%d]", path, i)
-			l := line
-			if c.Raw.Length > 0 {
-				l = ix.lineCol(c.Raw)[0]
-			}
-			ix.setLine(elem, l)
-			ix.value(elem, l, c)
-			i++
+		return
+	}
+	for i := 0; ix.err == nil && it.Next(); {
+		c := it.Node()
+		if c.Kind == unstable.Comment {
+			continue
 		}
+		elem := fmt.Sprintf("%s[%d]", path, i)
+		l := line
+		if c.Raw.Length > 0 {
+			l = ix.lineCol(c.Raw)[0]
+		}
+		ix.setLine(elem, l)
+		ix.value(key, elem, l, c, depth+1)
+		i++
 	}
 }
 

@@ -67,6 +67,8 @@ func resolveKinds(r herd.Role) herd.Role {
 	}
 	r.Command = slices.Clone(r.Command)
 	r.Env = maps.Clone(r.Env)
+	r.WorktreeSetup = slices.Clone(r.WorktreeSetup)
+	r.WorktreeInclude = slices.Clone(r.WorktreeInclude)
 	return r
 }
 
@@ -152,11 +154,51 @@ func roleProblems(r herd.Role) []problem {
 			add("value contains a NUL byte", key)
 		}
 	}
+	probs = append(probs, containmentProblems(r)...)
 	for _, p := range restartProblems(r.Restart) {
 		for i := range p.keys {
 			p.keys[i] = "restart." + p.keys[i]
 		}
 		probs = append(probs, p)
+	}
+	return probs
+}
+
+// containmentProblems checks a role's worktree and resource keys.
+func containmentProblems(r herd.Role) []problem {
+	var probs []problem
+	add := func(msg string, keys ...string) { probs = append(probs, problem{keys, msg}) }
+	switch b := r.WorktreeBase; {
+	case strings.HasPrefix(b, "-"):
+		add(fmt.Sprintf("%q must be a branch or commit, not an option", b), "worktree_base")
+	case strings.ContainsFunc(b, func(c rune) bool { return c <= ' ' || c == 0x7f }):
+		add(fmt.Sprintf("%q contains white space or a control character", b), "worktree_base")
+	}
+	if len(r.WorktreeSetup) > 0 {
+		probs = append(probs, argvProblems(r.WorktreeSetup, "worktree_setup")...)
+	}
+	for i, g := range r.WorktreeInclude {
+		key := fmt.Sprintf("worktree_include[%d]", i)
+		clean := filepath.Clean(g)
+		switch {
+		case g == "" || strings.ContainsRune(g, 0):
+			add("must be a non-empty glob", key, "worktree_include")
+		case filepath.IsAbs(g) || clean == ".." || strings.HasPrefix(clean, "../"):
+			add(fmt.Sprintf("%q must be relative to the workdir, inside it", g), key, "worktree_include")
+		default:
+			if _, err := filepath.Match(g, ""); err != nil {
+				add(fmt.Sprintf("%q is not a valid glob: %v", g, err), key, "worktree_include")
+			}
+		}
+	}
+	switch {
+	case r.MemoryMax < 0:
+		add(fmt.Sprintf("must be 0 (no limit) or more, got %d", r.MemoryMax), "memory_max")
+	case r.MemoryMax > 0 && r.MemoryMax < MinMemoryMax:
+		add(fmt.Sprintf("%d bytes is below the minimum of 1M", r.MemoryMax), "memory_max")
+	}
+	if r.PidsMax < 0 {
+		add(fmt.Sprintf("must be 0 (no limit) or more, got %d", r.PidsMax), "pids_max")
 	}
 	return probs
 }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"herd"
 	"herd/internal/api"
+	"herd/internal/spool"
+
+	"golang.org/x/sys/unix"
 )
 
 // spoolLog collects the daemon's log for a test to read.
@@ -37,14 +38,13 @@ func (b *spoolLog) String() string {
 // spoolEnv is a wdEnv whose log is kept, with one report spooled.
 func spoolEnv(t *testing.T) (*wdEnv, *spoolLog, string) {
 	t.Helper()
-	e := newWDEnv(t)
 	logs := &spoolLog{}
-	e.d.log = slog.New(slog.NewTextHandler(logs, nil))
+	e := newWDEnvLog(t, logs)
 	rep := api.ActivityReport{Session: wdSession, Incarnation: "inc-1", Payload: []byte(hook("PermissionRequest")), At: e.at(time.Second)}
-	if err := SpoolActivity(e.dir, rep); err != nil {
+	if err := spool.Append(spool.Dir(e.dir), rep); err != nil {
 		t.Fatal(err)
 	}
-	return e, logs, ActivityDir(e.dir)
+	return e, logs, spool.Dir(e.dir)
 }
 
 // ingestWithin runs ingestAll and fails the test if it has not returned
@@ -54,7 +54,7 @@ func ingestWithin(t *testing.T, e *wdEnv, ctx context.Context, limit time.Durati
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.d.ingestAll(ctx, ActivityDir(e.dir))
+		e.d.stalls.IngestAll(ctx)
 	}()
 	select {
 	case <-done:
@@ -159,3 +159,10 @@ func TestSpoolIngestFIFO(t *testing.T) {
 		t.Errorf("expected both FIFOs logged as not regular files, got %d in %q", n, logs.String())
 	}
 }
+
+// The spool's file names and lock wait, as the stalls package writes them.
+const (
+	spoolSuffix    = ".jsonl"
+	ingestSuffix   = ".ingest"
+	ingestLockWait = time.Second
+)

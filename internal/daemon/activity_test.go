@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/config"
+	"herd/internal/spool"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -35,6 +35,12 @@ const wdSession = "w-0"
 
 func newWDEnv(t *testing.T) *wdEnv {
 	t.Helper()
+	return newWDEnvLog(t, io.Discard)
+}
+
+// newWDEnvLog is newWDEnv with the daemon logging to w.
+func newWDEnvLog(t *testing.T, w io.Writer) *wdEnv {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "herd.db"))
 	if err != nil {
@@ -46,7 +52,7 @@ func newWDEnv(t *testing.T) *wdEnv {
 	cfg.Tmux.Binary = "/bin/false"
 	cfg.Watchdog.StallAfter = time.Minute
 	cfg.Watchdog.StallRepeat = time.Minute
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.NewTextHandler(w, nil))
 	d, err := New(Options{StateDir: dir, Config: cfg, Store: st, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +91,7 @@ func (e *wdEnv) report(t *testing.T, inc string, at time.Duration, payload strin
 // reportFrom is report, from the spool when spooled.
 func (e *wdEnv) reportFrom(t *testing.T, inc string, at time.Duration, payload string, spooled bool) string {
 	t.Helper()
-	msg, err := e.d.applyReport(context.Background(), api.ActivityReport{
+	msg, err := e.d.stalls.ApplyReport(context.Background(), api.ActivityReport{
 		Session: wdSession, Incarnation: inc, Payload: []byte(payload), At: e.at(at)}, spooled)
 	if err != nil {
 		t.Fatalf("[report %s] expected no error, got %v", payload, err)
@@ -144,22 +150,22 @@ func TestActivityThroughDaemon(t *testing.T) {
 	steps := []step{
 		{"session start", func() { e.report(t, "inc-1", time.Second, hook("SessionStart")) }, herd.ActivityWorking, herd.StateRunning, 1},
 		{"tool starts", func() { e.report(t, "inc-1", 2*time.Second, hook("PreToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 1},
-		{"a long tool is no stall at 2m", func() { e.d.watchdogTick(ctx, e.at(2*time.Minute)) }, herd.ActivityWorking, herd.StateRunning, 1},
+		{"a long tool is no stall at 2m", func() { e.d.stalls.Tick(ctx, e.at(2*time.Minute)) }, herd.ActivityWorking, herd.StateRunning, 1},
 		{"permission request", func() {
 			e.report(t, "inc-1", 2*time.Minute+10*time.Second, hook("PermissionRequest", `"tool_name":"Bash"`))
 		}, herd.ActivityWaiting, herd.StateRunning, 2},
-		{"waiting does not expire nor stall", func() { e.d.watchdogTick(ctx, e.at(time.Hour)) }, herd.ActivityWaiting, herd.StateRunning, 2},
+		{"waiting does not expire nor stall", func() { e.d.stalls.Tick(ctx, e.at(time.Hour)) }, herd.ActivityWaiting, herd.StateRunning, 2},
 		{"other notifications keep waiting", func() {
 			e.report(t, "inc-1", time.Hour, hook("Notification", `"notification_type":"auth_success"`, `"message":"signed in"`))
 		}, herd.ActivityWaiting, herd.StateRunning, 2},
 		{"the tool ran", func() { e.report(t, "inc-1", time.Hour+time.Minute, hook("PostToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 3},
-		{"silent while working: stalled", func() { e.d.watchdogTick(ctx, e.at(time.Hour+2*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
-		{"stalled still: a warning", func() { e.d.watchdogTick(ctx, e.at(time.Hour+3*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
+		{"silent while working: stalled", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+2*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
+		{"stalled still: a warning", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+3*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
 		{"turn over", func() { e.report(t, "inc-1", time.Hour+4*time.Minute, hook("Stop")) }, herd.ActivityIdle, herd.StateStalled, 4},
 		{"a spooled report from before the turn over, ingested late, changes nothing", func() {
 			e.reportFrom(t, "inc-1", time.Hour+3*time.Minute+50*time.Second, hook("PreToolUse", `"tool_name":"Bash"`), true)
 		}, herd.ActivityIdle, herd.StateStalled, 4},
-		{"idle unstalls", func() { e.d.watchdogTick(ctx, e.at(time.Hour+4*time.Minute+time.Second)) }, herd.ActivityIdle, herd.StateRunning, 4},
+		{"idle unstalls", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+4*time.Minute+time.Second)) }, herd.ActivityIdle, herd.StateRunning, 4},
 		{"stale incarnation is ignored", func() {
 			if msg := e.report(t, "inc-0", time.Hour+5*time.Minute, hook("PreToolUse")); !strings.Contains(msg, "ignored") {
 				t.Errorf("[stale] expected the report to be ignored, got %q", msg)
@@ -194,7 +200,7 @@ func TestActivityThroughDaemon(t *testing.T) {
 	if warnings[0].Data["count"] != float64(1) {
 		t.Errorf("[warning] expected count 1, got %v", warnings[0].Data["count"])
 	}
-	sum := e.d.summaryData("inc-1")
+	sum := e.d.stalls.Summary("inc-1")
 	if sum["hook_events"] != 8 || sum["stall_warnings"] != 1 || sum["last_event_type"] != "SessionEnd" || sum["agent_session_id"] != "agent-42" {
 		t.Errorf("[summary] expected 8 hooks (the late one counted), 1 warning, last SessionEnd, agent-42, got %v", sum)
 	}
@@ -214,7 +220,7 @@ func TestActivityHandlerRejectsGarbage(t *testing.T) {
 		{"event from the argument", `{"session":"w-0","incarnation":"inc-1","event":"Stop","payload":"` + b64(`{}`) + `"}`, http.StatusOK},
 		{"unknown session", `{"session":"x-0","incarnation":"inc-1","event":"Stop","payload":"` + b64(`{}`) + `"}`, http.StatusOK},
 	}
-	h := e.d.routes()
+	h := e.d.server.Handler()
 	for _, c := range cases {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/activity", strings.NewReader(c.body)))
@@ -239,22 +245,22 @@ func TestSpoolIngest(t *testing.T) {
 	e := newWDEnv(t)
 	for i, p := range []string{hook("SessionStart"), hook("PreToolUse", `"tool_name":"Read"`), hook("PermissionRequest")} {
 		rep := api.ActivityReport{Session: wdSession, Incarnation: "inc-1", Payload: []byte(p), At: e.at(time.Duration(i+1) * time.Second)}
-		if err := SpoolActivity(e.dir, rep); err != nil {
+		if err := spool.Append(spool.Dir(e.dir), rep); err != nil {
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(ActivityDir(e.dir), wdSession+".jsonl")
+	path := filepath.Join(spool.Dir(e.dir), wdSession+".jsonl")
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintln(f, "not a report")
 	f.Close()
-	if err := SpoolActivity(e.dir, api.ActivityReport{Session: "../evil", Incarnation: "x"}); err == nil {
+	if err := spool.Append(spool.Dir(e.dir), api.ActivityReport{Session: "../evil", Incarnation: "x"}); err == nil {
 		t.Error("[bad name] expected an error, got none")
 	}
 
-	e.d.ingestAll(context.Background(), ActivityDir(e.dir))
+	e.d.stalls.IngestAll(context.Background())
 	s, _ := e.session(t)
 	if s.Activity != herd.ActivityWaiting {
 		t.Errorf("[ingested] expected waiting, got %s", s.Activity)
@@ -262,7 +268,7 @@ func TestSpoolIngest(t *testing.T) {
 	if want := e.at(3 * time.Second); s.LastActivityAt == nil || !s.LastActivityAt.Equal(want) {
 		t.Errorf("[ingested] expected last activity %v, got %v", want, s.LastActivityAt)
 	}
-	left, _ := os.ReadDir(ActivityDir(e.dir))
+	left, _ := os.ReadDir(spool.Dir(e.dir))
 	if len(left) != 0 {
 		t.Errorf("[ingested] expected an empty spool dir, got %d file(s)", len(left))
 	}
@@ -271,57 +277,21 @@ func TestSpoolIngest(t *testing.T) {
 	}
 }
 
-// TestTailer checks the output tailer: partial lines wait for their end,
-// a capped (rotated) file loses no line, and an adopted file is read from
-// its last window only, at a line start.
-func TestTailer(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "out")
-	write := func(s string) {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
+// TestEventsBadQuery: regression — a negative or garbled limit or after
+// answered 500 (the store refused it); it is the client's error.
+func TestEventsBadQuery(t *testing.T) {
+	e := newWDEnv(t)
+	h := e.d.server.Handler()
+	for _, q := range []string{"limit=-1", "limit=x", "after=-3", "after=1e3"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/events?"+q, nil))
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("[%s] expected 400 … got %d %s", q, rec.Code, rec.Body)
 		}
-		f.WriteString(s)
-		f.Close()
 	}
-	var got []string
-	collect := func(b []byte, _ time.Time) { got = append(got, string(b)) }
-	tl := &tailer{path: path}
-	now := time.Now()
-	if err := tl.poll(now, collect); err != nil || len(got) != 0 {
-		t.Fatalf("[missing file] expected nothing, got %v, %v", got, err)
-	}
-	write("one\ntw")
-	tl.poll(now, collect)
-	write("o\nthree\n")
-	tl.poll(now, collect)
-	write("four\nfive\n")
-	if err := tl.capFile(5, now, collect); err != nil {
-		t.Fatal(err)
-	}
-	write("six\n")
-	tl.poll(now, collect)
-	want := []string{"one", "two", "three", "four", "five", "six"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("[rotation] expected %v, got %v", want, got)
-	}
-
-	big := filepath.Join(dir, "big")
-	var buf bytes.Buffer
-	for i := 0; buf.Len() < 3*adoptWindow; i++ {
-		fmt.Fprintf(&buf, "line %d\n", i)
-	}
-	if err := os.WriteFile(big, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got = nil
-	(&tailer{path: big}).poll(now, collect)
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	if len(got) == 0 || len(got) > adoptWindow/6 || got[len(got)-1] != lines[len(lines)-1] {
-		t.Fatalf("[adopt] expected the last window's lines, got %d ending %q", len(got), got[len(got)-1])
-	}
-	if !strings.HasPrefix(got[0], "line ") || !strings.Contains(buf.String(), "\n"+got[0]+"\n") {
-		t.Errorf("[adopt] expected whole lines, first is %q", got[0])
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/events?limit=2&after=0", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("[good] expected 200 … got %d %s", rec.Code, rec.Body)
 	}
 }

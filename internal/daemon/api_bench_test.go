@@ -45,7 +45,7 @@ func BenchmarkListSessions1000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := d.routes()
+	h := d.server.Handler()
 	for b.Loop() {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/sessions", nil))
@@ -90,14 +90,14 @@ func BenchmarkReadLive200(b *testing.B) {
 	}
 	b.Run("bulk", func(b *testing.B) {
 		for b.Loop() {
-			if _, live, err := d.readLive(ctx); err != nil || len(live) != 200 {
+			if _, live, err := d.status.Live(ctx); err != nil || len(live) != 200 {
 				b.Fatalf("expected 200 live sessions, got %d (%v)", len(live), err)
 			}
 		}
 	})
 	b.Run("per-session", func(b *testing.B) {
 		for b.Loop() {
-			_, sessions, err := d.snapshot(ctx)
+			sessions, _, err := d.status.Live(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}

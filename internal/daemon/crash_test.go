@@ -9,6 +9,7 @@ import (
 
 	"herd"
 	"herd/internal/config"
+	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -28,7 +29,7 @@ func newTestDaemon(t *testing.T) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.watchCtx = context.Background()
+	t.Cleanup(func() { d.slots.Close(); d.prober.Close() })
 	return d
 }
 
@@ -36,7 +37,7 @@ func newTestDaemon(t *testing.T) *Daemon {
 func seed(t *testing.T, d *Daemon, inc string) {
 	t.Helper()
 	now := time.Now().UTC()
-	err := d.st.Update(context.Background(), func(tx store.Tx) error {
+	err := d.status.Store().Update(context.Background(), func(tx store.Tx) error {
 		if err := tx.PutRole(herd.Role{Name: "w", Replicas: 1, Command: []string{"x"}, Runtime: herd.RuntimeExec, Restart: d.cfg.Restart}); err != nil {
 			return err
 		}
@@ -57,7 +58,7 @@ func seed(t *testing.T, d *Daemon, inc string) {
 
 func session(t *testing.T, d *Daemon) (s herd.Session, events []herd.Event) {
 	t.Helper()
-	d.st.View(context.Background(), func(tx store.Tx) (err error) {
+	d.status.Store().View(context.Background(), func(tx store.Tx) (err error) {
 		if s, err = tx.Session("w-0"); err != nil {
 			return err
 		}
@@ -87,7 +88,7 @@ func TestOneDeathManyPaths(t *testing.T) {
 		accounted := make(chan bool, len(paths))
 		for _, exit := range paths {
 			wg.Go(func() {
-				ok, err := d.recordDeath(context.Background(), death{Session: "w-0", Incarnation: inc, Exit: exit})
+				ok, err := d.status.RecordDeath(context.Background(), status.Death{Session: "w-0", Incarnation: inc, Exit: exit})
 				if err != nil {
 					t.Error(err)
 				}
@@ -125,7 +126,7 @@ func TestOneDeathManyPaths(t *testing.T) {
 	}
 	// A late report of an old death changes nothing.
 	before, _ := session(t, d)
-	if ok, _ := d.recordDeath(context.Background(), death{Session: "w-0", Incarnation: "inc-a", Exit: paths[0]}); ok {
+	if ok, _ := d.status.RecordDeath(context.Background(), status.Death{Session: "w-0", Incarnation: "inc-a", Exit: paths[0]}); ok {
 		t.Error("expected a stale death ignored")
 	}
 	if after, _ := session(t, d); after.Restarts != before.Restarts || after.State != before.State {
@@ -137,8 +138,8 @@ func TestOneDeathManyPaths(t *testing.T) {
 func TestStoppingIsNotACrash(t *testing.T) {
 	d := newTestDaemon(t)
 	seed(t, d, "inc-a")
-	d.setStopping("inc-a", true)
-	if ok, _ := d.recordDeath(context.Background(), death{Session: "w-0", Incarnation: "inc-a", Exit: herd.Exit{Reason: herd.ReasonProcessGone}}); ok {
+	d.status.BeginTakedown("inc-a", "")
+	if ok, _ := d.status.RecordDeath(context.Background(), status.Death{Session: "w-0", Incarnation: "inc-a", Exit: herd.Exit{Reason: herd.ReasonProcessGone}}); ok {
 		t.Error("expected the stop path's death not to be accounted as a crash")
 	}
 	if s, crashes := session(t, d); len(crashes) != 0 || s.State != herd.StateRunning {

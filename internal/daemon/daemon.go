@@ -1,10 +1,10 @@
-// Package daemon is herd's supervisor: it launches, probes, restarts and stops agent sessions and serves the API.
+// Package daemon wires herd's supervisor together: the state writer, the
+// runtimes, the prober, the slots, the watchdog, the escalator, the reaper
+// and the API, each a component with its own loop.
 package daemon
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,13 +12,25 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"herd"
+	"herd/internal/cgroup"
 	"herd/internal/config"
-	"herd/internal/execrt"
+	"herd/internal/escalation"
+	"herd/internal/loop"
+	"herd/internal/metrics"
+	"herd/internal/prober"
 	"herd/internal/proc"
+	"herd/internal/reaper"
+	"herd/internal/runtime"
+	"herd/internal/runtime/execrt"
+	"herd/internal/runtime/tmux"
+	"herd/internal/sdnotify"
+	"herd/internal/server"
+	"herd/internal/slots"
+	"herd/internal/stalls"
+	"herd/internal/status"
 	"herd/internal/store"
 )
 
@@ -33,56 +45,32 @@ type Options struct {
 	Proc proc.FS
 	// StopGrace is how long the stop path waits after SIGTERM before SIGKILL.
 	StopGrace time.Duration
+	// CaptureCommand is the argv of the process that writes exec agents'
+	// output to their files, capped as it is written (herd's own
+	// `capture`); empty: the agents write their files themselves, capped
+	// after the fact.
+	CaptureCommand []string
 }
 
 // Daemon supervises this host's sessions.
 type Daemon struct {
-	cfg      *config.Config
-	st       store.Store
-	log      *slog.Logger
-	version  string
-	stateDir string
-	host     string
-	bootID   string
-	proc     proc.FS
-	exec     *execrt.Runtime
-	grace    time.Duration
+	log    *slog.Logger
+	cfg    *config.Config
+	proc   proc.FS
+	host   string
+	bootID string
 
-	// kick wakes the reconcile loop at once (after a death or an API change).
-	kick chan struct{}
-	// probeKick wakes the prober at once (a pidfd reported an exit).
-	probeKick chan struct{}
-	// locks serializes every state change of one session (launch, death,
-	// stop), so that two paths never act on the same slot at once.
-	locks keyedMutex
-	// watchCtx parents every watcher; cancelled when the daemon stops. It is
-	// never used to kill agents: agents outlive the daemon.
-	watchCtx context.Context
-
-	mu sync.Mutex // guards the fields below
-	// watched maps an incarnation id to its watchers.
-	watched map[string]*watchSet
-	// stopping holds incarnations the stop path is taking down: their
-	// deaths are the stop path's to record, not crashes.
-	stopping map[string]bool
-
-	// stopSlots bounds the stops that run side by side (a scale-down of a
-	// large role, a role deletion); stopsUnderWay holds, by session, the
-	// end of each such stop.
-	stopSlots     chan struct{}
-	stopsUnderWay map[string]chan struct{}
-	// ops counts the stops and launches in flight; Run returns only once
-	// they are done (the store and the state-dir lock outlive them).
-	ops opTracker
-
-	// tmuxState is the tmux prober's memory between listings.
-	tmuxState tmuxState
-	// esc evaluates and delivers escalations on its own clock.
-	esc *escalator
-	// wdog is the watchdog's memory of activity, output and stalls.
-	wdog *wdState
-	// reapMu serializes reaper passes.
-	reapMu sync.Mutex
+	status    *status.Manager
+	tmux      *tmux.Runtime
+	exec      *execrt.Runtime
+	prober    *prober.Prober
+	slots     *slots.Slots
+	stalls    *stalls.Stalls
+	escalator *escalation.Escalator
+	reaper    *reaper.Reaper
+	server    *server.Server
+	// metrics is nil unless [metrics] listen is set.
+	metrics *metrics.Metrics
 }
 
 // New returns a daemon; Run starts it.
@@ -103,212 +91,152 @@ func New(o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	host := o.Config.Daemon.Host
+	cfg, log := o.Config, o.Logger
+	host := cfg.Daemon.Host
 	if host == "" {
 		if host, err = os.Hostname(); err != nil {
 			return nil, fmt.Errorf("daemon: hostname: %w", err)
 		}
 	}
-	d := &Daemon{
-		cfg: o.Config, st: o.Store, log: o.Logger, version: o.Version,
-		stateDir: o.StateDir, host: host, bootID: boot, proc: o.Proc, grace: o.StopGrace,
-		exec:          &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs")},
-		kick:          make(chan struct{}, 1),
-		probeKick:     make(chan struct{}, 1),
-		watched:       make(map[string]*watchSet),
-		stopping:      make(map[string]bool),
-		stopSlots:     make(chan struct{}, maxParallelStops),
-		stopsUnderWay: make(map[string]chan struct{}),
-		esc:           newEscalator(o.Config),
-		wdog:          newWDState(o.Proc, o.Logger),
+	d := &Daemon{log: log, cfg: cfg, proc: o.Proc, host: host, bootID: boot}
+	d.status = status.New(o.Store, host, cfg.Restart, log)
+	if cfg.Metrics.Listen != "" {
+		d.metrics = metrics.New(d.metricsSnapshot)
+		d.status.Metrics = d.metrics
 	}
+	d.tmux = tmux.New(&tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket, Timeout: cfg.Probe.Timeout})
+	d.exec = &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs"), CaptureCommand: o.CaptureCommand}
+	d.prober = prober.New(prober.Options{
+		Status: d.status, Proc: o.Proc, BootID: boot, Tmux: d.tmux,
+		Interval: cfg.Probe.Interval, Concurrency: cfg.Probe.Concurrency, MassDeathFraction: cfg.Probe.MassDeathFraction, Log: log,
+		Leftover: func(inc herd.Incarnation) { d.slots.KillLeftover(inc) },
+	})
+	d.slots = slots.New(slots.Options{
+		Status: d.status, Prober: d.prober, Proc: o.Proc, BootID: boot,
+		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
+		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
+		Defaults: cfg.Restart, Log: log, Contain: cgroup.New(log, cgroup.Options{}, boot),
+	})
+	d.stalls = stalls.New(stalls.Options{
+		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
+		Config: cfg, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Log: log,
+	})
+	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
+	d.escalator.Metrics = d.metrics
+	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Log: log})
+	d.server = server.New(server.Options{
+		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator,
+		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
+	})
+	d.status.Observe(d.stalls.Summary, func(inc string) {
+		d.prober.Unwatch(inc)
+		d.slots.Ended(inc)
+		d.slots.Kick()
+	})
 	return d, nil
 }
 
 // Run supervises until ctx is done, serving the API on ln. Agents keep
-// running after Run returns.
+// running after Run returns; takedowns under way are finished first.
 func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
-	watchCtx, cancelWatchers := context.WithCancel(context.Background())
-	defer cancelWatchers()
-	d.watchCtx = watchCtx
-
 	d.log.Info("daemon starting", "host", d.host, "boot_id", d.bootID, "socket", ln.Addr().String())
-	if err := d.sweepAfterReboot(ctx); err != nil {
+	if err := d.slots.SweepAfterReboot(ctx); err != nil {
 		d.log.Error("reboot sweep", "err", err)
 	}
-	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 5 * time.Second}
-	var wg sync.WaitGroup
+	srv := &http.Server{Handler: d.server.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	g := loop.Group{Log: d.log}
 	// The API and the loops on their own clocks (escalations, watchdog,
 	// reaper) start first: a hung runtime during adoption must not hold
 	// them back.
-	wg.Go(func() {
+	g.Go("api", func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			d.log.Error("api server", "err", err)
 		}
 	})
-	for _, f := range d.extraLoops() {
-		wg.Go(func() { f(ctx) })
+	g.Go("watchdog", func() { d.stalls.Run(ctx) })
+	g.Go("reaper", func() { d.reaper.Run(ctx) })
+	g.Go("escalation", func() { d.escalator.Run(ctx) })
+	if d.metrics != nil {
+		mln, err := net.Listen("tcp", d.cfg.Metrics.Listen)
+		if err != nil {
+			d.log.Error("metrics: not served", "listen", d.cfg.Metrics.Listen, "err", err)
+		} else {
+			d.log.Info("metrics served", "addr", mln.Addr().String())
+			g.Go("metrics", func() { d.metrics.Run(ctx, mln) })
+		}
 	}
-	if err := d.resumeAfterReboot(ctx); err != nil {
+	g.Go("retention", func() {
+		d.status.RunRetention(ctx, store.Retention{MaxAge: d.cfg.Store.EventRetention, MaxRows: d.cfg.Store.EventMaxRows})
+	})
+	if err := d.slots.ResumeAfterReboot(ctx); err != nil {
 		d.log.Error("resume after reboot", "err", err)
 	}
-	d.adopt(ctx)
-	wg.Go(func() { d.reconcileLoop(ctx) })
-	wg.Go(func() { d.probeLoop(ctx) })
+	// Adoption: the first probe round runs before the reconciler, so
+	// re-adopted agents are verified before anything is launched.
+	d.prober.Once(ctx)
+	g.Go("reconcile", func() { d.slots.Run(ctx) })
+	g.Go("probe", func() { d.prober.Run(ctx) })
+	notify := sdnotify.FromEnv()
+	if err := notify.Notify(sdnotify.Ready); err != nil {
+		d.log.Warn("systemd: readiness not sent", "err", err)
+	}
+	if every, ok := sdnotify.WatchdogInterval(); ok {
+		g.Go("systemd watchdog", func() { d.pingWatchdog(ctx, notify, every) })
+	}
 
 	<-ctx.Done()
 	d.log.Info("daemon stopping; agents keep running")
+	notify.Notify(sdnotify.Stopping)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	srv.Shutdown(shutdownCtx)
-	wg.Wait()
-	d.ops.closeAndWait()
+	g.Wait()
+	d.slots.Close()
+	d.prober.Close()
 	return nil
 }
 
-// extraLoops lists the loops of the subsystems that run on their own
-// clocks; each runs until ctx is done.
-func (d *Daemon) extraLoops() []func(context.Context) {
-	return []func(context.Context){d.watchdogLoop, d.reaperLoop, d.escalationLoop}
+// ApplyRoles validates and upserts roles (see slots.ApplyRoles): the roles
+// of the daemon's own config file at start.
+func (d *Daemon) ApplyRoles(ctx context.Context, roles []herd.Role) error {
+	return d.slots.ApplyRoles(ctx, roles)
 }
 
-// wake asks a loop to run now without blocking.
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
-// event fills the common fields of an event.
-func (d *Daemon) event(s herd.Session, inc, kind, reason, msg string, data map[string]any) *herd.Event {
-	return &herd.Event{Time: time.Now().UTC(), Host: d.host, Session: s.Name, Incarnation: inc, Kind: kind, Reason: reason, Message: msg, Data: data}
-}
-
-// newID returns a fresh, opaque, roughly time-ordered incarnation id.
-func newID() string {
-	var b [5]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("%x%s", time.Now().UnixMilli(), hex.EncodeToString(b[:]))
-}
-
-// keyedMutex is a set of mutexes by key.
-type keyedMutex struct {
-	mu sync.Mutex // guards m
-	m  map[string]chan struct{}
-}
-
-func (k *keyedMutex) slot(key string) chan struct{} {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.m == nil {
-		k.m = make(map[string]chan struct{})
-	}
-	ch, ok := k.m[key]
-	if !ok {
-		ch = make(chan struct{}, 1)
-		k.m[key] = ch
-	}
-	return ch
-}
-
-// Lock locks key's mutex and returns its unlock.
-func (k *keyedMutex) Lock(key string) func() {
-	ch := k.slot(key)
-	ch <- struct{}{}
-	return func() { <-ch }
-}
-
-// LockCtx is Lock giving up when ctx is done first, so that a probe tick
-// never waits past its deadline on a session a slow stop is holding.
-func (k *keyedMutex) LockCtx(ctx context.Context, key string) (unlock func(), err error) {
-	ch := k.slot(key)
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (d *Daemon) isStopping(inc string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.stopping[inc]
-}
-
-func (d *Daemon) setStopping(inc string, on bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if on {
-		d.stopping[inc] = true
-	} else {
-		delete(d.stopping, inc)
-	}
-}
-
-// localSessions returns the roles and this host's sessions.
-func (d *Daemon) snapshot(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
-	err = d.st.View(ctx, func(tx store.Tx) error {
-		if roles, err = tx.Roles(); err != nil {
-			return err
-		}
-		all, err := tx.Sessions()
-		if err != nil {
-			return err
-		}
-		for _, s := range all {
-			if s.Host == d.host {
-				sessions = append(sessions, s)
-			}
-		}
+// CaptureCommand is this binary's capture process argv, for Options; nil
+// when the binary cannot be found (exec output is then capped after the
+// fact).
+func CaptureCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
 		return nil
+	}
+	return []string{exe, "capture"}
+}
+
+// pingWatchdog tells systemd the supervisor is alive, every half of its
+// watchdog interval, only while probe rounds keep ending: a wedged prober
+// stops the pings and systemd restarts the daemon (the agents live on).
+func (d *Daemon) pingWatchdog(ctx context.Context, n *sdnotify.Notifier, every time.Duration) {
+	loop.Loop{Name: "systemd watchdog", Log: d.log, Every: every / 2}.Run(ctx, func(context.Context) time.Duration {
+		if time.Since(d.prober.LastRound()) < every {
+			n.Notify(sdnotify.Watchdog)
+		}
+		return 0
 	})
-	return roles, sessions, err
 }
 
-// errShuttingDown refuses an operation that would start after Run began
-// waiting for the operations in flight.
-var errShuttingDown = errors.New("the daemon is shutting down")
-
-// opTracker counts operations in flight and, once closed, refuses new ones.
-type opTracker struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	n      int
-	closed bool
-}
-
-// begin registers an operation; false means the daemon is shutting down.
-func (o *opTracker) begin() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return false
+// metricsSnapshot is the sessions gauge's view of this host's sessions.
+func (d *Daemon) metricsSnapshot() []metrics.Session {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	all, _, err := d.status.Live(ctx)
+	if err != nil {
+		d.log.Warn("metrics: read sessions", "err", err)
+		return nil
 	}
-	o.n++
-	return true
-}
-
-// end marks an operation begun with begin as done.
-func (o *opTracker) end() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.n--
-	if o.n == 0 && o.cond != nil {
-		o.cond.Broadcast()
+	out := make([]metrics.Session, len(all))
+	for i, s := range all {
+		out[i] = metrics.Session{Role: s.Role, State: string(s.State), Activity: string(s.Activity)}
 	}
-}
-
-// closeAndWait refuses new operations and waits for those in flight.
-func (o *opTracker) closeAndWait() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.closed = true
-	if o.cond == nil {
-		o.cond = sync.NewCond(&o.mu)
-	}
-	for o.n > 0 {
-		o.cond.Wait()
-	}
+	return out
 }

@@ -60,7 +60,7 @@ func escDir(t *testing.T) string {
 
 // escStart starts a daemon on dir with cfg; tune adjusts its escalator
 // before it runs. The daemon stops at cleanup (or by env.stop).
-func escStart(t *testing.T, dir string, cfg *config.Config, tune func(e *escalator)) *escEnv {
+func escStart(t *testing.T, dir string, cfg *config.Config, tune func(e *escalation.Escalator)) *escEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "herd.db"))
@@ -80,7 +80,7 @@ func escStart(t *testing.T, dir string, cfg *config.Config, tune func(e *escalat
 		t.Fatal(err)
 	}
 	if tune != nil {
-		tune(d.escalator())
+		tune(d.escalator)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -286,7 +286,7 @@ func TestEscalationOnTimeWhileTmuxHangs(t *testing.T) {
 		}
 		return false
 	})
-	if !env.d.escalated("agent-0") || env.d.escalated("pane-0") {
+	if !env.d.escalator.Escalated("agent-0") || env.d.escalator.Escalated("pane-0") {
 		t.Error("[escalated] expected agent-0 escalated and pane-0 not")
 	}
 
@@ -299,7 +299,7 @@ func TestEscalationOnTimeWhileTmuxHangs(t *testing.T) {
 		s.Activity = herd.ActivityWorking
 		return tx.PutSession(s)
 	})
-	escWait(t, "escalation cleared", 5*time.Second, func() bool { return !env.d.escalated("agent-0") })
+	escWait(t, "escalation cleared", 5*time.Second, func() bool { return !env.d.escalator.Escalated("agent-0") })
 	if _, ok := escEpisode(t, env.st, escalation.Key("agent-0", escalation.RuleWaiting)); ok {
 		t.Error("[re-armed] expected the delivered, closed episode row gone, it is still stored")
 	}
@@ -332,7 +332,7 @@ func TestEscalationCommandTimeout(t *testing.T) {
 	cfg.Escalation.Command = []string{"sh", "-c",
 		`cat > "$2"; sleep 60 & echo $$ $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`, "notify", pidFile, payload}
 	const timeout = 1500 * time.Millisecond
-	env := escStart(t, dir, cfg, func(e *escalator) { e.notifier.CommandTimeout = timeout })
+	env := escStart(t, dir, cfg, func(e *escalation.Escalator) { e.Notifier.CommandTimeout = timeout })
 	escFailing(t, env, "crash")
 
 	escWait(t, "notifier started", 10*time.Second, func() bool {
@@ -435,11 +435,11 @@ func (h *escHook) counts() (requests, ok int) {
 	return h.requests, h.ok
 }
 
-func escFastDelivery(e *escalator) {
-	e.tick = 20 * time.Millisecond
-	e.backoffMin = 50 * time.Millisecond
-	e.backoffMax = 200 * time.Millisecond
-	e.notifier.WebhookTimeout = 2 * time.Second
+func escFastDelivery(e *escalation.Escalator) {
+	e.Tick = 20 * time.Millisecond
+	e.BackoffMin = 50 * time.Millisecond
+	e.BackoffMax = 200 * time.Millisecond
+	e.Notifier.WebhookTimeout = 2 * time.Second
 }
 
 // TestEscalationWebhookRetries: a webhook failing twice then succeeding
@@ -507,7 +507,7 @@ func TestEscalationSurvivesRestart(t *testing.T) {
 		ep, _ := escEpisode(t, env2.st, key)
 		return ep.Delivered
 	})
-	escWait(t, "shown escalated after restart", 5*time.Second, func() bool { return env2.d.escalated("crash-0") })
+	escWait(t, "shown escalated after restart", 5*time.Second, func() bool { return env2.d.escalator.Escalated("crash-0") })
 	env2.stop()
 
 	// A third start finds it delivered: nothing is sent, nothing fires.
@@ -515,7 +515,7 @@ func TestEscalationSurvivesRestart(t *testing.T) {
 	cfg3 := escConfig()
 	cfg3.Escalation.Webhook = again.srv.URL
 	env3 := escStart(t, dir, cfg3, escFastDelivery)
-	escWait(t, "shown escalated after second restart", 5*time.Second, func() bool { return env3.d.escalated("crash-0") })
+	escWait(t, "shown escalated after second restart", 5*time.Second, func() bool { return env3.d.escalator.Escalated("crash-0") })
 	env3.stop()
 
 	if n, ok := up.counts(); n != 1 || ok != 1 {
@@ -551,7 +551,7 @@ func TestEscalationDeletedSessionStillDelivered(t *testing.T) {
 	escPut(t, env.st, func(tx store.Tx) error { return tx.DeleteRole("crash") })
 	escWait(t, "episode closed", 5*time.Second, func() bool {
 		ep, ok := escEpisode(t, env.st, key)
-		return ok && !ep.Open && !env.d.escalated("crash-0")
+		return ok && !ep.Open && !env.d.escalator.Escalated("crash-0")
 	})
 
 	hook.mu.Lock()

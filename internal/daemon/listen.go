@@ -15,7 +15,7 @@ import (
 )
 
 // SocketPath is where the daemon of stateDir listens.
-func SocketPath(stateDir string) string { return filepath.Join(stateDir, "herd.sock") }
+func SocketPath(stateDir string) string { return api.SocketPath(stateDir) }
 
 // Listen claims stateDir for one daemon and listens on its socket (mode
 // 0600). It refuses when a live daemon holds the claim or answers on the

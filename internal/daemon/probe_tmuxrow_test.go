@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,8 +14,8 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/config"
+	"herd/internal/runtime/tmux"
 	"herd/internal/store"
-	"herd/internal/tmux"
 )
 
 // rowWrapper runs the real tmux; the session name of listed rows matching
@@ -154,67 +153,6 @@ func TestProbeRowWithoutSessionIsUnknown(t *testing.T) {
 	}
 }
 
-// TestLeftoverWithUnattributedRow: a launch whose name is taken never clears
-// a session it cannot see, nor one whose rows it cannot all read.
-func TestLeftoverWithUnattributedRow(t *testing.T) {
-	dead := tmux.Pane{Session: "w-0", PaneID: "%1", PID: 10, Dead: true}
-	prev := tmux.Pane{Session: "w-0", PaneID: "%1", PID: 10}
-	user := tmux.Pane{Session: "w-0", PaneID: "%2", PID: 11}
-	nameless := tmux.Pane{Err: errors.New("empty session_name")}
-	garbled := tmux.Pane{Session: "w-0", Err: errors.New("garbled pane_pid")}
-	tests := []struct {
-		name  string
-		panes []tmux.Pane
-		prev  int
-		clear bool
-	}{
-		{"dead pane", []tmux.Pane{dead}, 0, true},
-		{"previous incarnation's pane", []tmux.Pane{prev}, 10, true},
-		{"previous pane beside a user's split", []tmux.Pane{user, prev}, 10, true},
-		{"someone else's live pane", []tmux.Pane{user}, 10, false},
-		{"dead pane beside a live one", []tmux.Pane{dead, user}, 0, false},
-		{"not listed", nil, 10, true},
-		{"not listed, a row with no session name", []tmux.Pane{nameless}, 10, false},
-		{"a row of it garbled", []tmux.Pane{prev, garbled}, 10, false},
-	}
-	for _, tt := range tests {
-		if err := leftover(tt.panes, "w-0", tt.prev); (err == nil) != tt.clear {
-			t.Errorf("[%s] expected clear %v … got %v", tt.name, tt.clear, err)
-		}
-	}
-}
-
-// TestListingPicksTheAgentsPane: with several panes in a session (a user's
-// split), the runtime axis reads the pane herd launched.
-func TestListingPicksTheAgentsPane(t *testing.T) {
-	user := tmux.Pane{Session: "w-0", PaneID: "%2", PID: 11}
-	agent := tmux.Pane{Session: "w-0", PaneID: "%1", PID: 10, Dead: true}
-	garbled := tmux.Pane{Session: "w-0", PaneID: "%3", Err: errors.New("garbled pane_pid")}
-	nameless := tmux.Pane{Err: errors.New("empty session_name")}
-	l := newListing([]tmux.Pane{user, agent, nameless}, nil, 0)
-	if p, _ := l.pane("w-0", 10); p.PaneID != "%1" {
-		t.Errorf("expected the agent's pane %%1 … got %+v", p)
-	}
-	if !l.unattributed {
-		t.Errorf("expected the listing marked as having an unattributed row")
-	}
-	if p, _ := newListing([]tmux.Pane{user, garbled}, nil, 0).pane("w-0", 10); p.Err == nil {
-		t.Errorf("expected the garbled row (it may be the agent's) … got %+v", p)
-	}
-	if p, _ := newListing([]tmux.Pane{user}, nil, 0).pane("w-0", 10); p.PaneID != "%2" {
-		t.Errorf("expected the first pane when the agent's is not there … got %+v", p)
-	}
-	d := newTestDaemon(t)
-	rt, why := d.runtimeAxis("gone-0", 10, l)
-	if rt.Axis != herd.Unknown || rt.MissingOnce || why == "" {
-		t.Errorf("expected a session missing beside a nameless row unknown … got %+v %q", rt, why)
-	}
-	rt, _ = d.runtimeAxis("w-0", 10, l)
-	if rt.Axis != herd.Dead {
-		t.Errorf("expected the agent's dead pane read … got %+v", rt)
-	}
-}
-
 // tmuxSocketPath is where the tmux server of socket name listens.
 func tmuxSocketPath(name string) string {
 	dir := os.Getenv("TMUX_TMPDIR")
@@ -246,9 +184,7 @@ func TestProbeSocketDeletedUnderLiveServer(t *testing.T) {
 		}
 	})
 	e.poll("the server's pid remembered", func() bool {
-		e.d.tmuxState.mu.Lock()
-		defer e.d.tmuxState.mu.Unlock()
-		return e.d.tmuxState.serverPID == p.ServerPID
+		return e.d.tmux.ServerPID() == p.ServerPID
 	})
 	if err := os.Remove(sock); err != nil {
 		t.Fatal(err)
@@ -282,22 +218,6 @@ func TestProbeSocketDeletedUnderLiveServer(t *testing.T) {
 	e.poll("wrap-0 pending again", func() bool { return e.session("wrap-0").State == herd.StatePending })
 	if s := e.session("wrap-0"); s.Incarnation != inc.ID {
 		t.Errorf("expected the same incarnation … got %s (was %s)", s.Incarnation, inc.ID)
-	}
-}
-
-// TestNewListingNoSocket: a missing socket is "no server" unless the
-// server of the previous listing still runs.
-func TestNewListingNoSocket(t *testing.T) {
-	noSocket := fmt.Errorf("tmux list-panes: %w", tmux.ErrNoSocket)
-	if l := newListing(nil, noSocket, 0); !l.noServer || l.err != nil {
-		t.Errorf("expected no server with none seen before … got %+v", l)
-	}
-	// This test binary is no tmux server: a reused pid is not trusted.
-	if l := newListing(nil, noSocket, os.Getpid()); !l.noServer || l.err != nil {
-		t.Errorf("expected no server when the pid is not a tmux server … got %+v", l)
-	}
-	if l := newListing(nil, fmt.Errorf("x: %w", tmux.ErrNoServer), os.Getpid()); !l.noServer {
-		t.Errorf("expected a refused connection to be no server … got %+v", l)
 	}
 }
 
@@ -348,8 +268,8 @@ func TestInjectAndLogsReachTheAgentPane(t *testing.T) {
 		t.Fatalf("expected the agent's pane listed … got %+v", panes)
 	}
 	e.poll("the prober's listing has the agent's pane", func() bool {
-		id, ok := e.d.listedAgentPane("cat-0", inc.Root.PID)
-		return ok && id == agent.PaneID
+		p, ok := e.d.prober.Last().Own("cat-0", inc.Root.PID)
+		return ok && p.ID == agent.PaneID
 	})
 	if s := e.session("cat-0"); s.State != herd.StateRunning || s.Incarnation != inc.ID {
 		t.Errorf("expected cat-0 running, same incarnation … got %s %s", s.State, s.Incarnation)

@@ -20,9 +20,10 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/config"
+	"herd/internal/reaper"
+	"herd/internal/runtime/tmux"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
-	"herd/internal/tmux"
 )
 
 // reapWait bounds every poll of the reaper tests.
@@ -264,7 +265,7 @@ func (e *reapEnv) session(name string) herd.Session {
 
 func (e *reapEnv) replicas(role string) int {
 	e.t.Helper()
-	r, err := e.d.role(e.ctx(), role)
+	r, err := e.d.status.Role(e.ctx(), role)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -350,9 +351,9 @@ func (e *reapEnv) attach(name string) {
 }
 
 // pass runs one reaper pass and fails the test on error.
-func (e *reapEnv) pass(o reapOptions) api.ReapReport {
+func (e *reapEnv) pass(o reaper.PassOptions) api.ReapReport {
 	e.t.Helper()
-	rep, err := e.d.reapPass(e.ctx(), o)
+	rep, err := e.d.reaper.Pass(e.ctx(), o)
 	if err != nil {
 		e.t.Fatalf("reap pass: %v", err)
 	}
@@ -365,7 +366,7 @@ func (e *reapEnv) waitVerdict(name, verdict, reason string) {
 	var last api.ReapCandidate
 	deadline := time.Now().Add(reapWait)
 	for {
-		rep := e.pass(reapOptions{dryRun: true})
+		rep := e.pass(reaper.PassOptions{DryRun: true})
 		last, _ = reapFind(rep, name)
 		if last.Verdict == verdict && last.Reason == reason {
 			return

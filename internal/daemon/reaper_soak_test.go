@@ -11,6 +11,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/config"
+	"herd/internal/reaper"
 )
 
 // TestReapSoak runs one pass over 200 sessions of mixed kinds and checks
@@ -85,13 +86,13 @@ func TestReapSoak(t *testing.T) {
 	// Dry runs until the idle ones have been idle long enough.
 	var dry api.ReapReport
 	e.poll("a dry run to find every expected candidate", func() bool {
-		dry = e.pass(reapOptions{dryRun: true})
+		dry = e.pass(reaper.PassOptions{DryRun: true})
 		return matches(dry)
 	})
 	t.Logf("dry run over %d candidates: %dms", len(dry.Candidates), dry.DurationMS)
 
 	start := time.Now()
-	rep := e.pass(reapOptions{})
+	rep := e.pass(reaper.PassOptions{})
 	took := time.Since(start)
 	t.Logf("reap pass over %d candidates: %v (reaped %v, kept %d, skipped %d)", len(rep.Candidates), took.Round(time.Millisecond), rep.Reaped, rep.Kept, rep.Skipped)
 	if !matches(rep) {

@@ -11,6 +11,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/config"
+	"herd/internal/reaper"
 	"herd/internal/store"
 )
 
@@ -24,7 +25,7 @@ func TestReapIdleDetached(t *testing.T) {
 	e.waitVerdict("idle-0", "reap", herd.ReasonIdle)
 	inc := e.session("idle-0").Incarnation
 
-	rep := e.pass(reapOptions{})
+	rep := e.pass(reaper.PassOptions{})
 	if rep.Reaped[herd.ReasonIdle] != 1 {
 		t.Fatalf("expected 1 idle reap … got %+v", rep)
 	}
@@ -46,12 +47,12 @@ func TestReapIdleDetached(t *testing.T) {
 		t.Errorf("expected the role's replicas dropped to 0 … got %d", n)
 	}
 	// The reconciler must not relaunch it.
-	e.d.reconcileOnce(e.ctx())
+	e.d.slots.Reconcile(e.ctx())
 	if s := e.session("idle-0"); s.State != herd.StateStopped || s.Incarnation != inc {
 		t.Errorf("expected no relaunch … got %s, incarnation %s", s.State, s.Incarnation)
 	}
 	// A second pass finds nothing to do.
-	if rep := e.pass(reapOptions{}); len(rep.Reaped) != 0 || len(rep.Candidates) != 0 {
+	if rep := e.pass(reaper.PassOptions{}); len(rep.Reaped) != 0 || len(rep.Candidates) != 0 {
 		t.Errorf("expected an empty second pass … got %+v", rep)
 	}
 }
@@ -62,7 +63,7 @@ func TestReapKeepsAttached(t *testing.T) {
 	e.attach("att-0")
 	e.waitVerdict("att-1", "reap", herd.ReasonIdle) // att-0 is just as idle
 
-	rep := e.pass(reapOptions{})
+	rep := e.pass(reaper.PassOptions{})
 	c, _ := reapFind(rep, "att-0")
 	if c.Action != api.ReapActionKept || c.Reason != "attached" || !c.Attached {
 		t.Errorf("expected att-0 kept as attached … got %+v", c)
@@ -90,7 +91,7 @@ func TestReapRecheck(t *testing.T) {
 	}
 	before, _ := e.pane("out-0")
 
-	rep := e.pass(reapOptions{afterList: func() {
+	rep := e.pass(reaper.PassOptions{AfterList: func() {
 		// Output: typed text echoed by the pane moves window_activity.
 		if err := e.tm.SendText(e.ctx(), "out-0", "hello", true); err != nil {
 			t.Errorf("send-keys: %v", err)
@@ -149,7 +150,7 @@ func TestReapOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rep := e.pass(reapOptions{})
+	rep := e.pass(reaper.PassOptions{})
 	if rep.Reaped[herd.ReasonOrphan] != 2 || len(rep.Reaped) != 1 {
 		t.Fatalf("expected 2 orphans reaped … got %+v", rep)
 	}
@@ -185,7 +186,7 @@ func TestReapKeepsGarbledRow(t *testing.T) {
 	e.waitVerdict("ok-0", "reap", herd.ReasonIdle)
 	e.garble("^garb-")
 
-	rep := e.pass(reapOptions{})
+	rep := e.pass(reaper.PassOptions{})
 	c, _ := reapFind(rep, "garb-0")
 	if c.Verdict != "skip" || c.Reason != "unknown" || c.Action != api.ReapActionSkipped {
 		t.Errorf("expected garb-0 skipped as unknown … got %+v", c)
@@ -207,7 +208,7 @@ func TestReapFailedListingKillsNothing(t *testing.T) {
 	e.waitVerdict("w-1", "reap", herd.ReasonIdle)
 	e.failListings(true)
 
-	if rep, err := e.d.reapPass(e.ctx(), reapOptions{}); err == nil {
+	if rep, err := e.d.reaper.Pass(e.ctx(), reaper.PassOptions{}); err == nil {
 		t.Fatalf("expected the pass aborted … got %+v", rep)
 	}
 	// Through the API too: a clear error, nothing done.
@@ -230,7 +231,7 @@ func TestReapFailedListingKillsNothing(t *testing.T) {
 	e.poll("both sessions readable again", func() bool {
 		return e.session("w-0").State == herd.StateRunning && e.session("w-1").State == herd.StateRunning
 	})
-	if rep := e.pass(reapOptions{}); rep.Reaped[herd.ReasonIdle] != 2 {
+	if rep := e.pass(reaper.PassOptions{}); rep.Reaped[herd.ReasonIdle] != 2 {
 		t.Errorf("expected both reaped once the listing works … got %+v", rep)
 	}
 }
@@ -288,7 +289,7 @@ func TestReapExecWithoutTmuxServer(t *testing.T) {
 	if _, ok := e.pane("anything"); ok {
 		t.Fatal("expected no tmux server")
 	}
-	rep := e.pass(reapOptions{})
+	rep := e.pass(reaper.PassOptions{})
 	if rep.Reaped[herd.ReasonArchived] != 1 || rep.Kept != 1 || len(rep.Notes) == 0 {
 		t.Fatalf("expected ex-0 reaped (archived), ex-1 kept, a note on tmux … got %+v", rep)
 	}
@@ -306,7 +307,7 @@ func TestReapNoTmuxBinary(t *testing.T) {
 	e := newReapEnv(t, func(c *config.Config) { c.Tmux.Binary = "/nonexistent/tmux" })
 	e.role(herd.Role{Name: "ex", Replicas: 1, Runtime: herd.RuntimeExec, Command: []string{"sleep", "3600"}})
 	e.waitVerdict("ex-0", "reap", herd.ReasonIdle)
-	rep := e.pass(reapOptions{})
+	rep := e.pass(reaper.PassOptions{})
 	if rep.Reaped[herd.ReasonIdle] != 1 || len(rep.Notes) == 0 {
 		t.Errorf("expected ex-0 reaped and a note that tmux is missing … got %+v", rep)
 	}
@@ -329,7 +330,7 @@ func TestReapLastLookKeepsAttached(t *testing.T) {
 	e := newReapEnv(t, nil)
 	e.role(sleeper("late", 1))
 	e.waitVerdict("late-0", "reap", herd.ReasonIdle)
-	l, err := e.d.reapListing(e.ctx(), true)
+	l, err := e.d.reaper.Listing(e.ctx())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,16 +338,16 @@ func TestReapLastLookKeepsAttached(t *testing.T) {
 	if !ok {
 		t.Fatal("late-0 missing from the listing")
 	}
-	if err := e.d.stillDetached(e.ctx(), "late-0", row, true); err != nil {
+	if err := e.d.reaper.StillDetached(e.ctx(), "late-0", row); err != nil {
 		t.Fatalf("detached: expected the last look to pass, got %v", err)
 	}
 	e.attach("late-0")
-	if err := e.d.stillDetached(e.ctx(), "late-0", row, true); err == nil || !strings.Contains(err.Error(), "attached") {
+	if err := e.d.reaper.StillDetached(e.ctx(), "late-0", row); err == nil || !strings.Contains(err.Error(), "attached") {
 		t.Errorf("attached: expected the last look to refuse, got %v", err)
 	}
 	moved := row
 	moved.PID++
-	if err := e.d.stillDetached(e.ctx(), "late-0", moved, true); err == nil {
+	if err := e.d.reaper.StillDetached(e.ctx(), "late-0", moved); err == nil {
 		t.Errorf("another pane: expected the last look to refuse")
 	}
 }

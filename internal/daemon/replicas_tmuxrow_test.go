@@ -18,14 +18,14 @@ import (
 func TestReplicasOverTheLimitRefused(t *testing.T) {
 	d := newTestDaemon(t)
 	seed(t, d, "inc-1") // role "w", 1 replica
-	h := d.routes()
+	h := d.server.Handler()
 	post := func(path, body string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
 		return rec
 	}
 	replicas := func() int {
-		r, err := d.role(context.Background(), "w")
+		r, err := d.status.Role(context.Background(), "w")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestReplicasOverTheLimitRefused(t *testing.T) {
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "replicas: must be at most 1000, got 2000000000") {
 		t.Errorf("expected apply refused with 400 naming key and limit … got %d %s", rec.Code, rec.Body)
 	}
-	d.st.View(context.Background(), func(tx store.Tx) error {
+	d.status.Store().View(context.Background(), func(tx store.Tx) error {
 		if _, err := tx.Role("v"); err == nil {
 			t.Errorf("expected role v not written")
 		}

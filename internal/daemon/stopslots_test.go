@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/slots"
 	"herd/internal/store"
 )
 
@@ -17,23 +18,23 @@ import (
 func TestBoundedStopOncePerSession(t *testing.T) {
 	d := newTestDaemon(t)
 	seed(t, d, "inc-1")
-	unlock := d.locks.Lock("w-0") // the first stop waits here, slot held
+	unlock := d.status.Lock("w-0") // the first stop waits here, slot held
 	results := make(chan error, 2)
 	go func() {
-		results <- d.boundedStop(context.Background(), stopRequest{Name: "w-0", Reason: herd.ReasonRoleDeleted})
+		results <- d.slots.BoundedStop(context.Background(), slots.StopRequest{Name: "w-0", Reason: herd.ReasonRoleDeleted})
 	}()
 	deadline := time.Now().Add(5 * time.Second)
-	for len(d.stopSlots) != 1 {
+	for d.slots.StopSlotsHeld() != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the first stop never took its slot")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	go func() {
-		results <- d.boundedStop(context.Background(), stopRequest{Name: "w-0", Reason: herd.ReasonScaledDown})
+		results <- d.slots.BoundedStop(context.Background(), slots.StopRequest{Name: "w-0", Reason: herd.ReasonScaledDown})
 	}()
 	time.Sleep(100 * time.Millisecond)
-	if n := len(d.stopSlots); n != 1 {
+	if n := d.slots.StopSlotsHeld(); n != 1 {
 		t.Errorf("expected one slot taken for one session, got %d", n)
 	}
 	unlock()
@@ -42,7 +43,7 @@ func TestBoundedStopOncePerSession(t *testing.T) {
 		switch err := <-results; {
 		case err == nil:
 			ok++
-		case errors.Is(err, errAlreadyStopped):
+		case errors.Is(err, slots.ErrAlreadyStopped):
 			already++
 		default:
 			t.Errorf("unexpected error %v", err)
@@ -53,7 +54,7 @@ func TestBoundedStopOncePerSession(t *testing.T) {
 	}
 	var s herd.Session
 	var events []herd.Event
-	d.st.View(context.Background(), func(tx store.Tx) (err error) {
+	d.status.Store().View(context.Background(), func(tx store.Tx) (err error) {
 		if s, err = tx.Session("w-0"); err != nil {
 			return err
 		}
@@ -63,7 +64,7 @@ func TestBoundedStopOncePerSession(t *testing.T) {
 	if n := len(events); s.State != herd.StateStopped || n != 1 {
 		t.Errorf("expected stopped with one stopped event, got %s with %d", s.State, n)
 	}
-	if len(d.stopSlots) != 0 {
-		t.Errorf("expected every slot given back, %d held", len(d.stopSlots))
+	if d.slots.StopSlotsHeld() != 0 {
+		t.Errorf("expected every slot given back, %d held", d.slots.StopSlotsHeld())
 	}
 }

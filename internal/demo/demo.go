@@ -19,8 +19,8 @@ import (
 	"herd/internal/api"
 	"herd/internal/config"
 	"herd/internal/daemon"
+	"herd/internal/runtime/tmux"
 	"herd/internal/store/sqlite"
-	"herd/internal/tmux"
 )
 
 // Options configure a demo run.
@@ -91,7 +91,8 @@ func Run(ctx context.Context, o Options) error {
 	defer st.Close()
 	d, err := daemon.New(daemon.Options{
 		StateDir: dir, Config: cfg, Store: st, Version: o.Version, StopGrace: 2 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(logFile, nil)),
+		CaptureCommand: daemon.CaptureCommand(),
+		Logger:         slog.New(slog.NewTextHandler(logFile, nil)),
 	})
 	if err != nil {
 		return err

@@ -3,30 +3,12 @@ package reaper
 import (
 	"errors"
 	"fmt"
-	"time"
 
-	"herd/internal/tmux"
+	"herd/internal/runtime"
 )
 
-// Row is what one tmux listing says of one session, its panes merged.
-type Row struct {
-	// PaneID and PID are the first pane's (the agent's): the session's
-	// identity between a listing and the re-check before a kill.
-	PaneID string
-	PID    int
-	// Attached is the number of attached clients.
-	Attached int
-	// Activity is the latest window_activity of the session's windows:
-	// it moves on output, unlike session_activity.
-	Activity time.Time
-	// Err is set when any of the session's rows was empty or garbled:
-	// the session is unknown.
-	Err error
-}
-
-// Same reports whether r and o are the same tmux session: same first
-// pane, same pane pid.
-func (r Row) Same(o Row) bool { return r.PaneID == o.PaneID && r.PID == o.PID }
+// Row is what one listing says of one session, its panes merged.
+type Row = runtime.Session
 
 // Listing is one round's picture of the tmux server.
 type Listing struct {
@@ -46,44 +28,19 @@ type Listing struct {
 // ErrListing wraps a listing failure that aborts a round.
 var ErrListing = errors.New("tmux listing failed")
 
-// NewListing builds a round's picture from one ListPanes call. No server
-// running is a good picture with no sessions; any other error (permission
-// denied, a timeout, a wedged server) aborts the round, since a partial
-// picture must not act.
-func NewListing(panes []tmux.Pane, err error) (Listing, error) {
-	if errors.Is(err, tmux.ErrNoServer) {
-		return Listing{Rows: map[string]Row{}, NoServer: true}, nil
+// NewListing builds a round's picture from one runtime snapshot. No server
+// running is a good picture with no sessions; a failed observation
+// (permission denied, a timeout, a wedged server, a socket gone under a
+// live server) aborts the round, since a partial picture must not act.
+func NewListing(snap runtime.Snapshot) (Listing, error) {
+	if snap.Err != nil {
+		return Listing{}, fmt.Errorf("%w: %w", ErrListing, snap.Err)
 	}
-	if err != nil {
-		return Listing{}, fmt.Errorf("%w: %w", ErrListing, err)
-	}
-	l := Listing{Rows: make(map[string]Row)}
-	for _, p := range panes {
-		if p.Session == "" {
-			if l.Unattributed == nil {
-				l.Unattributed = p.Err
-				if p.Err == nil {
-					l.Unattributed = errors.New("row with an empty session name")
-				}
-			}
-			continue
+	l := Listing{Rows: make(map[string]Row, len(snap.Panes)), NoServer: snap.NoServer, Unattributed: snap.Unattributed}
+	for name := range snap.Panes {
+		if r, ok := snap.Session(name); ok {
+			l.Rows[name] = r
 		}
-		r, seen := l.Rows[p.Session]
-		if !seen {
-			r.PaneID, r.PID = p.PaneID, p.PID
-		}
-		if p.Err != nil {
-			if r.Err == nil {
-				r.Err = p.Err
-			}
-			l.Rows[p.Session] = r
-			continue
-		}
-		r.Attached = max(r.Attached, p.Attached)
-		if p.WindowActivity.After(r.Activity) {
-			r.Activity = p.WindowActivity
-		}
-		l.Rows[p.Session] = r
 	}
 	return l, nil
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/tmux"
+	"herd/internal/runtime/tmux"
 )
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -26,7 +26,7 @@ func line(session string, pid, attached int, activity string) string {
 // listing parses rows as tmux would have printed them.
 func listing(t *testing.T, lines ...string) Listing {
 	t.Helper()
-	l, err := NewListing(tmux.ParsePanes([]byte(strings.Join(lines, "\n"))), nil)
+	l, err := NewListing(tmux.Parse(tmux.ParsePanes([]byte(strings.Join(lines, "\n"))), nil, 0))
 	if err != nil {
 		t.Fatalf("listing: %v", err)
 	}
@@ -179,12 +179,12 @@ func TestNewListing(t *testing.T) {
 	denied := &tmux.CallError{Args: []string{"list-panes"}, Stderr: "error connecting to /tmp/x (Permission denied)", Err: errors.New("exit status 1")}
 	timeout := &tmux.CallError{Args: []string{"list-panes"}, Err: fmt.Errorf("%w (signal: killed)", context.DeadlineExceeded)}
 
-	l, err := NewListing(nil, noServer)
+	l, err := NewListing(tmux.Parse(nil, noServer, 0))
 	if err != nil || !l.NoServer || len(l.Rows) != 0 {
 		t.Errorf("[no server] expected an empty good listing … got %+v, %v", l, err)
 	}
 	for name, e := range map[string]error{"permission denied": denied, "timeout": timeout, "plain": errors.New("exec: tmux: not found")} {
-		if _, err := NewListing([]tmux.Pane{{Session: "w-0"}}, e); !errors.Is(err, ErrListing) {
+		if _, err := NewListing(tmux.Parse([]tmux.Pane{{Session: "w-0"}}, e, 0)); !errors.Is(err, ErrListing) {
 			t.Errorf("[%s] expected the round aborted (ErrListing) … got %v", name, err)
 		}
 	}

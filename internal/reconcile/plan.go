@@ -31,11 +31,6 @@ type Action struct {
 	Reason  string // for Stop: herd.ReasonScaledDown or herd.ReasonRoleDeleted
 }
 
-// Holds reports whether a session occupies its slot for reconciliation.
-// Every state but stopped does: a failed or succeeded session keeps its slot
-// so that nothing relaunches beside it until a person acts.
-func Holds(s herd.Session) bool { return s.State != herd.StateStopped }
-
 // Plan returns the actions that move sessions toward roles at time now.
 // sessions are this host's sessions only. The result is deterministic:
 // stops first, then relaunches, then launches, each ordered by name. A role
@@ -55,7 +50,7 @@ func Plan(roles []herd.Role, sessions []herd.Session, now time.Time) []Action {
 		var holders []herd.Session
 		taken := make(map[int]bool)
 		for _, s := range byRole[r.Name] {
-			if Holds(s) {
+			if s.State.HoldsSlot() {
 				holders = append(holders, s)
 				taken[s.Index] = true
 			}

@@ -12,10 +12,31 @@ import (
 // ErrNotFound is returned when a requested row does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Store is herd's persistent state. Every write happens in a transaction; a
-// write transaction sees no concurrent writer (SQLite: BEGIN IMMEDIATE).
+// NotFoundError names the row that does not exist, in words a user reads
+// ("session worker-7 not found"), with no mention of the backend. It
+// matches ErrNotFound under errors.Is.
+type NotFoundError struct {
+	// What is the kind of row: session, role, incarnation.
+	What string
+	// Key is its name or id.
+	Key string
+}
+
+func (e *NotFoundError) Error() string { return e.What + " " + e.Key + " not found" }
+
+// Is makes errors.Is(err, ErrNotFound) hold.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// Store is herd's persistent state. Every write happens in a transaction;
+// write transactions are serializable: a read-modify-write in one never loses
+// an update made by another, whichever process or host runs it (SQLite: BEGIN
+// IMMEDIATE, one writer at a time; PostgreSQL: SERIALIZABLE, retried).
 type Store interface {
 	// Update runs fn in a read-write transaction, committed when fn returns nil.
+	// fn may run more than once: a backend that detects a conflict at or
+	// before commit (PostgreSQL) rolls back and runs fn again in a new
+	// transaction. fn must leave no effect but its writes to the Tx, and set
+	// what it reports to the caller anew on every run.
 	Update(ctx context.Context, fn func(Tx) error) error
 	// View runs fn in a read-only transaction.
 	View(ctx context.Context, fn func(Tx) error) error
@@ -25,6 +46,7 @@ type Store interface {
 
 // EventFilter selects events. Zero fields do not filter.
 type EventFilter struct {
+	Host    string
 	Session string
 	Kind    string
 	Since   time.Time
@@ -44,17 +66,42 @@ type Tx interface {
 
 	Session(name string) (herd.Session, error)
 	Sessions() ([]herd.Session, error)
+	// SessionsOnHost lists the sessions recorded on host.
+	SessionsOnHost(host string) ([]herd.Session, error)
 	PutSession(s herd.Session) error
 	DeleteSession(name string) error
 
 	Incarnation(id string) (herd.Incarnation, error)
 	// OpenIncarnations lists incarnations not yet ended, of every host.
 	OpenIncarnations() ([]herd.Incarnation, error)
+	// OpenIncarnationsOnHost lists the incarnations of host not yet ended.
+	OpenIncarnationsOnHost(host string) ([]herd.Incarnation, error)
 	PutIncarnation(inc herd.Incarnation) error
 
-	// AppendEvent stores e and sets e.ID.
+	// AppendEvent stores e and sets e.ID. Ids increase, and become visible
+	// in increasing order: a reader that has seen id N never later finds a
+	// new event with an id at or below N (EventFilter.AfterID is a cursor).
 	AppendEvent(e *herd.Event) error
 	Events(f EventFilter) ([]herd.Event, error)
+	// DeleteEventsBefore deletes the oldest events whose time is before
+	// before, at most limit of them (limit > 0), and returns how many it
+	// deleted: fewer than limit means none is left.
+	DeleteEventsBefore(before time.Time, limit int) (int, error)
+	// DeleteEventsBeyond deletes the oldest events beyond the newest keep
+	// ids (keep >= 0), at most limit of them (limit > 0), and returns how
+	// many it deleted: fewer than limit means none is left. At most keep
+	// events remain; fewer where events among the newest keep ids were
+	// deleted already (by time).
+	DeleteEventsBeyond(keep, limit int) (int, error)
+
+	// Host returns the host called name, or an error wrapping ErrNotFound.
+	Host(name string) (herd.Host, error)
+	// Hosts lists every host that ever recorded itself.
+	Hosts() ([]herd.Host, error)
+	// PutHost inserts or replaces h (a daemon's start, or its heartbeat).
+	PutHost(h herd.Host) error
+	// DeleteHost forgets the host called name; its sessions stay.
+	DeleteHost(name string) error
 
 	// KV returns the value of key and whether it exists.
 	KV(key string) (string, bool, error)

@@ -104,3 +104,34 @@ func BenchmarkLast50EventsOfSession(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPruneEvents measures one retention batch (DefaultRetentionBatch
+// events) on a log of 200,000 events: by age, and by row count (keeping the
+// newest 100,000).
+func BenchmarkPruneEvents(b *testing.B) {
+	const events = 200_000
+	for _, c := range []struct {
+		name string
+		r    store.Retention
+	}{
+		{"by-age", store.Retention{MaxAge: time.Nanosecond}},
+		{"by-rows", store.Retention{MaxRows: events / 2}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := seeded(b, 10, events, false)
+			ctx := testCtx(b)
+			now := time.Now().Add(time.Hour)
+			deleted := 0
+			for b.Loop() {
+				n, err := store.PruneEvents(ctx, s, c.r, now, store.DefaultRetentionBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n != store.DefaultRetentionBatch {
+					b.Fatalf("expected a full batch of %d … got %d after %d deleted", store.DefaultRetentionBatch, n, deleted)
+				}
+				deleted += n
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"herd/internal/store"
+	"herd/internal/store/sqltx"
 )
 
 //go:embed migrations/*.sql
@@ -29,6 +30,9 @@ var migrations embed.FS
 const busyTimeoutMS = 10000
 
 var _ store.Store = (*Store)(nil)
+
+// dialect is SQLite's for the shared transaction code.
+var dialect = sqltx.Dialect{Name: "sqlite"}
 
 // Store is a store.Store backed by one SQLite database file in WAL mode.
 // Several Stores, in one process or several, may share a file: write
@@ -161,7 +165,7 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 			_ = t.Rollback()
 		}
 	}()
-	if err := fn(&tx{ctx: ctx, tx: t}); err != nil {
+	if err := fn(sqltx.New(ctx, t, dialect)); err != nil {
 		return err
 	}
 	done = true
@@ -178,7 +182,7 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	defer func() { _ = t.Rollback() }()
-	return fn(&tx{ctx: ctx, tx: t})
+	return fn(sqltx.New(ctx, t, dialect))
 }
 
 // Close closes the database. It is safe to call more than once.

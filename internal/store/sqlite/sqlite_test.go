@@ -101,6 +101,23 @@ func TestTwoStoresNoLostUpdate(t *testing.T) {
 	}
 }
 
+// TestTwoStoresRaces races two Stores on one file; a third follows the
+// event log.
+func TestTwoStoresRaces(t *testing.T) {
+	open3 := func(t *testing.T) (a, b, c store.Store) {
+		path := filepath.Join(t.TempDir(), "herd.db")
+		return openAt(t, path), openAt(t, path), openAt(t, path)
+	}
+	t.Run("one stop wins", func(t *testing.T) {
+		a, b, _ := open3(t)
+		storetest.RaceStops(t, a, b)
+	})
+	t.Run("follower misses no event", func(t *testing.T) {
+		a, b, c := open3(t)
+		storetest.FollowLog(t, c, a, b)
+	})
+}
+
 // TestReopenKeepsEverything writes, closes, reopens (which re-runs the
 // migration step) and expects every row back.
 func TestReopenKeepsEverything(t *testing.T) {
@@ -260,5 +277,28 @@ func TestOpenOddPath(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("[file at the odd path] expected it to exist, got %v", err)
+	}
+}
+
+// TestEventTimeIndex: retention by age deletes through an index on the
+// event time, not a scan of the table.
+func TestEventTimeIndex(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "herd.db"))
+	var plan []string
+	rows, err := s.r.QueryContext(testCtx(t), "EXPLAIN QUERY PLAN SELECT id FROM events WHERE at < ? ORDER BY at LIMIT ?", 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if len(plan) == 0 || !strings.Contains(strings.Join(plan, "; "), "USING COVERING INDEX events_at") && !strings.Contains(strings.Join(plan, "; "), "USING INDEX events_at") {
+		t.Errorf("expected the events_at index used … got plan %q", plan)
 	}
 }

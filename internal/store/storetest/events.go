@@ -51,13 +51,13 @@ func testAppendEventSetsID(t *testing.T, s store.Store) {
 
 func testEventFilters(t *testing.T, s store.Store) {
 	ev := appendAll(t, s, []herd.Event{
-		{Time: at(0), Session: "a-0", Kind: herd.EventSpawned},  // 0
-		{Time: at(1), Session: "b-0", Kind: herd.EventSpawned},  // 1
-		{Time: at(2), Session: "a-0", Kind: herd.EventCrashed},  // 2
-		{Time: at(3), Session: "a-0", Kind: herd.EventBackoff},  // 3
-		{Time: at(3), Session: "b-0", Kind: herd.EventCrashed},  // 4
-		{Time: at(5), Session: "a-0", Kind: herd.EventSpawned},  // 5
-		{Time: at(6), Session: "c-0", Kind: herd.EventActivity}, // 6
+		{Time: at(0), Session: "a-0", Kind: herd.EventSpawned, Host: "h1"},  // 0
+		{Time: at(1), Session: "b-0", Kind: herd.EventSpawned, Host: "h2"},  // 1
+		{Time: at(2), Session: "a-0", Kind: herd.EventCrashed},              // 2
+		{Time: at(3), Session: "a-0", Kind: herd.EventBackoff},              // 3
+		{Time: at(3), Session: "b-0", Kind: herd.EventCrashed},              // 4
+		{Time: at(5), Session: "a-0", Kind: herd.EventSpawned},              // 5
+		{Time: at(6), Session: "c-0", Kind: herd.EventActivity, Host: "h1"}, // 6
 	})
 	cases := []struct {
 		name string
@@ -78,6 +78,9 @@ func testEventFilters(t *testing.T, s store.Store) {
 		{"limit with after id", store.EventFilter{AfterID: ev[1].ID, Limit: 2}, []int{5, 6}},
 		{"since and kind", store.EventFilter{Since: at(1), Kind: herd.EventSpawned}, []int{1, 5}},
 		{"unknown session", store.EventFilter{Session: "zzz"}, nil},
+		{"host", store.EventFilter{Host: "h1"}, []int{0, 6}},
+		{"host and kind", store.EventFilter{Host: "h2", Kind: herd.EventSpawned}, []int{1}},
+		{"unknown host", store.EventFilter{Host: "h9"}, nil},
 	}
 	view(t, s, func(tx store.Tx) error {
 		for _, c := range cases {
@@ -156,6 +159,58 @@ func testEventData(t *testing.T, s store.Store) {
 		}
 		if len(got) != 2 {
 			t.Errorf("[after unencodable data] expected 2 events, got %d", len(got))
+		}
+		return nil
+	})
+}
+
+// testOddText writes strings with NUL and invalid UTF-8, as agents' output
+// and hook reports may carry: the write must succeed, and each string read
+// back either as written or with U+FFFD for the offending bytes.
+func testOddText(t *testing.T, s store.Store) {
+	odd := "a\x00b\xffc\xe2\x82"
+	inc := openIncarnation("i-odd", "w-0", "h", at(0))
+	inc.AgentSessionID = odd
+	e := herd.Event{Time: at(0), Session: "w-0", Kind: herd.EventActivity, Message: odd,
+		Data: map[string]any{"text": odd}}
+	update(t, s, func(tx store.Tx) error {
+		if err := tx.PutIncarnation(inc); err != nil {
+			return err
+		}
+		if err := tx.PutKV("odd", odd); err != nil {
+			return err
+		}
+		return tx.AppendEvent(&e)
+	})
+	clean := "a\uFFFDb\uFFFDc\uFFFD"
+	check := func(what, got string) {
+		t.Helper()
+		if got != odd && got != clean {
+			t.Errorf("[%s] expected %q or %q, got %q", what, odd, clean, got)
+		}
+	}
+	view(t, s, func(tx store.Tx) error {
+		got, err := tx.Incarnation("i-odd")
+		if err != nil {
+			return err
+		}
+		check("agent session id", got.AgentSessionID)
+		v, _, err := tx.KV("odd")
+		if err != nil {
+			return err
+		}
+		check("kv value", v)
+		evs, err := tx.Events(store.EventFilter{Session: "w-0"})
+		if err != nil {
+			return err
+		}
+		if len(evs) != 1 {
+			t.Fatalf("[events] expected 1, got %d", len(evs))
+		}
+		check("event message", evs[0].Message)
+		// JSON marks each invalid byte with U+FFFD; NUL survives escaped.
+		if want := "a\x00b\uFFFDc\uFFFD\uFFFD"; evs[0].Data["text"] != want {
+			t.Errorf("[event data] expected %q, got %q", want, evs[0].Data["text"])
 		}
 		return nil
 	})

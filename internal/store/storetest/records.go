@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,7 +27,14 @@ func fullRole(name string) herd.Role {
 			ResetAfter:     10 * time.Minute,
 			MaxRestarts:    4,
 		},
-		UpdatedAt: at(0),
+		Worktree:        true,
+		WorktreeBase:    "main",
+		WorktreeSetup:   []string{"make", "deps"},
+		WorktreeInclude: []string{".env", "config/*.local"},
+		MemoryMax:       64 << 20,
+		PidsMax:         512,
+		RestartOnUpdate: true,
+		UpdatedAt:       at(0),
 	}
 }
 
@@ -397,6 +405,13 @@ func testNotFound(t *testing.T, s store.Store) {
 		if _, err := tx.Incarnation("nope"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("[incarnation] expected ErrNotFound, got %v", err)
 		}
+		if _, err := tx.Host("nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("[host] expected ErrNotFound, got %v", err)
+		}
+		hosts, err := tx.Hosts()
+		if err != nil || len(hosts) != 0 {
+			t.Errorf("[hosts of empty store] expected none, got %v, %v", hosts, err)
+		}
 		roles, err := tx.Roles()
 		if err != nil || len(roles) != 0 {
 			t.Errorf("[roles of empty store] expected none, got %v, %v", roles, err)
@@ -425,6 +440,7 @@ func testEmptyKeysRejected(t *testing.T, s store.Store) {
 		{"role", func(tx store.Tx) error { return tx.PutRole(herd.Role{Replicas: 1}) }},
 		{"session", func(tx store.Tx) error { return tx.PutSession(herd.Session{Role: "r"}) }},
 		{"incarnation", func(tx store.Tx) error { return tx.PutIncarnation(herd.Incarnation{Session: "s"}) }},
+		{"host", func(tx store.Tx) error { return tx.PutHost(herd.Host{BootID: "b"}) }},
 	}
 	for _, c := range cases {
 		err := s.Update(ctx(t), c.put)
@@ -432,4 +448,50 @@ func testEmptyKeysRejected(t *testing.T, s store.Store) {
 			t.Errorf("[%s with empty key] expected an error, got nil", c.name)
 		}
 	}
+}
+
+// testByteOrder: lists are in byte order of their names (as Go sorts
+// strings), whatever collation the database would use for text.
+func testByteOrder(t *testing.T, s store.Store) {
+	names := []string{"a_0", "W-0", "é-0", "a0", "a-1", "Z-0", "a-10", "a-2"}
+	want := slices.Clone(names)
+	slices.Sort(want)
+	update(t, s, func(tx store.Tx) error {
+		for _, n := range names {
+			err := errors.Join(tx.PutRole(herd.Role{Name: n}), tx.PutSession(minimalSession(n, n)),
+				tx.PutHost(herd.Host{Name: n}))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx store.Tx) error {
+		roles, err := tx.Roles()
+		if err != nil {
+			return err
+		}
+		sessions, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		hosts, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		var gotRoles, gotSessions, gotHosts []string
+		for _, r := range roles {
+			gotRoles = append(gotRoles, r.Name)
+		}
+		for _, se := range sessions {
+			gotSessions = append(gotSessions, se.Name)
+		}
+		for _, h := range hosts {
+			gotHosts = append(gotHosts, h.Name)
+		}
+		diff(t, "roles", want, gotRoles)
+		diff(t, "sessions", want, gotSessions)
+		diff(t, "hosts", want, gotHosts)
+		return nil
+	})
 }

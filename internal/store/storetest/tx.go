@@ -37,6 +37,9 @@ func checkEmpty(t *testing.T, s store.Store, what string) {
 		}
 		if _, err := tx.Session("r-0"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("[%s] expected session absent, got %v", what, err)
+		} else if got, want := err.Error(), "session r-0 not found"; got != want {
+			// Users read this text: it names the row once, never the backend.
+			t.Errorf("[%s] expected error %q, got %q", what, want, got)
 		}
 		if _, err := tx.Incarnation("i"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("[%s] expected incarnation absent, got %v", what, err)

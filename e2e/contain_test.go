@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"herd"
+)
+
+// gitRepo makes a repository with one commit in a temp dir.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "first"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("TOKEN=x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// cwdOf is the working directory of pid.
+func cwdOf(t *testing.T, pid int) string {
+	t.Helper()
+	p, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	if err != nil {
+		t.Fatalf("cwd of %d: %v", pid, err)
+	}
+	return p
+}
+
+// TestWorktreePerSession: three replicas of a worktree role run in three
+// worktrees on three branches, with the untracked files asked for copied
+// in; a crash relaunch keeps the cwd; deleting the role removes the clean
+// worktrees and keeps a dirty one, saying why and where; a failing setup
+// command fails the launch with its output and leaves nothing behind.
+func TestWorktreePerSession(t *testing.T) {
+	repo := gitRepo(t)
+	e := newEnv(t, fastRestart)
+	e.start()
+	roles := filepath.Join(e.dir, "roles.toml")
+	os.WriteFile(roles, []byte(fmt.Sprintf(`
+[[role]]
+name = "wt"
+replicas = 3
+command = ["sleep", "300"]
+workdir = %q
+runtime = "exec"
+worktree = true
+worktree_include = [".env"]
+`, repo)), 0o600)
+	e.must("apply", "-f", roles)
+	cwds := map[string]string{}
+	for i := range 3 {
+		name := fmt.Sprintf("wt-%d", i)
+		v := e.waitState(name, herd.StateRunning, 20*time.Second)
+		want := filepath.Join(repo, ".herd", "worktrees", name)
+		if got := cwdOf(t, v.PID); got != want {
+			t.Errorf("[%s] expected the agent's cwd %s … got %s", name, want, got)
+		}
+		if _, err := os.Stat(filepath.Join(want, ".env")); err != nil {
+			t.Errorf("[%s] expected .env copied into the worktree: %v", name, err)
+		}
+		cwds[name] = want
+	}
+	branches, _ := exec.Command("git", "-C", repo, "branch", "--list", "herd/*").Output()
+	for i := range 3 {
+		if !strings.Contains(string(branches), fmt.Sprintf("herd/wt-%d", i)) {
+			t.Errorf("expected branch herd/wt-%d … got %s", i, branches)
+		}
+	}
+
+	// A crash: the relaunch runs in the same worktree.
+	v, _ := e.session("wt-0")
+	syscall.Kill(v.PID, syscall.SIGKILL)
+	e.waitFor("wt-0 relaunched", 20*time.Second, func() bool {
+		n, ok := e.session("wt-0")
+		return ok && n.State == herd.StateRunning && n.PID != v.PID
+	})
+	n, _ := e.session("wt-0")
+	if got := cwdOf(t, n.PID); got != cwds["wt-0"] {
+		t.Errorf("[relaunch] expected cwd %s … got %s", cwds["wt-0"], got)
+	}
+
+	// wt-1 has work of its own: it is kept.
+	os.WriteFile(filepath.Join(cwds["wt-1"], "notes.txt"), []byte("work\n"), 0o600)
+	e.must("delete", "role", "wt")
+	for _, name := range []string{"wt-0", "wt-2"} {
+		if _, err := os.Stat(cwds[name]); !os.IsNotExist(err) {
+			t.Errorf("[%s] expected the clean worktree removed … %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cwds["wt-1"], "notes.txt")); err != nil {
+		t.Errorf("[wt-1] expected the dirty worktree kept: %v", err)
+	}
+	kept := e.events("--session", "wt-1", "--kind", herd.EventWorktree)
+	if len(kept) != 1 || kept[0].Reason != "kept" || !strings.Contains(kept[0].Message, cwds["wt-1"]) {
+		t.Errorf("[wt-1] expected one worktree event saying kept, and where … got %+v", kept)
+	}
+
+	// A setup command that fails fails the launch with its output.
+	os.WriteFile(roles, []byte(fmt.Sprintf(`
+[[role]]
+name = "bad"
+command = ["sleep", "300"]
+workdir = %q
+runtime = "exec"
+worktree = true
+worktree_setup = ["sh", "-c", "echo no such dependency >&2; exit 3"]
+`, repo)), 0o600)
+	e.must("apply", "-f", roles)
+	e.waitFor("bad-0 launch failed", 20*time.Second, func() bool {
+		v, ok := e.session("bad-0")
+		return ok && v.Exit != nil && v.Exit.Reason == herd.ReasonLaunchFailed
+	})
+	crashed := e.events("--session", "bad-0", "--kind", herd.EventCrashed)
+	if len(crashed) == 0 || !strings.Contains(crashed[0].Message, "no such dependency") {
+		t.Errorf("expected the setup's output in the crash … got %+v", crashed)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".herd", "worktrees", "bad-0")); !os.IsNotExist(err) {
+		t.Errorf("expected nothing left of the failed worktree … %v", err)
+	}
+}
+
+// treeScript starts 50 children that ignore SIGTERM, one of which leaves
+// the process group (setsid) and double-forks a daemon, and ignores
+// SIGTERM itself.
+const treeScript = `trap '' TERM
+i=0
+while [ $i -lt 49 ]; do sh -c "trap '' TERM; exec sleep 300" & i=$((i+1)); done
+setsid sh -c "trap '' TERM; (trap '' TERM; sleep 300 &) ; sleep 300" &
+echo started
+while :; do sleep 1; done
+`
+
+// marked lists the live processes whose environment carries marker.
+func marked(marker string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, en := range ents {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(env, []byte(herd.EnvIncarnation+"="+marker+"\x00")) {
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !bytes.Contains(st, []byte(") Z ")) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// TestStopEndsWholeTree: an agent with 50 children, one of which left its
+// process group and double-forked, all ignoring SIGTERM: after `herd stop`
+// and after a crash of the agent, no process of the tree is left; a
+// process that is not herd's is never touched.
+func TestStopEndsWholeTree(t *testing.T) {
+	e := newEnv(t, fastRestart)
+	e.start()
+	canary := exec.Command("sleep", "300")
+	if err := canary.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { canary.Process.Kill(); canary.Wait() }()
+
+	e.must("run", "tree", "--runtime", "exec", "--restart", "never", "--", "sh", "-c", treeScript)
+	v := e.waitState("tree-0", herd.StateRunning, 20*time.Second)
+	e.waitFor("52 processes in the tree", 20*time.Second, func() bool { return len(marked(v.Incarnation)) >= 52 })
+	start := time.Now()
+	e.must("stop", "tree-0")
+	took := time.Since(start)
+	if left := marked(v.Incarnation); len(left) > 0 {
+		t.Errorf("[stop] expected no process of the tree left … %d left: %v", len(left), left)
+	}
+	t.Logf("stop of a %d-process tree took %s", 52, took)
+
+	// A crash: the agent dies, its children are ended by the crash cleanup.
+	e.must("resume", "tree-0")
+	e.waitFor("tree-0 resumed", 20*time.Second, func() bool {
+		n, ok := e.session("tree-0")
+		return ok && n.State == herd.StateRunning && n.Incarnation != v.Incarnation
+	})
+	n, _ := e.session("tree-0")
+	e.waitFor("52 processes in the new tree", 20*time.Second, func() bool { return len(marked(n.Incarnation)) >= 52 })
+	syscall.Kill(n.PID, syscall.SIGKILL)
+	e.waitFor("the crashed agent's tree ended", 20*time.Second, func() bool { return len(marked(n.Incarnation)) == 0 })
+
+	if err := canary.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("expected the canary untouched … %v", err)
+	}
+}
+
+// TestMetricsServed: with [metrics] listen set, the daemon serves
+// Prometheus text with its sessions by state and the crashes it counted.
+func TestMetricsServed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	e := newEnv(t, fastRestart+fmt.Sprintf("[metrics]\nlisten = %q\n", addr))
+	e.start()
+	e.must("run", "m", "--runtime", "exec", "--", "sh", "-c", "sleep 0.3; exit 1")
+	e.waitFor("a crash counted", 20*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `herd_crashes_total{reason="exit_code"}`) && strings.Contains(string(b), "herd_sessions{")
+	})
+}

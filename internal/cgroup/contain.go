@@ -1,0 +1,301 @@
+package cgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"herd"
+	"herd/internal/proc"
+)
+
+// Mode names how incarnations are contained.
+type Mode string
+
+// Containment modes.
+const (
+	ModeCgroup Mode = "cgroup" // a cgroup v2 per incarnation
+	ModeMarker Mode = "marker" // the HERD_INCARNATION environment marker
+)
+
+// Containment is the one place the launch, stop and crash paths ask to
+// contain an incarnation's process tree. It uses a cgroup per incarnation
+// when Detect succeeds and the environment marker otherwise, and in both
+// modes sweeps marked processes after a stop, so nothing of the tree is
+// left whichever way it escaped. It holds no mutable state: one value
+// serves every goroutine.
+type Containment struct {
+	cg     *Manager // nil in ModeMarker
+	why    string   // why not ModeCgroup, or which cgroup features are missing
+	fs     proc.FS
+	bootID string
+}
+
+// New detects what the host allows and logs it once: the mode, and why
+// not cgroups (or which limits the kernel will not enforce).
+//
+// It also drops HERD_INCARNATION from the caller's environment: a daemon
+// started from inside an agent's pane inherits that agent's marker, and
+// the tmux server and other children it starts would carry it too and be
+// ended with that incarnation. (The caller's own process is never
+// matched.)
+func New(log *slog.Logger, opts Options, bootID string) *Containment {
+	if inc, ok := os.LookupEnv(herd.EnvIncarnation); ok {
+		log.Warn("started with an incarnation marker in the environment; dropped so herd's children do not carry it",
+			"incarnation", inc)
+		os.Unsetenv(herd.EnvIncarnation)
+	}
+	c := &Containment{fs: proc.Real(), bootID: bootID}
+	m, err := Detect(opts)
+	if err != nil {
+		c.why = err.Error()
+		log.Warn("containment by environment marker; memory_max enforced by the watchdog, pids_max not enforced", "reason", c.why)
+		return c
+	}
+	c.cg = m
+	c.why = m.Describe()
+	log.Info("containment by cgroup", "detail", c.why)
+	return c
+}
+
+// Mode reports the containment mode.
+func (c *Containment) Mode() Mode {
+	if c.cg != nil {
+		return ModeCgroup
+	}
+	return ModeMarker
+}
+
+// Describe says what containment this host gets and why.
+func (c *Containment) Describe() string { return fmt.Sprintf("%s: %s", c.Mode(), c.why) }
+
+// KernelMemoryMax reports whether memory_max is enforced by the kernel (an
+// OOM kill, reason oom); otherwise the watchdog enforces it (reason
+// memory_max) with TreeMemory.
+func (c *Containment) KernelMemoryMax() bool { return c.cg != nil && c.cg.Memory() }
+
+// Launch is what a launch needs to start an incarnation contained.
+type Launch struct {
+	// CgroupPath is the incarnation's cgroup ("" in ModeMarker). A launch
+	// that does not fork the agent itself (tmux) runs it through a
+	// wrapper that calls Enter(CgroupPath) and then execs the command.
+	CgroupPath string
+	// Unenforced lists limits the kernel will not enforce here (the
+	// watchdog must), with the reason.
+	Unenforced error
+
+	fd *os.File
+}
+
+// Prepare makes the incarnation's cgroup (nothing in ModeMarker) and
+// applies lim. Call Apply on the exec.Cmd's SysProcAttr of a child herd
+// starts itself, then Close once it started.
+func (c *Containment) Prepare(incarnation string, lim Limits) (*Launch, error) {
+	if c.cg == nil {
+		var unenforced error
+		if lim.MemoryMax > 0 || lim.PidsMax > 0 {
+			unenforced = fmt.Errorf("%w: %s", ErrUnavailable, c.why)
+		}
+		return &Launch{Unenforced: unenforced}, nil
+	}
+	g, err := c.cg.Create(incarnation, lim)
+	if g == nil {
+		return nil, err
+	}
+	l := &Launch{CgroupPath: g.Path}
+	if err != nil {
+		if !errors.Is(err, ErrUnavailable) {
+			_ = g.Remove(context.Background())
+			return nil, err
+		}
+		l.Unenforced = err
+	}
+	f, err := g.OpenFD()
+	if err != nil {
+		_ = g.Remove(context.Background())
+		return nil, err
+	}
+	l.fd = f
+	return l, nil
+}
+
+// Apply makes a child started with attr begin inside the cgroup.
+func (l *Launch) Apply(attr *syscall.SysProcAttr) {
+	if l.fd == nil {
+		return
+	}
+	attr.UseCgroupFD = true
+	attr.CgroupFD = int(l.fd.Fd())
+}
+
+// Close releases the cgroup directory opened for Apply.
+func (l *Launch) Close() error {
+	if l.fd == nil {
+		return nil
+	}
+	err := l.fd.Close()
+	l.fd = nil
+	return err
+}
+
+// StopReport says how a stop ended the tree.
+type StopReport struct {
+	Mode   Mode
+	Killed bool // something outlived the grace period and was SIGKILLed
+	Swept  int  // marked processes outside the cgroup (or all of them, in ModeMarker)
+	Took   time.Duration
+}
+
+// Stop ends every process of the incarnation: in ModeCgroup SIGTERM to
+// the group, grace, cgroup.kill, then the group is removed; in both modes
+// the processes carrying the marker are then ended (in ModeMarker with
+// the grace period, in ModeCgroup with none left of it: they escaped the
+// group before it existed). Call it after the agent's own process group
+// was signalled, on stop and after a crash, before the incarnation is
+// forgotten.
+func (c *Containment) Stop(ctx context.Context, incarnation string, grace time.Duration) (StopReport, error) {
+	start := time.Now()
+	rep := StopReport{Mode: c.Mode()}
+	var errs []error
+	if c.cg != nil {
+		if g, err := c.cg.Open(incarnation); err == nil {
+			killed, err := g.Stop(ctx, grace)
+			rep.Killed = killed
+			if err != nil {
+				errs = append(errs, err)
+			} else if err := g.Remove(ctx); err != nil {
+				errs = append(errs, err)
+			}
+			grace = 0
+		} else if !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	res, err := StopMarked(ctx, c.fs, c.bootID, incarnation, grace)
+	rep.Swept = res.Found
+	rep.Killed = rep.Killed || res.Killed > 0
+	if err != nil {
+		errs = append(errs, err)
+	}
+	rep.Took = time.Since(start)
+	return rep, errors.Join(errs...)
+}
+
+// Usage is an incarnation's resource use, from its cgroup or, in
+// ModeMarker, from /proc.
+type Usage struct {
+	CPU      time.Duration // cgroup only: CPU time of the whole tree, dead members included
+	Memory   int64         // bytes: memory.current, or the RSS of the marked processes
+	OOMKills int64         // cgroup with memory controller only
+	Source   Mode
+}
+
+// Usage reads an incarnation's resource use.
+func (c *Containment) Usage(incarnation string) (Usage, error) {
+	if c.cg != nil {
+		if g, err := c.cg.Open(incarnation); err == nil {
+			st, err := g.Stats()
+			if err != nil {
+				return Usage{}, err
+			}
+			u := Usage{CPU: st.CPUUsage, Source: ModeCgroup}
+			if st.MemoryCurrent != nil {
+				u.Memory = *st.MemoryCurrent
+			}
+			if st.OOMKills != nil {
+				u.OOMKills = *st.OOMKills
+			}
+			if st.MemoryCurrent != nil {
+				return u, nil
+			}
+			// No memory controller: the RSS of the tree stands in.
+			mem, err := MarkedMemory(c.fs, c.bootID, incarnation)
+			if err != nil {
+				return Usage{}, err
+			}
+			u.Memory = mem.RSS
+			return u, nil
+		}
+	}
+	mem, err := MarkedMemory(c.fs, c.bootID, incarnation)
+	if err != nil {
+		return Usage{}, err
+	}
+	return Usage{Memory: mem.RSS, Source: ModeMarker}, nil
+}
+
+// OOMKilled reports whether the kernel killed a process of the
+// incarnation for its memory.max: the crash path records such a death
+// with reason oom. Always false without the memory controller.
+func (c *Containment) OOMKilled(incarnation string) bool {
+	if c.cg == nil || !c.cg.Memory() {
+		return false
+	}
+	g, err := c.cg.Open(incarnation)
+	if err != nil {
+		return false
+	}
+	st, err := g.Stats()
+	return err == nil && st.OOMKills != nil && *st.OOMKills > 0
+}
+
+// RemoveStale removes the empty cgroups of incarnations keep does not
+// claim (left by a daemon that died between a stop and the removal). A
+// populated cgroup of an unknown incarnation is left alone and named in
+// the error: its processes are not known to be herd's to end.
+func (c *Containment) RemoveStale(ctx context.Context, keep func(incarnation string) bool) (removed []string, err error) {
+	if c.cg == nil {
+		return nil, nil
+	}
+	incs, err := c.cg.List()
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, inc := range incs {
+		if keep(inc) {
+			continue
+		}
+		g, err := c.cg.Open(inc)
+		if err != nil {
+			continue
+		}
+		if pop, err := g.Populated(); err != nil || pop {
+			errs = append(errs, fmt.Errorf("cgroup: %s is not recorded but has processes; left alone", g.Path))
+			continue
+		}
+		if err := g.Remove(ctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, inc)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// ExecIn moves the calling process into the cgroup at path (none when
+// path is empty) and replaces it with argv, looked up in PATH. It is the
+// body of the launch wrapper for runtimes where herd does not fork the
+// agent itself (a tmux pane runs `herd <wrapper> PATH -- argv...`): the
+// agent and everything it forks are inside the group from the start. It
+// returns only on failure.
+func ExecIn(path string, argv []string) error {
+	if len(argv) == 0 {
+		return errors.New("cgroup: exec: empty command")
+	}
+	if path != "" {
+		if err := Enter(path); err != nil {
+			return err
+		}
+	}
+	bin, err := exec.LookPath(argv[0])
+	if err != nil {
+		return fmt.Errorf("cgroup: exec: %w", err)
+	}
+	return fmt.Errorf("cgroup: exec %s: %w", bin, syscall.Exec(bin, argv, os.Environ()))
+}

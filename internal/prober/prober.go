@@ -1,0 +1,257 @@
+// Package prober decides, every probe interval and the moment a watched
+// process exits, whether each live session's agent is alive: the runtime
+// axis (its tmux pane) and the process axis (its verified identity) go
+// through liveness.Decide, and the verdict is reported to status.
+package prober
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/agents"
+	"herd/internal/loop"
+	"herd/internal/proc"
+	"herd/internal/runtime"
+	"herd/internal/runtime/tmux"
+	"herd/internal/status"
+	"herd/internal/store"
+)
+
+// Options configure a Prober.
+type Options struct {
+	Status *status.Manager
+	Proc   proc.FS
+	BootID string
+	// Tmux is the tmux runtime whose sessions are listed.
+	Tmux *tmux.Runtime
+	// Interval is the probe period (and each tick's deadline); Concurrency
+	// bounds the sessions decided at once.
+	Interval    time.Duration
+	Concurrency int
+	// MassDeathFraction is probe.mass_death_fraction: one listing
+	// accounting more than this fraction of at least 5 sessions dead is
+	// inconclusive (see liveness.BreakMassDeath).
+	MassDeathFraction float64
+	Log               *slog.Logger
+	// Leftover takes down what remains of an incarnation whose agent died
+	// (a wrapper living on, a pane left open); its death is recorded.
+	Leftover func(herd.Incarnation)
+}
+
+// Prober watches this host's live sessions.
+type Prober struct {
+	o      Options
+	st     *status.Manager
+	trig   chan struct{}
+	group  loop.Group
+	ctx    context.Context // parents every watcher; never used to kill agents
+	cancel context.CancelFunc
+
+	mu sync.Mutex // guards the fields below
+	// watched maps an incarnation id to its watchers.
+	watched map[string]*watchSet
+	// tmux is the memory between tmux listings.
+	tmux tmuxMemory
+	// lastRound is when the last probe round ended.
+	lastRound time.Time
+}
+
+// New returns a prober; Run starts its loop. Watchers may be added before
+// Run (launches of the reboot sweep).
+func New(o Options) *Prober {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Prober{o: o, st: o.Status, trig: make(chan struct{}, 1), ctx: ctx, cancel: cancel, watched: map[string]*watchSet{}}
+	p.group.Log = o.Log
+	return p
+}
+
+// Run probes every interval, and at once when kicked, until ctx is done.
+func (p *Prober) Run(ctx context.Context) {
+	loop.Loop{Name: "probe", Log: p.o.Log, Every: p.o.Interval, First: p.o.Interval, Trigger: p.trig}.Run(ctx, func(ctx context.Context) time.Duration {
+		p.Once(ctx)
+		return 0
+	})
+}
+
+// Close stops every watcher and waits for the prober's goroutines. Agents
+// keep running.
+func (p *Prober) Close() {
+	p.cancel()
+	p.group.Wait()
+}
+
+// Kick asks for a probe round now.
+func (p *Prober) Kick() { loop.Wake(p.trig) }
+
+// Once runs one probe round over this host's live sessions. The round ends
+// on time: a call still running then (a hung tmux) goes on in the
+// background, bounded by its own timeout, and its sessions read unknown
+// for this round.
+func (p *Prober) Once(ctx context.Context) {
+	start := time.Now()
+	defer func() {
+		d := time.Since(start)
+		p.st.Metrics.Tick(d)
+		p.mu.Lock()
+		p.lastRound = time.Now()
+		p.mu.Unlock()
+	}()
+	tickCtx, cancel := context.WithTimeout(ctx, p.o.Interval)
+	defer cancel()
+	all, live, err := p.st.Live(tickCtx)
+	if err != nil {
+		p.o.Log.Error("probe: read store", "err", err)
+		return
+	}
+	var tmuxes []status.Live
+	for _, it := range live {
+		if it.S.RuntimeKind == herd.RuntimeTmux {
+			tmuxes = append(tmuxes, it)
+		} else {
+			p.probeExec(tickCtx, it.S, it.Inc)
+		}
+	}
+	p.probeTmux(tickCtx, tmuxes, all)
+}
+
+// probeExec checks one exec session's agent through /proc.
+func (p *Prober) probeExec(ctx context.Context, s herd.Session, inc herd.Incarnation) {
+	if inc.Identity.Zero() {
+		p.findAgent(ctx, s, inc)
+		return
+	}
+	if p.isWatched(inc) {
+		return // its watcher reports the death the moment it happens
+	}
+	switch p.o.Proc.Check(inc.Identity, p.o.BootID) {
+	case herd.Alive:
+		p.markAlive(ctx, s, inc, herd.EventAdopted)
+	case herd.Dead:
+		p.recordDeath(ctx, status.Death{Session: s.Name, Incarnation: inc.ID, Exit: herd.Exit{Reason: herd.ReasonProcessGone}})
+	default:
+		p.markUnknown(ctx, s, inc.ID, "process identity cannot be read")
+	}
+}
+
+// recordDeath hands a death to status, logging a failure; it reports
+// whether this call accounted it.
+func (p *Prober) recordDeath(ctx context.Context, dt status.Death) bool {
+	ok, err := p.st.RecordDeath(ctx, dt)
+	if err != nil {
+		p.o.Log.Error("record death", "session", dt.Session, "err", err)
+	}
+	return ok
+}
+
+// update is status.Update with its error logged: the next round looks
+// again.
+func (p *Prober) update(ctx context.Context, name, inc, what string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error)) {
+	if err := p.st.Update(ctx, name, inc, fn); err != nil && ctx.Err() == nil {
+		p.o.Log.Warn("probe: "+what, "session", name, "err", err)
+	}
+}
+
+// findAgent looks for the agent under a wrapper and returns the
+// incarnation with its identity when found; the wrapper dying first is a
+// death of the incarnation.
+func (p *Prober) findAgent(ctx context.Context, s herd.Session, inc herd.Incarnation) herd.Incarnation {
+	role, err := p.st.Role(ctx, s.Role)
+	if err != nil {
+		return inc
+	}
+	fs, boot := p.o.Proc, p.o.BootID
+	names, _ := agents.ProcessNames(role, inc.Argv)
+	if len(names) > 0 {
+		if pid, ok, _ := fs.FindAgent(inc.Root.PID, names); ok && fs.Check(inc.Root, boot) == herd.Alive {
+			if id, err := fs.Identify(pid, boot); err == nil && id.Marker == inc.ID {
+				inc.Identity = id
+				p.markAlive(ctx, s, inc, "")
+				return inc
+			}
+		}
+	}
+	// A root that is our child is reaped by its watcher, with its status.
+	if !p.watchingPID(inc.ID, inc.Root.PID) && fs.Check(inc.Root, boot) == herd.Dead {
+		p.recordDeath(ctx, status.Death{Session: s.Name, Incarnation: inc.ID, Exit: herd.Exit{Reason: herd.ReasonProcessGone}})
+	}
+	return inc
+}
+
+// markAlive records that an incarnation's agent is alive and watches it.
+// kind is the event to record (adopted, or none).
+func (p *Prober) markAlive(ctx context.Context, s herd.Session, inc herd.Incarnation, kind string) {
+	p.update(ctx, s.Name, inc.ID, "mark alive", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+		var events []*herd.Event
+		stored, err := tx.Incarnation(inc.ID)
+		if err != nil {
+			return nil, err
+		}
+		if stored.Identity != inc.Identity {
+			stored.Identity = inc.Identity
+			if err := tx.PutIncarnation(stored); err != nil {
+				return nil, err
+			}
+		}
+		if kind != "" {
+			events = append(events, p.st.Event(*cur, inc.ID, kind, "", "identity verified: pid, start time, boot id", map[string]any{"pid": inc.Identity.PID}))
+		}
+		if cur.State == herd.StatePending || cur.State == herd.StateUnknown {
+			if cur.State == herd.StateUnknown {
+				events = append(events, p.st.Event(*cur, inc.ID, herd.EventRecovered, "", "process readable again", nil))
+			}
+			cur.State = herd.StateRunning
+			cur.StateSince = time.Now().UTC()
+		}
+		cur.Process = herd.Alive
+		// Under the session's lock and only while inc is current: a stop
+		// or death that ended it meanwhile leaves no watcher behind.
+		p.Watch(s.Name, inc, nil)
+		return events, nil
+	})
+}
+
+// markUnknown records that a session cannot be read; nothing destructive
+// follows from it.
+func (p *Prober) markUnknown(ctx context.Context, s herd.Session, inc, why string) {
+	p.update(ctx, s.Name, inc, "mark unknown", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+		if cur.State == herd.StateUnknown {
+			return nil, nil
+		}
+		cur.State = herd.StateUnknown
+		cur.StateSince = time.Now().UTC()
+		cur.Process = herd.Unknown
+		return []*herd.Event{p.st.Event(*cur, inc, herd.EventProbeUnknown, "", why, nil)}, nil
+	})
+}
+
+// markPending returns an unknown session to pending: its pane reads alive
+// again and the agent under its wrapper has not been seen yet (markAlive
+// takes it to running once it is).
+func (p *Prober) markPending(ctx context.Context, s herd.Session, inc string) {
+	p.update(ctx, s.Name, inc, "mark pending", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+		if cur.State != herd.StateUnknown {
+			return nil, nil
+		}
+		cur.State = herd.StatePending
+		cur.StateSince = time.Now().UTC()
+		return []*herd.Event{p.st.Event(*cur, inc, herd.EventRecovered, "", "tmux pane readable again; agent not seen yet", nil)}, nil
+	})
+}
+
+// LastRound returns when the last probe round ended (zero before the
+// first): a supervisor that stops probing stops being healthy.
+func (p *Prober) LastRound() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastRound
+}
+
+// Last returns the last good tmux snapshot (empty before the first).
+func (p *Prober) Last() runtime.Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tmux.last
+}

@@ -1,0 +1,174 @@
+package prober
+
+import (
+	"context"
+
+	"herd"
+	"herd/internal/proc"
+	"herd/internal/status"
+	"herd/internal/store"
+)
+
+// watchSet is what watches one incarnation: a context for its watchers and
+// the pids being watched (the launched root, and the agent under a wrapper).
+type watchSet struct {
+	cancel context.CancelFunc
+	ctx    context.Context
+	pids   map[int]bool
+}
+
+// Watch notices the death of an incarnation's processes the moment it
+// happens: by reaping the root when it is this daemon's child (exact exit
+// status), and by polling the agent's pidfd when the agent is another
+// process or not our child. A death is then recorded (exec) or handed to
+// the prober, which reads the exit status from the pane (tmux). Calling
+// watch again when the agent is first identified adds its watcher.
+func (p *Prober) Watch(session string, inc herd.Incarnation, wait func() herd.Exit) {
+	p.mu.Lock()
+	ws, ok := p.watched[inc.ID]
+	if !ok {
+		ctx, cancel := context.WithCancel(p.ctx)
+		ws = &watchSet{ctx: ctx, cancel: cancel, pids: map[int]bool{}}
+		p.watched[inc.ID] = ws
+	}
+	waitRoot := wait != nil && !ws.pids[inc.Root.PID]
+	if waitRoot {
+		ws.pids[inc.Root.PID] = true
+	}
+	agent := inc.Identity
+	watchAgent := !agent.Zero() && !ws.pids[agent.PID]
+	if watchAgent {
+		ws.pids[agent.PID] = true
+	}
+	p.mu.Unlock()
+
+	if waitRoot {
+		// Not in the group: a child's wait ends only with the child,
+		// which outlives the daemon. The daemon exiting ends it anyway.
+		go func() {
+			exit := wait()
+			if p.ctx.Err() != nil {
+				return // the daemon is stopping; the next daemon adopts
+			}
+			p.onDeath(session, inc, exit, inc.Root)
+		}()
+	}
+	if watchAgent {
+		p.group.Go("watch", func() {
+			err := proc.WaitExit(ws.ctx, p.o.Proc, agent, p.o.BootID)
+			if ws.ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				// Not ours to begin with, or unreadable: /proc polling by
+				// the prober takes over.
+				p.dropWatch(inc.ID, agent.PID)
+				p.Kick()
+				return
+			}
+			p.onDeath(session, inc, herd.Exit{Reason: herd.ReasonProcessGone}, agent)
+		})
+	}
+}
+
+// Unwatch stops watching an incarnation.
+func (p *Prober) Unwatch(inc string) {
+	p.mu.Lock()
+	ws := p.watched[inc]
+	delete(p.watched, inc)
+	p.mu.Unlock()
+	if ws != nil {
+		ws.cancel()
+	}
+}
+
+// dropWatch forgets one pid's watcher so the prober looks at it again.
+func (p *Prober) dropWatch(inc string, pid int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ws := p.watched[inc]; ws != nil {
+		delete(ws.pids, pid)
+	}
+}
+
+// isWatched reports whether the agent process of inc (its recorded pid)
+// has a watcher, so polling it would be redundant.
+func (p *Prober) isWatched(inc herd.Incarnation) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ws := p.watched[inc.ID]
+	return ws != nil && !inc.Identity.Zero() && ws.pids[inc.Identity.PID]
+}
+
+// watchingPID reports whether pid of incarnation inc has a watcher.
+func (p *Prober) watchingPID(inc string, pid int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ws := p.watched[inc]
+	return ws != nil && ws.pids[pid]
+}
+
+// onDeath handles a death seen by a watcher. Whatever happens, a death
+// that is not recorded here leaves the incarnation to the prober: nothing
+// is lost.
+func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, who herd.Identity) {
+	if inc.RuntimeKind == herd.RuntimeTmux {
+		// The pane holds the exit status; the prober reads it right away.
+		p.dropWatch(inc.ID, who.PID)
+		p.Kick()
+		return
+	}
+	if who == inc.Root && p.agentOutlivesWrapper(session, inc.ID) {
+		return
+	}
+	if who != inc.Root {
+		// The agent died under a wrapper that lives on: report it as gone.
+		exit = herd.Exit{Reason: herd.ReasonProcessGone}
+	}
+	ok, err := p.st.RecordDeath(p.ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: exit})
+	if err != nil || !ok {
+		if err != nil {
+			p.o.Log.Error("record death", "session", session, "err", err)
+		}
+		// Not recorded (a stop or stall kill owns it, or the store failed):
+		// let the prober look again rather than trust a stale watcher.
+		p.dropWatch(inc.ID, who.PID)
+		p.Kick()
+		return
+	}
+	if who != inc.Root && p.o.Leftover != nil {
+		p.o.Leftover(inc)
+	}
+}
+
+// agentOutlivesWrapper handles the exit of an exec incarnation's launched
+// process when the agent found under it is another process: while that
+// agent lives, the wrapper's exit is not the agent's death (the agent was
+// started in the background and the wrapper returned). The agent keeps or
+// gets its own watcher, and its death is the one recorded.
+func (p *Prober) agentOutlivesWrapper(session, incID string) bool {
+	cur, err := p.st.Incarnation(p.ctx, incID)
+	if err != nil || cur.EndedAt != nil || cur.Identity.Zero() || cur.Identity == cur.Root {
+		return false
+	}
+	switch p.o.Proc.Check(cur.Identity, p.o.BootID) {
+	case herd.Dead:
+		return false
+	case herd.Unknown:
+		// Unknown is never dead: the prober reads it, and records its
+		// death once it is one.
+		p.o.Log.Warn("the launched wrapper exited; its agent cannot be read, left to the prober", "session", session, "wrapper_pid", cur.Root.PID, "agent_pid", cur.Identity.PID)
+		p.dropWatch(cur.ID, cur.Root.PID)
+		p.Kick()
+		return true
+	}
+	p.o.Log.Info("the launched wrapper exited; its agent lives on and stays watched", "session", session, "wrapper_pid", cur.Root.PID, "agent_pid", cur.Identity.PID)
+	p.dropWatch(cur.ID, cur.Root.PID)
+	// Under the session's lock and only while the incarnation is current,
+	// so that a stop that ended it meanwhile leaves no watcher behind.
+	p.update(p.ctx, session, cur.ID, "watch the agent", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
+		p.Watch(session, cur, nil)
+		return nil, nil
+	})
+	return true
+}

@@ -1,0 +1,96 @@
+package reaper
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"herd/internal/api"
+	"herd/internal/config"
+	"herd/internal/loop"
+	"herd/internal/runtime"
+	"herd/internal/runtime/execrt"
+	"herd/internal/slots"
+	"herd/internal/status"
+)
+
+// Lister is the tmux runtime as the reaper sees it.
+type Lister interface {
+	// List observes every session now.
+	List(ctx context.Context) runtime.Snapshot
+	// KillUnmanaged kills a session that has no record, by exact name.
+	KillUnmanaged(ctx context.Context, name string) error
+}
+
+// Options configure a Reaper.
+type Options struct {
+	Status *status.Manager
+	// Slots stops managed sessions through the one stop path.
+	Slots *slots.Slots
+	Tmux  Lister
+	Exec  *execrt.Runtime
+	// Config gives [reaper], [probe] and [tmux].
+	Config *config.Config
+	Log    *slog.Logger
+}
+
+// Reaper stops the sessions nobody needs.
+type Reaper struct {
+	o  Options
+	st *status.Manager
+	// passMu serializes passes: the loop's and `herd reap`'s.
+	passMu sync.Mutex
+}
+
+// New returns a reaper; Run starts its loop.
+func New(o Options) *Reaper { return &Reaper{o: o, st: o.Status} }
+
+// firstPass is how soon after the daemon starts the first reaper pass runs
+// (sooner when reaper.interval is shorter).
+const firstPass = 10 * time.Second
+
+// Run runs a reaper pass every reaper.interval, the first one shortly
+// after the daemon starts. The reaper stops, through the one stop path,
+// the sessions nobody needs: archived, orphaned (workdir gone, role no
+// longer declared, herd-named tmux session with no record) and idle ones,
+// never an attached one and never on a fact it could not read (see Decide
+// for the policy and Pass for the round).
+func (r *Reaper) Run(ctx context.Context) {
+	interval := r.o.Config.Reaper.Interval
+	if interval <= 0 {
+		<-ctx.Done()
+		return
+	}
+	// noted remembers the notes already logged (tmux not installed, ...),
+	// so a condition that lasts is logged once, not every pass.
+	noted := map[string]bool{}
+	loop.Loop{Name: "reaper", Log: r.o.Log, Every: interval, First: min(firstPass, interval)}.Run(ctx, func(ctx context.Context) time.Duration {
+		rep, err := r.Pass(ctx, PassOptions{})
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			r.o.Log.Error("reaper pass aborted; nothing reaped", "err", err)
+		default:
+			for _, n := range rep.Notes {
+				if !noted[n] {
+					noted[n] = true
+					r.o.Log.Info("reaper: " + n)
+				}
+			}
+			r.LogPass(rep)
+		}
+		return 0
+	})
+}
+
+// LogPass logs one pass's outcome: every skip with its reason, and a
+// summary.
+func (r *Reaper) LogPass(rep api.ReapReport) {
+	for _, c := range rep.Candidates {
+		if c.Action == api.ReapActionSkipped {
+			r.o.Log.Info("reaper skipped a session", "session", c.Session, "reason", c.Reason, "detail", c.Detail, "err", c.Error)
+		}
+	}
+	r.o.Log.Info("reaper pass", "reaped", rep.Reaped, "kept", rep.Kept, "skipped", rep.Skipped, "took", time.Duration(rep.DurationMS)*time.Millisecond)
+}

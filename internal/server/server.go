@@ -1,0 +1,443 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"herd"
+	"herd/internal/api"
+	"herd/internal/runtime/execrt"
+	"herd/internal/slots"
+	"herd/internal/store"
+)
+
+// Handler is the daemon's API. Every handler answers from the store or
+// from state kept in memory: no handler scans processes.
+func (sv *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/health", sv.handleHealth)
+	mux.HandleFunc("GET /v1/sessions", sv.handleSessions)
+	mux.HandleFunc("GET /v1/sessions/{name}", sv.handleSession)
+	mux.HandleFunc("GET /v1/sessions/{name}/logs", sv.handleLogs)
+	mux.HandleFunc("POST /v1/sessions/{name}/stop", sv.handleStop)
+	mux.HandleFunc("POST /v1/sessions/{name}/resume", sv.handleResume)
+	mux.HandleFunc("POST /v1/sessions/{name}/archive", sv.handleArchive)
+	mux.HandleFunc("POST /v1/sessions/{name}/inject", sv.handleInject)
+	mux.HandleFunc("GET /v1/roles", sv.handleRoles)
+	mux.HandleFunc("POST /v1/roles", sv.handleApply)
+	mux.HandleFunc("POST /v1/roles/{name}/scale", sv.handleScale)
+	mux.HandleFunc("DELETE /v1/roles/{name}", sv.handleDeleteRole)
+	mux.HandleFunc("GET /v1/events", sv.handleEvents)
+	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
+	mux.HandleFunc("POST /v1/reap", sv.handleReap)
+	return mux
+}
+
+func reply(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func fail(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, slots.ErrNotStopped), errors.Is(err, slots.ErrUnverified):
+		code = http.StatusConflict
+	case errors.As(err, new(*slots.BadInput)):
+		code = http.StatusBadRequest
+	}
+	reply(w, code, api.Error{Error: err.Error()})
+}
+
+var badf = slots.Badf
+
+func (sv *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	reply(w, http.StatusOK, api.Health{Version: sv.o.Version, PID: os.Getpid(), Host: sv.st.Host(), BootID: sv.o.BootID})
+}
+
+func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
+	var views []api.SessionView
+	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
+		sessions, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		views = make([]api.SessionView, 0, len(sessions))
+		for _, s := range sessions {
+			views = append(views, sv.view(tx, s))
+		}
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	views = append(views, sv.unmanagedViews()...)
+	reply(w, http.StatusOK, views)
+}
+
+// view renders a session; tx is used for the incarnation's pid.
+func (sv *Server) view(tx store.Tx, s herd.Session) api.SessionView {
+	v := api.SessionView{
+		Name: s.Name, Role: s.Role, Index: s.Index, Host: s.Host, Incarnation: s.Incarnation,
+		RuntimeKind: s.RuntimeKind, State: s.State, Runtime: s.Runtime, Process: s.Process,
+		Activity: s.Activity, Restarts: s.Restarts, StartedAt: s.StartedAt,
+		LastActivityAt: s.LastActivityAt, BackoffUntil: s.BackoffUntil, Exit: s.Exit,
+		StateSince: s.StateSince, Archived: s.Archived,
+	}
+	if v.Activity == "" {
+		v.Activity = herd.ActivityUnknown
+	}
+	if s.State.Live() && s.Incarnation != "" {
+		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
+			v.PID = inc.Identity.PID
+			if v.PID == 0 {
+				v.PID = inc.Root.PID
+			}
+		}
+	}
+	v.Attached = sv.o.Prober.Last().Attached(v.Name)
+	v.Escalated = sv.o.Escalator.Escalated(v.Name)
+	return v
+}
+
+// unmanagedViews lists herd-named tmux sessions that have no record.
+func (sv *Server) unmanagedViews() []api.SessionView {
+	var out []api.SessionView
+	for _, p := range sv.o.Prober.Unmanaged() {
+		out = append(out, api.SessionView{
+			Name: p.Session, Host: sv.st.Host(), RuntimeKind: herd.RuntimeTmux, State: herd.StateUnknown,
+			Runtime: herd.Alive, Process: herd.Unknown, Activity: herd.ActivityUnknown,
+			PID: p.PID, Attached: p.Attached > 0, Unmanaged: true,
+		})
+	}
+	return out
+}
+
+func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var det api.SessionDetail
+	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
+		s, err := tx.Session(name)
+		if err != nil {
+			return slots.Named("session", name, err)
+		}
+		det.SessionView = sv.view(tx, s)
+		det.Snapshot = s.Snapshot
+		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
+			det.Identity, det.Root = &inc.Identity, &inc.Root
+			det.Argv, det.Workdir = inc.Argv, inc.Workdir
+		}
+		det.RecentEvents, err = tx.Events(store.EventFilter{Session: name, Limit: 20})
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if det.RuntimeKind == herd.RuntimeExec && det.Incarnation != "" {
+		_, errPath := sv.o.Exec.Paths(name, det.Incarnation)
+		if b, err := execrt.ReadTail(errPath, 50); err == nil && len(b) > 0 {
+			det.StderrTail = splitLines(b)
+		}
+	}
+	sv.o.Stalls.Describe(&det)
+	reply(w, http.StatusOK, det)
+}
+
+// tailLines drops a pane capture's trailing blank lines (the unused rows
+// of the pane) and keeps the last n lines (all when n <= 0).
+func tailLines(b []byte, n int) []byte {
+	lines := splitLines(b)
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if n > 0 && len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
+
+func splitLines(b []byte) []string {
+	var out []string
+	start := 0
+	for i, c := range b {
+		if c == '\n' {
+			out = append(out, string(b[start:i]))
+			start = i + 1
+		}
+	}
+	if start < len(b) {
+		out = append(out, string(b[start:]))
+	}
+	return out
+}
+
+func (sv *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	tail, _ := strconv.Atoi(r.URL.Query().Get("tail"))
+	var s herd.Session
+	var inc herd.Incarnation
+	err := sv.st.Store().View(r.Context(), func(tx store.Tx) (err error) {
+		s, err = tx.Session(name)
+		if err != nil {
+			return slots.Named("session", name, err)
+		}
+		if s.RuntimeKind == herd.RuntimeTmux && s.State.Live() {
+			inc, err = tx.Incarnation(s.Incarnation)
+		}
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var out []byte
+	if s.RuntimeKind == herd.RuntimeTmux && s.State.Live() {
+		out, err = sv.o.Tmux.Capture(r.Context(), inc, tail)
+		out = tailLines(out, tail)
+	} else {
+		outPath, _ := sv.o.Exec.Paths(name, s.Incarnation)
+		out, err = execrt.ReadTail(outPath, tail)
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write(out)
+}
+
+func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	ctx, cancel := opCtx(r)
+	defer cancel()
+	err := sv.o.Slots.Stop(ctx, slots.StopRequest{Name: name, Reason: herd.ReasonUser, DropReplica: true, Message: "stopped by user"})
+	switch {
+	case errors.Is(err, slots.ErrAlreadyStopped):
+		reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s already stopped", name)})
+	case errors.Is(err, store.ErrNotFound):
+		fail(w, slots.Named("session", name, err))
+	case err != nil:
+		fail(w, err)
+	default:
+		sv.o.Slots.Kick()
+		reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s stopped", name)})
+	}
+}
+
+func (sv *Server) handleResume(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	ctx, cancel := opCtx(r)
+	defer cancel()
+	if err := sv.o.Slots.Resume(ctx, name); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			err = slots.Named("session", name, err)
+		}
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s resumed", name)})
+}
+
+func (sv *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	err := sv.o.Slots.Archive(r.Context(), name)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s archived", name)})
+}
+
+func (sv *Server) handleRoles(w http.ResponseWriter, r *http.Request) {
+	var views []api.RoleView
+	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
+		roles, err := tx.Roles()
+		if err != nil {
+			return err
+		}
+		sessions, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		views = make([]api.RoleView, 0, len(roles))
+		for _, ro := range roles {
+			v := api.RoleView{Role: ro}
+			for _, s := range sessions {
+				if s.Role != ro.Name {
+					continue
+				}
+				if s.State.CountsTowardReplicas() {
+					v.Live++
+				}
+				if s.State == herd.StateRunning {
+					v.Ready++
+				}
+			}
+			views = append(views, v)
+		}
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, views)
+}
+
+// handleApply upserts roles; every role is validated before any is written.
+func (sv *Server) handleApply(w http.ResponseWriter, r *http.Request) {
+	var roles []herd.Role
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<20)).Decode(&roles); err != nil {
+		fail(w, badf("apply: bad request body: %v", err))
+		return
+	}
+	if err := sv.o.Slots.ApplyRoles(r.Context(), roles); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("%d role(s) applied", len(roles))})
+}
+
+func (sv *Server) handleScale(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var req api.ScaleRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		fail(w, badf("scale: replicas must be a number >= 0"))
+		return
+	}
+	if err := sv.o.Slots.Scale(r.Context(), name, req.Replicas); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("role %s scaled to %d", name, req.Replicas)})
+}
+
+// handleDeleteRole stops every session of a role through the stop path
+// and forgets it (see Slots.DeleteRole).
+func (sv *Server) handleDeleteRole(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := opCtx(r)
+	defer cancel()
+	name := r.PathValue("name")
+	stopped, err := sv.o.Slots.DeleteRole(ctx, name)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("role %s deleted (%d session(s) stopped)", name, stopped)})
+}
+
+// opCtx is the context of work a request starts that must finish even if
+// the client goes away (a stop cut short would read as a crash).
+func opCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
+}
+
+func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.EventFilter{Session: q.Get("session"), Kind: q.Get("kind")}
+	if v := q.Get("since"); v != "" {
+		dur, err := time.ParseDuration(v)
+		if err != nil {
+			fail(w, badf("events: --since: %v", err))
+			return
+		}
+		f.Since = time.Now().Add(-dur)
+	}
+	if v := q.Get("after"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 0 {
+			fail(w, badf("events: after: %q is not an event id", v))
+			return
+		}
+		f.AfterID = id
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(w, badf("events: limit: %q is not a count >= 0", v))
+			return
+		}
+		f.Limit = n
+	}
+	// wait long-polls: with no new event, the reply waits up to this long.
+	wait, _ := time.ParseDuration(q.Get("wait"))
+	deadline := time.Now().Add(min(wait, time.Minute))
+	for {
+		var events []herd.Event
+		err := sv.st.Store().View(r.Context(), func(tx store.Tx) (err error) {
+			events, err = tx.Events(f)
+			return err
+		})
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if len(events) > 0 || time.Now().After(deadline) {
+			if events == nil {
+				events = []herd.Event{}
+			}
+			reply(w, http.StatusOK, events)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// handleInject types text into a tmux session's agent: into the pane herd
+// launched for it, never whichever pane a user attached to it made active.
+func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var req api.InjectRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&req); err != nil {
+		fail(w, badf("inject: bad request body: %v", err))
+		return
+	}
+	var s herd.Session
+	var inc herd.Incarnation
+	err := sv.st.Store().View(r.Context(), func(tx store.Tx) (err error) {
+		s, err = tx.Session(name)
+		if err != nil {
+			return slots.Named("session", name, err)
+		}
+		if s.RuntimeKind != herd.RuntimeTmux || !s.State.Live() {
+			return nil
+		}
+		inc, err = tx.Incarnation(s.Incarnation)
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if s.RuntimeKind != herd.RuntimeTmux || !s.State.Live() {
+		fail(w, badf("inject: session %s is not a live tmux session (%s, %s)", name, s.RuntimeKind, s.State))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), sv.o.Config.Probe.Timeout*4)
+	defer cancel()
+	if err := sv.o.Tmux.Inject(ctx, inc, req.Text, req.Enter); err != nil {
+		fail(w, fmt.Errorf("inject: %w", err))
+		return
+	}
+	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("%d bytes sent to %s", len(req.Text), name)})
+}

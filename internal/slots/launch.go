@@ -1,0 +1,305 @@
+package slots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"herd"
+	"herd/internal/agents"
+	"herd/internal/reconcile"
+	"herd/internal/runtime"
+	"herd/internal/status"
+	"herd/internal/store"
+	"herd/internal/worktree"
+)
+
+// LaunchRequest is one launch of a slot.
+type LaunchRequest struct {
+	Role  herd.Role
+	Name  string
+	Index int
+	// Kind is the event recorded: spawned, restarted or resumed.
+	Kind string
+	// Argv overrides the role's command (resume).
+	Argv []string
+	// Check re-validates the slot under its lock; launch skips when it errs.
+	Check func(s *herd.Session, exists bool) error
+}
+
+// errSkip means a launch was no longer needed when its slot was locked.
+var errSkip = errors.New("launch not needed")
+
+// launch starts the next incarnation of a slot and records it. A launch
+// that fails is a crash of that incarnation and goes through crash
+// accounting, so a bad command backs off instead of looping.
+func (s *Slots) launch(ctx context.Context, req LaunchRequest) error {
+	unlock := s.st.Lock(req.Name)
+	defer unlock()
+	return s.launchLocked(ctx, req)
+}
+
+// launchLocked is launch for a caller that holds the slot's lock.
+func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
+	if !s.ops.begin() {
+		return errShuttingDown
+	}
+	defer s.ops.end()
+	var prior herd.Session
+	exists := false
+	prevRoot := 0
+	err := s.st.Store().View(ctx, func(tx store.Tx) error {
+		cur, err := tx.Session(req.Name)
+		if err == nil {
+			prior, exists = cur, true
+			if inc, err := tx.Incarnation(cur.Incarnation); err == nil {
+				prevRoot = inc.Root.PID
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if req.Check != nil {
+			return req.Check(&prior, exists)
+		}
+		return nil
+	})
+	if errors.Is(err, errSkip) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+
+	role := req.Role
+	argv := role.Command
+	if len(req.Argv) > 0 {
+		argv = req.Argv
+	}
+	inc := herd.Incarnation{
+		ID: status.NewID(), Session: req.Name, Host: s.st.Host(), RuntimeKind: role.Runtime,
+		Argv: argv, Workdir: role.Workdir, StartedAt: time.Now().UTC(),
+	}
+	env := map[string]string{}
+	for k, v := range role.Env {
+		env[k] = v
+	}
+	env[herd.EnvSession] = req.Name
+	env[herd.EnvIncarnation] = inc.ID
+	env[herd.EnvSocket] = s.o.Socket
+	spec := runtime.Spec{Session: req.Name, Incarnation: inc.ID, Argv: argv, Workdir: role.Workdir, Env: env}
+
+	data := map[string]any{}
+	wt, startErr := s.worktree(ctx, role, req.Name)
+	if startErr == nil && wt != nil {
+		spec.Workdir, inc.Workdir = wt.Dir, wt.Dir
+		data["worktree"], data["branch"] = wt.Path, wt.Branch
+		if wt.Created {
+			data["worktree_created"] = true
+		}
+		if wt.Output != "" {
+			data["setup_output"] = clip(wt.Output, 4096)
+		}
+	}
+	var l runtime.Started
+	if startErr == nil {
+		l, startErr = s.start(ctx, role, spec, prevRoot)
+	}
+
+	ses := prior
+	if !exists {
+		ses = herd.Session{Name: req.Name, Role: role.Name, Index: req.Index}
+	}
+	ses.Host = s.st.Host()
+	ses.RuntimeKind = role.Runtime
+	ses.Incarnation = inc.ID
+	ses.Activity = herd.ActivityUnknown
+	ses.Archived = false
+	ses.Snapshot = nil
+	ses.LastActivityAt = nil
+
+	if startErr != nil {
+		s.o.Log.Warn("launch failed", "session", req.Name, "err", startErr)
+		defer s.st.Metrics.Crash(herd.ReasonLaunchFailed)
+		return s.st.Store().Update(ctx, func(tx store.Tx) error {
+			ses.State = herd.StatePending
+			if err := tx.PutSession(ses); err != nil {
+				return err
+			}
+			if err := tx.PutIncarnation(inc); err != nil {
+				return err
+			}
+			return s.st.CrashTx(tx, &ses, &inc, herd.Exit{Reason: herd.ReasonLaunchFailed}, startErr.Error(), nil, time.Now().UTC())
+		})
+	}
+
+	inc.Root = s.identifyLaunched(l.RootPID, inc.ID)
+	names, wrapped := agents.ProcessNames(role, argv)
+	if !wrapped {
+		inc.Identity = inc.Root
+	} else if pid, ok, _ := s.o.Proc.FindAgent(l.RootPID, names); ok {
+		if id, err := s.o.Proc.Identify(pid, s.o.BootID); err == nil {
+			inc.Identity = id
+		}
+	}
+
+	now := time.Now().UTC()
+	ses.StartedAt = &now
+	ses.StateSince = now
+	ses.Runtime = herd.Alive
+	ses.Exit = nil
+	ses.BackoffUntil = nil
+	if inc.Identity.Zero() {
+		ses.State, ses.Process = herd.StatePending, herd.Unknown
+	} else {
+		ses.State, ses.Process = herd.StateRunning, herd.Alive
+	}
+	// The agent runs now: its record must be written even if ctx ends (a
+	// daemon stopping), or the next daemon would launch a second copy.
+	recCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err = s.st.Store().Update(recCtx, func(tx store.Tx) error {
+		if err := tx.PutIncarnation(inc); err != nil {
+			return err
+		}
+		if err := tx.PutSession(ses); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("%s pid %d: %s", role.Runtime, l.RootPID, argvString(argv))
+		data["pid"], data["argv"], data["restarts"] = l.RootPID, argv, ses.Restarts
+		return tx.AppendEvent(s.st.Event(ses, inc.ID, req.Kind, "", msg, data))
+	})
+	if err != nil {
+		// Unrecorded, the agent would be invisible: take it down again.
+		s.o.Log.Error("launch: record failed; stopping the new agent", "session", ses.Name, "err", err)
+		if terr := s.terminate(recCtx, inc); terr != nil {
+			s.o.Log.Error("launch: stop unrecorded agent", "session", ses.Name, "err", terr)
+		}
+		return err
+	}
+	s.o.Prober.Watch(ses.Name, inc, l.Wait)
+	if req.Kind == herd.EventRestarted {
+		s.st.Metrics.Restart(role.Name)
+	}
+	return nil
+}
+
+// identifyLaunched records the identity of a process herd just started.
+// A tmux pane's process may not have exec'd yet when tmux answers (it still
+// shows the server's environment), so the marker is awaited briefly; if it
+// never shows, the identity is kept without a marker (pid, start time and
+// boot id still pin it down).
+func (s *Slots) identifyLaunched(pid int, marker string) herd.Identity {
+	deadline := time.Now().Add(time.Second)
+	for {
+		id, err := s.o.Proc.Identify(pid, s.o.BootID)
+		if err != nil {
+			// Already gone: its watcher or the prober reports how.
+			st, serr := s.o.Proc.Stat(pid)
+			if serr != nil {
+				return herd.Identity{BootID: s.o.BootID, PID: pid}
+			}
+			return herd.Identity{BootID: s.o.BootID, PID: pid, StartTime: st.StartTime}
+		}
+		if id.Marker == marker {
+			return id
+		}
+		if time.Now().After(deadline) {
+			id.Marker = ""
+			return id
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// start hands a launch to the role's runtime.
+func (s *Slots) start(ctx context.Context, role herd.Role, spec runtime.Spec, prevRoot int) (runtime.Started, error) {
+	rt, err := s.runtime(role.Runtime)
+	if err != nil {
+		return runtime.Started{}, err
+	}
+	if role.Runtime == herd.RuntimeTmux {
+		s.o.Prober.Launched(spec.Session)
+	}
+	return rt.Start(ctx, spec, prevRoot)
+}
+
+// reconcileLaunch turns a plan step into a launch request.
+func reconcileLaunch(role herd.Role, a reconcile.Action) LaunchRequest {
+	req := LaunchRequest{Role: role, Name: a.Session, Index: a.Index, Kind: herd.EventSpawned}
+	now := time.Now()
+	switch a.Kind {
+	case reconcile.Launch:
+		req.Check = func(s *herd.Session, exists bool) error {
+			if exists && s.State.HoldsSlot() {
+				return errSkip
+			}
+			return nil
+		}
+	case reconcile.Relaunch:
+		req.Kind = herd.EventRestarted
+		req.Check = func(s *herd.Session, exists bool) error {
+			if !exists || (s.State != herd.StateBackoff && s.State != herd.StateCrashed) {
+				return errSkip
+			}
+			if s.BackoffUntil != nil && now.Before(*s.BackoffUntil) {
+				return errSkip
+			}
+			return nil
+		}
+	}
+	return req
+}
+
+func argvString(argv []string) string {
+	out := ""
+	for i, a := range argv {
+		if i > 0 {
+			out += " "
+		}
+		out += fmt.Sprintf("%q", a)
+	}
+	return out
+}
+
+// envNames lists the names (not values) of a role's environment, for snapshots.
+func envNames(env map[string]string) []string {
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// worktree returns the session's own git worktree when its role asks for
+// one, made (or found again: it outlives crashes and restarts) before the
+// launch; nil when the role runs in its workdir. A failure fails the
+// launch with its reason, the setup command's output included.
+func (s *Slots) worktree(ctx context.Context, role herd.Role, session string) (*worktree.Worktree, error) {
+	if !role.Worktree {
+		return nil, nil
+	}
+	wt, err := s.o.Worktrees.Ensure(ctx, worktreeOptions(role, session))
+	if err != nil {
+		return nil, err
+	}
+	return &wt, nil
+}
+
+// worktreeOptions describes the worktree of session of role.
+func worktreeOptions(role herd.Role, session string) worktree.Options {
+	return worktree.Options{
+		Workdir: role.Workdir, Session: session, Base: role.WorktreeBase,
+		Include: role.WorktreeInclude, Setup: role.WorktreeSetup,
+	}
+}
+
+// clip bounds s to n bytes, keeping its end (where an error is).
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}

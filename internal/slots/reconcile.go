@@ -1,0 +1,170 @@
+package slots
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/reconcile"
+	"herd/internal/store"
+)
+
+// Reconcile runs one plan; it returns the earliest pending backoff
+// deadline (zero when none), so the loop wakes exactly then.
+func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
+	roles, sessions, err := sl.read(ctx)
+	if err != nil {
+		sl.o.Log.Error("reconcile: read store", "err", err)
+		return time.Time{}
+	}
+	byName := make(map[string]herd.Role, len(roles))
+	for _, r := range roles {
+		byName[r.Name] = r
+	}
+	now := time.Now()
+	// The next wake-up is taken against the plan's own clock: a backoff that
+	// falls due while this round's launches run must not wait for a tick.
+	for _, s := range sessions {
+		if s.State == herd.StateBackoff && s.BackoffUntil != nil && s.BackoffUntil.After(now) {
+			if next.IsZero() || s.BackoffUntil.Before(next) {
+				next = *s.BackoffUntil
+			}
+		}
+	}
+	for _, a := range reconcile.Plan(roles, sessions, now) {
+		if ctx.Err() != nil {
+			return time.Time{}
+		}
+		if a.Kind == reconcile.Stop {
+			sl.stopInBackground(ctx, a)
+			continue
+		}
+		if err := sl.launch(ctx, reconcileLaunch(byName[a.Role], a)); err != nil {
+			sl.o.Log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
+		}
+	}
+	return next
+}
+
+// stopInBackground runs a planned stop on its own goroutine: a stop may
+// wait out the grace period of an agent that ignores SIGTERM, and neither
+// the other stops of a scale-down nor the launches of other roles wait for
+// it. A session whose stop is already under way is skipped.
+func (sl *Slots) stopInBackground(ctx context.Context, a reconcile.Action) {
+	release, underWay := sl.claimStop(a.Session)
+	if underWay != nil {
+		return
+	}
+	sl.group.Go("reconcile stop", func() {
+		defer release()
+		err := sl.slottedStop(ctx, StopRequest{Name: a.Session, Reason: a.Reason})
+		if err != nil && !errors.Is(err, ErrAlreadyStopped) && !errors.Is(err, errShuttingDown) {
+			sl.o.Log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
+		}
+	})
+}
+
+// maxParallelStops bounds the stops that run at once: each may wait out a
+// grace period, and each ends with a tmux listing and a store write.
+const maxParallelStops = 32
+
+// claimStop marks the bounded stop of session name as under way; release
+// ends the claim. When one is under way already, underWay is closed at its
+// end and release is nil.
+func (sl *Slots) claimStop(name string) (release func(), underWay <-chan struct{}) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if done, ok := sl.stopsUnderWay[name]; ok {
+		return nil, done
+	}
+	done := make(chan struct{})
+	sl.stopsUnderWay[name] = done
+	return func() {
+		sl.mu.Lock()
+		delete(sl.stopsUnderWay, name)
+		sl.mu.Unlock()
+		close(done)
+	}, nil
+}
+
+// BoundedStop is Stop, run once one of the stop slots is free, and once
+// per session at a time: a caller that finds a stop of the same session
+// under way (a role deletion meeting the reconciler's scale-down) waits
+// for it instead of taking a second slot.
+func (sl *Slots) BoundedStop(ctx context.Context, req StopRequest) error {
+	release, underWay := sl.claimStop(req.Name)
+	if underWay != nil {
+		<-underWay
+		return ErrAlreadyStopped
+	}
+	defer release()
+	return sl.slottedStop(ctx, req)
+}
+
+// slottedStop is stop once a stop slot is free. The wait has no deadline
+// of its own: each stop holding a slot ends within its grace.
+func (sl *Slots) slottedStop(ctx context.Context, req StopRequest) error {
+	sl.stopSlots <- struct{}{}
+	defer func() { <-sl.stopSlots }()
+	return sl.Stop(ctx, req)
+}
+
+// stopAll stops the sessions of reqs at once, each through the one stop
+// path; errs[i] is the outcome of reqs[i].
+func (sl *Slots) stopAll(ctx context.Context, reqs []StopRequest) (errs []error) {
+	errs = make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Go(func() { errs[i] = sl.BoundedStop(ctx, req) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// resetFailedTx re-arms a role's failed sessions after a person acted
+// (apply, scale): their streak starts over and they relaunch now.
+func (sl *Slots) resetFailedTx(tx store.Tx, role string) error {
+	sessions, err := tx.SessionsOnHost(sl.st.Host())
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	for _, s := range sessions {
+		if s.Role != role || s.Host != sl.st.Host() || s.State != herd.StateFailed {
+			continue
+		}
+		s.State = herd.StateBackoff
+		s.Restarts = 0
+		s.BackoffUntil = &now
+		s.StateSince = now
+		if err := tx.PutSession(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read returns the roles and this host's sessions.
+func (sl *Slots) read(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
+	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
+		if roles, err = tx.Roles(); err != nil {
+			return err
+		}
+		all, err := tx.SessionsOnHost(sl.st.Host())
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			if s.Host == sl.st.Host() {
+				sessions = append(sessions, s)
+			}
+		}
+		return nil
+	})
+	return roles, sessions, err
+}
+
+// StopSlotsHeld is the number of bounded stops running now.
+func (sl *Slots) StopSlotsHeld() int { return len(sl.stopSlots) }

@@ -1,0 +1,216 @@
+package slots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"herd"
+	"herd/internal/config"
+	"herd/internal/store"
+)
+
+// BadInput is an error in what a caller asked for (an invalid role, a
+// replica count out of range).
+type BadInput struct{ Msg string }
+
+func (e *BadInput) Error() string { return e.Msg }
+
+// Badf formats a BadInput.
+func Badf(format string, a ...any) error { return &BadInput{fmt.Sprintf(format, a...)} }
+
+// ApplyRoles validates every role, then upserts them all in one
+// transaction (nothing is half-applied). Restart fields left zero take the
+// daemon's [restart] defaults. Failed sessions of an applied role re-arm.
+func (sl *Slots) ApplyRoles(ctx context.Context, roles []herd.Role) error {
+	seen := map[string]bool{}
+	for i, ro := range roles {
+		if ro.Restart.InitialBackoff == 0 {
+			// Not resolved by the client (herd run): take the daemon's
+			// defaults. A resolved role keeps max_restarts = 0 (unlimited).
+			ro = config.ResolveRole(ro, sl.o.Defaults)
+		}
+		if err := config.ValidateRole(ro); err != nil {
+			return Badf("apply: role %d: %v", i, err)
+		}
+		if seen[ro.Name] {
+			return Badf("apply: duplicate role %q", ro.Name)
+		}
+		seen[ro.Name] = true
+		roles[i] = ro
+	}
+	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
+		for _, ro := range roles {
+			ro.UpdatedAt = time.Now().UTC()
+			if err := tx.PutRole(ro); err != nil {
+				return err
+			}
+			if err := sl.resetFailedTx(tx, ro.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		sl.Kick()
+	}
+	return err
+}
+
+// Scale sets a role's desired replicas; its failed sessions re-arm.
+func (sl *Slots) Scale(ctx context.Context, name string, replicas int) error {
+	if replicas < 0 {
+		return Badf("scale: replicas must be a number >= 0")
+	}
+	if replicas > config.MaxReplicas {
+		return Badf("scale: replicas = %d: at most %d per role", replicas, config.MaxReplicas)
+	}
+	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
+		ro, err := tx.Role(name)
+		if err != nil {
+			return named("role", name, err)
+		}
+		ro.Replicas = replicas
+		ro.UpdatedAt = time.Now().UTC()
+		if err := tx.PutRole(ro); err != nil {
+			return err
+		}
+		return sl.resetFailedTx(tx, name)
+	})
+	if err == nil {
+		sl.Kick()
+	}
+	return err
+}
+
+// DeleteRole scales the role to zero (so nothing relaunches), stops every
+// session through the stop path, then forgets the role, its sessions and
+// their crash history. A session that cannot be stopped (its identity
+// unverifiable) keeps the role: nothing is forgotten while it may live. It
+// returns how many sessions it stopped.
+func (sl *Slots) DeleteRole(ctx context.Context, name string) (int, error) {
+	var sessions []herd.Session
+	var role herd.Role
+	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
+		sessions = nil // the function may run again (a serialization retry)
+		ro, err := tx.Role(name)
+		if err != nil {
+			return named("role", name, err)
+		}
+		role = ro
+		ro.Replicas = 0
+		ro.UpdatedAt = time.Now().UTC()
+		if err := tx.PutRole(ro); err != nil {
+			return err
+		}
+		all, err := tx.Sessions()
+		for _, s := range all {
+			if s.Role == name {
+				sessions = append(sessions, s)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	var reqs []StopRequest
+	for _, s := range sessions {
+		if s.State == herd.StateStopped {
+			continue
+		}
+		if s.Host != sl.st.Host() {
+			return 0, fmt.Errorf("delete role %s: session %s runs on host %s; delete it there", name, s.Name, s.Host)
+		}
+		reqs = append(reqs, StopRequest{Name: s.Name, Reason: herd.ReasonRoleDeleted})
+	}
+	var failed []error
+	for i, err := range sl.stopAll(ctx, reqs) {
+		if err != nil && !errors.Is(err, ErrAlreadyStopped) {
+			failed = append(failed, fmt.Errorf("stop %s: %w", reqs[i].Name, err))
+		}
+	}
+	if len(failed) > 0 {
+		return 0, fmt.Errorf("delete role %s: %w (the role is kept, scaled to 0)", name, errors.Join(failed...))
+	}
+	events := sl.removeWorktrees(ctx, role, sessions)
+	err = sl.st.Store().Update(ctx, func(tx store.Tx) error {
+		all, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			if s.Role == name && s.State.Live() {
+				return fmt.Errorf("delete role %s: session %s is %s again; retry", name, s.Name, s.State)
+			}
+		}
+		for _, e := range events {
+			if err := tx.AppendEvent(e); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteRole(name)
+	})
+	return len(reqs), err
+}
+
+// removeWorktrees removes the worktrees of a deleted worktree role's
+// sessions that lose nothing (clean, and their branch merged or without
+// commits of its own) and keeps the others; it returns one event per
+// worktree saying which, and why and where for a kept one.
+func (sl *Slots) removeWorktrees(ctx context.Context, role herd.Role, sessions []herd.Session) []*herd.Event {
+	if !role.Worktree {
+		return nil
+	}
+	var events []*herd.Event
+	for _, s := range sessions {
+		r, err := sl.o.Worktrees.Remove(ctx, worktreeOptions(role, s.Name))
+		switch {
+		case err != nil:
+			events = append(events, sl.st.Event(s, s.Incarnation, herd.EventWorktree, "kept",
+				fmt.Sprintf("worktree kept: %v", err), map[string]any{"error": err.Error()}))
+		case r.Absent:
+		case r.Removed:
+			events = append(events, sl.st.Event(s, s.Incarnation, herd.EventWorktree, "removed",
+				fmt.Sprintf("worktree %s and branch %s removed", r.Path, r.Branch), map[string]any{"path": r.Path, "branch": r.Branch}))
+		default:
+			sl.o.Log.Info("worktree kept", "session", s.Name, "path", r.Path, "why", r.Reason)
+			events = append(events, sl.st.Event(s, s.Incarnation, herd.EventWorktree, "kept",
+				fmt.Sprintf("worktree %s kept: %s (herd worktree prune removes it)", r.Path, r.Reason),
+				map[string]any{"path": r.Path, "branch": r.Branch, "why": r.Reason}))
+		}
+	}
+	return events
+}
+
+// Archive marks a session done; the reaper stops it once detached.
+func (sl *Slots) Archive(ctx context.Context, name string) error {
+	return sl.st.Store().Update(ctx, func(tx store.Tx) error {
+		s, err := tx.Session(name)
+		if err != nil {
+			return named("session", name, err)
+		}
+		if s.Archived {
+			return nil
+		}
+		s.Archived = true
+		if err := tx.PutSession(s); err != nil {
+			return err
+		}
+		return tx.AppendEvent(sl.st.Event(s, s.Incarnation, herd.EventActivity, herd.ReasonArchived, "archived by user; the reaper stops it once detached", nil))
+	})
+}
+
+// named puts the kind and name of a row in front of err, unless err
+// already names it (a store.NotFoundError: "session x not found").
+func named(what, name string, err error) error {
+	var nf *store.NotFoundError
+	if errors.As(err, &nf) {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", what, name, err)
+}
+
+// Named is named for the API's handlers.
+func Named(what, name string, err error) error { return named(what, name, err) }

@@ -1,0 +1,169 @@
+// Package slots fills and empties session slots: launches, the one stop
+// path (every takedown, the stall kill included, goes through it), the
+// reconcile loop, the reboot sweep and resume, and the role changes that
+// decide what the slots should hold.
+package slots
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/cgroup"
+	"herd/internal/loop"
+	"herd/internal/prober"
+	"herd/internal/proc"
+	"herd/internal/runtime"
+	"herd/internal/status"
+	"herd/internal/worktree"
+)
+
+// Options configure Slots.
+type Options struct {
+	Status *status.Manager
+	Prober *prober.Prober
+	// Runtimes maps a runtime kind (tmux, exec) to its runtime.
+	Runtimes map[string]runtime.Runtime
+	Proc     proc.FS
+	BootID   string
+	// Socket is the daemon's API socket, passed to agents (HERD_SOCKET).
+	Socket string
+	// Grace is how long a stop waits after SIGTERM before SIGKILL.
+	Grace time.Duration
+	// Interval is the reconcile period.
+	Interval time.Duration
+	// Defaults are the [restart] defaults of roles that leave them zero.
+	Defaults herd.RestartPolicy
+	// Worktrees makes and removes the git worktrees of roles that ask for
+	// one per session.
+	Worktrees *worktree.Manager
+	// Contain ends what is left of an incarnation's process tree after its
+	// agent: processes that left its process group (setsid, double
+	// forks), found by cgroup or by the HERD_INCARNATION marker; nil ends
+	// the process group only.
+	Contain *cgroup.Containment
+	Log     *slog.Logger
+}
+
+// Slots launches and stops this host's sessions.
+type Slots struct {
+	o    Options
+	st   *status.Manager
+	kick chan struct{}
+	// ops counts the stops and launches in flight; Close returns only once
+	// they are done (the store and the state-dir lock outlive them).
+	ops   opTracker
+	group loop.Group
+	// stopSlots bounds the stops that run side by side (a scale-down of a
+	// large role, a role deletion).
+	stopSlots chan struct{}
+
+	mu sync.Mutex // guards the fields below
+	// stopsUnderWay holds, by session, the end of each bounded stop.
+	stopsUnderWay map[string]chan struct{}
+}
+
+// New returns Slots; Run starts the reconcile loop.
+func New(o Options) *Slots {
+	s := &Slots{
+		o: o, st: o.Status, kick: make(chan struct{}, 1),
+		stopSlots: make(chan struct{}, maxParallelStops), stopsUnderWay: map[string]chan struct{}{},
+	}
+	s.group.Log = o.Log
+	if s.o.Worktrees == nil {
+		s.o.Worktrees = &worktree.Manager{}
+	}
+	return s
+}
+
+// Kick asks the reconcile loop to run now.
+func (s *Slots) Kick() { loop.Wake(s.kick) }
+
+// Run reconciles every interval, at once when kicked, and exactly when a
+// backoff expires, until ctx is done.
+func (s *Slots) Run(ctx context.Context) {
+	loop.Loop{Name: "reconcile", Log: s.o.Log, Every: s.o.Interval, Trigger: s.kick}.Run(ctx, func(ctx context.Context) time.Duration {
+		next := s.Reconcile(ctx)
+		if next.IsZero() {
+			return 0
+		}
+		return max(time.Until(next), time.Millisecond)
+	})
+}
+
+// Close refuses new launches and stops, and waits for those in flight and
+// for every goroutine Slots started.
+func (s *Slots) Close() {
+	s.ops.closeAndWait()
+	s.group.Wait()
+}
+
+// stopSlack bounds a takedown beyond its grace period: the SIGKILL wait,
+// the pane kill and the store write.
+const stopSlack = 30 * time.Second
+
+// KillContext is the context of a takedown: it runs to its end whatever
+// its caller does (a grace period cut short by a cancelled caller — a
+// client gone, the daemon shutting down — would SIGKILL at once and leave
+// a death the next probe counts as a crash), bounded by the grace period
+// plus slack.
+func (s *Slots) KillContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.o.Grace+stopSlack)
+}
+
+// runtime returns the runtime of kind.
+func (s *Slots) runtime(kind string) (runtime.Runtime, error) {
+	if rt, ok := s.o.Runtimes[kind]; ok {
+		return rt, nil
+	}
+	return nil, errors.New("unknown runtime " + kind)
+}
+
+// errShuttingDown refuses an operation that would start after Close began
+// waiting for the operations in flight.
+var errShuttingDown = errors.New("the daemon is shutting down")
+
+// opTracker counts operations in flight and, once closed, refuses new ones.
+type opTracker struct {
+	mu     sync.Mutex // guards the fields below
+	cond   *sync.Cond
+	n      int
+	closed bool
+}
+
+// begin registers an operation; false means the daemon is shutting down.
+func (o *opTracker) begin() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false
+	}
+	o.n++
+	return true
+}
+
+// end marks an operation begun with begin as done.
+func (o *opTracker) end() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n--
+	if o.n == 0 && o.cond != nil {
+		o.cond.Broadcast()
+	}
+}
+
+// closeAndWait refuses new operations and waits for those in flight.
+func (o *opTracker) closeAndWait() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	if o.cond == nil {
+		o.cond = sync.NewCond(&o.mu)
+	}
+	for o.n > 0 {
+		o.cond.Wait()
+	}
+}

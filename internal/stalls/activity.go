@@ -1,0 +1,137 @@
+package stalls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"herd"
+	"herd/internal/activity"
+	"herd/internal/api"
+	"herd/internal/slots"
+	"herd/internal/store"
+)
+
+// MaxReportBody bounds a POST /v1/activity body: the hook payload limit,
+// base64-encoded, plus the envelope.
+const MaxReportBody = activity.MaxHookSize*4/3 + 4096
+
+// ApplyReport maps one hook event onto its session: the activity axis
+// (activity.Apply: tools -> working, permission or input needed -> waiting,
+// sticky until the next real activity; Stop -> idle), the time of the last
+// real activity, and the agent's own session id. An activity event is
+// written on transitions only. A report for an incarnation that is no
+// longer current is dropped.
+func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spooled bool) (string, error) {
+	if rep.Session == "" || rep.Incarnation == "" {
+		return "", slots.Badf("activity: session and incarnation are required")
+	}
+	h, err := activity.ParseHookEvent(rep.Payload, rep.Event)
+	if err != nil {
+		return "", slots.Badf("activity: %v", err)
+	}
+	for _, note := range h.Notes {
+		w.o.Log.Warn("activity: part of a hook report ignored", "session", rep.Session, "why", note)
+	}
+	now := time.Now()
+	at := rep.At
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	var s herd.Session
+	var inc herd.Incarnation
+	err = w.st.Store().View(ctx, func(tx store.Tx) error {
+		if s, err = tx.Session(rep.Session); err != nil {
+			return err
+		}
+		inc, err = tx.Incarnation(rep.Incarnation)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return "ignored: unknown session or incarnation", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if s.Host != w.st.Host() || s.Incarnation != inc.ID || inc.EndedAt != nil || !s.State.Live() {
+		return "ignored: not the current incarnation", nil
+	}
+
+	m := w.watchFor(s, inc)
+	m.hookMu.Lock()
+	defer m.hookMu.Unlock()
+	m.mu.Lock()
+	prev := m.hook
+	// A spooled report older than the last one applied (spool files
+	// ingested late, or out of order) would turn a later Stop back into
+	// working: counted only. Live reports apply in the order they come,
+	// whatever the clock did meanwhile.
+	stale := spooled && at.Before(m.hookAt)
+	next := prev
+	if !stale {
+		next = activity.Apply(prev, h)
+	}
+	// From the first hook on, hooks (not output) drive the activity axis.
+	m.hookSeen = true
+	m.hooks++
+	m.mu.Unlock()
+	if stale {
+		return fmt.Sprintf("%s: %s (a report older than the last applied; counted, not applied)", s.Name, prev.Activity), nil
+	}
+	// A notification that does not ask for a person is not activity.
+	real := h.HookEventName != activity.HookNotification || next.Activity != prev.Activity
+
+	applied := false
+	err = w.st.Update(ctx, s.Name, inc.ID, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+		applied = true
+		var events []*herd.Event
+		if real && (cur.LastActivityAt == nil || at.After(*cur.LastActivityAt)) {
+			t := at.UTC()
+			cur.LastActivityAt = &t
+		}
+		if next.Activity != "" && next.Activity != cur.Activity {
+			events = append(events, w.activityEvent(*cur, inc.ID, cur.Activity, next.Activity, "hook", h.HookEventName, next.Tool))
+			cur.Activity = next.Activity
+		}
+		if next.Ended && !prev.Ended {
+			events = append(events, w.st.Event(*cur, inc.ID, herd.EventActivity, "session_end",
+				"the agent ended its session", map[string]any{"agent_session_id": next.AgentSessionID}))
+		}
+		if next.AgentSessionID != "" && next.AgentSessionID != inc.AgentSessionID {
+			stored, err := tx.Incarnation(inc.ID)
+			if err != nil {
+				return nil, err
+			}
+			if stored.AgentSessionID != next.AgentSessionID {
+				stored.AgentSessionID = next.AgentSessionID
+				if err := tx.PutIncarnation(stored); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return events, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("activity: %w", err)
+	}
+	if !applied {
+		return "ignored: not the current incarnation", nil
+	}
+	m.mu.Lock()
+	m.hook = next
+	if at.After(m.hookAt) {
+		m.hookAt = at
+	}
+	if real {
+		m.noteActivityLocked(at)
+		if !at.Before(m.persisted) {
+			m.persisted = at
+		}
+	}
+	if next.AgentSessionID != "" {
+		m.agentSessionID = next.AgentSessionID
+	}
+	m.mu.Unlock()
+	return fmt.Sprintf("%s: %s", s.Name, next.Activity), nil
+}

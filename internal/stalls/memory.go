@@ -1,0 +1,131 @@
+package stalls
+
+import (
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/activity"
+	"herd/internal/diag"
+	"herd/internal/runtime/execrt"
+)
+
+// incWatch is what the watchdog saw of one incarnation.
+type incWatch struct {
+	session string
+	id      string
+	runtime string
+	start   time.Time
+
+	// hookMu serializes hook reports of this incarnation together with
+	// their store update, so the stored activity follows the hook order.
+	hookMu sync.Mutex
+
+	// tailMu guards the tailers (the tick polls them, the summary drains them).
+	tailMu  sync.Mutex
+	stdout  *execrt.Tailer
+	stderr  *execrt.Tailer
+	tracker *activity.Tracker
+
+	mu sync.Mutex // guards the fields below
+	// hook is the activity derived from hook events; hookSeen is set once
+	// one arrived: from then on hooks, not output, drive the activity axis.
+	hook     activity.State
+	hookSeen bool
+	hooks    int
+	// hookAt is the time of the hook that last moved hook: a report from
+	// before it (a spooled one ingested late) is counted, never applied.
+	hookAt time.Time
+	// lastActivity is the last output or real activity; longest is the
+	// longest gap between two of them.
+	lastActivity time.Time
+	longest      time.Duration
+	// persisted is the LastActivityAt last written to the store.
+	persisted time.Time
+	// agentSessionID is the id last written to the incarnation.
+	agentSessionID string
+	// stalls and warnings count stalled and stall_warning events of the
+	// incarnation; stallWarnings those of the current stall. lastWarn is
+	// the time of the last one.
+	stalls        int
+	warnings      int
+	stallWarnings int
+	lastWarn      time.Time
+	// prev is the last /proc sample; killBase starts the kill window.
+	prev     *diag.Diagnostics
+	killBase *diag.Diagnostics
+	killWhy  string
+	// tmux: the last window_activity seen and the last pane content hash.
+	winActivity time.Time
+	paneHash    uint64
+	paneHashed  bool
+	// ended is set once the summary was taken: the tick stops tailing.
+	ended bool
+}
+
+// watchFor returns the memory of s's current incarnation inc, creating it
+// from what the store knows (after a daemon restart, the stored last
+// activity and activity carry on).
+func (w *Stalls) watchFor(s herd.Session, inc herd.Incarnation) *incWatch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if m, ok := w.incs[inc.ID]; ok {
+		return m
+	}
+	m := &incWatch{session: s.Name, id: inc.ID, runtime: inc.RuntimeKind, start: inc.StartedAt}
+	m.tracker = activity.NewTracker(inc.StartedAt)
+	m.lastActivity = inc.StartedAt
+	if s.LastActivityAt != nil && s.LastActivityAt.After(m.lastActivity) {
+		m.lastActivity = *s.LastActivityAt
+		m.persisted = *s.LastActivityAt
+	}
+	m.hook.Activity = s.Activity
+	m.hook.AgentSessionID = inc.AgentSessionID
+	m.agentSessionID = inc.AgentSessionID
+	if s.State == herd.StateStalled {
+		m.lastWarn = s.StateSince
+	}
+	w.incs[inc.ID] = m
+	return m
+}
+
+// lookup returns the memory of an incarnation, nil when there is none.
+func (w *Stalls) lookup(inc string) *incWatch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.incs[inc]
+}
+
+// gc drops the memory of incarnations that are no longer current and live.
+func (w *Stalls) gc(current map[string]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id := range w.incs {
+		if !current[id] {
+			delete(w.incs, id)
+		}
+	}
+}
+
+// noteActivityLocked records output or real activity at at.
+func (m *incWatch) noteActivityLocked(at time.Time) {
+	if !at.After(m.lastActivity) {
+		return
+	}
+	base := m.lastActivity
+	if base.IsZero() {
+		base = m.start
+	}
+	if gap := at.Sub(base); gap > m.longest {
+		m.longest = gap
+	}
+	m.lastActivity = at
+}
+
+// activityLocked is the activity the watchdog classifies by.
+func (m *incWatch) activityLocked() herd.Activity {
+	if m.hook.Activity == "" {
+		return herd.ActivityUnknown
+	}
+	return m.hook.Activity
+}

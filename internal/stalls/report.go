@@ -1,0 +1,228 @@
+package stalls
+
+import (
+	"context"
+	"fmt"
+	"herd"
+	"herd/internal/api"
+	"herd/internal/diag"
+	"herd/internal/store"
+	"time"
+)
+
+// persistEvery is how far the in-memory last activity may run ahead of the
+// stored one before it is written.
+func (w *Stalls) persistEvery() time.Duration {
+	g := w.o.Config.Watchdog.StallAfter / 10
+	if g <= 0 || g > maxPersistEvery {
+		return maxPersistEvery
+	}
+	return g
+}
+
+// persistActivity writes what the tick learned: last activity time, the
+// activity an exec agent's output implies (only while it sends no hooks),
+// and the agent's own session id.
+func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
+	m := it.m
+	snap := m.tracker.Snapshot()
+	m.mu.Lock()
+	last, persisted := m.lastActivity, m.persisted
+	outAct := herd.Activity("")
+	if it.Inc.RuntimeKind != herd.RuntimeTmux && !m.hookSeen && snap.Events > 0 {
+		outAct = herd.ActivityWorking
+		if snap.LastFinal {
+			outAct = herd.ActivityIdle
+		}
+	}
+	sid := snap.AgentSessionID
+	if sid == "" {
+		sid = m.hook.AgentSessionID
+	}
+	newSID := sid != "" && sid != m.agentSessionID
+	m.mu.Unlock()
+
+	stored := time.Time{}
+	if it.S.LastActivityAt != nil {
+		stored = *it.S.LastActivityAt
+	}
+	needTime := last.After(persisted) && last.Sub(stored) >= w.persistEvery()
+	needAct := outAct != "" && outAct != it.S.Activity
+	if !needTime && !needAct && !newSID {
+		return
+	}
+	applied := false
+	err := w.st.Update(ctx, it.S.Name, it.Inc.ID, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+		applied = true
+		var events []*herd.Event
+		if cur.LastActivityAt == nil || last.After(*cur.LastActivityAt) {
+			t := last.UTC()
+			cur.LastActivityAt = &t
+		}
+		if needAct {
+			m.mu.Lock()
+			hooks := m.hookSeen
+			m.mu.Unlock()
+			if !hooks && cur.Activity != outAct {
+				events = append(events, w.activityEvent(*cur, it.Inc.ID, cur.Activity, outAct, "output", snap.LastType, snap.LastTool))
+				cur.Activity = outAct
+			}
+		}
+		if newSID {
+			inc, err := tx.Incarnation(it.Inc.ID)
+			if err != nil {
+				return nil, err
+			}
+			if inc.AgentSessionID != sid {
+				inc.AgentSessionID = sid
+				if err := tx.PutIncarnation(inc); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return events, nil
+	})
+	if err != nil {
+		w.o.Log.Warn("watchdog: record activity", "session", it.S.Name, "err", err)
+		return
+	}
+	if !applied {
+		return
+	}
+	m.mu.Lock()
+	m.persisted = last
+	if newSID {
+		m.agentSessionID = sid
+	}
+	if needAct && !m.hookSeen {
+		m.hook.Activity = outAct
+	}
+	m.mu.Unlock()
+}
+
+// activityEvent records a change of the activity axis.
+func (w *Stalls) activityEvent(s herd.Session, inc string, from, to herd.Activity, source, what, tool string) *herd.Event {
+	if from == "" {
+		from = herd.ActivityUnknown
+	}
+	msg := fmt.Sprintf("%s -> %s", from, to)
+	if what != "" {
+		msg += " (" + what
+		if tool != "" {
+			msg += " " + tool
+		}
+		msg += ")"
+	}
+	data := map[string]any{"from": from, "to": to, "source": source}
+	if what != "" {
+		data["event"] = what
+	}
+	if tool != "" {
+		data["tool"] = tool
+	}
+	return w.st.Event(s, inc, herd.EventActivity, source, msg, data)
+}
+
+// Describe adds a fresh /proc sample and what the watchdog knows
+// to `describe session`.
+func (w *Stalls) Describe(det *api.SessionDetail) {
+	if !det.State.Live() || det.Identity == nil || det.Root == nil {
+		return
+	}
+	inc := herd.Incarnation{ID: det.Incarnation, Identity: *det.Identity, Root: *det.Root}
+	m := w.lookup(det.Incarnation)
+	var prev *diag.Diagnostics
+	if m != nil {
+		m.mu.Lock()
+		prev = m.prev
+		m.mu.Unlock()
+	}
+	now := time.Now()
+	if sample, err := w.sampleTree(inc, prev, now); err == nil {
+		det.Diagnostics = sample
+		if m != nil {
+			m.mu.Lock()
+			m.prev = &sample
+			m.mu.Unlock()
+		}
+	}
+	if m == nil {
+		return
+	}
+	snap := m.tracker.Snapshot()
+	snap.StderrTail = nil // shown as stderr_tail already
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	detail := map[string]any{
+		"silence":          now.Sub(m.lastActivity).Round(time.Millisecond).String(),
+		"last_activity_at": m.lastActivity.UTC(),
+		"in_tool":          m.hook.InTool,
+		"tool":             m.hook.Tool,
+		"last_hook":        m.hook.LastEvent,
+		"hook_events":      m.hooks,
+		"stalls":           m.stalls,
+		"stall_warnings":   m.warnings,
+		"longest_silence":  m.longest.Round(time.Millisecond).String(),
+	}
+	if m.runtime != herd.RuntimeTmux {
+		detail["output"] = snap
+	}
+	if m.killWhy != "" {
+		detail["auto_kill"] = m.killWhy
+	}
+	det.ActivityDetail = detail
+}
+
+// Summary returns what the watchdog knows about an ending incarnation,
+// for its summary event; nil when nothing is known. The memory itself is
+// dropped by the next tick.
+func (w *Stalls) Summary(inc string) map[string]any {
+	m := w.lookup(inc)
+	if m == nil {
+		return nil
+	}
+	if m.runtime != herd.RuntimeTmux {
+		w.pollOutput(m, time.Now()) // the last lines before the exit
+	}
+	snap := m.tracker.Snapshot()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ended = true
+	longest := m.longest
+	if tail := time.Since(m.lastActivity); tail > longest {
+		longest = tail
+	}
+	data := map[string]any{
+		"events":          snap.Events,
+		"hook_events":     m.hooks,
+		"stalls":          m.stalls,
+		"stall_warnings":  m.warnings,
+		"longest_silence": longest.Round(time.Millisecond).String(),
+	}
+	last := snap.LastType
+	if last == "" {
+		last = m.hook.LastEvent
+	}
+	if last != "" {
+		data["last_event_type"] = last
+	}
+	if tool := firstNonEmpty(snap.LastTool, m.hook.Tool); tool != "" {
+		data["last_tool"] = tool
+	}
+	if sid := firstNonEmpty(snap.AgentSessionID, m.hook.AgentSessionID); sid != "" {
+		data["agent_session_id"] = sid
+	}
+	if snap.StderrLines > 0 {
+		data["stderr_lines"] = snap.StderrLines
+	}
+	return data
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

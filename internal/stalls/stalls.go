@@ -1,0 +1,278 @@
+// Package stalls is the watchdog: it follows each live agent's activity
+// (hook reports, its output, its pane), marks a silent one stalled with
+// /proc diagnostics, warns again, and asks slots to kill a stalled agent
+// only when that is safe and allowed.
+package stalls
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/activity"
+	"herd/internal/config"
+	"herd/internal/diag"
+	"herd/internal/loop"
+	"herd/internal/prober"
+	"herd/internal/proc"
+	"herd/internal/runtime/execrt"
+	"herd/internal/runtime/tmux"
+	"herd/internal/slots"
+	"herd/internal/spool"
+	"herd/internal/status"
+	"herd/internal/watchdog"
+)
+
+// Options configure the watchdog.
+type Options struct {
+	Status *status.Manager
+	// Prober's last tmux listing tells output times and the agent's pane.
+	Prober *prober.Prober
+	// Slots kills a stalled agent safe to kill.
+	Slots *slots.Slots
+	Tmux  *tmux.Runtime
+	Exec  *execrt.Runtime
+	// Config gives [watchdog] and [probe].
+	Config   *config.Config
+	Proc     proc.FS
+	BootID   string
+	StateDir string
+	Log      *slog.Logger
+}
+
+// Stalls is the watchdog of this host's live sessions.
+type Stalls struct {
+	o         Options
+	st        *status.Manager
+	collector diag.Collector
+	// kills tracks the stall kills under way, waited for by Run.
+	kills loop.Group
+	// spool ingests hook reports spooled while no daemon answered.
+	spool *spool.Ingester
+
+	mu sync.Mutex // guards the fields below
+	// incs maps an incarnation id to what was seen of it.
+	incs map[string]*incWatch
+}
+
+// New returns the watchdog; Run starts it.
+func New(o Options) *Stalls {
+	w := &Stalls{o: o, st: o.Status, collector: diag.Collector{Root: o.Proc.Root, Logger: o.Log}, incs: map[string]*incWatch{}}
+	w.kills.Log = o.Log
+	w.spool = w.newIngester()
+	return w
+}
+
+// maxPersistEvery bounds how stale the stored last_activity_at of a busy
+// session may be; between writes the watchdog works from memory.
+const maxPersistEvery = 30 * time.Second
+
+// Run tracks each live session's output and activity every probe
+// interval, marks silent ones stalled (with /proc diagnostics), warns
+// again every stall_repeat, and kills a stalled agent only when that is
+// safe and allowed. Agent hook reports spooled to files while the daemon
+// was away are ingested alongside.
+func (w *Stalls) Run(ctx context.Context) {
+	defer w.kills.Wait()
+	var g loop.Group
+	g.Log = w.o.Log
+	defer g.Wait()
+	g.Go("spool", func() { w.spool.Run(ctx) })
+	every := w.o.Config.Probe.Interval
+	loop.Loop{Name: "watchdog", Log: w.o.Log, Every: every, First: every}.Run(ctx, func(ctx context.Context) time.Duration {
+		w.Tick(ctx, time.Now())
+		return 0
+	})
+}
+
+// watchItem is one live session with its current incarnation and memory.
+type watchItem struct {
+	status.Live
+	m *incWatch
+}
+
+func (w *Stalls) wdConfig() watchdog.Config {
+	c := w.o.Config.Watchdog
+	return watchdog.Config{StallAfter: c.StallAfter, StallRepeat: c.StallRepeat, LivenessTimeout: c.LivenessTimeout, AutoKill: c.StallAutoKill}
+}
+
+// Tick is one round over this host's live sessions. Only sessions
+// that are stalled or close to it are sampled in /proc.
+func (w *Stalls) Tick(ctx context.Context, now time.Time) {
+	tickCtx, cancel := context.WithTimeout(ctx, w.o.Config.Probe.Interval+w.o.Config.Probe.Timeout)
+	defer cancel()
+	_, live, err := w.st.Live(tickCtx)
+	if err != nil {
+		w.o.Log.Error("watchdog: read store", "err", err)
+		return
+	}
+	items := make([]watchItem, len(live))
+	for i, it := range live {
+		items[i].Live = it
+	}
+	current := make(map[string]bool, len(items))
+	var tmuxes []watchItem
+	for i := range items {
+		current[items[i].Inc.ID] = true
+		items[i].m = w.watchFor(items[i].S, items[i].Inc)
+		if items[i].Inc.RuntimeKind == herd.RuntimeTmux {
+			tmuxes = append(tmuxes, items[i])
+		}
+	}
+	w.gc(current)
+	w.watchTmux(tickCtx, tmuxes, now)
+	for _, it := range items {
+		if tickCtx.Err() != nil {
+			return
+		}
+		w.watchOne(tickCtx, it, now)
+	}
+}
+
+// watchOne folds new output into one session's memory, persists what
+// changed, and acts on the stall classification.
+func (w *Stalls) watchOne(ctx context.Context, it watchItem, now time.Time) {
+	m := it.m
+	if it.Inc.RuntimeKind != herd.RuntimeTmux {
+		w.pollOutput(m, now)
+	}
+	w.persistActivity(ctx, it)
+
+	cfg := w.wdConfig()
+	m.mu.Lock()
+	in := watchdog.Input{
+		State: it.S.State, Activity: m.activityLocked(), InTool: m.hook.InTool,
+		LastActivity: m.lastActivity, StalledSince: it.S.StateSince, LastWarnAt: m.lastWarn,
+		LastSampleAt: sampledAt(m.prev), KillBaseAt: sampledAt(m.killBase),
+	}
+	prev, base := m.prev, m.killBase
+	m.mu.Unlock()
+	v := watchdog.Classify(cfg, in, now)
+	if v.Action == watchdog.Unstall {
+		w.unstall(ctx, it, now)
+		return
+	}
+	if v.Action == watchdog.None && !v.Sample && !v.KillBase && !v.KillCheck {
+		return
+	}
+
+	// One sample per tick: against the kill window's base at a kill check,
+	// else against the previous sample.
+	from := prev
+	if v.KillCheck {
+		from = base
+	}
+	sample, sampleErr := w.sampleTree(it.Inc, from, now)
+	kill, why := false, ""
+	m.mu.Lock()
+	if sampleErr == nil {
+		m.prev = &sample
+		if v.KillBase {
+			m.killBase = &sample
+		}
+	}
+	if v.KillCheck {
+		facts := watchdog.Facts{Sampled: sampleErr == nil}
+		if sampleErr == nil {
+			facts.CPU, facts.TCPEstablished = diag.CPUProgress(sample), sample.TCPEstablished
+			m.killBase = &sample // the next check measures the next window
+		}
+		kill, why = watchdog.SafeToKill(cfg, facts)
+		m.killWhy = why
+	}
+	m.mu.Unlock()
+	if v.KillCheck && !kill {
+		w.o.Log.Info("stalled agent not killed", "session", it.S.Name, "why", why)
+	}
+
+	var got *diag.Diagnostics
+	if sampleErr == nil {
+		got = &sample
+	}
+	switch v.Action {
+	case watchdog.Stall:
+		w.stall(ctx, it, v, got, sampleErr, now)
+	case watchdog.Warn:
+		w.warn(ctx, it, v, got, sampleErr, now)
+	}
+	if kill && got != nil {
+		w.kills.Go("stall kill", func() { w.stallKill(ctx, it, *got, why) })
+	}
+}
+
+func sampledAt(s *diag.Diagnostics) time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	return s.SampledAt
+}
+
+// sampleTree collects /proc diagnostics of an incarnation's agent tree,
+// after verifying the agent's identity (a reused pid is never sampled).
+func (w *Stalls) sampleTree(inc herd.Incarnation, prev *diag.Diagnostics, now time.Time) (diag.Diagnostics, error) {
+	id := inc.Identity
+	if id.Zero() {
+		id = inc.Root
+	}
+	if id.Zero() {
+		return diag.Diagnostics{}, fmt.Errorf("watchdog: no agent process known yet")
+	}
+	if axis := w.o.Proc.Check(id, w.o.BootID); axis != herd.Alive {
+		return diag.Diagnostics{}, fmt.Errorf("watchdog: agent pid %d is %s", id.PID, axis)
+	}
+	s, err := w.collector.Collect(id.PID, prev, now)
+	if err != nil {
+		return diag.Diagnostics{}, err
+	}
+	if id.StartTime != 0 && s.StartTime != id.StartTime {
+		return diag.Diagnostics{}, fmt.Errorf("watchdog: pid %d was reused", id.PID)
+	}
+	return s, nil
+}
+
+// pollOutput reads what an exec agent appended to its stdout and stderr
+// files, and keeps the files capped.
+func (w *Stalls) pollOutput(m *incWatch, now time.Time) {
+	m.tailMu.Lock()
+	defer m.tailMu.Unlock()
+	m.mu.Lock()
+	ended := m.ended
+	m.mu.Unlock()
+	if ended {
+		return
+	}
+	if m.stdout == nil {
+		out, errPath := w.o.Exec.Paths(m.session, m.id)
+		m.stdout, m.stderr = &execrt.Tailer{Path: out}, &execrt.Tailer{Path: errPath}
+	}
+	onOut := func(b []byte, at time.Time) {
+		m.tracker.Observe(activity.ParseLine(b), at)
+		m.mu.Lock()
+		m.noteActivityLocked(at)
+		m.mu.Unlock()
+	}
+	onErr := func(b []byte, at time.Time) { m.tracker.ObserveStderr(string(b), at) }
+	capBytes := w.o.Exec.MaxLogBytes
+	if capBytes <= 0 {
+		capBytes = execrt.DefaultMaxLogBytes
+	}
+	for _, f := range []struct {
+		t    *execrt.Tailer
+		line func([]byte, time.Time)
+	}{{m.stdout, onOut}, {m.stderr, onErr}} {
+		lost := f.t.Lost
+		if err := f.t.Poll(now, f.line); err != nil {
+			w.o.Log.Debug("watchdog: read output", "session", m.session, "err", err)
+			continue
+		}
+		if err := f.t.CapFile(capBytes, now, f.line); err != nil {
+			w.o.Log.Warn("watchdog: cap output file", "path", f.t.Path, "err", err)
+		}
+		if f.t.Lost > lost {
+			w.o.Log.Warn("watchdog: agent output came faster than it is read; bytes skipped", "session", m.session, "path", f.t.Path, "skipped", f.t.Lost-lost, "skipped_total", f.t.Lost)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"herd"
+	"herd/internal/restart"
+	"herd/internal/store"
+)
+
+// Death is one observed end of an incarnation, whichever path noticed it:
+// a child's exit status, a pidfd, a dead pane, a vanished pane, a stall kill.
+type Death struct {
+	Session     string
+	Incarnation string
+	Exit        herd.Exit
+	// Message explains the evidence, for the event log.
+	Message string
+}
+
+// RecordDeath is herd's single crash-accounting entry point. Every
+// detection path calls it. It is a compare-and-set on the incarnation: the
+// first path to report a death does the bookkeeping, later reports of the
+// same death are no-ops, so a death is never counted twice nor skipped.
+// It reports whether this call accounted the death.
+func (m *Manager) RecordDeath(ctx context.Context, dt Death) (bool, error) {
+	if m.takenDown(dt.Incarnation, dt.Exit.Reason) {
+		return false, nil // a takedown under way records this death
+	}
+	unlock, err := m.locks.LockCtx(ctx, dt.Session)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	// What the watchdog saw is gathered before the write transaction: it
+	// reads the last output from files.
+	seen := m.Seen(dt.Incarnation)
+	accounted := false
+	err = m.st.Update(ctx, func(tx store.Tx) error {
+		accounted = false
+		s, err := tx.Session(dt.Session)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		inc, err := tx.Incarnation(dt.Incarnation)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if s.Incarnation != inc.ID || inc.EndedAt != nil || !s.State.Live() {
+			return nil // already accounted, or superseded
+		}
+		accounted = true
+		return m.CrashTx(tx, &s, &inc, dt.Exit, dt.Message, seen, time.Now().UTC())
+	})
+	if err == nil && accounted {
+		if !Succeeded(dt.Exit) {
+			m.Metrics.Crash(dt.Exit.Reason)
+		}
+		if m.ended != nil {
+			m.ended(dt.Incarnation)
+		}
+	}
+	return accounted, err
+}
+
+// CrashTx ends inc and applies the role's restart policy to s, inside tx.
+// It is the only place that changes crash bookkeeping. seen is what the
+// watchdog saw of the incarnation (the watchdog's summary data), nil when nothing.
+func (m *Manager) CrashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, exit herd.Exit, msg string, seen map[string]any, now time.Time) error {
+	exit.At = now
+	inc.EndedAt = &now
+	inc.Exit = &exit
+	if err := tx.PutIncarnation(*inc); err != nil {
+		return err
+	}
+	policy := m.defaults
+	if role, err := tx.Role(s.Role); err == nil {
+		policy = role.Restart
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	} else {
+		policy.Policy = herd.PolicyNever // no role: nothing to relaunch from
+	}
+	success := Succeeded(exit)
+	out := restart.Decide(policy, restart.Tracker{Restarts: s.Restarts}, restart.Ending{Success: success, RanFor: now.Sub(inc.StartedAt)})
+
+	data := exitData(exit)
+	data["ran_for"] = now.Sub(inc.StartedAt).Round(time.Millisecond).String()
+	if msg == "" {
+		msg = describeExit(exit)
+	}
+	events := []*herd.Event{m.Event(*s, inc.ID, herd.EventExited, exit.Reason, msg, data), m.SummaryEvent(*s, *inc, seen, now)}
+
+	s.Exit = &exit
+	s.Runtime, s.Process = herd.Dead, herd.Dead
+	s.Activity = herd.ActivityUnknown // the agent that did it is gone
+	s.Restarts = out.Restarts
+	s.BackoffUntil = nil
+	s.StateSince = now
+	if !success {
+		s.LastCrashAt = &now
+		events = append(events, m.Event(*s, inc.ID, herd.EventCrashed, exit.Reason, msg, exitData(exit)))
+	}
+	switch out.Decision {
+	case restart.Relaunch:
+		until := now.Add(out.Delay)
+		s.State = herd.StateBackoff
+		s.BackoffUntil = &until
+		if out.Delay == 0 {
+			s.State = herd.StateCrashed
+		}
+		events = append(events, m.Event(*s, inc.ID, herd.EventBackoff, exit.Reason,
+			fmt.Sprintf("restart %d in %s", out.Restarts, out.Delay),
+			map[string]any{"restarts": out.Restarts, "delay": out.Delay.String(), "backoff_until": until.Format(time.RFC3339Nano)}))
+	case restart.Fail:
+		s.State = herd.StateFailed
+		events = append(events, m.Event(*s, inc.ID, herd.EventFailed, exit.Reason, out.Reason, map[string]any{"restarts": out.Restarts}))
+	case restart.Succeed:
+		s.State = herd.StateSucceeded
+		events = append(events, m.Event(*s, inc.ID, herd.EventSucceeded, exit.Reason, out.Reason, nil))
+	}
+	if err := tx.PutSession(*s); err != nil {
+		return err
+	}
+	for _, e := range events {
+		// Every event of the death bears the time the backoff counts
+		// from: a relaunch is never seen earlier than its delay after it.
+		e.Time = now
+		if err := tx.AppendEvent(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SummaryEvent is the one summary of an ended incarnation: duration, exit,
+// the agent's session id, and what the watchdog saw (seen).
+func (m *Manager) SummaryEvent(s herd.Session, inc herd.Incarnation, seen map[string]any, now time.Time) *herd.Event {
+	data := map[string]any{"duration": now.Sub(inc.StartedAt).Round(time.Millisecond).String()}
+	if inc.Exit != nil {
+		data["exit"] = inc.Exit
+	}
+	if inc.AgentSessionID != "" {
+		data["agent_session_id"] = inc.AgentSessionID
+	}
+	for k, v := range seen {
+		data[k] = v
+	}
+	reason := ""
+	if inc.Exit != nil {
+		reason = inc.Exit.Reason
+	}
+	return m.Event(s, inc.ID, herd.EventSummary, reason, fmt.Sprintf("incarnation ran %s", data["duration"]), data)
+}
+
+func exitData(e herd.Exit) map[string]any {
+	m := map[string]any{}
+	if e.Code != nil {
+		m["code"] = *e.Code
+	}
+	if e.Signal != nil {
+		m["signal"] = *e.Signal
+	}
+	return m
+}
+
+func describeExit(e herd.Exit) string {
+	switch {
+	case e.Signal != nil:
+		return fmt.Sprintf("killed by signal %d", *e.Signal)
+	case e.Code != nil:
+		return fmt.Sprintf("exited with code %d", *e.Code)
+	case e.Reason == herd.ReasonPaneGone:
+		return "tmux pane vanished"
+	case e.Reason == herd.ReasonProcessGone:
+		return "agent process is gone"
+	}
+	return e.Reason
+}
+
+// Succeeded reports whether an exit is a success (code 0), not a crash.
+func Succeeded(e herd.Exit) bool {
+	return e.Reason == herd.ReasonExitCode && e.Code != nil && *e.Code == 0
+}

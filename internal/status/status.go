@@ -1,0 +1,289 @@
+// Package status is the sole writer of session state: one lock per
+// session, the compare-and-set update, the single crash-accounting
+// function, and the one set of takedowns under way.
+package status
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/metrics"
+	"herd/internal/store"
+)
+
+// Manager writes session state. Observers (prober, watchdog, reaper) report
+// what they saw through it; nothing else writes a session's state.
+type Manager struct {
+	st       store.Store
+	host     string
+	log      *slog.Logger
+	defaults herd.RestartPolicy
+
+	// Metrics counts crashes; nil counts nothing. Set before the daemon
+	// runs.
+	Metrics *metrics.Metrics
+
+	// seen returns what the watchdog saw of an ending incarnation, for its
+	// summary event; ended is told of every death accounted. Both are set
+	// once, before any death is recorded (see Observe).
+	seen  func(inc string) map[string]any
+	ended func(inc string)
+
+	// locks serializes every state change of one session (launch, death,
+	// stop), so that two paths never act on the same slot at once. A
+	// session's lock is taken before any lock of a component.
+	locks keyedMutex
+
+	mu sync.Mutex // guards the fields below
+	// takedowns holds, by incarnation, the takedowns under way and the
+	// exit reason each records itself: the stop path ("": every death of
+	// the incarnation is its to record) and the stall kill
+	// (stall_killed). A death reported meanwhile by anyone else is not a
+	// crash.
+	takedowns map[string]map[string]int
+}
+
+// New returns the state writer of host's sessions. defaults is the
+// restart policy of a session whose role is gone.
+func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Logger) *Manager {
+	return &Manager{st: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
+}
+
+// Observe sets the watchdog's summary source and the listener of accounted
+// deaths. It is called once, before the daemon runs.
+func (m *Manager) Observe(seen func(inc string) map[string]any, ended func(inc string)) {
+	m.seen, m.ended = seen, ended
+}
+
+// Store is the store the manager writes through (read-only callers use it
+// for views).
+func (m *Manager) Store() store.Store { return m.st }
+
+// Host is this daemon's host name.
+func (m *Manager) Host() string { return m.host }
+
+// Event fills the common fields of an event.
+func (m *Manager) Event(s herd.Session, inc, kind, reason, msg string, data map[string]any) *herd.Event {
+	return &herd.Event{Time: time.Now().UTC(), Host: m.host, Session: s.Name, Incarnation: inc, Kind: kind, Reason: reason, Message: msg, Data: data}
+}
+
+// NewID returns a fresh, opaque, roughly time-ordered incarnation id.
+func NewID() string {
+	var b [5]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%x%s", time.Now().UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+// Lock takes session name's lock and returns its unlock.
+func (m *Manager) Lock(name string) func() { return m.locks.Lock(name) }
+
+// LockCtx is Lock giving up when ctx is done first, so that a probe tick
+// never waits past its deadline on a session a slow stop is holding.
+func (m *Manager) LockCtx(ctx context.Context, name string) (func(), error) {
+	return m.locks.LockCtx(ctx, name)
+}
+
+// Update applies fn to a live session under its lock, only while inc is
+// still its current incarnation; the session is written only when fn
+// changed it, and the events fn returns are appended in the same
+// transaction.
+func (m *Manager) Update(ctx context.Context, name, inc string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error)) error {
+	unlock, err := m.locks.LockCtx(ctx, name)
+	if err != nil {
+		return err // busy (a stop in progress): the caller looks again later
+	}
+	defer unlock()
+	return m.st.Update(ctx, func(tx store.Tx) error {
+		s, err := tx.Session(name)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if s.Incarnation != inc || !s.State.Live() {
+			return nil
+		}
+		before := s
+		events, err := fn(tx, &s)
+		if err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(before, s) {
+			if err := tx.PutSession(s); err != nil {
+				return err
+			}
+		}
+		for _, e := range events {
+			if err := tx.AppendEvent(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// BeginTakedown registers a takedown of incarnation inc that records its
+// death itself with exit reason owner ("" for the stop path). It reports
+// false when a takedown with the same owner is already under way.
+func (m *Manager) BeginTakedown(inc, owner string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.takedowns[inc]
+	if t == nil {
+		t = map[string]int{}
+		m.takedowns[inc] = t
+	}
+	if owner != "" && t[owner] > 0 {
+		return false
+	}
+	t[owner]++
+	return true
+}
+
+// EndTakedown ends a takedown begun with BeginTakedown.
+func (m *Manager) EndTakedown(inc, owner string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.takedowns[inc]
+	if t[owner]--; t[owner] <= 0 {
+		delete(t, owner)
+	}
+	if len(t) == 0 {
+		delete(m.takedowns, inc)
+	}
+}
+
+// takenDown reports whether a death report must be left to a takedown
+// under way: any takedown but one that records this very exit reason.
+func (m *Manager) takenDown(inc, reason string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for owner := range m.takedowns[inc] {
+		if owner == "" || owner != reason {
+			return true
+		}
+	}
+	return false
+}
+
+// Live is a live session with its open incarnation.
+type Live struct {
+	S   herd.Session
+	Inc herd.Incarnation
+}
+
+// Live reads this host's sessions and, for the live ones, their open
+// incarnation: two queries in one transaction, whatever the number of
+// sessions.
+func (m *Manager) Live(ctx context.Context) (all []herd.Session, live []Live, err error) {
+	err = m.st.View(ctx, func(tx store.Tx) error {
+		all, live = nil, nil
+		sessions, err := tx.SessionsOnHost(m.host)
+		if err != nil {
+			return err
+		}
+		open, err := tx.OpenIncarnationsOnHost(m.host)
+		if err != nil {
+			return err
+		}
+		byID := make(map[string]herd.Incarnation, len(open))
+		for _, inc := range open {
+			byID[inc.ID] = inc
+		}
+		for _, s := range sessions {
+			if s.Host != m.host {
+				continue
+			}
+			all = append(all, s)
+			if inc, ok := byID[s.Incarnation]; ok && s.State.Live() {
+				live = append(live, Live{S: s, Inc: inc})
+			}
+		}
+		return nil
+	})
+	return all, live, err
+}
+
+// Role reads one role.
+func (m *Manager) Role(ctx context.Context, name string) (r herd.Role, err error) {
+	err = m.st.View(ctx, func(tx store.Tx) error {
+		r, err = tx.Role(name)
+		return err
+	})
+	return r, err
+}
+
+// Session reads one session.
+func (m *Manager) Session(ctx context.Context, name string) (s herd.Session, err error) {
+	err = m.st.View(ctx, func(tx store.Tx) error {
+		s, err = tx.Session(name)
+		return err
+	})
+	return s, err
+}
+
+// Incarnation reads one incarnation.
+func (m *Manager) Incarnation(ctx context.Context, id string) (inc herd.Incarnation, err error) {
+	err = m.st.View(ctx, func(tx store.Tx) error {
+		inc, err = tx.Incarnation(id)
+		return err
+	})
+	return inc, err
+}
+
+// keyedMutex is a set of mutexes by key.
+type keyedMutex struct {
+	mu sync.Mutex // guards m
+	m  map[string]chan struct{}
+}
+
+func (k *keyedMutex) slot(key string) chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = make(map[string]chan struct{})
+	}
+	ch, ok := k.m[key]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		k.m[key] = ch
+	}
+	return ch
+}
+
+// Lock locks key's mutex and returns its unlock.
+func (k *keyedMutex) Lock(key string) func() {
+	ch := k.slot(key)
+	ch <- struct{}{}
+	return func() { <-ch }
+}
+
+// LockCtx is Lock giving up when ctx is done first.
+func (k *keyedMutex) LockCtx(ctx context.Context, key string) (unlock func(), err error) {
+	ch := k.slot(key)
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Seen returns what the watchdog saw of an ending incarnation, nil when
+// nothing; callers gather it before their write transaction (it reads
+// files).
+func (m *Manager) Seen(inc string) map[string]any {
+	if m.seen == nil {
+		return nil
+	}
+	return m.seen(inc)
+}

@@ -1,0 +1,199 @@
+package status
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"herd"
+	"herd/internal/store"
+	"herd/internal/store/sqlite"
+)
+
+func newManager(t *testing.T) *Manager {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	policy := herd.RestartPolicy{Policy: herd.PolicyAlways, InitialBackoff: time.Second, MaxBackoff: 8 * time.Second, ResetAfter: time.Hour, MaxRestarts: 2}
+	m := New(st, "h", policy, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	err = st.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.PutRole(herd.Role{Name: "w", Replicas: 1, Command: []string{"x"}, Runtime: herd.RuntimeExec, Restart: policy}); err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		if err := tx.PutSession(herd.Session{Name: "w-0", Role: "w", Host: "h", State: herd.StateRunning, Incarnation: "inc-1", StateSince: now}); err != nil {
+			return err
+		}
+		return tx.PutIncarnation(herd.Incarnation{ID: "inc-1", Session: "w-0", Host: "h", StartedAt: now.Add(-time.Second)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func events(t *testing.T, m *Manager, kind string) []herd.Event {
+	t.Helper()
+	var evs []herd.Event
+	m.Store().View(context.Background(), func(tx store.Tx) (err error) {
+		evs, err = tx.Events(store.EventFilter{Session: "w-0", Kind: kind})
+		return err
+	})
+	return evs
+}
+
+// TestRecordDeathOnce: the same death reported by many paths at once is
+// accounted exactly once, and the ended listener hears of it once.
+func TestRecordDeathOnce(t *testing.T) {
+	m := newManager(t)
+	var mu sync.Mutex
+	var ended []string
+	m.Observe(func(string) map[string]any { return map[string]any{"stalls": 1} }, func(inc string) {
+		mu.Lock()
+		ended = append(ended, inc)
+		mu.Unlock()
+	})
+	reasons := []string{herd.ReasonProcessGone, herd.ReasonPaneGone, herd.ReasonSignal, herd.ReasonExitCode, herd.ReasonProcessGone}
+	var wg sync.WaitGroup
+	var accounted sync.Map
+	for i, r := range reasons {
+		wg.Go(func() {
+			ok, err := m.RecordDeath(context.Background(), Death{Session: "w-0", Incarnation: "inc-1", Exit: herd.Exit{Reason: r}})
+			if err != nil {
+				t.Errorf("[path %d] %v", i, err)
+			}
+			accounted.Store(i, ok)
+		})
+	}
+	wg.Wait()
+	n := 0
+	accounted.Range(func(_, v any) bool {
+		if v.(bool) {
+			n++
+		}
+		return true
+	})
+	if n != 1 || len(ended) != 1 || ended[0] != "inc-1" {
+		t.Fatalf("expected one path to account the death and one ended call … got %d and %v", n, ended)
+	}
+	s, _ := m.Session(context.Background(), "w-0")
+	if s.State != herd.StateBackoff || s.Restarts != 1 || s.BackoffUntil == nil {
+		t.Errorf("expected backoff with 1 restart … got %s, %d", s.State, s.Restarts)
+	}
+	if c, sum := events(t, m, herd.EventCrashed), events(t, m, herd.EventSummary); len(c) != 1 || len(sum) != 1 || sum[0].Data["stalls"] != float64(1) {
+		t.Errorf("expected one crashed and one summary event with what the watchdog saw … got %d, %+v", len(c), sum)
+	}
+}
+
+// TestTakedownsOwnTheirDeaths: while the stop path takes an incarnation
+// down, no death of it is a crash; while a stall kill does, only the
+// kill's own report (stall_killed) is.
+func TestTakedownsOwnTheirDeaths(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		owner   string
+		reason  string
+		account bool
+	}{
+		{"stop owns every death", "", herd.ReasonProcessGone, false},
+		{"stop owns even a stall_killed report", "", herd.ReasonStallKilled, false},
+		{"stall kill leaves others' reports", herd.ReasonStallKilled, herd.ReasonPaneGone, false},
+		{"stall kill records its own", herd.ReasonStallKilled, herd.ReasonStallKilled, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newManager(t)
+			if !m.BeginTakedown("inc-1", c.owner) {
+				t.Fatal("first takedown refused")
+			}
+			ok, err := m.RecordDeath(context.Background(), Death{Session: "w-0", Incarnation: "inc-1", Exit: herd.Exit{Reason: c.reason}})
+			if err != nil || ok != c.account {
+				t.Errorf("expected accounted %v … got %v, %v", c.account, ok, err)
+			}
+			m.EndTakedown("inc-1", c.owner)
+			if !c.account {
+				if ok, _ := m.RecordDeath(context.Background(), Death{Session: "w-0", Incarnation: "inc-1", Exit: herd.Exit{Reason: c.reason}}); !ok {
+					t.Errorf("expected the death accounted once the takedown ended")
+				}
+			}
+		})
+	}
+	m := newManager(t)
+	if !m.BeginTakedown("inc-1", herd.ReasonStallKilled) || m.BeginTakedown("inc-1", herd.ReasonStallKilled) {
+		t.Errorf("expected a second stall kill of the same incarnation refused")
+	}
+}
+
+// TestUpdateOnlyCurrent: Update acts only on the current, live
+// incarnation and writes only what changed.
+func TestUpdateOnlyCurrent(t *testing.T) {
+	m := newManager(t)
+	called := false
+	err := m.Update(context.Background(), "w-0", "inc-old", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
+		called = true
+		return nil, nil
+	})
+	if err != nil || called {
+		t.Errorf("expected a superseded incarnation skipped … got called=%v, %v", called, err)
+	}
+	err = m.Update(context.Background(), "w-0", "inc-1", func(_ store.Tx, s *herd.Session) ([]*herd.Event, error) {
+		s.Activity = herd.ActivityIdle
+		return []*herd.Event{m.Event(*s, "inc-1", herd.EventActivity, "", "x", nil)}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := m.Session(context.Background(), "w-0"); s.Activity != herd.ActivityIdle || len(events(t, m, herd.EventActivity)) != 1 {
+		t.Errorf("expected the change and its event written … got %s", s.Activity)
+	}
+	unlock := m.Lock("w-0")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := m.Update(ctx, "w-0", "inc-1", func(store.Tx, *herd.Session) ([]*herd.Event, error) { return nil, nil }); err == nil {
+		t.Errorf("expected a held session lock to end the update with its context")
+	}
+	unlock()
+}
+
+// TestRetentionPrunes: the retention loop deletes events beyond the
+// newest MaxRows in batches, keeping the newest, and stops with its
+// context.
+func TestRetentionPrunes(t *testing.T) {
+	m := newManager(t)
+	err := m.Store().Update(context.Background(), func(tx store.Tx) error {
+		for range 1200 {
+			if err := tx.AppendEvent(m.Event(herd.Session{Name: "w-0"}, "inc-1", herd.EventActivity, "", "x", nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.RunRetention(ctx, store.Retention{MaxRows: 100})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(events(t, m, "")) != 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("expected the log pruned to 100 events … got %d", len(events(t, m, "")))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	evs := events(t, m, "")
+	if evs[len(evs)-1].ID != 1200 {
+		t.Errorf("expected the newest events kept … last id %d", evs[len(evs)-1].ID)
+	}
+}

@@ -1,0 +1,146 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+
+	"herd"
+	"herd/internal/store"
+)
+
+// fullHost is a host with every field set.
+func fullHost(name string) herd.Host {
+	return herd.Host{
+		Name:        name,
+		BootID:      "0f4e6c3a-5a1b-4c2d-9e8f-7a6b5c4d3e2f",
+		Version:     "v1.2.3",
+		StartedAt:   at(-600),
+		HeartbeatAt: at(0),
+	}
+}
+
+func testHostRoundTrip(t *testing.T, s store.Store) {
+	cases := []struct {
+		name string
+		h    herd.Host
+	}{
+		{"full", fullHost("build-box")},
+		{"zero times", herd.Host{Name: "fresh"}},
+		{"odd name", herd.Host{Name: "ws.example.org:2 ünï", BootID: "b", HeartbeatAt: at(3)}},
+	}
+	update(t, s, func(tx store.Tx) error {
+		for _, c := range cases {
+			if err := tx.PutHost(c.h); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx store.Tx) error {
+		for _, c := range cases {
+			got, err := tx.Host(c.h.Name)
+			if err != nil {
+				t.Errorf("[%s] unexpected error %v", c.name, err)
+				continue
+			}
+			diff(t, c.name, c.h, got)
+			checkUTC(t, c.name, &got.StartedAt, &got.HeartbeatAt)
+		}
+		return nil
+	})
+}
+
+func testHostsOrderedAndReplaced(t *testing.T, s store.Store) {
+	a, b, c := fullHost("a"), fullHost("b"), fullHost("c")
+	update(t, s, func(tx store.Tx) error {
+		return errors.Join(tx.PutHost(c), tx.PutHost(a), tx.PutHost(b))
+	})
+	// A heartbeat and a restart (new boot, new version) replace the row.
+	b.HeartbeatAt = at(30)
+	c.BootID, c.Version, c.StartedAt, c.HeartbeatAt = "boot-2", "v1.2.4", at(40), at(41)
+	update(t, s, func(tx store.Tx) error {
+		return errors.Join(tx.PutHost(b), tx.PutHost(c), tx.DeleteHost("a"), tx.DeleteHost("never-existed"))
+	})
+	view(t, s, func(tx store.Tx) error {
+		got, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		diff(t, "hosts", []herd.Host{b, c}, got)
+		if _, err := tx.Host("a"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("[deleted host] expected ErrNotFound, got %v", err)
+		}
+		return nil
+	})
+}
+
+func testSessionsOnHost(t *testing.T, s store.Store) {
+	mk := func(name, host string) herd.Session {
+		se := minimalSession(name, "w")
+		se.Host = host
+		return se
+	}
+	sessions := []herd.Session{mk("w-2", "a"), mk("w-0", "b"), mk("w-1", "a"), mk("w-3", "")}
+	update(t, s, func(tx store.Tx) error {
+		for _, se := range sessions {
+			if err := tx.PutSession(se); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cases := []struct {
+		host string
+		want []herd.Session
+	}{
+		{"a", []herd.Session{sessions[2], sessions[0]}},
+		{"b", []herd.Session{sessions[1]}},
+		{"c", nil},
+	}
+	view(t, s, func(tx store.Tx) error {
+		for _, c := range cases {
+			got, err := tx.SessionsOnHost(c.host)
+			if err != nil {
+				t.Errorf("[host %s] unexpected error %v", c.host, err)
+				continue
+			}
+			diff(t, "sessions on "+c.host, c.want, got)
+		}
+		return nil
+	})
+}
+
+func testOpenIncarnationsOnHost(t *testing.T, s store.Store) {
+	late := openIncarnation("late", "w-0", "host-a", at(30))
+	early := openIncarnation("early", "w-1", "host-a", at(10))
+	other := openIncarnation("other", "w-2", "host-b", at(5))
+	ended := openIncarnation("ended", "w-3", "host-a", at(20))
+	ended.EndedAt = ptr(at(25))
+	update(t, s, func(tx store.Tx) error {
+		for _, inc := range []herd.Incarnation{late, other, ended, early} {
+			if err := tx.PutIncarnation(inc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cases := []struct {
+		host string
+		want []herd.Incarnation
+	}{
+		{"host-a", []herd.Incarnation{early, late}},
+		{"host-b", []herd.Incarnation{other}},
+		{"host-c", nil},
+	}
+	view(t, s, func(tx store.Tx) error {
+		for _, c := range cases {
+			got, err := tx.OpenIncarnationsOnHost(c.host)
+			if err != nil {
+				t.Errorf("[%s] unexpected error %v", c.host, err)
+				continue
+			}
+			diff(t, "open incarnations on "+c.host, c.want, got)
+		}
+		return nil
+	})
+}

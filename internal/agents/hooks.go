@@ -259,7 +259,9 @@ type codexNotify struct {
 
 // ParseCodexNotify decodes the JSON argument of Codex's notify program:
 // agent-turn-complete -> idle; an approval request -> waiting; other
-// types are kept as events without a state change.
+// types are kept as events without a state change. Codex (0.169) also
+// notifies the end of the side thread that titles a new session, under
+// that thread's id: the id is weak (see Signal.WeakID).
 func ParseCodexNotify(arg []byte) (Signal, error) {
 	if len(arg) > MaxPayload {
 		return Signal{}, fmt.Errorf("agents: notify payload is %d bytes, limit %d", len(arg), MaxPayload)
@@ -271,7 +273,7 @@ func ParseCodexNotify(arg []byte) (Signal, error) {
 	if err := validEventName(n.Type); err != nil {
 		return Signal{}, err
 	}
-	s := Signal{Event: n.Type, Cwd: n.Cwd, Progress: true}
+	s := Signal{Event: n.Type, Cwd: n.Cwd, Progress: true, WeakID: true}
 	s.takeID(n.ThreadID)
 	switch {
 	case n.Type == "agent-turn-complete":

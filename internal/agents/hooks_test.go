@@ -131,6 +131,19 @@ func TestParseCodexNotify(t *testing.T) {
 	}
 }
 
+func TestNotifyIDIsWeak(t *testing.T) {
+	title, err := ParseCodexNotify([]byte(`{"type":"agent-turn-complete","thread-id":"side-thread","input-messages":["Generate a concise, single-line task title"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := Apply(State{AgentSessionID: "main-thread"}, title); st.AgentSessionID != "main-thread" {
+		t.Errorf("a notify replaced the known session id: %+v", st)
+	}
+	if st := Apply(State{}, title); st.AgentSessionID != "side-thread" {
+		t.Errorf("a notify id was not taken when none was known: %+v", st)
+	}
+}
+
 func TestCanStall(t *testing.T) {
 	for a, want := range map[herd.Activity]bool{
 		herd.ActivityWorking: true, herd.ActivityUnknown: true, "": true,

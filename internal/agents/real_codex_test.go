@@ -202,14 +202,19 @@ func TestRealCodexTUI(t *testing.T) {
 		return strings.Contains(s, mockapi.ReplyText) && ClassifyScreen(herd.AgentCodex, s).Activity == herd.ActivityIdle
 	})
 	e.expectScreen("screen-after-turn.txt", after, herd.ActivityIdle, "")
-	if n, ok := e.findHook("notify"); ok {
+	// Codex notifies every thread's turn: the session's own, and the side
+	// thread that titles the session, under its own id.
+	if n, ok := e.findHookWith("notify", `"thread-id":"`+id+`"`, 30*time.Second); ok {
 		s, err := ParseCodexNotify(n)
 		if err != nil || s.Activity != herd.ActivityIdle || s.AgentSessionID != id {
 			t.Errorf("notify %s: %+v, %v", n, s, err)
 		}
+		if st := Apply(State{AgentSessionID: id}, s); st.AgentSessionID != id {
+			t.Errorf("notify changed the session id: %+v", st)
+		}
 		e.keep("notify-turn-complete.json", n)
 	} else {
-		t.Logf("no notify call after the turn (seen: %v)", e.hookFiles())
+		t.Logf("no notify call for the session's thread after the turn (seen: %v)", e.hookFiles())
 	}
 
 	e.typeLine(pane, "please "+mockapi.TriggerHang)

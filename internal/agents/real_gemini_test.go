@@ -162,7 +162,7 @@ func TestRealGeminiTUI(t *testing.T) {
 	e.waitScreen(pane, "idle prompt", func(s string) bool { return ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle })
 	// The project's settings (herd's hooks) load at start: go on in a
 	// second session, started in the now trusted folder.
-	e.command(pane, "/quit", "Pane is dead")
+	e.command(pane, "/quit", "To resume this session")
 	pane = "gemini2"
 	e.start(pane, argv)
 	idle := e.waitScreen(pane, "idle prompt", func(s string) bool { return ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle })

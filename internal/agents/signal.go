@@ -28,6 +28,10 @@ type Signal struct {
 	Tool   string // the tool named by the event, cut to MaxToolName bytes
 
 	AgentSessionID string // the agent's own session id, when valid (ValidSessionID)
+	// WeakID: AgentSessionID may name another conversation of the same
+	// agent (Codex's notify also reports the side threads that title a
+	// session); Apply takes it only when no id is known yet.
+	WeakID         bool
 	TranscriptPath string // Claude and Gemini hooks: the conversation file
 	Cwd            string
 
@@ -73,7 +77,7 @@ func Apply(prev State, s Signal) State {
 	if s.Event != "" {
 		next.LastEvent = s.Event
 	}
-	if s.AgentSessionID != "" && ValidSessionID(s.AgentSessionID) {
+	if s.AgentSessionID != "" && ValidSessionID(s.AgentSessionID) && (!s.WeakID || next.AgentSessionID == "") {
 		next.AgentSessionID = s.AgentSessionID
 	}
 	if s.TranscriptPath != "" {

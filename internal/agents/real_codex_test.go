@@ -263,17 +263,6 @@ func TestRealCodexTUI(t *testing.T) {
 	e.writeFixtures()
 }
 
-// findHook returns the first dumped payload of event.
-func (e *realEnv) findHook(event string) ([]byte, bool) {
-	for _, f := range e.hookFiles() {
-		if strings.HasSuffix(f, "-"+event+".json") {
-			b, err := os.ReadFile(filepath.Join(e.hooks, f))
-			return b, err == nil
-		}
-	}
-	return nil, false
-}
-
 // paneTree lists pid and its descendants, parents first.
 func paneTree(t *testing.T, pid string) []Proc {
 	t.Helper()

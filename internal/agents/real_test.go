@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,20 +156,64 @@ wire_api = "responses"
 	return e
 }
 
-// stopAll kills the private tmux server and waits for the agents in it to
-// exit, so they write nothing into the temporary directories after.
+// stopAll kills the private tmux server and ends what the agents left
+// behind (Gemini CLI relaunches itself as a child that outlives the
+// pane's hangup), so nothing writes into the temporary directories after.
+// Only processes of the panes' trees are signalled, each checked to be
+// the same process (pid and start time) as when it was listed.
 func (e *realEnv) stopAll() {
 	out, _ := e.tmux("list-panes", "-a", "-F", "#{pane_pid}")
-	_, _ = e.tmux("kill-server")
-	deadline := time.Now().Add(10 * time.Second)
+	type ident struct{ pid, start string }
+	var procs []ident
 	for _, pid := range strings.Fields(out) {
-		for time.Now().Before(deadline) {
-			if _, err := os.Stat("/proc/" + pid); err != nil {
-				break
+		queue := []string{pid}
+		for len(queue) > 0 {
+			p := queue[0]
+			queue = queue[1:]
+			if st := startTime(p); st != "" {
+				procs = append(procs, ident{p, st})
 			}
-			time.Sleep(50 * time.Millisecond) // polling interval
+			children, _ := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+			queue = append(queue, strings.Fields(string(children))...)
 		}
 	}
+	_, _ = e.tmux("kill-server")
+	deadline := time.Now().Add(10 * time.Second)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		for _, p := range procs {
+			if startTime(p.pid) != p.start {
+				continue // gone, or the pid is another process now
+			}
+			if n, err := strconv.Atoi(p.pid); err == nil {
+				_ = syscall.Kill(n, sig)
+			}
+		}
+		for _, p := range procs {
+			for time.Now().Before(deadline) && startTime(p.pid) == p.start {
+				time.Sleep(50 * time.Millisecond) // polling interval
+			}
+		}
+		deadline = time.Now().Add(5 * time.Second)
+	}
+}
+
+// startTime is field 22 of /proc/PID/stat (start time in clock ticks),
+// or "" when the process is gone.
+func startTime(pid string) string {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
 }
 
 func (e *realEnv) env() []string {

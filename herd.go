@@ -69,6 +69,9 @@ const (
 	ActivityWaiting Activity = "waiting"
 	ActivityIdle    Activity = "idle"
 	ActivityUnknown Activity = "unknown"
+	// ActivityBlocked is a turn ended by a rate limit or an API error; the
+	// agent cannot go on before the limit resets or the error clears.
+	ActivityBlocked Activity = "blocked"
 )
 
 // Runtime kinds.

@@ -8,11 +8,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"herd"
-	"herd/internal/activity"
+	"herd/internal/agents"
 	"herd/internal/api"
 	"herd/internal/spool"
 
@@ -26,8 +27,9 @@ const (
 )
 
 func newHookCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "hook [EVENT]",
+	var agent string
+	cmd := &cobra.Command{
+		Use:   "hook [--agent KIND] [EVENT] [NOTIFY-JSON]",
 		Short: "Agent hook entry point: record activity from the hook JSON on stdin",
 		Long: `Read an agent hook payload (Claude Code hook JSON) on stdin and record the
 agent's activity with the herd daemon of its session (HERD_SESSION,
@@ -36,7 +38,9 @@ EVENT is used when the payload names none. When the daemon does not answer,
 the report is spooled under <state-dir>/activity/ for the daemon to ingest.
 It always exits 0 within about a second and prints nothing on stdout;
 outside herd (no HERD_SESSION) it does nothing. 'herd hooks install' wires it
-into an agent's settings.`,
+into an agent's settings. --agent says which agent's hook it is (claude,
+codex, gemini); Codex's notify program passes its JSON as the last argument
+(herd hook --agent codex notify '{...}').`,
 		Args: cobra.ArbitraryArgs,
 		// A hook must never fail the agent, not even on a flag it does not know.
 		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
@@ -45,14 +49,20 @@ into an agent's settings.`,
 			if len(args) > 0 {
 				event = args[0]
 			}
-			runHook(cmd.Context(), g, event, cmd.InOrStdin(), cmd.ErrOrStderr())
+			stdin := cmd.InOrStdin()
+			if event == "notify" && len(args) > 1 {
+				stdin = strings.NewReader(args[len(args)-1])
+			}
+			runHook(cmd.Context(), g, agent, event, stdin, cmd.ErrOrStderr())
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&agent, "agent", "", "the agent the hook is installed for: claude, codex or gemini")
+	return cmd
 }
 
 // runHook does the work of `herd hook`; problems are one line on stderr.
-func runHook(ctx context.Context, g *globals, event string, stdin io.Reader, stderr io.Writer) {
+func runHook(ctx context.Context, g *globals, agent, event string, stdin io.Reader, stderr io.Writer) {
 	session := os.Getenv(herd.EnvSession)
 	if session == "" {
 		return // not an agent herd launched
@@ -61,21 +71,36 @@ func runHook(ctx context.Context, g *globals, event string, stdin io.Reader, std
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	data := readPayload(stdin, hookReadWait, activity.MaxHookSize+1)
+	data := readPayload(stdin, hookReadWait, agents.MaxPayload+1)
 	if len(data) == 0 {
 		data = []byte("{}")
 	}
-	h, err := activity.ParseHookEvent(data, event)
+	// Read as the daemon will (it uses the session's role's agent kind,
+	// this one when the role names none): what is dropped is said here.
+	kind := agent
+	if kind == "" {
+		kind = herd.AgentClaude
+	}
+	var sig agents.Signal
+	var err error
+	if kind == herd.AgentCodex && event == "notify" {
+		sig, err = agents.ParseCodexNotify(data)
+	} else {
+		sig, err = agents.ParseHook(kind, data, event, time.Now())
+	}
 	if err != nil {
 		logf("%v; ignored", err)
 		return
 	}
-	for _, n := range h.Notes { // what was dropped; the daemon drops it too
+	for _, n := range sig.Notes { // what was dropped; the daemon drops it too
 		logf("%s", n)
+	}
+	if event == "" {
+		event = sig.Event
 	}
 	rep := api.ActivityReport{
 		Session: session, Incarnation: os.Getenv(herd.EnvIncarnation),
-		Event: h.HookEventName, Payload: data, At: time.Now().UTC(),
+		Event: event, Payload: data, At: time.Now().UTC(), Agent: agent,
 	}
 	socket := os.Getenv(herd.EnvSocket)
 	stateDir := ""

@@ -20,9 +20,9 @@ func TestRunHookLogsDroppedSessionID(t *testing.T) {
 	t.Setenv(herd.EnvSocket, filepath.Join(dir, "herd.sock"))
 	var stderr bytes.Buffer
 	payload := `{"hook_event_name":"PreToolUse","tool_name":"Bash","session_id":"--dangerously-skip-permissions"}`
-	runHook(context.Background(), &globals{}, "", strings.NewReader(payload), &stderr)
+	runHook(context.Background(), &globals{}, "", "", strings.NewReader(payload), &stderr)
 	got := stderr.String()
-	if strings.Count(got, "\n") != 1 || !strings.Contains(got, "session_id") || !strings.Contains(got, "dropped") {
+	if strings.Count(got, "\n") != 1 || !strings.Contains(got, "session") || !strings.Contains(got, "dropped") {
 		t.Errorf("[flag id] expected one line saying the session_id was dropped, got %q", got)
 	}
 	if spooled, _ := filepath.Glob(filepath.Join(dir, "activity", "w-0.jsonl")); len(spooled) != 1 {

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
+	"herd"
+	"herd/internal/agents"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"herd/internal/activity"
-	"herd/internal/hooks"
 )
 
 func newHooksCmd(g *globals) *cobra.Command {
@@ -16,15 +16,18 @@ func newHooksCmd(g *globals) *cobra.Command {
 		Use:   "hooks",
 		Short: "Manage herd's hook entries in an agent's settings",
 	}
-	var dir string
+	var dir, agent string
 	install := &cobra.Command{
-		Use:   "install [--dir DIR]",
-		Short: "Write herd's hook entries into the agent's settings (.claude/settings.local.json)",
-		Long: `Merge one 'herd hook EVENT' entry per hook event into the project's
-.claude/settings.local.json (created when missing), so that Claude Code
-reports its activity to herd. The user's own hooks and settings are kept;
-running it again changes nothing. The entries name this herd binary by its
-absolute path.`,
+		Use:   "install [--agent claude|codex|gemini] [--dir DIR]",
+		Short: "Write herd's hook entries into the agent's settings",
+		Long: `Merge one 'herd hook EVENT' entry per hook event into the project's agent
+settings (created when missing), so that the agent reports its activity to
+herd: Claude Code's .claude/settings.local.json (the default), Codex's
+.codex/hooks.json, Gemini CLI's .gemini/settings.json. The user's own hooks
+and settings are kept; running it again changes nothing. The entries name
+this herd binary by its absolute path (not a temporary one of 'go run').`,
+		Example: `  herd hooks install --dir ~/src/app
+  herd hooks install --agent codex --dir ~/src/app`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
@@ -41,22 +44,29 @@ absolute path.`,
 			if exe, err = filepath.Abs(exe); err != nil {
 				return fmt.Errorf("hooks install: %w", err)
 			}
-			changed, err := hooks.Install(abs, exe)
+			if exe, err = filepath.EvalSymlinks(exe); err != nil {
+				return fmt.Errorf("hooks install: %w", err)
+			}
+			res, err := agents.Install(agent, abs, exe)
 			if err != nil {
-				return err
+				return fmt.Errorf("hooks install: %w", err)
 			}
-			path := hooks.SettingsPath(abs)
-			events := activity.HookEvents()
-			if !changed {
-				fmt.Fprintf(cmd.OutOrStdout(), "herd hooks already installed in %s; nothing changed\n", path)
-				return nil
+			files := strings.Join(res.Files, ", ")
+			events := agents.HookEvents(agent)
+			if !res.Changed {
+				fmt.Fprintf(cmd.OutOrStdout(), "herd hooks already installed in %s; nothing changed\n", files)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "herd hooks installed in %s: %d events (%s) run %s\n",
+					files, len(events), strings.Join(events, ", "), agents.HookCommand(agent, exe, "EVENT"))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "herd hooks installed in %s: %d events (%s) run %s\n",
-				path, len(events), strings.Join(events, ", "), hooks.Command(exe, "EVENT"))
+			for _, n := range res.Notes {
+				fmt.Fprintf(cmd.OutOrStdout(), "note: %s\n", n)
+			}
 			return nil
 		},
 	}
 	install.Flags().StringVar(&dir, "dir", "", "project directory (default: the current directory)")
+	install.Flags().StringVar(&agent, "agent", herd.AgentClaude, "the agent whose settings get the hooks: claude, codex or gemini")
 	cmd.AddCommand(install)
 	requireSubcommand(cmd, "action")
 	return cmd

@@ -3,11 +3,9 @@
 package agents
 
 import (
-	"path/filepath"
 	"slices"
 
 	"herd"
-	"herd/internal/activity"
 )
 
 // ProcessNames returns the names that pick the agent process out of the
@@ -15,7 +13,8 @@ import (
 func ProcessNames(r herd.Role, argv []string) (names []string, wrapped bool) {
 	base := ""
 	if len(argv) > 0 {
-		base = filepath.Base(argv[0])
+		// claude.exe (what node_modules/.bin/claude links to) is claude.
+		base = BaseName(argv[0])
 	}
 	want := r.AgentProcess
 	if want == "" {
@@ -24,41 +23,26 @@ func ProcessNames(r herd.Role, argv []string) (names []string, wrapped bool) {
 			want = r.Agent
 		}
 	}
-	if want == "" || want == base {
+	if want == "" || want == base || (r.AgentProcess == "" && Infer(argv, "") == want) {
+		// The launched process is the agent: named so, or an
+		// interpreter running the agent's script (node .../gemini).
 		return nil, false
 	}
 	return []string{want}, true
 }
 
-// ResumeArgv is the command that continues a stopped agent's conversation:
-// `claude --resume <id>` for Claude Code, `codex resume <id>` for Codex,
-// and the original command for anything else or when no id is known.
+// ResumeArgv is the command that continues a stopped agent's conversation,
+// keeping the role's flags (see ResumeCommand): `claude --resume <id> ...`,
+// `codex [exec] resume <id> ...`, `gemini -r <id> ...`; the original
+// command for anything else, for a wrapper, or when no valid id is known.
 func ResumeArgv(snap herd.Snapshot) []string {
 	argv := slices.Clone(snap.Argv)
-	id := snap.AgentSessionID
-	if id == "" || len(argv) == 0 || !activity.ValidAgentSessionID(id) {
-		// No id, or one stored before ids were validated that could
-		// pass for a flag: relaunch the command as it was.
+	if snap.AgentSessionID == "" || len(argv) == 0 {
 		return argv
 	}
-	switch snap.Agent {
-	case herd.AgentClaude:
-		out := []string{argv[0]}
-		for i := 1; i < len(argv); i++ {
-			switch argv[i] {
-			case "--resume", "-r":
-				i++ // drop an older id
-				continue
-			case "--continue", "-c":
-				continue
-			}
-			out = append(out, argv[i])
-		}
-		return append(out, "--resume", id)
-	case herd.AgentCodex:
-		return []string{argv[0], "resume", id}
-	case herd.AgentGemini:
-		return append(argv, "--resume", id)
+	out, ok := ResumeCommand(snap.Agent, argv, "", snap.AgentSessionID)
+	if !ok {
+		return argv
 	}
-	return argv
+	return out
 }

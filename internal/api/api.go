@@ -95,6 +95,10 @@ type ActivityReport struct {
 	Event       string    `json:"event"`
 	Payload     []byte    `json:"payload"` // the hook JSON as received
 	At          time.Time `json:"at"`
+	// Agent is the kind the hook was installed for (herd hook --agent);
+	// the daemon reads the payload as the session's role says, this when
+	// the role does not say.
+	Agent string `json:"agent,omitempty"`
 }
 
 // InjectRequest is the body of POST /v1/sessions/{name}/inject.

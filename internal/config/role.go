@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"herd/internal/agents"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,9 +17,9 @@ import (
 
 // Accepted values, in the order error messages list them.
 var (
-	policies = []string{herd.PolicyAlways, herd.PolicyOnFailure, herd.PolicyNever}
-	runtimes = []string{herd.RuntimeTmux, herd.RuntimeExec}
-	agents   = []string{herd.AgentClaude, herd.AgentCodex, herd.AgentGemini, herd.AgentGeneric}
+	policies   = []string{herd.PolicyAlways, herd.PolicyOnFailure, herd.PolicyNever}
+	runtimes   = []string{herd.RuntimeTmux, herd.RuntimeExec}
+	agentKinds = []string{herd.AgentClaude, herd.AgentCodex, herd.AgentGemini, herd.AgentGeneric}
 )
 
 // envKeyRE matches a portable environment variable name.
@@ -63,7 +64,7 @@ func resolveKinds(r herd.Role) herd.Role {
 		r.Runtime = herd.RuntimeTmux
 	}
 	if r.Agent == "" {
-		r.Agent = InferAgent(r.Command)
+		r.Agent = InferAgent(r.Command, r.Workdir)
 	}
 	r.Command = slices.Clone(r.Command)
 	r.Env = maps.Clone(r.Env)
@@ -72,17 +73,14 @@ func resolveKinds(r herd.Role) herd.Role {
 	return r
 }
 
-// InferAgent returns the agent kind named by the basename of argv[0], or
-// "generic".
-func InferAgent(argv []string) string {
+// InferAgent returns the agent kind a command runs (see agents.Infer):
+// links resolved first, so `.../bin/claude.exe` and
+// `node_modules/.bin/claude` are claude; "generic" otherwise.
+func InferAgent(argv []string, workdir string) string {
 	if len(argv) == 0 {
 		return herd.AgentGeneric
 	}
-	switch base := filepath.Base(argv[0]); base {
-	case herd.AgentClaude, herd.AgentCodex, herd.AgentGemini:
-		return base
-	}
-	return herd.AgentGeneric
+	return agents.Infer(argv, agents.Resolve(argv[0], workdir))
 }
 
 // MaxReplicas is the most replicas a role may declare. Each replica is an
@@ -137,8 +135,8 @@ func roleProblems(r herd.Role) []problem {
 	if !slices.Contains(runtimes, r.Runtime) {
 		add(notOneOf(r.Runtime, runtimes), "runtime")
 	}
-	if !slices.Contains(agents, r.Agent) {
-		add(notOneOf(r.Agent, agents), "agent")
+	if !slices.Contains(agentKinds, r.Agent) {
+		add(notOneOf(r.Agent, agentKinds), "agent")
 	}
 	if strings.ContainsAny(r.AgentProcess, "/\x00") {
 		add(fmt.Sprintf("%q must be a process name, not a path", r.AgentProcess), "agent_process")

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,5 +150,28 @@ func TestExpandWorkdir(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("[%q] expected %q, got %q, %v", tc.in, tc.want, got, err)
 		}
+	}
+}
+
+// TestInferAgentResolvesLinks: regression — a command naming claude.exe,
+// or the node_modules/.bin/claude link to it, was inferred generic, so its
+// resume lost --resume.
+func TestInferAgentResolvesLinks(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "claude.exe")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "bin-claude")
+	if err := os.Symlink(exe, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range [][]string{{exe}, {link}, {"claude"}} {
+		if got := InferAgent(argv, dir); got != herd.AgentClaude {
+			t.Errorf("[%v] expected claude … got %s", argv, got)
+		}
+	}
+	if got := InferAgent([]string{"/bin/sh", "-c", "x"}, dir); got != herd.AgentGeneric {
+		t.Errorf("[sh] expected generic … got %s", got)
 	}
 }

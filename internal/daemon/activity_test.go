@@ -148,30 +148,33 @@ func TestActivityThroughDaemon(t *testing.T) {
 		activityEvents int
 	}
 	steps := []step{
-		{"session start", func() { e.report(t, "inc-1", time.Second, hook("SessionStart")) }, herd.ActivityWorking, herd.StateRunning, 1},
-		{"tool starts", func() { e.report(t, "inc-1", 2*time.Second, hook("PreToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 1},
-		{"a long tool is no stall at 2m", func() { e.d.stalls.Tick(ctx, e.at(2*time.Minute)) }, herd.ActivityWorking, herd.StateRunning, 1},
+		{"session start", func() { e.report(t, "inc-1", time.Second, hook("SessionStart")) }, herd.ActivityIdle, herd.StateRunning, 1},
+		{"tool starts", func() { e.report(t, "inc-1", 2*time.Second, hook("PreToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 2},
+		{"a long tool is no stall at 2m", func() { e.d.stalls.Tick(ctx, e.at(2*time.Minute)) }, herd.ActivityWorking, herd.StateRunning, 2},
 		{"permission request", func() {
 			e.report(t, "inc-1", 2*time.Minute+10*time.Second, hook("PermissionRequest", `"tool_name":"Bash"`))
-		}, herd.ActivityWaiting, herd.StateRunning, 2},
-		{"waiting does not expire nor stall", func() { e.d.stalls.Tick(ctx, e.at(time.Hour)) }, herd.ActivityWaiting, herd.StateRunning, 2},
+		}, herd.ActivityWaiting, herd.StateRunning, 3},
+		{"waiting does not expire nor stall", func() { e.d.stalls.Tick(ctx, e.at(time.Hour)) }, herd.ActivityWaiting, herd.StateRunning, 3},
 		{"other notifications keep waiting", func() {
 			e.report(t, "inc-1", time.Hour, hook("Notification", `"notification_type":"auth_success"`, `"message":"signed in"`))
-		}, herd.ActivityWaiting, herd.StateRunning, 2},
-		{"the tool ran", func() { e.report(t, "inc-1", time.Hour+time.Minute, hook("PostToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 3},
-		{"silent while working: stalled", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+2*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
-		{"stalled still: a warning", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+3*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 3},
-		{"turn over", func() { e.report(t, "inc-1", time.Hour+4*time.Minute, hook("Stop")) }, herd.ActivityIdle, herd.StateStalled, 4},
+		}, herd.ActivityWaiting, herd.StateRunning, 3},
+		{"the tool ran", func() { e.report(t, "inc-1", time.Hour+time.Minute, hook("PostToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 4},
+		{"silent while working: stalled", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+2*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 4},
+		{"stalled still: a warning", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+3*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 4},
+		{"turn over", func() { e.report(t, "inc-1", time.Hour+4*time.Minute, hook("Stop")) }, herd.ActivityIdle, herd.StateStalled, 5},
 		{"a spooled report from before the turn over, ingested late, changes nothing", func() {
 			e.reportFrom(t, "inc-1", time.Hour+3*time.Minute+50*time.Second, hook("PreToolUse", `"tool_name":"Bash"`), true)
-		}, herd.ActivityIdle, herd.StateStalled, 4},
-		{"idle unstalls", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+4*time.Minute+time.Second)) }, herd.ActivityIdle, herd.StateRunning, 4},
+		}, herd.ActivityIdle, herd.StateStalled, 5},
+		{"idle unstalls", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+4*time.Minute+time.Second)) }, herd.ActivityIdle, herd.StateRunning, 5},
+		{"the idle reminder keeps idle (never waiting)", func() {
+			e.report(t, "inc-1", time.Hour+4*time.Minute+2*time.Second, hook("Notification", `"notification_type":"idle_prompt"`, `"message":"Claude is waiting for your input"`))
+		}, herd.ActivityIdle, herd.StateRunning, 5},
 		{"stale incarnation is ignored", func() {
 			if msg := e.report(t, "inc-0", time.Hour+5*time.Minute, hook("PreToolUse")); !strings.Contains(msg, "ignored") {
 				t.Errorf("[stale] expected the report to be ignored, got %q", msg)
 			}
-		}, herd.ActivityIdle, herd.StateRunning, 4},
-		{"session end", func() { e.report(t, "inc-1", time.Hour+6*time.Minute, hook("SessionEnd")) }, herd.ActivityIdle, herd.StateRunning, 5},
+		}, herd.ActivityIdle, herd.StateRunning, 5},
+		{"session end", func() { e.report(t, "inc-1", time.Hour+6*time.Minute, hook("SessionEnd")) }, herd.ActivityIdle, herd.StateRunning, 6},
 	}
 	for _, st := range steps {
 		st.do()
@@ -201,8 +204,8 @@ func TestActivityThroughDaemon(t *testing.T) {
 		t.Errorf("[warning] expected count 1, got %v", warnings[0].Data["count"])
 	}
 	sum := e.d.stalls.Summary("inc-1")
-	if sum["hook_events"] != 8 || sum["stall_warnings"] != 1 || sum["last_event_type"] != "SessionEnd" || sum["agent_session_id"] != "agent-42" {
-		t.Errorf("[summary] expected 8 hooks (the late one counted), 1 warning, last SessionEnd, agent-42, got %v", sum)
+	if sum["hook_events"] != 9 || sum["stall_warnings"] != 1 || sum["last_event_type"] != "SessionEnd" || sum["agent_session_id"] != "agent-42" {
+		t.Errorf("[summary] expected 9 hooks (the late one counted), 1 warning, last SessionEnd, agent-42, got %v", sum)
 	}
 }
 
@@ -272,8 +275,8 @@ func TestSpoolIngest(t *testing.T) {
 	if len(left) != 0 {
 		t.Errorf("[ingested] expected an empty spool dir, got %d file(s)", len(left))
 	}
-	if n := len(e.events(t, herd.EventActivity)); n != 2 {
-		t.Errorf("[ingested] expected 2 activity events (-> working, -> waiting), got %d", n)
+	if n := len(e.events(t, herd.EventActivity)); n != 3 {
+		t.Errorf("[ingested] expected 3 activity events (-> idle, -> working, -> waiting), got %d", n)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/activity"
+	"herd/internal/agents"
 	"herd/internal/api"
 	"herd/internal/slots"
 	"herd/internal/store"
@@ -15,24 +15,19 @@ import (
 
 // MaxReportBody bounds a POST /v1/activity body: the hook payload limit,
 // base64-encoded, plus the envelope.
-const MaxReportBody = activity.MaxHookSize*4/3 + 4096
+const MaxReportBody = agents.MaxPayload*4/3 + 4096
 
-// ApplyReport maps one hook event onto its session: the activity axis
-// (activity.Apply: tools -> working, permission or input needed -> waiting,
-// sticky until the next real activity; Stop -> idle), the time of the last
-// real activity, and the agent's own session id. An activity event is
+// ApplyReport maps one hook event onto its session through its agent
+// kind's activity table (agents.ParseHook: a session starting or a turn
+// ending -> idle, tools -> working, a permission request -> waiting, a turn
+// ended by a rate limit or an API error -> blocked), the time of the last
+// progress (an idle reminder or a retry is none), and the agent's own
+// session id. An activity event is
 // written on transitions only. A report for an incarnation that is no
 // longer current is dropped.
 func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spooled bool) (string, error) {
 	if rep.Session == "" || rep.Incarnation == "" {
 		return "", slots.Badf("activity: session and incarnation are required")
-	}
-	h, err := activity.ParseHookEvent(rep.Payload, rep.Event)
-	if err != nil {
-		return "", slots.Badf("activity: %v", err)
-	}
-	for _, note := range h.Notes {
-		w.o.Log.Warn("activity: part of a hook report ignored", "session", rep.Session, "why", note)
 	}
 	now := time.Now()
 	at := rep.At
@@ -41,8 +36,15 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 	}
 	var s herd.Session
 	var inc herd.Incarnation
-	err = w.st.Store().View(ctx, func(tx store.Tx) error {
+	var role herd.Role
+	err := w.st.Store().View(ctx, func(tx store.Tx) (err error) {
 		if s, err = tx.Session(rep.Session); err != nil {
+			return err
+		}
+		if role, err = tx.Role(s.Role); errors.Is(err, store.ErrNotFound) {
+			err = nil // the role is gone: the session's agent is still one
+		}
+		if err != nil {
 			return err
 		}
 		inc, err = tx.Incarnation(rep.Incarnation)
@@ -53,6 +55,20 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 	}
 	if err != nil {
 		return "", err
+	}
+	kind := role.Agent
+	if kind == "" || kind == herd.AgentGeneric {
+		kind = rep.Agent // the hook's own word, when the role names no agent
+	}
+	if kind == "" || kind == herd.AgentGeneric {
+		kind = herd.AgentClaude // hooks are Claude Code's unless said otherwise
+	}
+	h, err := parseReport(kind, rep, now)
+	if err != nil {
+		return "", slots.Badf("activity: %v", err)
+	}
+	for _, note := range h.Notes {
+		w.o.Log.Warn("activity: part of a hook report ignored", "session", rep.Session, "why", note)
 	}
 	if s.Host != w.st.Host() || s.Incarnation != inc.ID || inc.EndedAt != nil || !s.State.Live() {
 		return "ignored: not the current incarnation", nil
@@ -70,7 +86,7 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 	stale := spooled && at.Before(m.hookAt)
 	next := prev
 	if !stale {
-		next = activity.Apply(prev, h)
+		next = agents.Apply(prev, h)
 	}
 	// From the first hook on, hooks (not output) drive the activity axis.
 	m.hookSeen = true
@@ -79,8 +95,9 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 	if stale {
 		return fmt.Sprintf("%s: %s (a report older than the last applied; counted, not applied)", s.Name, prev.Activity), nil
 	}
-	// A notification that does not ask for a person is not activity.
-	real := h.HookEventName != activity.HookNotification || next.Activity != prev.Activity
+	// Progress moves the stall clock; an idle reminder or a retry does
+	// not, a change of activity does.
+	real := h.Progress || next.Activity != prev.Activity
 
 	applied := false
 	err = w.st.Update(ctx, s.Name, inc.ID, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
@@ -91,7 +108,15 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 			cur.LastActivityAt = &t
 		}
 		if next.Activity != "" && next.Activity != cur.Activity {
-			events = append(events, w.activityEvent(*cur, inc.ID, cur.Activity, next.Activity, "hook", h.HookEventName, next.Tool))
+			ev := w.activityEvent(*cur, inc.ID, cur.Activity, next.Activity, "hook", h.Event, next.Tool)
+			if next.Activity == herd.ActivityBlocked {
+				ev.Reason = next.Reason
+				ev.Data["error"] = next.Error
+				if !next.ResetAt.IsZero() {
+					ev.Data["reset_at"] = next.ResetAt.UTC().Format(time.RFC3339)
+				}
+			}
+			events = append(events, ev)
 			cur.Activity = next.Activity
 		}
 		if next.Ended && !prev.Ended {
@@ -134,4 +159,13 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 	}
 	m.mu.Unlock()
 	return fmt.Sprintf("%s: %s", s.Name, next.Activity), nil
+}
+
+// parseReport reads one report with the parser of agent kind: a hook
+// payload, or Codex's notify JSON (`herd hook notify '<json>'`).
+func parseReport(kind string, rep api.ActivityReport, now time.Time) (agents.Signal, error) {
+	if kind == herd.AgentCodex && rep.Event == "notify" {
+		return agents.ParseCodexNotify(rep.Payload)
+	}
+	return agents.ParseHook(kind, rep.Payload, rep.Event, now)
 }

@@ -6,6 +6,7 @@ import (
 
 	"herd"
 	"herd/internal/activity"
+	"herd/internal/agents"
 	"herd/internal/diag"
 	"herd/internal/runtime/execrt"
 )
@@ -30,7 +31,7 @@ type incWatch struct {
 	mu sync.Mutex // guards the fields below
 	// hook is the activity derived from hook events; hookSeen is set once
 	// one arrived: from then on hooks, not output, drive the activity axis.
-	hook     activity.State
+	hook     agents.State
 	hookSeen bool
 	hooks    int
 	// hookAt is the time of the hook that last moved hook: a report from

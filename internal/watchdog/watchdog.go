@@ -92,11 +92,13 @@ func KillWindow(c Config) time.Duration {
 	return min(max(c.LivenessTimeout/10, minKillWindow), maxKillWindow)
 }
 
-// Exempt reports whether an activity is never a stall: an agent waiting
-// for a person is an escalation, an agent whose turn finished is idle
-// (the reaper's business), not stuck.
+// Exempt reports whether an activity is never a stall: a stall is a stuck
+// turn, so only a working agent (or one whose activity is unknown: no
+// hooks) can stall. An agent waiting for a person is an escalation, one
+// blocked by a rate limit or an API error waits for it to pass, one whose
+// turn finished is idle (the reaper's business): none is stuck.
 func Exempt(a herd.Activity) bool {
-	return a == herd.ActivityWaiting || a == herd.ActivityIdle
+	return a == herd.ActivityWaiting || a == herd.ActivityIdle || a == herd.ActivityBlocked
 }
 
 // Classify decides what to do about one session at now. It is pure.

@@ -1,0 +1,148 @@
+package mockapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// The Gemini API (POST /v1beta/models/<model>:generateContent and
+// :streamGenerateContent), as Gemini CLI speaks it: the same triggers,
+// answered as Gemini responses.
+
+type geminiRequest struct {
+	Contents []struct {
+		Role  string `json:"role"`
+		Parts []struct {
+			Text             string          `json:"text"`
+			FunctionResponse json.RawMessage `json:"functionResponse"`
+		} `json:"parts"`
+	} `json:"contents"`
+	Tools []struct {
+		FunctionDeclarations []struct {
+			Name string `json:"name"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
+}
+
+// scan returns the text of the last user turn, whether it is a function
+// response, and whether any user turn holds word.
+func (r geminiRequest) scan(word string) (last string, toolResult, anyHas bool) {
+	for _, c := range r.Contents {
+		if c.Role != "user" {
+			continue
+		}
+		var b strings.Builder
+		fr := false
+		for _, p := range c.Parts {
+			b.WriteString(p.Text)
+			if len(p.FunctionResponse) > 0 {
+				fr = true
+			}
+		}
+		last, toolResult = b.String(), fr
+		if strings.Contains(last, word) {
+			anyHas = true
+		}
+	}
+	return last, toolResult, anyHas
+}
+
+func (r geminiRequest) hasFunction(name string) bool {
+	for _, t := range r.Tools {
+		for _, f := range t.FunctionDeclarations {
+			if f.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// geminiShellTool is Gemini CLI's shell tool.
+const geminiShellTool = "run_shell_command"
+
+func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool) {
+	var req geminiRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
+		s.record(Record{Path: r.URL.Path, Status: http.StatusBadRequest})
+		writeGeminiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "mockapi: "+err.Error())
+		return
+	}
+	text, toolResult, toolAsked := req.scan(TriggerTool)
+	rec := Record{Path: r.URL.Path, Stream: stream}
+	for _, t := range triggers {
+		if strings.Contains(text, t) {
+			rec.Trigger = t
+			break
+		}
+	}
+	if rec.Trigger == "" && toolResult && toolAsked {
+		rec.Trigger = TriggerTool
+	}
+	shell := req.hasFunction(geminiShellTool)
+	switch rec.Trigger {
+	case TriggerHang:
+		if !shell {
+			break
+		}
+		s.hang(r.Context(), rec)
+		rec.Status = http.StatusInternalServerError
+		s.record(rec)
+		writeGeminiError(w, http.StatusInternalServerError, "INTERNAL", "mockapi: released")
+		return
+	case TriggerRateLimit:
+		rec.Status = http.StatusTooManyRequests
+		s.record(rec)
+		// A daily quota with a long retry delay: Gemini CLI gives up at
+		// once instead of retrying for minutes.
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{
+			"code": http.StatusTooManyRequests, "status": "RESOURCE_EXHAUSTED",
+			"message": "You exceeded your current quota. Please retry in 7200s.",
+			"details": []any{
+				map[string]any{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []any{map[string]any{
+					"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+					"quotaId":     "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+				}}},
+				map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7200s"},
+			},
+		}})
+		return
+	case TriggerOverloaded:
+		rec.Status = http.StatusServiceUnavailable
+		s.record(rec)
+		writeGeminiError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "The model is overloaded. Please try again later.")
+		return
+	}
+	var part map[string]any
+	if rec.Trigger == TriggerTool && shell && !toolResult {
+		rec.Tool = true
+		part = map[string]any{"functionCall": map[string]any{"name": geminiShellTool,
+			"args": map[string]any{"command": ToolCommand, "description": "Create a marker file"}}}
+	} else {
+		part = map[string]any{"text": ReplyText}
+	}
+	rec.Status = http.StatusOK
+	s.record(rec)
+	resp := map[string]any{
+		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
+		"usageMetadata": map[string]int{"promptTokenCount": 42, "candidatesTokenCount": 7, "totalTokenCount": 49},
+		"modelVersion":  "gemini-mock",
+	}
+	if !stream {
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	b, _ := json.Marshal(resp)
+	fmt.Fprintf(w, "data: %s\r\n\r\n", b)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+func writeGeminiError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"code": status, "status": code, "message": msg}})
+}

@@ -1,0 +1,413 @@
+// Package mockapi is a loopback mock of the Anthropic Messages API, the OpenAI Responses API and the Gemini API, for driving the real Claude Code, Codex and Gemini CLI in tests.
+package mockapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Triggers are words a prompt contains to choose the mock's answer. The last
+// user message of a request is searched for them; a request without one is
+// answered with ReplyText.
+const (
+	// TriggerHang holds the request open (no byte of the response is sent)
+	// until Release is called or the client goes away.
+	TriggerHang = "herd-hang"
+	// TriggerTool answers with a tool_use of Bash (which Claude Code asks
+	// permission for), then, once the tool result comes back, with text.
+	TriggerTool = "herd-tool"
+	// TriggerRateLimit answers 429 rate_limit_error.
+	TriggerRateLimit = "herd-429"
+	// TriggerOverloaded answers 529 overloaded_error (503 on the
+	// Responses API).
+	TriggerOverloaded = "herd-529"
+	// TriggerEscalate, with TriggerTool, has a Responses API tool call ask
+	// to run outside Codex's sandbox, so Codex asks the user first.
+	TriggerEscalate = "herd-escalate"
+)
+
+// triggers in the order they are looked for.
+var triggers = []string{TriggerHang, TriggerRateLimit, TriggerOverloaded, TriggerTool}
+
+// ReplyText is the text of every plain answer.
+const ReplyText = "OK from the mock."
+
+// ToolMarker is the file ToolCommand creates in the agent's directory.
+// Its name holds no trigger: agents (Gemini CLI) send the directory
+// listing with every prompt.
+const ToolMarker = "tool-ran"
+
+// ToolCommand is the shell command TriggerTool asks to run.
+const ToolCommand = "touch " + ToolMarker
+
+// RateLimitMessage is the error message of a TriggerRateLimit answer (the
+// API's own wording; it names no reset time).
+const RateLimitMessage = "This request would exceed your account's rate limit. Please try again later."
+
+// maxBody bounds a request body the mock reads.
+const maxBody = 32 << 20
+
+// Record is one request the mock answered (or is answering).
+type Record struct {
+	Path    string
+	Model   string
+	Stream  bool
+	Trigger string    // the trigger found, or ""
+	Status  int       // the HTTP status sent; 0 while hung
+	Tool    bool      // the answer is a tool call
+	Time    time.Time // when the answer (or the hang) began
+}
+
+// Server is the mock. The zero value is not usable; call New.
+type Server struct {
+	log *slog.Logger
+
+	mu      sync.Mutex // guards the fields below
+	records []Record
+	hung    int           // requests held open right now
+	release chan struct{} // closed by Release; replaced after
+	resetAt time.Time     // the reset time named by rate-limit answers
+	seq     int
+}
+
+// New returns a mock that logs to log (nil: discard).
+func New(log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{log: log, release: make(chan struct{}), resetAt: time.Now().Add(time.Hour).Truncate(time.Hour)}
+}
+
+// Listen opens a loopback listener on a free port.
+func Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("mockapi: %w", err)
+	}
+	return ln, nil
+}
+
+// Run serves on ln until ctx is done. It refuses a listener that is not on
+// a loopback address.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	addr, ok := ln.Addr().(*net.TCPAddr)
+	if !ok || !addr.IP.IsLoopback() {
+		return fmt.Errorf("mockapi: refusing non-loopback listener %s", ln.Addr())
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		s.Release()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	err := srv.Serve(ln)
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Records returns a copy of every request seen, in arrival order.
+func (s *Server) Records() []Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Record(nil), s.records...)
+}
+
+// Hung is the number of requests held open by TriggerHang right now.
+func (s *Server) Hung() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hung
+}
+
+// Release lets every request held open by TriggerHang go on: it is
+// answered with 500 api_error (the turn fails, as a dropped upstream would).
+func (s *Server) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.release)
+	s.release = make(chan struct{})
+}
+
+// request holds the fields of a Messages API request the mock looks at.
+type request struct {
+	Model    string    `json:"model"`
+	Stream   bool      `json:"stream"`
+	Messages []message `json:"messages"`
+	Tools    []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+}
+
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type block struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Content json.RawMessage `json:"content"` // tool_result
+}
+
+// lastUser returns the text of the last user message and whether it
+// carries a tool result.
+func (r request) lastUser() (text string, toolResult bool) {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		m := r.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			return s, false
+		}
+		var bs []block
+		if json.Unmarshal(m.Content, &bs) != nil {
+			return "", false
+		}
+		var b strings.Builder
+		for _, x := range bs {
+			switch x.Type {
+			case "text":
+				b.WriteString(x.Text)
+				b.WriteByte('\n')
+			case "tool_result":
+				toolResult = true
+			}
+		}
+		return b.String(), toolResult
+	}
+	return "", false
+}
+
+// firstUserHas reports whether a user message of the conversation
+// contains word.
+func (r request) firstUserHas(word string) bool {
+	for _, m := range r.Messages {
+		if m.Role == "user" && strings.Contains(string(m.Content), word) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r request) hasTool(name string) bool {
+	for _, t := range r.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ServeHTTP answers POST /v1/messages, /v1/messages/count_tokens and
+// /v1/responses; every other path is 404 with an API error body.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	s.log.Debug("mockapi", "method", r.Method, "path", path)
+	switch {
+	case r.Method == http.MethodPost && path == "/v1/messages/count_tokens":
+		s.record(Record{Path: path, Status: http.StatusOK})
+		writeJSON(w, http.StatusOK, map[string]any{"input_tokens": 42})
+		return
+	case r.Method == http.MethodPost && path == "/v1/messages":
+	case r.Method == http.MethodPost && (path == "/v1/responses" || path == "/responses"):
+		s.serveResponses(w, r)
+		return
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "/v1beta/models/") && strings.HasSuffix(path, ":streamGenerateContent"):
+		s.serveGemini(w, r, true)
+		return
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "/v1beta/models/") && strings.HasSuffix(path, ":generateContent"):
+		s.serveGemini(w, r, false)
+		return
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "/v1beta/models/") && strings.HasSuffix(path, ":countTokens"):
+		s.record(Record{Path: path, Status: http.StatusOK})
+		writeJSON(w, http.StatusOK, map[string]any{"totalTokens": 42})
+		return
+	default:
+		s.record(Record{Path: path, Status: http.StatusNotFound})
+		writeError(w, http.StatusNotFound, "not_found_error", "mockapi: no such endpoint")
+		return
+	}
+	var req request
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&req); err != nil {
+		s.record(Record{Path: path, Status: http.StatusBadRequest})
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "mockapi: "+err.Error())
+		return
+	}
+	text, toolResult := req.lastUser()
+	rec := Record{Path: path, Model: req.Model, Stream: req.Stream}
+	for _, t := range triggers {
+		if strings.Contains(text, t) {
+			rec.Trigger = t
+			break
+		}
+	}
+	// The tool's result comes back in a later request whose last user
+	// message is the result alone: the trigger is in the first message.
+	if rec.Trigger == "" && toolResult && req.firstUserHas(TriggerTool) {
+		rec.Trigger = TriggerTool
+	}
+	s.log.Debug("mockapi request", "model", req.Model, "stream", req.Stream, "trigger", rec.Trigger, "tool_result", toolResult)
+	switch rec.Trigger {
+	case TriggerHang:
+		if !req.hasTool("Bash") { // a side request (title, topic): answer it
+			break
+		}
+		s.hang(r.Context(), rec)
+		rec.Status = http.StatusInternalServerError
+		s.record(rec)
+		writeError(w, http.StatusInternalServerError, "api_error", "mockapi: released")
+		return
+	case TriggerRateLimit:
+		rec.Status = http.StatusTooManyRequests
+		s.record(rec)
+		s.mu.Lock()
+		reset := s.resetAt
+		s.mu.Unlock()
+		w.Header().Set("retry-after", "3600")
+		w.Header().Set("anthropic-ratelimit-unified-status", "rejected")
+		w.Header().Set("anthropic-ratelimit-unified-reset", fmt.Sprint(reset.Unix()))
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error", RateLimitMessage)
+		return
+	case TriggerOverloaded:
+		rec.Status = 529
+		s.record(rec)
+		writeError(w, 529, "overloaded_error", "Overloaded")
+		return
+	case TriggerTool:
+		if req.hasTool("Bash") && !toolResult {
+			rec.Status, rec.Tool = http.StatusOK, true
+			s.record(rec)
+			s.answer(w, req, true)
+			return
+		}
+	}
+	rec.Status = http.StatusOK
+	s.record(rec)
+	s.answer(w, req, false)
+}
+
+// hang blocks until Release or the client leaves.
+func (s *Server) hang(ctx context.Context, rec Record) {
+	s.mu.Lock()
+	s.hung++
+	rel := s.release
+	rec.Time = time.Now()
+	s.records = append(s.records, rec)
+	s.mu.Unlock()
+	select {
+	case <-rel:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	s.hung--
+	s.mu.Unlock()
+}
+
+func (s *Server) record(r Record) {
+	r.Time = time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records = append(s.records, r)
+}
+
+func (s *Server) nextID(prefix string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	return fmt.Sprintf("%s_mock%06d", prefix, s.seq)
+}
+
+// answer writes a message: text, or a Bash tool_use when tool is set;
+// streamed as server-sent events when the request asked for it.
+func (s *Server) answer(w http.ResponseWriter, req request, tool bool) {
+	model := req.Model
+	if model == "" {
+		model = "claude-mock"
+	}
+	msgID := s.nextID("msg")
+	var content map[string]any
+	stop := "end_turn"
+	var input string
+	if tool {
+		stop = "tool_use"
+		in, _ := json.Marshal(map[string]string{"command": ToolCommand, "description": "Create a marker file"})
+		input = string(in)
+		content = map[string]any{"type": "tool_use", "id": s.nextID("toolu"), "name": "Bash", "input": map[string]any{}}
+	} else {
+		content = map[string]any{"type": "text", "text": ""}
+	}
+	usage := map[string]int{"input_tokens": 42, "output_tokens": 7}
+	if !req.Stream {
+		full := map[string]any{}
+		for k, v := range content {
+			full[k] = v
+		}
+		if tool {
+			var in map[string]any
+			_ = json.Unmarshal([]byte(input), &in)
+			full["input"] = in
+		} else {
+			full["text"] = ReplyText
+		}
+		writeJSON(w, http.StatusOK, map[string]any{
+			"id": msgID, "type": "message", "role": "assistant", "model": model,
+			"content": []any{full}, "stop_reason": stop, "stop_sequence": nil, "usage": usage,
+		})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	send := func(event string, data any) {
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": msgID, "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 42, "output_tokens": 1},
+	}})
+	send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": content})
+	if tool {
+		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": input}})
+	} else {
+		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "text_delta", "text": ReplyText}})
+	}
+	send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	send("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]int{"output_tokens": 7}})
+	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+}

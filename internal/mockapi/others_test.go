@@ -1,0 +1,121 @@
+package mockapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func postTo(t *testing.T, url, path, body string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func TestResponsesAPI(t *testing.T) {
+	s, url := start(t)
+	tools := `"tools":[{"type":"function","name":"shell_command"}]`
+	user := func(text string) string {
+		return `{"type":"message","role":"user","content":[{"type":"input_text","text":"` + text + `"}]}`
+	}
+	tests := []struct {
+		name, input string
+		events      string // SSE event names, space separated
+		item        string // the type of the output item
+		args        string // a substring of the function call's arguments
+	}{
+		{"text", user("hello"), "response.created response.output_item.added response.output_text.delta response.output_item.done response.completed", "message", ""},
+		{"tool", user("run " + TriggerTool), "response.created response.output_item.added response.output_item.done response.completed", "function_call", `"command":"touch tool-ran"`},
+		{"escalated tool", user("run " + TriggerTool + " " + TriggerEscalate), "response.created response.output_item.added response.output_item.done response.completed", "function_call", `"sandbox_permissions":"require_escalated"`},
+		{"after the tool", user("run "+TriggerTool) + `,{"type":"function_call_output","call_id":"c","output":"ok"}`, "response.created response.output_item.added response.output_text.delta response.output_item.done response.completed", "message", ""},
+	}
+	for _, tc := range tests {
+		resp := postTo(t, url, "/v1/responses", `{"model":"m","stream":true,`+tools+`,"input":[`+tc.input+`]}`)
+		names, data := events(t, resp)
+		if strings.Join(names, " ") != tc.events {
+			t.Errorf("[%s] expected events %s, got %v", tc.name, tc.events, names)
+			continue
+		}
+		item := data[len(data)-2]["item"].(map[string]any)
+		args, _ := item["arguments"].(string)
+		if item["type"] != tc.item || !strings.Contains(args, tc.args) {
+			t.Errorf("[%s] expected a %s item with %s, got %v", tc.name, tc.item, tc.args, item)
+		}
+	}
+	resp := postTo(t, url, "/v1/responses", `{"model":"m","input":[`+user(TriggerRateLimit)+`]}`)
+	var e struct {
+		Error struct {
+			Type     string `json:"type"`
+			ResetsAt int64  `json:"resets_at"`
+		}
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	if resp.StatusCode != 429 || e.Error.Type != "usage_limit_reached" || e.Error.ResetsAt == 0 {
+		t.Errorf("rate limit: got %d %+v", resp.StatusCode, e)
+	}
+	if n := len(s.Records()); n != 5 {
+		t.Errorf("expected 5 records, got %d", n)
+	}
+}
+
+func TestGeminiAPI(t *testing.T) {
+	_, url := start(t)
+	tools := `"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}]`
+	user := func(text string) string { return `{"role":"user","parts":[{"text":"` + text + `"}]}` }
+	type answer struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					Text         string `json:"text"`
+					FunctionCall *struct {
+						Name string `json:"name"`
+					} `json:"functionCall"`
+				} `json:"parts"`
+			} `json:"content"`
+		} `json:"candidates"`
+	}
+	tests := []struct {
+		name, contents, text, call string
+	}{
+		{"text", user("hello"), ReplyText, ""},
+		{"tool", user("run " + TriggerTool), "", "run_shell_command"},
+		{"tool result", user("run "+TriggerTool) + `,{"role":"model","parts":[{"functionCall":{"name":"run_shell_command"}}]},{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command"}}]}`, ReplyText, ""},
+		// The tool's marker in a directory listing is no trigger.
+		{"listing", user("files: " + ToolMarker + " " + TriggerRateLimit), "", ""},
+	}
+	for _, tc := range tests {
+		resp := postTo(t, url, "/v1beta/models/m:generateContent", `{`+tools+`,"contents":[`+tc.contents+`]}`)
+		if tc.name == "listing" {
+			if resp.StatusCode != 429 {
+				t.Errorf("[%s] expected 429, got %d", tc.name, resp.StatusCode)
+			}
+			continue
+		}
+		var a answer
+		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || len(a.Candidates) != 1 {
+			t.Errorf("[%s] bad answer: %v %+v", tc.name, err, a)
+			continue
+		}
+		p := a.Candidates[0].Content.Parts[0]
+		call := ""
+		if p.FunctionCall != nil {
+			call = p.FunctionCall.Name
+		}
+		if p.Text != tc.text || call != tc.call {
+			t.Errorf("[%s] expected text %q call %q, got %q %q", tc.name, tc.text, tc.call, p.Text, call)
+		}
+	}
+	resp := postTo(t, url, "/v1beta/models/m:streamGenerateContent?alt=sse", `{"contents":[`+user("hi")+`]}`)
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("stream: content type %q", resp.Header.Get("Content-Type"))
+	}
+	_, data := events(t, resp)
+	if len(data) != 1 || data[0]["candidates"] == nil {
+		t.Errorf("stream: expected one data line with candidates, got %v", data)
+	}
+}

@@ -73,7 +73,15 @@ func TestTmuxPaneThroughExecIn(t *testing.T) {
 		t.Fatalf("server pid: %v", err)
 	}
 	pidText, socketPath, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
-	t.Cleanup(func() { _ = os.Remove(socketPath) }) // runs after kill-server
+	// Cleanups run last-registered first: the server is killed here,
+	// before its socket goes (with the socket gone, kill-server could no
+	// longer reach it and the server would outlive the test).
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tmuxCmd(ctx, socket, "kill-server").Run()
+		_ = os.Remove(socketPath)
+	})
 	serverPID, _ := strconv.Atoi(pidText)
 	serverID, err := fsys.Identify(serverPID, boot)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"herd"
-	"herd/internal/activity"
+	"herd/internal/agents"
 	"herd/internal/api"
 )
 
@@ -29,7 +29,7 @@ const (
 	MaxFile = 16 << 20
 	// MaxLine bounds one report line: the hook payload limit,
 	// base64-encoded, plus the envelope. A longer line is skipped.
-	MaxLine = activity.MaxHookSize*4/3 + 4096
+	MaxLine = agents.MaxPayload*4/3 + 4096
 	// appendLockWait bounds how long a writer waits for the file lock.
 	appendLockWait = 200 * time.Millisecond
 )

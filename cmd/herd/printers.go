@@ -88,14 +88,14 @@ func newTable(w io.Writer) (*tabwriter.Writer, func() error) {
 	}
 }
 
-// stateText is the STATE column: the state, "!" while an escalation is
-// open, and markers after a comma (kubectl's "Ready,SchedulingDisabled").
+// stateText is the STATE column: the state, "!" while an escalation or a
+// notification is open, and markers after a comma (kubectl's "Ready,SchedulingDisabled").
 func stateText(v api.SessionView) string {
 	if v.Unmanaged {
 		return "unmanaged"
 	}
 	s := string(v.State)
-	if v.Escalated {
+	if v.Attention() {
 		s += "!"
 	}
 	if v.Archived {

@@ -31,6 +31,9 @@ type SessionView struct {
 	Archived       bool          `json:"archived"`
 	// Escalated is true while the session has an open escalation.
 	Escalated bool `json:"escalated"`
+	// Notified is true while the session has an open notification: it
+	// needs a person, and [notify] told one.
+	Notified bool `json:"notified"`
 	// Outdated is true while the session runs an older command, workdir
 	// or env than its role's; OutdatedReason says which.
 	Outdated       bool   `json:"outdated"`
@@ -38,6 +41,10 @@ type SessionView struct {
 	// Unmanaged marks a herd-named tmux session with no record (left for the reaper).
 	Unmanaged bool `json:"unmanaged,omitempty"`
 }
+
+// Attention reports whether the session shows "!": an open escalation or
+// an open notification.
+func (v SessionView) Attention() bool { return v.Escalated || v.Notified }
 
 // SessionDetail is `herd describe session NAME -o json`.
 type SessionDetail struct {

@@ -23,6 +23,7 @@ import (
 	"herd/internal/hosts"
 	"herd/internal/loop"
 	"herd/internal/metrics"
+	"herd/internal/notify"
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/reaper"
@@ -74,6 +75,7 @@ type Daemon struct {
 	slots     *slots.Slots
 	stalls    *stalls.Stalls
 	escalator *escalation.Escalator
+	notify    *notify.Notifier
 	reaper    *reaper.Reaper
 	server    *server.Server
 	heartbeat *hosts.Heartbeat
@@ -138,9 +140,11 @@ func New(o Options) (*Daemon, error) {
 	})
 	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
 	d.escalator.Metrics = d.metrics
+	d.notify = notify.New(notify.Options{Store: o.Store, Host: host, Config: cfg.Notify, Log: log, Tick: min(time.Second, cfg.Probe.Interval)})
+	d.status.OnChange(d.notify.Kick)
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	d.server = server.New(server.Options{
-		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator,
+		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator, Notify: d.notify,
 		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
 		Reload: d.Reload,
 	})
@@ -152,6 +156,7 @@ func New(o Options) (*Daemon, error) {
 		d.prober.Unwatch(inc)
 		d.slots.Ended(inc)
 		d.slots.Kick()
+		d.notify.Kick()
 	})
 	return d, nil
 }
@@ -178,6 +183,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("watchdog", func() { d.stalls.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("escalation", func() { d.escalator.Run(ctx) })
+	g.Go("notify", func() { d.notify.Run(ctx) })
 	if d.metrics != nil {
 		mln, err := net.Listen("tcp", d.cfg.Metrics.Listen)
 		if err != nil {

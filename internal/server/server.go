@@ -119,6 +119,7 @@ func (sv *Server) view(tx store.Tx, rd viewRead, s herd.Session) api.SessionView
 	}
 	v.Attached = sv.o.Prober.Last().Attached(v.Name)
 	v.Escalated = sv.o.Escalator.Escalated(v.Name)
+	v.Notified = sv.o.Notify != nil && sv.o.Notify.Open(v.Name)
 	return v
 }
 

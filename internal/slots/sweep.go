@@ -198,6 +198,7 @@ func (sl *Slots) resume(ctx context.Context, name string, byUser, onlyRestartabl
 	}
 	return sl.launchLocked(ctx, LaunchRequest{
 		Role: role, Name: name, Index: s.Index, Kind: herd.EventResumed, Argv: agents.ResumeArgv(snap),
+		AgentSessionID: snap.AgentSessionID,
 		Check: func(cur *herd.Session, exists bool) error {
 			if !exists || cur.State != herd.StateStopped {
 				return errSkip

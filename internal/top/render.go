@@ -201,7 +201,7 @@ func styleFor(v api.SessionView) lipgloss.Style {
 	case herd.StateStalled, herd.StateUnknown:
 		return warnStyle
 	case herd.StateRunning:
-		if v.Escalated {
+		if v.Attention() {
 			return warnStyle
 		}
 		return goodStyle
@@ -216,7 +216,7 @@ func stateText(v api.SessionView) string {
 		return "unmanaged"
 	}
 	s := string(v.State)
-	if v.Escalated {
+	if v.Attention() {
 		s += "!"
 	}
 	if v.Archived {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/autocontinue"
 	"herd/internal/cgroup"
 	"herd/internal/commands"
 	"herd/internal/config"
@@ -76,6 +77,7 @@ type Daemon struct {
 	stalls    *stalls.Stalls
 	escalator *escalation.Escalator
 	notify    *notify.Notifier
+	continuer *autocontinue.Continuer
 	reaper    *reaper.Reaper
 	server    *server.Server
 	heartbeat *hosts.Heartbeat
@@ -141,7 +143,14 @@ func New(o Options) (*Daemon, error) {
 	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
 	d.escalator.Metrics = d.metrics
 	d.notify = notify.New(notify.Options{Store: o.Store, Host: host, Config: cfg.Notify, Log: log, Tick: min(time.Second, cfg.Probe.Interval)})
-	d.status.OnChange(d.notify.Kick)
+	d.continuer = autocontinue.New(autocontinue.Options{
+		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Timeout: 4 * cfg.Probe.Timeout,
+		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
+	})
+	d.status.OnChange(func() {
+		d.notify.Kick()
+		d.continuer.Kick()
+	})
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	d.server = server.New(server.Options{
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator, Notify: d.notify,
@@ -184,6 +193,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("escalation", func() { d.escalator.Run(ctx) })
 	g.Go("notify", func() { d.notify.Run(ctx) })
+	g.Go("auto-continue", func() { d.continuer.Run(ctx) })
 	if d.metrics != nil {
 		mln, err := net.Listen("tcp", d.cfg.Metrics.Listen)
 		if err != nil {

@@ -45,6 +45,7 @@ type options struct {
 	waitInput   bool
 	stderrLines int
 	sessionID   string
+	resetIn     time.Duration
 
 	// Derived by validate.
 	exit   bool // --exit-after or --exit-code given
@@ -95,6 +96,7 @@ func Command() *cobra.Command {
 	f.BoolVar(&o.waitInput, "wait-input", false, "print a prompt and block reading stdin")
 	f.IntVar(&o.stderrLines, "stderr-lines", 0, "write this many lines to stderr at start")
 	f.StringVar(&o.sessionID, "session-id", "", "agent session id to report (default: random)")
+	f.DurationVar(&o.resetIn, "reset-in", 0, "a StopFailure:rate_limit hook names a reset this far ahead (default: none named)")
 	return cmd
 }
 
@@ -245,7 +247,7 @@ func (a *agent) step(ctx context.Context) {
 	if a.hookNext < len(a.o.script) {
 		st := a.o.script[a.hookNext]
 		a.hookNext++
-		if err := playHook(ctx, a.o.herd, st, a.o.sessionID, a.stream.cwd); err != nil {
+		if err := playHook(ctx, a.o.herd, st, a.o.sessionID, a.stream.cwd, a.o.resetIn); err != nil {
 			fmt.Fprintln(a.err, err)
 		}
 	}

@@ -508,7 +508,7 @@ func TestParseScript(t *testing.T) {
 			t.Errorf("[step %d] expected %v, got %v", i, want[i], got[i])
 		}
 	}
-	if p := (hookStep{"Notification", "idle_prompt"}).payload("s", "/w"); p.NotificationType != "idle_prompt" || p.ToolName != "" || !activity.NeedsAttention(activity.Hook{Message: p.Message}) {
+	if p := (hookStep{"Notification", "idle_prompt"}).payload("s", "/w", 0); p.NotificationType != "idle_prompt" || p.ToolName != "" || !activity.NeedsAttention(activity.Hook{Message: p.Message}) {
 		t.Errorf("[notification payload] expected type and a matching message, got %+v", p)
 	}
 }

@@ -30,6 +30,7 @@ type hookServer struct {
 type hookRequest struct {
 	header http.Header
 	body   string
+	at     time.Time
 }
 
 func newHookServer(t *testing.T, fail int) *hookServer {
@@ -37,9 +38,10 @@ func newHookServer(t *testing.T, fail int) *hookServer {
 	h := &hookServer{fail: fail}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		at := time.Now()
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		h.reqs = append(h.reqs, hookRequest{r.Header.Clone(), string(b)})
+		h.reqs = append(h.reqs, hookRequest{r.Header.Clone(), string(b), at})
 		if h.fail > 0 {
 			h.fail--
 			http.Error(w, "unavailable", http.StatusServiceUnavailable)

@@ -2,6 +2,7 @@
 package autocontinue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,9 +26,11 @@ const Reason = "auto_continue"
 // by a rate limit (agents.ReasonRateLimited).
 const reasonRateLimited = "rate_limited"
 
-// Injector types text into a live session's agent: the inject path.
+// Injector types text into a live session's agent (the inject path)
+// and shows what its pane shows.
 type Injector interface {
 	Inject(ctx context.Context, inc herd.Incarnation, text string, enter bool) error
+	Capture(ctx context.Context, inc herd.Incarnation, lines int) ([]byte, error)
 }
 
 // Options configure a Continuer.
@@ -179,6 +182,32 @@ func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, err
 	return next, nil
 }
 
+// typeLine types Text, waits until the pane shows it, then presses
+// Enter: Claude Code takes keys that follow each other at once for a
+// paste, and drops an Enter that comes with the text. A pane that does
+// not show the text within ctx gets its Enter anyway.
+func typeLine(ctx context.Context, inj Injector, inc herd.Incarnation) error {
+	if err := inj.Inject(ctx, inc, Text, false); err != nil {
+		return err
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	wait, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for {
+		if out, err := inj.Capture(wait, inc, 10); err == nil && bytes.Contains(out, []byte(Text)) {
+			break
+		}
+		select {
+		case <-wait.Done():
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	return inj.Inject(ctx, inc, "", true)
+}
+
 // continueSession types Text into p's agent, if it is still blocked in the
 // same incarnation, and records it.
 func (c *Continuer) continueSession(ctx context.Context, p due) {
@@ -192,7 +221,7 @@ func (c *Continuer) continueSession(ctx context.Context, p due) {
 		return
 	}
 	ictx, cancel := context.WithTimeout(ctx, c.o.Timeout)
-	err = inj.Inject(ictx, p.inc, Text, true)
+	err = typeLine(ictx, inj, p.inc)
 	cancel()
 	if err != nil {
 		c.o.Log.Warn("auto-continue: inject failed", "session", p.s.Name, "err", err)

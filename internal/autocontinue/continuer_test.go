@@ -52,14 +52,30 @@ func TestPlan(t *testing.T) {
 // injector records what was typed.
 type injector struct {
 	mu    sync.Mutex
-	texts []string
+	typed string   // typed, Enter not yet pressed
+	texts []string // lines sent with Enter
 }
 
 func (f *injector) Inject(_ context.Context, inc herd.Incarnation, text string, enter bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.texts = append(f.texts, inc.ID+":"+text)
+	switch {
+	case text != "" && enter:
+		f.texts = append(f.texts, "text and Enter at once")
+	case text != "":
+		f.typed = inc.ID + ":" + text
+	case enter:
+		f.texts = append(f.texts, f.typed)
+		f.typed = ""
+	}
 	return nil
+}
+
+// Capture shows what was typed and not yet sent.
+func (f *injector) Capture(context.Context, herd.Incarnation, int) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return []byte("> " + f.typed), nil
 }
 
 func (f *injector) count() int {

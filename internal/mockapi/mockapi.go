@@ -66,8 +66,8 @@ type Record struct {
 	Tool    bool      // the answer is a tool call
 	Time    time.Time // when the answer (or the hang) began
 	// Users holds the text of each user message of a Messages API
-	// request, oldest first (each clipped to 200 bytes): what the agent
-	// sent of its conversation.
+	// request, oldest first (each clipped to its last 200 bytes): what the
+	// agent sent of its conversation.
 	Users []string
 }
 
@@ -201,7 +201,7 @@ func (r request) lastUser() (text string, toolResult bool) {
 }
 
 // users returns the text of every user message, oldest first, each
-// clipped to 200 bytes.
+// clipped to its last 200 bytes.
 func (r request) users() []string {
 	var out []string
 	for _, m := range r.Messages {
@@ -222,7 +222,7 @@ func (r request) users() []string {
 			s = b.String()
 		}
 		if len(s) > 200 {
-			s = s[:200]
+			s = s[len(s)-200:] // the typed text comes after the agent's reminders
 		}
 		out = append(out, s)
 	}

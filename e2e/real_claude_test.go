@@ -110,9 +110,15 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 			toolAt = r.Time
 		}
 	}
+	var hookAt time.Time
+	for _, ev := range e.events("--session", name, "--kind", herd.EventActivity) {
+		if ev.Data["to"] == "waiting" {
+			hookAt = ev.Time
+		}
+	}
 	lat := got.at.Sub(screenAt)
-	t.Logf("latency: permission dialog seen on screen (polled) -> notification delivered: %s; tool call answered by the API -> delivered: %s",
-		lat.Round(time.Millisecond), got.at.Sub(toolAt).Round(time.Millisecond))
+	t.Logf("latency: permission dialog seen on screen (polled) -> notification delivered: %s; tool call answered by the API -> hook recorded waiting: %s -> delivered: %s",
+		lat.Round(time.Millisecond), hookAt.Sub(toolAt).Round(time.Millisecond), got.at.Sub(hookAt).Round(time.Millisecond))
 	if lat > 2*time.Second {
 		t.Errorf("expected the notification within 2s of the dialog, got %s", lat)
 	}

@@ -118,33 +118,44 @@ func Plan(s herd.Session, role herd.Role, last herd.Event) (at time.Time, ok boo
 // come is continued. It returns how soon the next reset comes (0: none
 // before the usual tick).
 func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, error) {
-	_, live, err := c.o.Status.Live(ctx)
-	if err != nil {
-		return 0, err
-	}
+	host := c.o.Status.Host()
 	var plans []due
-	err = c.o.Status.Store().View(ctx, func(tx store.Tx) error {
-		for _, l := range live {
-			if l.S.Activity != herd.ActivityBlocked {
+	err := c.o.Status.Store().View(ctx, func(tx store.Tx) error {
+		sessions, err := tx.SessionsOnHost(host)
+		if err != nil {
+			return err
+		}
+		for _, s := range sessions {
+			// Only blocked sessions cost more reads.
+			if s.Host != host || !s.State.Live() || s.Activity != herd.ActivityBlocked {
 				continue
 			}
-			role, err := tx.Role(l.S.Role)
+			role, err := tx.Role(s.Role)
 			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			evs, err := tx.Events(store.EventFilter{Session: l.S.Name, Kind: herd.EventActivity, Limit: 1})
+			evs, err := tx.Events(store.EventFilter{Session: s.Name, Kind: herd.EventActivity, Limit: 1})
 			if err != nil {
 				return err
 			}
 			if len(evs) != 1 {
 				continue
 			}
-			if at, ok := Plan(l.S, role, evs[0]); ok {
-				plans = append(plans, due{l.S, l.Inc, evs[0].ID, at})
+			at, ok := Plan(s, role, evs[0])
+			if !ok {
+				continue
 			}
+			inc, err := tx.Incarnation(s.Incarnation)
+			if errors.Is(err, store.ErrNotFound) || (err == nil && inc.EndedAt != nil) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			plans = append(plans, due{s, inc, evs[0].ID, at})
 		}
 		return nil
 	})

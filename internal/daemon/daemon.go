@@ -147,10 +147,7 @@ func New(o Options) (*Daemon, error) {
 		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Timeout: 4 * cfg.Probe.Timeout,
 		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
 	})
-	d.status.OnChange(func() {
-		d.notify.Kick()
-		d.continuer.Kick()
-	})
+	d.status.OnChange(d.notify.Kick)
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	d.server = server.New(server.Options{
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator, Notify: d.notify,

@@ -22,6 +22,9 @@ const (
 	DefaultTick = time.Second
 	// tickTimeout bounds one look's store access.
 	tickTimeout = 5 * time.Second
+	// minGap spaces looks: kicks that come faster (a burst of session
+	// changes) are served together, at most this late.
+	minGap = 50 * time.Millisecond
 )
 
 // Options configure a Notifier.
@@ -130,7 +133,12 @@ func kvKey(host string) string { return "notify/" + host }
 // ctx is done; deliveries under way are waited for.
 func (n *Notifier) Run(ctx context.Context) {
 	defer n.deliveries.Wait()
+	var last time.Time
 	loop.Loop{Name: "notify", Log: n.log, Every: n.o.Tick, Trigger: n.kick}.Run(ctx, func(ctx context.Context) time.Duration {
+		if since := time.Since(last); since < minGap {
+			return minGap - since // a burst of kicks: one look for all of them
+		}
+		last = time.Now()
 		tickCtx, cancel := context.WithTimeout(ctx, tickTimeout)
 		defer cancel()
 		wait, err := n.Tick(tickCtx, time.Now())
@@ -146,6 +154,9 @@ func (n *Notifier) Run(ctx context.Context) {
 // how soon the next look is needed (0: at the usual tick).
 func (n *Notifier) Tick(ctx context.Context, now time.Time) (time.Duration, error) {
 	set := n.channels.Load()
+	if len(set.channels) == 0 {
+		return 0, n.idle(ctx) // nobody to tell: no episode, no `!`, no reads
+	}
 	if err := n.load(ctx); err != nil {
 		return 0, err
 	}
@@ -167,9 +178,6 @@ func (n *Notifier) Tick(ctx context.Context, now time.Time) (time.Duration, erro
 		}
 		byName[s.Name] = s
 		need := NeedOf(s)
-		if len(set.channels) == 0 {
-			need = "" // nobody to tell: no episode, no `!`
-		}
 		cur := n.eps[s.Name]
 		next, f := Evaluate(need, s.Incarnation, cur, now, set.after)
 		if next != cur {
@@ -218,6 +226,20 @@ func (n *Notifier) Tick(ctx context.Context, now time.Time) (time.Duration, erro
 		}
 	}
 	return n.nextLook(now, set.after), nil
+}
+
+// idle drops every episode when no channel is configured (a reload took
+// the last one away). Episodes stored by an earlier daemon stay stored
+// until a channel comes back and they are read.
+func (n *Notifier) idle(ctx context.Context) error {
+	n.mu.Lock()
+	had := len(n.eps) > 0
+	n.eps = map[string]*Episode{}
+	n.mu.Unlock()
+	if !had {
+		return nil
+	}
+	return n.persist(ctx, nil)
 }
 
 // nextLook is how soon a debounce ends or a retry is due, 0 when neither

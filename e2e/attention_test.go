@@ -248,27 +248,43 @@ func TestBlockedNotifiedAfterReloadAndContinued(t *testing.T) {
 // TestCrashRelaunchContinuesConversation: a Claude launch gets
 // --session-id chosen by herd (known at once), and a crash relaunch
 // resumes that conversation keeping the role's flags — unless the role
-// says resume_on_crash = false.
+// says resume_on_crash = false, or the conversation never began (the
+// same id is then given again).
 func TestCrashRelaunchContinuesConversation(t *testing.T) {
 	t.Parallel()
 	fakes := t.TempDir()
-	claude := script(t, filepath.Join(fakes, "claude"), `printf '%s\n' "$*" >> "$ARGS_LOG"; exec sleep 3600`)
+	// A stand-in for Claude Code: it records its arguments and, like
+	// Claude after a first prompt, keeps its conversation's transcript
+	// (unless NO_TRANSCRIPT: it died before its first prompt).
+	claude := script(t, filepath.Join(fakes, "claude"), `printf '%s\n' "$*" >> "$ARGS_LOG"
+while [ $# -gt 0 ]; do [ "$1" = --session-id ] && id=$2; shift; done
+if [ -n "$id" ] && [ -z "$NO_TRANSCRIPT" ]; then
+  d="$HOME/.claude/projects/$(pwd -P | sed 's/[^A-Za-z0-9]/-/g')"
+  mkdir -p "$d" && echo '{}' > "$d/$id.jsonl"
+fi
+exec sleep 3600`)
+	home := t.TempDir()
 	e := newEnv(t, "[restart]\ninitial_backoff = \"200ms\"\n")
 	e.start()
-	logs := map[string]string{"keep": filepath.Join(fakes, "keep.log"), "fresh": filepath.Join(fakes, "fresh.log")}
+	logs := map[string]string{"keep": filepath.Join(fakes, "keep.log"), "fresh": filepath.Join(fakes, "fresh.log"), "early": filepath.Join(fakes, "early.log")}
 	roles := filepath.Join(fakes, "roles.toml")
 	if err := os.WriteFile(roles, fmt.Appendf(nil, `[[role]]
 name = "keep"
 command = [%[1]q, "--model", "sonnet"]
 runtime = "exec"
-env = { ARGS_LOG = %[2]q }
+env = { ARGS_LOG = %[2]q, HOME = %[5]q }
 [[role]]
 name = "fresh"
 command = [%[1]q, "--model", "sonnet"]
 runtime = "exec"
-env = { ARGS_LOG = %[3]q }
+env = { ARGS_LOG = %[3]q, HOME = %[5]q }
 resume_on_crash = false
-`, claude, logs["keep"], logs["fresh"]), 0o600); err != nil {
+[[role]]
+name = "early"
+command = [%[1]q, "--model", "sonnet"]
+runtime = "exec"
+env = { ARGS_LOG = %[4]q, HOME = %[5]q, NO_TRANSCRIPT = "1" }
+`, claude, logs["keep"], logs["fresh"], logs["early"], home), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	e.must("apply", "-f", roles)
@@ -284,7 +300,7 @@ resume_on_crash = false
 		return out
 	}
 	first := map[string]string{}
-	for _, role := range []string{"keep", "fresh"} {
+	for _, role := range []string{"keep", "fresh", "early"} {
 		m := uuid.FindStringSubmatch(lines(role, 1)[0])
 		if m == nil {
 			t.Fatalf("[%s] expected a first launch with --session-id, got %q", role, lines(role, 1)[0])
@@ -310,6 +326,10 @@ resume_on_crash = false
 	m := uuid.FindStringSubmatch(lines("fresh", 2)[1])
 	if m == nil || m[1] == first["fresh"] {
 		t.Errorf("[fresh] expected a new conversation after the crash, got %q (first %s)", lines("fresh", 2)[1], first["fresh"])
+	}
+	// Died before its first prompt: nothing to resume, the same id again.
+	if got := lines("early", 2)[1]; got != "--session-id "+first["early"]+" --model sonnet" {
+		t.Errorf("[early] expected the same id given to --session-id again, got %q (first %s)", got, first["early"])
 	}
 	crashed := e.events("--session", "keep-0", "--kind", herd.EventCrashed)
 	if len(crashed) != 1 || crashed[0].Data["signal"] != float64(11) {

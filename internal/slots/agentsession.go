@@ -26,16 +26,22 @@ const (
 //
 //   - cont (a crash relaunch of a role with resume_on_crash) and the prior
 //     incarnation's id known: the resume command, which keeps the role's
-//     flags; how is convResumed.
+//     flags; how is convResumed. A Claude conversation that never began
+//     (no transcript: the agent died before its first prompt) cannot be
+//     resumed (claude --resume refuses it): the same id is given to
+//     --session-id again.
 //   - otherwise agents.LaunchArgv: Claude gets --session-id with a fresh
 //     id, unless the command already picks a conversation. A --session-id
-//     the role names itself that is already in use (the prior incarnation
-//     had it, or inUse says its transcript exists) is resumed instead
+//     the role names itself that is already in use (inUse says its
+//     transcript exists; without inUse, the prior incarnation had it) is
+//     resumed instead
 //     (Claude refuses to start a second conversation under one id); how
 //     is convInUse.
 func conversation(kind string, argv []string, resolved, priorID string, cont bool, inUse func(id string) bool, newID func() string) (out []string, id, how string) {
 	if cont && priorID != "" {
-		if out, ok := agents.ResumeCommand(kind, argv, resolved, priorID); ok {
+		if kind == herd.AgentClaude && inUse != nil && !inUse(priorID) {
+			newID = func() string { return priorID }
+		} else if out, ok := agents.ResumeCommand(kind, argv, resolved, priorID); ok {
 			return out, priorID, convResumed
 		}
 	}
@@ -43,7 +49,11 @@ func conversation(kind string, argv []string, resolved, priorID string, cont boo
 	if id == "" || len(out) != len(argv) {
 		return out, id, convNew // herd chose the id: new, never in use
 	}
-	if id == priorID || (inUse != nil && inUse(id)) {
+	used := id == priorID // without a way to look, a prior launch used it
+	if inUse != nil {
+		used = inUse(id)
+	}
+	if used {
 		if res, ok := agents.ResumeCommand(kind, argv, resolved, id); ok {
 			return res, id, convInUse
 		}

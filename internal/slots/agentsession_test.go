@@ -17,6 +17,7 @@ func TestConversation(t *testing.T) {
 	)
 	newID := func() string { return fresh }
 	none := func(string) bool { return false }
+	begun := func(id string) bool { return id == prior } // prior's transcript exists
 	cases := []struct {
 		name    string
 		kind    string
@@ -30,16 +31,22 @@ func TestConversation(t *testing.T) {
 	}{
 		{"new claude gets an id", herd.AgentClaude, []string{"claude", "--model", "x"}, "", false, none,
 			"claude --session-id " + fresh + " --model x", fresh, convNew},
-		{"crash relaunch continues, flags kept", herd.AgentClaude, []string{"claude", "--model", "x"}, prior, true, none,
+		{"crash relaunch continues, flags kept", herd.AgentClaude, []string{"claude", "--model", "x"}, prior, true, begun,
 			"claude --resume " + prior + " --model x", prior, convResumed},
+		{"crash before the conversation began: same id again", herd.AgentClaude, []string{"claude", "--model", "x"}, prior, true, none,
+			"claude --session-id " + prior + " --model x", prior, convNew},
 		{"resume_on_crash false starts anew", herd.AgentClaude, []string{"claude", "--model", "x"}, prior, false, none,
 			"claude --session-id " + fresh + " --model x", fresh, convNew},
 		{"crash before any id known starts anew", herd.AgentClaude, []string{"claude"}, "", true, none,
 			"claude --session-id " + fresh, fresh, convNew},
 		{"role's own id, first launch", herd.AgentClaude, []string{"claude", "--session-id", own}, "", false, none,
 			"claude --session-id " + own, own, convNew},
-		{"role's own id already used by the prior incarnation", herd.AgentClaude, []string{"claude", "--session-id", own, "-p"}, own, false, none,
+		{"role's own id, prior incarnation died before its first prompt", herd.AgentClaude, []string{"claude", "--session-id", own, "-p"}, own, false, none,
+			"claude --session-id " + own + " -p", own, convNew},
+		{"role's own id, no way to look, used by the prior incarnation", herd.AgentClaude, []string{"claude", "--session-id", own, "-p"}, own, false, nil,
 			"claude --resume " + own + " -p", own, convInUse},
+		{"role's own id, crash relaunch of a begun conversation", herd.AgentClaude, []string{"claude", "--session-id", own}, own, true,
+			func(id string) bool { return id == own }, "claude --resume " + own, own, convResumed},
 		{"role's own id with a transcript on disk", herd.AgentClaude, []string{"claude", "--session-id", own}, "", false,
 			func(id string) bool { return id == own }, "claude --resume " + own, own, convInUse},
 		{"role resumes itself: left alone", herd.AgentClaude, []string{"claude", "--continue"}, "", false, none,

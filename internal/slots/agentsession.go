@@ -3,6 +3,7 @@ package slots
 import (
 	"os"
 	"path/filepath"
+	"slices"
 
 	"herd"
 	"herd/internal/agents"
@@ -80,4 +81,16 @@ func claudeTranscriptExists(workdir string, env map[string]string) func(id strin
 		}
 		return false
 	}
+}
+
+// resumeArgv is the command that brings a stopped session back (see
+// agents.ResumeArgv), except for a Claude conversation that never began
+// (no transcript): claude --resume would refuse it, so the command it was
+// launched with, naming the same id with --session-id, runs again.
+func resumeArgv(snap herd.Snapshot, env map[string]string) []string {
+	if snap.Agent == herd.AgentClaude && snap.AgentSessionID != "" && slices.Contains(snap.Argv, "--session-id") &&
+		!claudeTranscriptExists(snap.Workdir, env)(snap.AgentSessionID) {
+		return slices.Clone(snap.Argv)
+	}
+	return agents.ResumeArgv(snap)
 }

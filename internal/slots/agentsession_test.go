@@ -88,3 +88,33 @@ func TestClaudeTranscriptExists(t *testing.T) {
 		t.Error("expected the id not found for another workdir")
 	}
 }
+
+func TestResumeArgv(t *testing.T) {
+	cfg := t.TempDir()
+	const begun, never = "99999999-8888-4777-8666-555555555555", "11111111-2222-4333-8444-555555555555"
+	dir := filepath.Join(cfg, "projects", "-srv-app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, begun+".jsonl"), []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CLAUDE_CONFIG_DIR": cfg}
+	cases := []struct {
+		name string
+		snap herd.Snapshot
+		want string
+	}{
+		{"begun conversation resumes", herd.Snapshot{Agent: herd.AgentClaude, AgentSessionID: begun, Workdir: "/srv/app",
+			Argv: []string{"claude", "--session-id", begun, "--model", "x"}}, "claude --resume " + begun + " --model x"},
+		{"never begun: same id again", herd.Snapshot{Agent: herd.AgentClaude, AgentSessionID: never, Workdir: "/srv/app",
+			Argv: []string{"claude", "--session-id", never, "--model", "x"}}, "claude --session-id " + never + " --model x"},
+		{"codex resumes", herd.Snapshot{Agent: herd.AgentCodex, AgentSessionID: never, Workdir: "/srv/app",
+			Argv: []string{"codex", "-m", "o3"}}, "codex resume " + never + " -m o3"},
+	}
+	for _, c := range cases {
+		if got := strings.Join(resumeArgv(c.snap, env), " "); got != c.want {
+			t.Errorf("[%s] expected %q, got %q", c.name, c.want, got)
+		}
+	}
+}

@@ -117,6 +117,8 @@ func TestCompose(t *testing.T) {
 			[]string{"asks for permission and waits"}, "herd logs worker-0"},
 		{"startup prompt", tmux, NeedWaiting, Cause{Reason: "startup_prompt"}, "worker-0 waits at a startup prompt",
 			"startup_prompt", []string{"startup dialog"}, "herd attach worker-0"},
+		{"startup prompt seen on screen", tmux, NeedWaiting, Cause{Reason: "screen", Data: map[string]any{"reason": "startup_prompt"}},
+			"worker-0 waits at a startup prompt", "startup_prompt", []string{"startup dialog"}, "herd attach worker-0"},
 		{"rate limited with reset", tmux, NeedBlocked, Cause{Reason: "rate_limited", Data: map[string]any{
 			"error": "5-hour limit reached", "reset_at": "2026-01-02T08:00:00Z"}},
 			"worker-0 is rate limited", "rate_limited", []string{"5-hour limit reached", "resets at 08:00 UTC"}, "herd attach worker-0"},

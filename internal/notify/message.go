@@ -55,7 +55,7 @@ func Compose(s herd.Session, need Need, cause Cause, since time.Time) Message {
 	switch need {
 	case NeedWaiting:
 		m.Action = attach
-		if cause.Reason == "startup_prompt" {
+		if cause.Reason == "startup_prompt" || str(cause.Data, "reason") == "startup_prompt" {
 			m.Reason = "startup_prompt"
 			m.Title = s.Name + " waits at a startup prompt"
 			m.Body = "The agent shows a startup dialog (trust, login or onboarding) and waits for an answer."

@@ -11,6 +11,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/cells"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -326,13 +327,6 @@ func (m *Model) metric(v api.SessionView, f func(Diag) float64) float64 {
 	return f(d)
 }
 
-func age(v api.SessionView, now time.Time) time.Duration {
-	if v.StartedAt == nil || !v.State.Live() {
-		return -1
-	}
-	return now.Sub(*v.StartedAt)
-}
-
 // logRows is how many lines of output the logs view shows.
 func (m *Model) logRows() int { return max(m.height-3, 1) }
 
@@ -353,4 +347,12 @@ func (m *Model) View() tea.View {
 	v.AltScreen = true
 	v.WindowTitle = "herd top"
 	return v
+}
+
+// age orders sessions by how long they have run; one not live sorts last.
+func age(v api.SessionView, now time.Time) time.Duration {
+	if d, ok := cells.Age(v, now); ok {
+		return d
+	}
+	return -1
 }

@@ -84,6 +84,7 @@ func newGetCmd(g *globals) *cobra.Command {
 		Short: "List sessions, roles or hosts",
 	}
 	var sf, rf getFlags
+	var showArchived bool
 	sessions := &cobra.Command{
 		Use:     "sessions [NAME...]",
 		Aliases: []string{"session", "sess", "s"},
@@ -92,6 +93,7 @@ func newGetCmd(g *globals) *cobra.Command {
   herd get sessions worker-0 worker-1
   herd get sessions -l role=worker,state!=running -o wide
   herd get sessions --role worker -o name
+  herd get sessions --show-archived
   herd get sessions -w`,
 		Args:              namesArg(checkSession),
 		ValidArgsFunction: completeSessions(g),
@@ -106,6 +108,9 @@ func newGetCmd(g *globals) *cobra.Command {
 					return listing{}, err
 				}
 				fleet := sf.host != "" || spansHosts(views)
+				if !showArchived && len(args) == 0 {
+					views = withoutArchived(views)
+				}
 				views, missing := filterSessions(views, args, sel)
 				return listing{kind: "session", items: views, missing: missing, fleet: fleet, print: func(w io.Writer, o printOpts) error {
 					return printSessions(w, views, o)
@@ -139,6 +144,7 @@ func newGetCmd(g *globals) *cobra.Command {
 		},
 	}
 	sf.add(sessions)
+	sessions.Flags().BoolVar(&showArchived, "show-archived", false, "list archived sessions too (marked ARCHIVED); a session named is always shown")
 	rf.add(roles)
 	for _, c := range []*cobra.Command{sessions, roles} {
 		c.RegisterFlagCompletionFunc("role", completeRoles(g))
@@ -288,6 +294,12 @@ func sessionLabels(v api.SessionView) map[string]string {
 		"role": v.Role, "state": string(v.State), "activity": string(v.Activity),
 		"runtime": v.RuntimeKind, "host": v.Host,
 	}
+}
+
+// withoutArchived drops the archived sessions: done with, they are listed
+// only when asked for (--show-archived, or by name).
+func withoutArchived(views []api.SessionView) []api.SessionView {
+	return slices.DeleteFunc(slices.Clone(views), func(v api.SessionView) bool { return v.Archived })
 }
 
 // filterSessions keeps the sessions named (all when names is empty) that

@@ -59,7 +59,7 @@ func row(screen, name string) []string {
 
 // TestTopInRealTerminal runs `herd top` in a real terminal against a real
 // daemon: the table with diagnostics, filtering, logs, inject, attach and
-// detach, stop, resume and quit, all by keys.
+// detach, stop, resume, restart and quit, all by keys.
 func TestTopInRealTerminal(t *testing.T) {
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
@@ -152,6 +152,20 @@ func TestTopInRealTerminal(t *testing.T) {
 	})
 	u.keys(true, "r")
 	e.waitState("tm-0", herd.StateRunning, 15*time.Second)
+
+	// R asks, y restarts through the restart API: a fresh incarnation.
+	before, _ := e.session("tm-0")
+	u.keys(true, "R")
+	e.waitFor("the restart prompt", 5*time.Second, func() bool { return strings.Contains(u.screen(), "restart tm-0? (y/n)") })
+	u.keys(true, "y")
+	e.waitFor("tm-0 restarted by top", 20*time.Second, func() bool {
+		v, _ := e.session("tm-0")
+		return v.State == herd.StateRunning && v.Incarnation != before.Incarnation
+	})
+	e.waitFor("top to say so", 10*time.Second, func() bool { return strings.Contains(u.screen(), "session tm-0 restarted (incarnation") })
+	if n := len(eventsOf(e.events("--session", "tm-0"), herd.EventRestarted, herd.ReasonUser)); n != 1 {
+		t.Errorf("expected one restarted event by the user, got %d", n)
+	}
 
 	u.keys(true, "q")
 	e.waitFor("top to quit", 10*time.Second, func() bool {

@@ -132,7 +132,7 @@ func (m *Model) statusLine() string {
 	case modeInject:
 		return "inject into " + m.target + ": " + m.input + "█"
 	case modeConfirm:
-		return warnStyle.Render("stop " + m.target + "? (y/n)")
+		return warnStyle.Render(m.verb + " " + m.target + "? (y/n)")
 	}
 	if m.err != nil {
 		return badStyle.Render("error: " + m.err.Error())
@@ -147,9 +147,9 @@ func (m *Model) help() string {
 	case modeInject:
 		return "enter send (with Enter)  esc cancel"
 	case modeConfirm:
-		return "y stop  any other key cancels"
+		return "y " + m.verb + "  any other key cancels"
 	}
-	return "↑↓ move  enter attach/logs  l logs  x stop  r resume  i inject  s sort  S reverse  / filter  q quit"
+	return "↑↓ move  enter attach/logs  l logs  x stop  R restart  r resume  i inject  s sort  S reverse  / filter  q quit"
 }
 
 // line lays out one row of the table within the width.

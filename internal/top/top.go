@@ -41,7 +41,7 @@ const (
 	modeTable   mode = iota
 	modeFilter       // typing a filter after "/"
 	modeInject       // typing text to inject
-	modeConfirm      // y/n before a stop
+	modeConfirm      // y/n before a stop or a restart
 	modeLogs         // showing a session's output
 )
 
@@ -81,6 +81,7 @@ type Model struct {
 	mode   mode
 	input  string // the filter or inject text being typed
 	target string // the session a prompt or the logs view is about
+	verb   string // what the y/n prompt confirms: "stop" or "restart"
 	logs   []string
 	scroll int // lines scrolled up from the end, in the logs view
 

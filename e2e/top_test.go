@@ -17,6 +17,15 @@ import (
 type ui struct {
 	t      *testing.T
 	socket string
+	// session is the tmux session of the pane ("top" when empty).
+	session string
+}
+
+func (u *ui) target() string {
+	if u.session == "" {
+		return "=top:"
+	}
+	return "=" + u.session + ":"
 }
 
 func (u *ui) tmux(args ...string) string {
@@ -33,14 +42,14 @@ func (u *ui) tmux(args ...string) string {
 func (u *ui) screen() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, _ := exec.CommandContext(ctx, "tmux", "-L", u.socket, "capture-pane", "-p", "-t", "=top:").Output()
+	out, _ := exec.CommandContext(ctx, "tmux", "-L", u.socket, "capture-pane", "-p", "-t", u.target()).Output()
 	return string(out)
 }
 
 // keys sends tmux key names (Enter, Escape, Down) or, with literal, text.
 func (u *ui) keys(literal bool, keys ...string) {
 	u.t.Helper()
-	args := []string{"send-keys", "-t", "=top:"}
+	args := []string{"send-keys", "-t", u.target()}
 	if literal {
 		args = append(args, "-l")
 	}

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"os"
 	"time"
 
-	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	"herd/internal/demo"
+	"herd/internal/redraw"
+
+	"github.com/spf13/cobra"
 )
 
 func newDemoCmd(g *globals) *cobra.Command {
@@ -29,8 +29,7 @@ Uses tmux when installed (a private server), child processes otherwise.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Out = cmd.OutOrStdout()
 			o.Version = version
-			_, err := unix.IoctlGetTermios(int(os.Stdout.Fd()), unix.TCGETS)
-			o.Render = err == nil
+			o.Term = redraw.Of(o.Out)
 			if fleet {
 				return demo.RunFleet(cmd.Context(), o)
 			}

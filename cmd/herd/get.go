@@ -1,20 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	"herd/internal/api"
+	"herd/internal/redraw"
 	"herd/internal/selector"
+
+	"github.com/spf13/cobra"
 )
 
 // Selector keys of `get sessions -l` and `get roles -l`.
@@ -35,7 +34,7 @@ type getFlags struct {
 
 func (f *getFlags) add(c *cobra.Command) {
 	c.Flags().StringVarP(&f.output, "output", "o", "", "output format: wide | json | yaml | name (default: a table)")
-	c.Flags().BoolVarP(&f.watch, "watch", "w", false, "watch: print the list again whenever it changes")
+	c.Flags().BoolVarP(&f.watch, "watch", "w", false, "watch: on a terminal, the list redrawn in place each second; into a pipe, the list again whenever it changes (no terminal codes)")
 	c.Flags().StringVarP(&f.selector, "selector", "l", "", "only items matching key=value[,key!=value...], keys: "+strings.Join(labelKeys(c.Name()), ", "))
 	c.Flags().StringVar(&f.role, "role", "", "only this role's items (same as -l role=ROLE)")
 	c.Flags().BoolVar(&f.noHeaders, "no-headers", false, "print tables without their header line")
@@ -220,7 +219,7 @@ func runGet(cmd *cobra.Command, f getFlags, fetch func(context.Context) (listing
 		}
 		return l.err()
 	}
-	return watchLoop(ctx, out, isTerminal(out), time.Second, func() ([]byte, func(io.Writer) error, error) {
+	return watchLoop(ctx, out, redraw.Of(out), time.Second, func() ([]byte, func(io.Writer) error, error) {
 		l, err := fetch(ctx)
 		if err != nil {
 			return nil, nil, err
@@ -239,53 +238,6 @@ func runGet(cmd *cobra.Command, f getFlags, fetch func(context.Context) (listing
 			return nil
 		}, nil
 	})
-}
-
-// watchLoop polls every interval until ctx is done. On a terminal it
-// redraws the screen each time (ages move); elsewhere it prints the list
-// only when it changed (key differs), separated by a blank line, with no
-// terminal codes, so a pipe or a file gets one clean table per change.
-func watchLoop(ctx context.Context, w io.Writer, tty bool, interval time.Duration, poll func() (key []byte, render func(io.Writer) error, err error)) error {
-	var last []byte
-	for first := true; ; first = false {
-		key, render, err := poll()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if tty || first || !bytes.Equal(key, last) {
-			var b bytes.Buffer
-			if err := render(&b); err != nil {
-				return err
-			}
-			switch {
-			case tty:
-				fmt.Fprint(w, "\033[H\033[2J"+time.Now().Format("15:04:05")+"\n"+b.String())
-			case first:
-				w.Write(b.Bytes())
-			default:
-				fmt.Fprint(w, "\n"+b.String())
-			}
-			last = key
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(interval):
-		}
-	}
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 // sessionLabels are what -l matches a session against.

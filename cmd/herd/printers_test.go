@@ -134,7 +134,7 @@ func TestWatchLoopPrintsOnChange(t *testing.T) {
 	defer cancel()
 	i := 0
 	var out bytes.Buffer
-	err := watchLoop(ctx, &out, false, time.Millisecond, func() ([]byte, func(io.Writer) error, error) {
+	err := watchLoop(ctx, &out, nil, time.Millisecond, func() ([]byte, func(io.Writer) error, error) {
 		k := keys[i]
 		i++
 		if i == len(keys) {

@@ -20,6 +20,7 @@ import (
 	"herd/internal/cells"
 	"herd/internal/config"
 	"herd/internal/daemon"
+	"herd/internal/redraw"
 	"herd/internal/runtime/tmux"
 	"herd/internal/store/sqlite"
 )
@@ -36,9 +37,9 @@ type Options struct {
 	Out io.Writer
 	// Version is reported by the demo's daemon.
 	Version string
-	// Render draws the live table in place (a terminal); else it is printed
-	// every few seconds.
-	Render bool
+	// Term, when the output is a terminal, has the live table drawn in
+	// place; else each change is printed as a new table.
+	Term redraw.Terminal
 }
 
 // Run starts a private daemon in a temporary state directory, declares four
@@ -217,18 +218,19 @@ const pollEvery = 500 * time.Millisecond
 func live(ctx context.Context, c *api.Client, o Options) error {
 	end := time.Now().Add(o.Duration)
 	title := fmt.Sprintf("live until %s (Ctrl-C ends the demo early)", end.Format("15:04:05"))
-	if !o.Render {
+	if o.Term == nil {
 		fmt.Fprint(o.Out, Legend+"\n")
 	}
-	last := ""
+	last, first := "", true
 	for time.Now().Before(end) {
 		var views []api.SessionView
 		if err := c.Do(ctx, http.MethodGet, "/v1/sessions", nil, nil, &views); err != nil {
 			return err
 		}
 		if t := Table(views); len(views) > 0 && t != last {
-			if o.Render {
-				fmt.Fprintf(o.Out, "\033[H\033[2J%s\n\n%s\n%s", title, Legend, t)
+			if o.Term != nil {
+				io.WriteString(o.Out, redraw.Frame(title+"\n\n"+Legend+"\n"+t, o.Term.Height(), first))
+				first = false
 			} else {
 				fmt.Fprintf(o.Out, "--- %s\n%s", time.Now().Format("15:04:05"), t)
 			}

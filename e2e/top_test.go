@@ -67,7 +67,7 @@ func row(screen, name string) []string {
 }
 
 // TestTopInRealTerminal runs `herd top` in a real terminal against a real
-// daemon: the table with diagnostics, filtering, logs, inject, attach and
+// daemon: the table with diagnostics, sorting, filtering, logs, inject, attach and
 // detach, stop, resume, restart and quit, all by keys.
 func TestTopInRealTerminal(t *testing.T) {
 	hasTmux(t)
@@ -105,6 +105,18 @@ func TestTopInRealTerminal(t *testing.T) {
 		return true
 	})
 	t.Logf("herd top:\n%s", u.screen())
+
+	// "s" cycles the sort column, "S" reverses; eight presses come back
+	// to names.
+	u.keys(true, "s")
+	e.waitFor("the sort by state", 5*time.Second, func() bool { return strings.Contains(u.screen(), "sort state") })
+	u.keys(true, "S")
+	e.waitFor("the sort reversed", 5*time.Second, func() bool { return strings.Contains(u.screen(), "sort state (reversed)") })
+	u.keys(true, "S", "sssssss")
+	e.waitFor("the sort by name again", 5*time.Second, func() bool {
+		s := u.screen()
+		return strings.Contains(s, "sort name") && !strings.Contains(s, "reversed")
+	})
 
 	// "/" filters as it is typed.
 	u.keys(true, "/ex")

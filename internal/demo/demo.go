@@ -286,7 +286,11 @@ func Summary(views []api.SessionView, events []herd.Event) string {
 			parts = append(parts, fmt.Sprintf("%d launch(es)", n))
 		}
 		if n := k[herd.EventCrashed]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d crash(es) (last: %s)", n, cells.Exit(v.Exit)))
+			crashes := fmt.Sprintf("%d crash(es)", n)
+			if v.Exit != nil {
+				crashes += " (last: " + cells.Exit(v.Exit) + ")"
+			}
+			parts = append(parts, crashes)
 		}
 		if len(delays[v.Name]) > 0 {
 			parts = append(parts, "backoff "+strings.Join(delays[v.Name], ", "))

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,22 @@ type ui struct {
 	socket string
 	// session is the tmux session of the pane ("top" when empty).
 	session string
+}
+
+// newUI starts a private tmux server whose one pane, in session name of
+// width x height, runs command (a shell line) with the env's herd variables.
+func newUI(e *env, name string, width, height int, command string) *ui {
+	e.t.Helper()
+	u := &ui{t: e.t, socket: e.tmuxSock + "-ui", session: name}
+	e.t.Cleanup(func() { exec.Command("tmux", "-L", u.socket, "kill-server").Run() })
+	args := []string{"new-session", "-d", "-s", name, "-x", strconv.Itoa(width), "-y", strconv.Itoa(height)}
+	for _, kv := range e.environ() {
+		if strings.HasPrefix(kv, "HERD_") || strings.HasPrefix(kv, "GORACE=") {
+			args = append(args, "-e", kv)
+		}
+	}
+	u.tmux(append(args, command)...)
+	return u
 }
 
 func (u *ui) target() string {
@@ -79,15 +96,7 @@ func TestTopInRealTerminal(t *testing.T) {
 	e.waitState("tm-0", herd.StateRunning, 10*time.Second)
 	e.waitState("ex-0", herd.StateRunning, 10*time.Second)
 
-	u := &ui{t: t, socket: e.tmuxSock + "-ui"}
-	t.Cleanup(func() { exec.Command("tmux", "-L", u.socket, "kill-server").Run() })
-	args := []string{"new-session", "-d", "-s", "top", "-x", "120", "-y", "30"}
-	for _, kv := range e.environ() {
-		if strings.HasPrefix(kv, "HERD_") || strings.HasPrefix(kv, "GORACE=") {
-			args = append(args, "-e", kv)
-		}
-	}
-	u.tmux(append(args, bin+" top")...)
+	u := newUI(e, "top", 120, 30, bin+" top")
 
 	e.waitFor("top to show both sessions", 10*time.Second, func() bool {
 		s := u.screen()

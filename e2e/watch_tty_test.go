@@ -22,15 +22,7 @@ func TestWatchOnTerminal(t *testing.T) {
 	e.must("run", "alpha", "--runtime", "exec", "--", "sleep", "300")
 	e.waitState("alpha-0", herd.StateRunning, 10*time.Second)
 
-	u := &ui{t: t, socket: e.tmuxSock + "-ui", session: "watch"}
-	t.Cleanup(func() { exec.Command("tmux", "-L", u.socket, "kill-server").Run() })
-	args := []string{"new-session", "-d", "-s", "watch", "-x", "120", "-y", "20"}
-	for _, kv := range e.environ() {
-		if strings.HasPrefix(kv, "HERD_") || strings.HasPrefix(kv, "GORACE=") {
-			args = append(args, "-e", kv)
-		}
-	}
-	u.tmux(append(args, bin+" get sessions -w")...)
+	u := newUI(e, "watch", 120, 20, bin+" get sessions -w")
 	// history is the pane's scrollback and screen together.
 	history := func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

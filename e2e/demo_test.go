@@ -11,9 +11,22 @@ import (
 // TestDemo runs `herd demo` as the README's quick start does, into a pipe:
 // a legend for "!" and the states, a table only when it changed, a real
 // activity for every live agent, the stalled agent described with its /proc
-// diagnostics, and the state directory removed with the --keep hint.
+// diagnostics, and the state directory removed with the --keep hint. In
+// tmux panes when tmux is installed, and as child processes (a machine
+// without tmux).
 func TestDemo(t *testing.T) {
-	cmd := exec.Command(bin, "demo")
+	for _, runtime := range []string{"tmux", "exec"} {
+		t.Run(runtime, func(t *testing.T) {
+			if runtime == "tmux" {
+				hasTmux(t)
+			}
+			testDemo(t, "--runtime", runtime)
+		})
+	}
+}
+
+func testDemo(t *testing.T, args ...string) {
+	cmd := exec.Command(bin, append([]string{"demo"}, args...)...)
 	cmd.Env = append(os.Environ(), "HERD_STATE_DIR="+t.TempDir(), "HERD_CONFIG=", "GORACE=atexit_sleep_ms=0")
 	b, err := cmd.CombinedOutput()
 	out := string(b)

@@ -137,6 +137,9 @@ func TestGetKubectlGrammar(t *testing.T) {
 	if out := e.must("get", "sessions", "-o", "name"); strings.Contains(out, "beta-0") || !strings.Contains(out, "session/alpha-0") {
 		t.Errorf("[archived] expected beta-0 hidden by default, got %q", out)
 	}
+	if out, errs, code := e.herd("get", "sessions"); code != 0 || row(out, "beta-0") != nil || errs != "(1 archived session(s) not shown; --show-archived lists them)\n" {
+		t.Errorf("[archived] expected the table without beta-0 and a note on stderr, got %d %q %q", code, out, errs)
+	}
 	var listed []api.SessionView
 	if err := json.Unmarshal([]byte(e.must("get", "sessions", "-o", "json")), &listed); err != nil || slices.ContainsFunc(listed, func(v api.SessionView) bool { return v.Name == "beta-0" }) {
 		t.Errorf("[archived] expected beta-0 hidden from -o json by default, got %+v %v", listed, err)

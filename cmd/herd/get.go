@@ -107,11 +107,14 @@ func newGetCmd(g *globals) *cobra.Command {
 					return listing{}, err
 				}
 				fleet := sf.host != "" || spansHosts(views)
-				if !showArchived && len(args) == 0 {
-					views = withoutArchived(views)
-				}
 				views, missing := filterSessions(views, args, sel)
-				return listing{kind: "session", items: views, missing: missing, fleet: fleet, print: func(w io.Writer, o printOpts) error {
+				hidden := 0
+				if !showArchived && len(args) == 0 {
+					matched := len(views)
+					views = withoutArchived(views)
+					hidden = matched - len(views)
+				}
+				return listing{kind: "session", items: views, missing: missing, fleet: fleet, hidden: hidden, print: func(w io.Writer, o printOpts) error {
 					return printSessions(w, views, o)
 				}, names: sessionNames(views)}, nil
 			})
@@ -174,6 +177,7 @@ type listing struct {
 	missing []string // names asked for and not found
 	print   func(io.Writer, printOpts) error
 	fleet   bool // the items span hosts: tables get a HOST column
+	hidden  int  // archived sessions matching, left out
 }
 
 // render writes the listing in the chosen format. A table with no rows is
@@ -216,6 +220,9 @@ func runGet(cmd *cobra.Command, f getFlags, fetch func(context.Context) (listing
 		}
 		if err := l.render(out, cmd.ErrOrStderr(), f); err != nil {
 			return err
+		}
+		if l.hidden > 0 && (f.output == "" || f.output == "wide") {
+			fmt.Fprintf(cmd.ErrOrStderr(), "(%d archived session(s) not shown; --show-archived lists them)\n", l.hidden)
 		}
 		return l.err()
 	}

@@ -178,6 +178,12 @@ webhook = %q
 	if !v.Notified {
 		t.Errorf("[json] expected notified true, got %+v", v)
 	}
+	desc := e.must("describe", "session", "asker-0")
+	for _, want := range []string{"asker-0 needs permission; run herd logs asker-0", "command delivered, desktop delivered, ntfy delivered, slack delivered, webhook delivered"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("[describe] expected %q, got\n%s", want, desc)
+		}
+	}
 	// Once per episode: nothing more arrives while it lasts.
 	before := len(e.events("--kind", herd.EventNotified))
 	e.must("reload")

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -94,6 +96,10 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 			kv("Auto-kill", why)
 		}
 	}
+	if n := d.Notification; n != nil {
+		kv("Notification", fmt.Sprintf("%s since %s: %s; run %s", n.Need, cells.Clock(n.Since, now), n.Title, n.Action))
+		kv("Notified", notificationChannels(n, now))
+	}
 	if m, ok := d.Diagnostics.(map[string]any); ok {
 		kv("Diagnostics", fmt.Sprintf("state %v, cpu %s%%, rss %s, threads %v, fds %v, own tcp %v, wchan %v",
 			m["proc_state"], num(m["cpu_percent"]), bytesText(m["rss_bytes"]), m["threads"], m["fds"], m["tcp_established"], dashAny(m["wchan"])))
@@ -143,4 +149,22 @@ func bytesText(v any) string {
 		return "?"
 	}
 	return cells.Bytes(f)
+}
+
+// notificationChannels says how each channel took a notification:
+// "ntfy delivered, webhook retrying in 4s (2 tries: 503 ...)".
+func notificationChannels(n *api.Notification, now time.Time) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(n.Channels)) {
+		c := n.Channels[name]
+		switch {
+		case c.Delivered:
+			parts = append(parts, name+" delivered")
+		case c.NextTry != nil:
+			parts = append(parts, fmt.Sprintf("%s retrying in %s (%d tries: %s)", name, cells.ShortDur(c.NextTry.Sub(now)), c.Attempts, c.LastError))
+		default:
+			parts = append(parts, name+" sending")
+		}
+	}
+	return strings.Join(parts, ", ")
 }

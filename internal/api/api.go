@@ -59,6 +59,26 @@ type SessionDetail struct {
 	StderrTail   []string       `json:"stderr_tail"`
 	// ActivityDetail is what the watchdog saw of the agent's output and hooks.
 	ActivityDetail any `json:"activity_detail,omitempty"`
+	// Notification is the session's open notification, nil when none.
+	Notification *Notification `json:"notification,omitempty"`
+}
+
+// Notification is a session's open notification ([notify]): what it
+// needs, since when, and how each channel took it.
+type Notification struct {
+	Need     string                         `json:"need"`
+	Since    time.Time                      `json:"since"`
+	Title    string                         `json:"title"`
+	Action   string                         `json:"action"`
+	Channels map[string]NotificationChannel `json:"channels"`
+}
+
+// NotificationChannel is one channel's delivery of a notification.
+type NotificationChannel struct {
+	Delivered bool       `json:"delivered"`
+	Attempts  int        `json:"attempts"`
+	LastError string     `json:"last_error,omitempty"`
+	NextTry   *time.Time `json:"next_try,omitempty"`
 }
 
 // RoleView is one role as shown by `herd get roles`.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/api"
 	"herd/internal/config"
 	"herd/internal/escalation"
 	"herd/internal/loop"
@@ -124,6 +125,28 @@ func (n *Notifier) Open(session string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.eps[session].Fired()
+}
+
+// Describe returns session's open notification for describe, nil when
+// none.
+func (n *Notifier) Describe(session string) *api.Notification {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ep := n.eps[session]
+	if !ep.Fired() || ep.Message == nil {
+		return nil
+	}
+	v := &api.Notification{Need: string(ep.Need), Since: ep.Since, Title: ep.Message.Title, Action: ep.Message.Action,
+		Channels: map[string]api.NotificationChannel{}}
+	for name, d := range ep.Channels {
+		c := api.NotificationChannel{Delivered: d.Done, Attempts: d.Attempts, LastError: d.LastError}
+		if !d.Done && !d.Next.IsZero() {
+			next := d.Next
+			c.NextTry = &next
+		}
+		v.Channels[name] = c
+	}
+	return v
 }
 
 // kvKey is where a host's episodes are kept.

@@ -113,6 +113,11 @@ func TestNotifiesOncePerEpisodeAndRetries(t *testing.T) {
 			t.Errorf("expected the webhook's event to say 3 attempts, got %v", ev.Data["attempts"])
 		}
 	}
+	d := n.Describe("w-0")
+	if d == nil || d.Need != "waiting" || d.Action != "herd attach w-0" || !d.Channels[ChannelWebhook].Delivered ||
+		d.Channels[ChannelWebhook].Attempts != 3 || !d.Channels[ChannelNtfy].Delivered {
+		t.Errorf("expected describe to show both channels delivered (webhook after 3 tries), got %+v", d)
+	}
 	// Nothing more while the episode lasts, even across a restart.
 	n2 := newNotifier(st, config.Notify{Webhook: hook.URL, Ntfy: ntfy.URL})
 	if _, err := n2.Tick(context.Background(), time.Now()); err != nil {

@@ -171,6 +171,9 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	sv.markOutdated(r.Context(), one)
 	det.SessionView = one[0]
 	sv.o.Stalls.Describe(&det)
+	if sv.o.Notify != nil {
+		det.Notification = sv.o.Notify.Describe(name)
+	}
 	reply(w, http.StatusOK, det)
 }
 

@@ -43,8 +43,6 @@ type Options struct {
 	// BackoffMin and BackoffMax bound the delay before a failed delivery
 	// is tried again (escalation's defaults when zero).
 	BackoffMin, BackoffMax time.Duration
-	// Desktop overrides the desktop channel's program (tests).
-	Desktop string
 }
 
 // Notifier is one daemon's attention machinery: it watches this host's
@@ -104,14 +102,7 @@ func New(o Options) *Notifier {
 // notification already sent is not sent again on a new channel; one still
 // owed to a channel no longer configured is dropped.
 func (n *Notifier) Reconfigure(c config.Notify) {
-	chans := Channels(c, n.o.Client)
-	for i, ch := range chans {
-		if d, ok := ch.(Desktop); ok && n.o.Desktop != "" {
-			d.Binary = n.o.Desktop
-			chans[i] = d
-		}
-	}
-	n.channels.Store(&settings{after: c.After, channels: chans})
+	n.channels.Store(&settings{after: c.After, channels: Channels(c, n.o.Client)})
 	n.Kick()
 }
 

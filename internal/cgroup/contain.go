@@ -59,7 +59,7 @@ func New(log *slog.Logger, opts Options, bootID string) *Containment {
 	}
 	c.cg = m
 	c.why = m.Describe()
-	log.Info("containment by cgroup", "detail", c.why)
+	log.Info("containment by cgroup: each incarnation starts in a cgroup of its own, ended whole by cgroup.kill", "detail", c.why)
 	return c
 }
 
@@ -131,6 +131,26 @@ func (l *Launch) Apply(attr *syscall.SysProcAttr) {
 	}
 	attr.UseCgroupFD = true
 	attr.CgroupFD = int(l.fd.Fd())
+}
+
+// Dir is the cgroup's directory opened for a child to start inside it
+// (runtime.Spec.Cgroup); nil in ModeMarker.
+func (l *Launch) Dir() *os.File { return l.fd }
+
+// Release removes the cgroup of a launch that did not start (nothing in
+// ModeMarker, or when the incarnation has none).
+func (c *Containment) Release(ctx context.Context, incarnation string) error {
+	if c.cg == nil {
+		return nil
+	}
+	g, err := c.cg.Open(incarnation)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return g.Remove(ctx)
 }
 
 // Close releases the cgroup directory opened for Apply.
@@ -213,8 +233,9 @@ func (c *Containment) Usage(incarnation string) (Usage, error) {
 			if st.MemoryCurrent != nil {
 				return u, nil
 			}
-			// No memory controller: the RSS of the tree stands in.
-			mem, err := MarkedMemory(c.fs, c.bootID, incarnation)
+			// No memory controller: the RSS of the group's members, and of
+			// anything carrying the marker outside it, stands in.
+			mem, err := c.groupMemory(g, incarnation)
 			if err != nil {
 				return Usage{}, err
 			}
@@ -298,4 +319,25 @@ func ExecIn(path string, argv []string) error {
 		return fmt.Errorf("cgroup: exec: %w", err)
 	}
 	return fmt.Errorf("cgroup: exec %s: %w", bin, syscall.Exec(bin, argv, os.Environ()))
+}
+
+// groupMemory sums the resident memory of g's members. Only when the group
+// is empty (an incarnation started before its cgroup existed) are the
+// processes carrying the marker counted instead: that is a scan of every
+// process, where the group names its members.
+func (c *Containment) groupMemory(g *Group, incarnation string) (TreeMemory, error) {
+	pids, err := g.Procs()
+	if err != nil {
+		return TreeMemory{}, err
+	}
+	if len(pids) == 0 {
+		return MarkedMemory(c.fs, c.bootID, incarnation)
+	}
+	stats := make([]proc.Stat, 0, len(pids))
+	for _, pid := range pids {
+		if st, err := c.fs.Stat(pid); err == nil {
+			stats = append(stats, st)
+		}
+	}
+	return TreeMemory{RSS: SumRSS(stats, int64(os.Getpagesize())), Procs: len(stats)}, nil
 }

@@ -53,6 +53,10 @@ type Options struct {
 	// `capture`); empty: the agents write their files themselves, capped
 	// after the fact.
 	CaptureCommand []string
+	// EnterCommand is the argv prefix that runs a command inside a cgroup
+	// (herd's own `cgexec`), so tmux agents start inside theirs; empty:
+	// tmux agents are contained by their marker.
+	EnterCommand []string
 	// Load reads the config file again for a reload (herd reload,
 	// SIGHUP): the config and the path read ("" for the defaults). Nil
 	// refuses reloads.
@@ -68,6 +72,7 @@ type Daemon struct {
 	bootID string
 
 	status    *status.Manager
+	contain   *cgroup.Containment
 	tmux      *tmux.Runtime
 	exec      *execrt.Runtime
 	prober    *prober.Prober
@@ -126,11 +131,12 @@ func New(o Options) (*Daemon, error) {
 		Interval: cfg.Probe.Interval, Concurrency: cfg.Probe.Concurrency, MassDeathFraction: cfg.Probe.MassDeathFraction, Log: log,
 		Leftover: func(inc herd.Incarnation) { d.slots.KillLeftover(inc) },
 	})
+	d.contain = cgroup.New(log, cgroup.Options{}, boot)
 	d.slots = slots.New(slots.Options{
 		Status: d.status, Prober: d.prober, Proc: o.Proc, BootID: boot,
 		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
 		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
-		Defaults: cfg.Restart, Log: log, Contain: cgroup.New(log, cgroup.Options{}, boot),
+		Defaults: cfg.Restart, Log: log, Contain: d.contain, EnterCommand: o.EnterCommand,
 	})
 	d.stalls = stalls.New(stalls.Options{
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
@@ -235,6 +241,16 @@ func CaptureCommand() []string {
 		return nil
 	}
 	return []string{exe, "capture"}
+}
+
+// EnterCommand is this binary's cgexec argv, for Options; nil when the
+// binary cannot be found (tmux agents are then contained by their marker).
+func EnterCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, "cgexec"}
 }
 
 // pingWatchdog tells systemd the supervisor is alive, every half of its

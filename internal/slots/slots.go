@@ -45,7 +45,13 @@ type Options struct {
 	// forks), found by cgroup or by the HERD_INCARNATION marker; nil ends
 	// the process group only.
 	Contain *cgroup.Containment
-	Log     *slog.Logger
+	// EnterCommand is the argv prefix that runs a command inside a cgroup
+	// (herd's own `cgexec`: the argv gets PATH, "--" and the command): a
+	// tmux pane's process joins its incarnation's cgroup with it before
+	// exec'ing the agent. Empty: tmux agents start outside any cgroup and
+	// are contained by their marker.
+	EnterCommand []string
+	Log          *slog.Logger
 }
 
 // Slots launches and stops this host's sessions.

@@ -49,6 +49,8 @@ type env struct {
 	bootFile string
 	daemon   *exec.Cmd
 	logPath  string
+	// extraEnv is added to the environment of the daemon and the CLI.
+	extraEnv []string
 }
 
 // newEnv writes config (the [restart], [probe] ... sections; a private
@@ -86,8 +88,8 @@ func (e *env) setBootID(id string) {
 func (e *env) environ() []string {
 	// The binary is built with -race: no exit delay, and a race found in
 	// the daemon is written to its log, where cleanup fails the test.
-	return append(os.Environ(), "HERD_STATE_DIR="+e.dir, "HERD_BOOT_ID_FILE="+e.bootFile, "HERD_CONFIG=",
-		"GORACE=atexit_sleep_ms=0 halt_on_error=0")
+	return append(append(os.Environ(), "HERD_STATE_DIR="+e.dir, "HERD_BOOT_ID_FILE="+e.bootFile, "HERD_CONFIG=",
+		"GORACE=atexit_sleep_ms=0 halt_on_error=0"), e.extraEnv...)
 }
 
 // start runs `herd daemon` and waits until it answers.

@@ -333,11 +333,44 @@ func (c *Containment) groupMemory(g *Group, incarnation string) (TreeMemory, err
 	if len(pids) == 0 {
 		return MarkedMemory(c.fs, c.bootID, incarnation)
 	}
+	return c.pidsMemory(pids), nil
+}
+
+// pidsMemory sums the resident memory of pids (those still readable).
+func (c *Containment) pidsMemory(pids []int) TreeMemory {
 	stats := make([]proc.Stat, 0, len(pids))
 	for _, pid := range pids {
 		if st, err := c.fs.Stat(pid); err == nil {
 			stats = append(stats, st)
 		}
 	}
-	return TreeMemory{RSS: SumRSS(stats, int64(os.Getpagesize())), Procs: len(stats)}, nil
+	return TreeMemory{RSS: SumRSS(stats, int64(os.Getpagesize())), Procs: len(stats)}
+}
+
+// Memory returns the resident memory of each incarnation's tree, for the
+// watchdog's memory_max where the kernel does not enforce it: from the
+// members of its cgroup when it has one with processes, else from one
+// scan of the processes carrying the markers.
+func (c *Containment) Memory(incarnations []string) (map[string]TreeMemory, error) {
+	out := make(map[string]TreeMemory, len(incarnations))
+	scan := map[string]bool{}
+	for _, inc := range incarnations {
+		if c.cg != nil {
+			if g, err := c.cg.Open(inc); err == nil {
+				if pids, err := g.Procs(); err == nil && len(pids) > 0 {
+					out[inc] = c.pidsMemory(pids)
+					continue
+				}
+			}
+		}
+		scan[inc] = true
+	}
+	marked, err := MarkedMemoryAll(c.fs, scan)
+	if err != nil {
+		return out, err
+	}
+	for inc, m := range marked {
+		out[inc] = m
+	}
+	return out, nil
 }

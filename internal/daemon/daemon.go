@@ -131,7 +131,8 @@ func New(o Options) (*Daemon, error) {
 		Interval: cfg.Probe.Interval, Concurrency: cfg.Probe.Concurrency, MassDeathFraction: cfg.Probe.MassDeathFraction, Log: log,
 		Leftover: func(inc herd.Incarnation) { d.slots.KillLeftover(inc) },
 	})
-	d.contain = cgroup.New(log, cgroup.Options{}, boot)
+	d.contain = cgroup.New(log, containOptions(), boot)
+	d.status.OOMKilled = d.contain.OOMKilled
 	d.slots = slots.New(slots.Options{
 		Status: d.status, Prober: d.prober, Proc: o.Proc, BootID: boot,
 		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
@@ -140,7 +141,7 @@ func New(o Options) (*Daemon, error) {
 	})
 	d.stalls = stalls.New(stalls.Options{
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
-		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Log: log,
+		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,
 	})
 	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
 	d.escalator.Metrics = d.metrics
@@ -241,6 +242,16 @@ func CaptureCommand() []string {
 		return nil
 	}
 	return []string{exe, "capture"}
+}
+
+// containOptions are the cgroup options of the environment:
+// HERD_CONTAINMENT=marker contains by marker even where cgroups could be
+// made (to compare the two, or where another manager owns the cgroups).
+func containOptions() cgroup.Options {
+	if v := os.Getenv("HERD_CONTAINMENT"); v == string(cgroup.ModeMarker) {
+		return cgroup.Options{Off: "HERD_CONTAINMENT=marker"}
+	}
+	return cgroup.Options{}
 }
 
 // EnterCommand is this binary's cgexec argv, for Options; nil when the

@@ -13,6 +13,7 @@ import (
 
 	"herd"
 	"herd/internal/activity"
+	"herd/internal/cgroup"
 	"herd/internal/config"
 	"herd/internal/diag"
 	"herd/internal/loop"
@@ -43,7 +44,10 @@ type Options struct {
 	Proc     proc.FS
 	BootID   string
 	StateDir string
-	Log      *slog.Logger
+	// Contain measures incarnations' trees for memory_max where the
+	// kernel does not enforce it; nil checks no memory.
+	Contain *cgroup.Containment
+	Log     *slog.Logger
 }
 
 // Stalls is the watchdog of this host's live sessions.
@@ -59,6 +63,8 @@ type Stalls struct {
 	mu sync.Mutex // guards the fields below
 	// incs maps an incarnation id to what was seen of it.
 	incs map[string]*incWatch
+	// memKills holds the incarnations whose memory_max kill is under way.
+	memKills map[string]bool
 }
 
 // New returns the watchdog; Run starts it.
@@ -135,6 +141,7 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 		}
 		w.watchOne(tickCtx, it, now)
 	}
+	w.watchMemory(tickCtx, items)
 }
 
 // watchOne folds new output into one session's memory, persists what

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,7 +81,27 @@ func TestIncarnationStartsInItsCgroup(t *testing.T) {
 			if !strings.HasSuffix(path, dir) {
 				t.Errorf("expected the event's cgroup %q to be the processes' %q", path, dir)
 			}
+			var det struct {
+				Diagnostics struct {
+					Cgroup *struct {
+						CPUSeconds   float64 `json:"cpu_seconds"`
+						MemoryBytes  int64   `json:"memory_bytes"`
+						MemorySource string  `json:"memory_source"`
+					} `json:"cgroup"`
+				} `json:"diagnostics"`
+			}
+			if err := json.Unmarshal([]byte(e.must("describe", "session", "cg-0", "-o", "json")), &det); err != nil {
+				t.Fatal(err)
+			}
+			if cg := det.Diagnostics.Cgroup; cg == nil || cg.MemoryBytes <= 0 || cg.MemorySource == "" {
+				t.Errorf("expected the cgroup's figures in the diagnostics … got %+v", cg)
+			}
+			if out := e.must("describe", "session", "cg-0"); !strings.Contains(out, "Cgroup") {
+				t.Errorf("expected a Cgroup line in describe … got\n%s", out)
+			}
+			start := time.Now()
 			e.must("stop", "cg-0")
+			t.Logf("stop took %s", time.Since(start).Round(time.Millisecond))
 			if left := marked(v.Incarnation); len(left) > 0 {
 				t.Errorf("expected no process left after stop … %v", left)
 			}

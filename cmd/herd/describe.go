@@ -95,6 +95,10 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	if m, ok := d.Diagnostics.(map[string]any); ok {
 		kv("Diagnostics", fmt.Sprintf("state %v, cpu %s%%, rss %s, threads %v, fds %v, own tcp %v, wchan %v",
 			m["proc_state"], num(m["cpu_percent"]), bytesText(m["rss_bytes"]), m["threads"], m["fds"], m["tcp_established"], dashAny(m["wchan"])))
+		if cg, ok := m["cgroup"].(map[string]any); ok {
+			kv("Cgroup", fmt.Sprintf("cpu %ss, memory %s (%v), oom kills %v",
+				num(cg["cpu_seconds"]), bytesText(cg["memory_bytes"]), cg["memory_source"], cg["oom_kills"]))
+		}
 		if kids, ok := m["children"].([]any); ok && len(kids) > 0 {
 			var parts []string
 			for _, k := range kids {

@@ -213,6 +213,9 @@ type Usage struct {
 	Memory   int64         // bytes: memory.current, or the RSS of the marked processes
 	OOMKills int64         // cgroup with memory controller only
 	Source   Mode
+	// MemoryCurrent: Memory is the cgroup's memory.current (else the
+	// resident memory of the tree's processes).
+	MemoryCurrent bool
 }
 
 // Usage reads an incarnation's resource use.
@@ -225,7 +228,7 @@ func (c *Containment) Usage(incarnation string) (Usage, error) {
 			}
 			u := Usage{CPU: st.CPUUsage, Source: ModeCgroup}
 			if st.MemoryCurrent != nil {
-				u.Memory = *st.MemoryCurrent
+				u.Memory, u.MemoryCurrent = *st.MemoryCurrent, true
 			}
 			if st.OOMKills != nil {
 				u.OOMKills = *st.OOMKills

@@ -7,6 +7,7 @@ import (
 
 	"herd"
 	"herd/internal/cgroup"
+	"herd/internal/diag"
 	"herd/internal/slots"
 	"herd/internal/store"
 )
@@ -123,3 +124,20 @@ func (w *Stalls) memoryKill(ctx context.Context, it watchItem, max int64) {
 
 // mib prints a byte count in MiB.
 func mib(n int64) string { return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20)) }
+
+// cgroupUsage is what the incarnation's cgroup counts, for diagnostics;
+// nil when it runs in none.
+func (w *Stalls) cgroupUsage(inc string) *diag.Cgroup {
+	if w.o.Contain == nil || w.o.Contain.Mode() != cgroup.ModeCgroup {
+		return nil
+	}
+	u, err := w.o.Contain.Usage(inc)
+	if err != nil || u.Source != cgroup.ModeCgroup {
+		return nil
+	}
+	src := "rss"
+	if u.MemoryCurrent {
+		src = "memory.current"
+	}
+	return &diag.Cgroup{CPUSeconds: u.CPU.Seconds(), MemoryBytes: u.Memory, MemorySource: src, OOMKills: u.OOMKills}
+}

@@ -242,6 +242,7 @@ func (w *Stalls) sampleTree(inc herd.Incarnation, prev *diag.Diagnostics, now ti
 	if id.StartTime != 0 && s.StartTime != id.StartTime {
 		return diag.Diagnostics{}, fmt.Errorf("watchdog: pid %d was reused", id.PID)
 	}
+	s.Cgroup = w.cgroupUsage(inc.ID)
 	return s, nil
 }
 

@@ -272,15 +272,27 @@ func (sv *Server) handleRollout(w http.ResponseWriter, r *http.Request) {
 }
 
 // markOutdated sets outdated and outdated_reason on the views of sessions
-// that run an older template than their role's.
+// that run an older template than their role's, or an agent binary since
+// replaced on disk (binary_updated).
 func (sv *Server) markOutdated(ctx context.Context, views []api.SessionView) {
+	var updated map[string]string
+	if sv.o.Stalls != nil {
+		updated = sv.o.Stalls.BinaryUpdated()
+	}
 	verdicts, err := sv.o.Slots.Outdated(ctx, "")
 	if err != nil {
-		return // a view without the marker beats no view
+		verdicts = nil // a view without the marker beats no view
 	}
 	for i := range views {
+		var reasons []string
 		if v, ok := verdicts[views[i].Name]; ok {
-			views[i].Outdated, views[i].OutdatedReason = true, v.Reason
+			reasons = append(reasons, v.Reason)
+		}
+		if _, ok := updated[views[i].Name]; ok && views[i].Host == sv.o.Status.Host() {
+			reasons = append(reasons, herd.ReasonBinaryUpdated)
+		}
+		if len(reasons) > 0 {
+			views[i].Outdated, views[i].OutdatedReason = true, strings.Join(reasons, "; ")
 		}
 	}
 }

@@ -17,22 +17,15 @@ import (
 // incarnation's whole tree is summed, and a tree over its role's limit is
 // stopped through slots' kill with reason memory_max, which the one crash
 // path then accounts (backoff, restart per policy) like any crash.
-func (w *Stalls) watchMemory(ctx context.Context, items []watchItem) {
+func (w *Stalls) watchMemory(ctx context.Context, items []watchItem, roles map[string]herd.Role) {
 	c := w.o.Contain
 	if c == nil || c.KernelMemoryMax() || len(items) == 0 {
-		return
-	}
-	limits, err := w.memoryLimits(ctx)
-	if err != nil || len(limits) == 0 {
-		if err != nil && ctx.Err() == nil {
-			w.o.Log.Warn("watchdog: memory_max not checked: read roles", "err", err)
-		}
 		return
 	}
 	var over []watchItem
 	var incs []string
 	for _, it := range items {
-		if limits[it.S.Role] > 0 {
+		if roles[it.S.Role].MemoryMax > 0 {
 			over = append(over, it)
 			incs = append(incs, it.Inc.ID)
 		}
@@ -46,7 +39,7 @@ func (w *Stalls) watchMemory(ctx context.Context, items []watchItem) {
 		return
 	}
 	for _, it := range over {
-		max := limits[it.S.Role]
+		max := roles[it.S.Role].MemoryMax
 		if !cgroup.OverMemory(mem[it.Inc.ID].RSS, max) {
 			continue
 		}
@@ -73,20 +66,15 @@ func (w *Stalls) watchMemory(ctx context.Context, items []watchItem) {
 	}
 }
 
-// memoryLimits maps each role that has a memory_max to it.
-func (w *Stalls) memoryLimits(ctx context.Context) (map[string]int64, error) {
-	out := map[string]int64{}
+// roles reads the declared roles, by name.
+func (w *Stalls) roles(ctx context.Context) (map[string]herd.Role, error) {
+	out := map[string]herd.Role{}
 	err := w.st.Store().View(ctx, func(tx store.Tx) error {
 		roles, err := tx.Roles()
-		if err != nil {
-			return err
-		}
 		for _, r := range roles {
-			if r.MemoryMax > 0 {
-				out[r.Name] = r.MemoryMax
-			}
+			out[r.Name] = r
 		}
-		return nil
+		return err
 	})
 	return out, err
 }

@@ -141,7 +141,18 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 		}
 		w.watchOne(tickCtx, it, now)
 	}
-	w.watchMemory(tickCtx, items)
+	if len(items) == 0 {
+		return
+	}
+	roles, err := w.roles(tickCtx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.o.Log.Warn("watchdog: memory_max and agent updates not checked: read roles", "err", err)
+		}
+		return
+	}
+	w.watchMemory(tickCtx, items, roles)
+	w.watchBinaries(tickCtx, items, roles)
 }
 
 // watchOne folds new output into one session's memory, persists what

@@ -41,6 +41,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
 	mux.HandleFunc("POST /v1/reap", sv.handleReap)
 	sv.handleVerbs(mux)
+	sv.handleWorktrees(mux)
 	return mux
 }
 

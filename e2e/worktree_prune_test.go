@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/api"
 )
 
 // git runs git in dir and fails the test on an error.
@@ -53,6 +55,23 @@ worktree = true
 	os.WriteFile(filepath.Join(paths["wt-1"], "done.txt"), []byte("done\n"), 0o600)
 	git(t, paths["wt-1"], "add", "done.txt")
 	git(t, paths["wt-1"], "commit", "-q", "-m", "done")
+
+	// Views show each worktree: path, branch, dirty, ahead.
+	e.waitFor("the worktrees' state in get sessions", 20*time.Second, func() bool {
+		w0, w1 := e.worktreeOf("wt-0"), e.worktreeOf("wt-1")
+		return w0 != nil && w1 != nil && w0.Dirty && w0.Ahead == 0 && !w1.Dirty && w1.Ahead == 1
+	})
+	if w := e.worktreeOf("wt-1"); w.Path != paths["wt-1"] || w.Branch != "herd/wt-1" {
+		t.Errorf("[get sessions -o json] expected wt-1's worktree path and branch … got %+v", w)
+	}
+	wide := e.must("get", "sessions", "-o", "wide")
+	if !strings.Contains(wide, "herd/wt-0,dirty") || !strings.Contains(wide, "herd/wt-1,+1") {
+		t.Errorf("[-o wide] expected a WORKTREE column with dirty and ahead … got\n%s", wide)
+	}
+	if d := e.must("describe", "session", "wt-0"); !strings.Contains(d, "Worktree:") || !strings.Contains(d, paths["wt-0"]+" on herd/wt-0, uncommitted changes") {
+		t.Errorf("[describe] expected the worktree line … got\n%s", d)
+	}
+
 	e.must("delete", "role", "wt")
 	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
@@ -114,4 +133,13 @@ worktree = true
 	if len(ev) != 1 || ev[0].Reason != "removed" {
 		t.Errorf("[reap] expected one worktree removed event … got %+v", ev)
 	}
+}
+
+// worktreeOf is a session's worktree as get sessions -o json shows it.
+func (e *env) worktreeOf(name string) *api.Worktree {
+	var views []api.SessionView
+	if err := json.Unmarshal([]byte(e.must("get", "sessions", name, "-o", "json")), &views); err != nil || len(views) != 1 {
+		e.t.Fatalf("get sessions %s: %v", name, err)
+	}
+	return views[0].Worktree
 }

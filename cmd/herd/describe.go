@@ -78,6 +78,17 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 		kv("Command", strings.Join(d.Argv, " "))
 		kv("Workdir", d.Workdir)
 	}
+	if w := d.Worktree; w != nil {
+		state := "clean"
+		if w.Dirty {
+			state = "uncommitted changes"
+		}
+		ahead := fmt.Sprintf("%d commit(s) ahead of its base", w.Ahead)
+		if w.Ahead < 0 {
+			ahead = "its base is gone"
+		}
+		kv("Worktree", fmt.Sprintf("%s on %s, %s, %s", w.Path, w.Branch, state, ahead))
+	}
 	if d.Snapshot != nil {
 		kv("Resume snapshot", fmt.Sprintf("%s (agent %s, session id %s)", strings.Join(d.Snapshot.Argv, " "), dash(d.Snapshot.Agent), dash(d.Snapshot.AgentSessionID)))
 	}

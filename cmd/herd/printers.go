@@ -27,7 +27,7 @@ type printOpts struct {
 // (tmux or exec); the two liveness axes are PANE and PROCESS.
 const (
 	sessionHeader     = "NAME\tROLE\tSTATE\tPROCESS\tACTIVITY\tRESTARTS\tAGE\tLAST-EXIT"
-	sessionWideHeader = "\tRUNTIME\tPANE\tPID\tATTACHED\tHOST\tINCARNATION\tBACKOFF-UNTIL"
+	sessionWideHeader = "\tRUNTIME\tPANE\tPID\tATTACHED\tHOST\tINCARNATION\tBACKOFF-UNTIL\tWORKTREE"
 	roleHeader        = "NAME\tREPLICAS\tLIVE\tRUNNING\tRUNTIME\tAGENT\tPOLICY\tCOMMAND"
 	roleWideHeader    = "\tWORKDIR\tMAX-RESTARTS\tBACKOFF"
 )
@@ -67,7 +67,7 @@ func printSessions(w io.Writer, views []api.SessionView, o printOpts) error {
 			if o.fleet {
 				host = ""
 			}
-			row += fmt.Sprintf("\t%s\t%s\t%s\t%v%s\t%s\t%s", dash(v.RuntimeKind), paneText(v), pid, v.Attached, host, dash(v.Incarnation), backoff)
+			row += fmt.Sprintf("\t%s\t%s\t%s\t%v%s\t%s\t%s\t%s", dash(v.RuntimeKind), paneText(v), pid, v.Attached, host, dash(v.Incarnation), backoff, worktreeText(v.Worktree))
 		}
 		fmt.Fprintln(tw, row)
 	}
@@ -226,4 +226,23 @@ func clipText(s string, n int) string {
 		return s
 	}
 	return string(r[:n-3]) + "..."
+}
+
+// worktreeText is the WORKTREE column: the branch, then dirty when it has
+// uncommitted changes and +N for commits its base lacks; "-" for none.
+func worktreeText(w *api.Worktree) string {
+	if w == nil {
+		return "-"
+	}
+	s := w.Branch
+	if w.Dirty {
+		s += ",dirty"
+	}
+	switch {
+	case w.Ahead > 0:
+		s += fmt.Sprintf(",+%d", w.Ahead)
+	case w.Ahead < 0:
+		s += ",base-gone"
+	}
+	return s
 }

@@ -24,3 +24,15 @@ type PruneResult struct {
 	Worktrees []WorktreeRemoval `json:"worktrees"`
 	Error     string            `json:"error,omitempty"`
 }
+
+// Worktree is a session's git worktree as views show it.
+type Worktree struct {
+	Path   string `json:"path"`
+	Branch string `json:"branch"`
+	// Dirty: changes not committed (files copied in by worktree_include
+	// do not count).
+	Dirty bool `json:"dirty"`
+	// Ahead counts the branch's commits its base lacks; -1 when the base
+	// is gone.
+	Ahead int `json:"ahead"`
+}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"herd/internal/api"
 )
@@ -30,4 +32,30 @@ func (sv *Server) handlePrune(w http.ResponseWriter, r *http.Request) {
 		out.Error = err.Error()
 	}
 	reply(w, http.StatusOK, out)
+}
+
+// worktreeViewTimeout bounds how long a view waits for worktree status.
+const worktreeViewTimeout = 2 * time.Second
+
+// markWorktrees sets the worktree of the views of this host's sessions
+// that run in one (cached per tick in slots; a worktree not read in time
+// shows null rather than holding up the view).
+func (sv *Server) markWorktrees(ctx context.Context, views []api.SessionView) {
+	var names []string
+	for _, v := range views {
+		if v.Host == sv.st.Host() && !v.Unmanaged {
+			names = append(names, v.Name)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, worktreeViewTimeout)
+	defer cancel()
+	st := sv.o.Slots.WorktreeStatus(ctx, names)
+	for i := range views {
+		if s, ok := st[views[i].Name]; ok {
+			views[i].Worktree = &api.Worktree{Path: s.Path, Branch: s.Branch, Dirty: s.Dirty, Ahead: s.Ahead}
+		}
+	}
 }

@@ -68,6 +68,8 @@ type Slots struct {
 	stopSlots chan struct{}
 	// defs are the [restart] defaults roles inherit (a reload changes them).
 	defs defaults
+	// wtStatus caches the worktree status views show.
+	wtStatus worktree.StatusCache
 
 	mu sync.Mutex // guards the fields below
 	// stopsUnderWay holds, by session, the end of each bounded stop.
@@ -85,6 +87,7 @@ func New(o Options) *Slots {
 	if s.o.Worktrees == nil {
 		s.o.Worktrees = &worktree.Manager{}
 	}
+	s.wtStatus.M = s.o.Worktrees
 	return s
 }
 

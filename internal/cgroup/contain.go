@@ -269,10 +269,12 @@ func (c *Containment) OOMKilled(incarnation string) bool {
 }
 
 // RemoveStale removes the empty cgroups of incarnations keep does not
-// claim (left by a daemon that died between a stop and the removal). A
-// populated cgroup of an unknown incarnation is left alone and named in
-// the error: its processes are not known to be herd's to end.
-func (c *Containment) RemoveStale(ctx context.Context, keep func(incarnation string) bool) (removed []string, err error) {
+// claim (left by a daemon that died between a stop and the removal) that
+// were last changed at least minAge ago: another daemon sharing the
+// subtree may have just made one for a launch. A populated cgroup of an
+// unknown incarnation is left alone and named in the error: its processes
+// are not known to be herd's to end.
+func (c *Containment) RemoveStale(ctx context.Context, keep func(incarnation string) bool, minAge time.Duration) (removed []string, err error) {
 	if c.cg == nil {
 		return nil, nil
 	}
@@ -287,6 +289,9 @@ func (c *Containment) RemoveStale(ctx context.Context, keep func(incarnation str
 		}
 		g, err := c.cg.Open(inc)
 		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(g.Path); err != nil || time.Since(fi.ModTime()) < minAge {
 			continue
 		}
 		if pop, err := g.Populated(); err != nil || pop {

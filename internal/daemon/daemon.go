@@ -203,6 +203,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	// Adoption: the first probe round runs before the reconciler, so
 	// re-adopted agents are verified before anything is launched.
 	d.prober.Once(ctx)
+	d.slots.RemoveStaleCgroups(ctx)
 	g.Go("reconcile", func() { d.slots.Run(ctx) })
 	// Commands from other hosts run once this host's agents are adopted.
 	g.Go("commands", func() { d.commands.Run(ctx) })

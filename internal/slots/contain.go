@@ -3,10 +3,12 @@ package slots
 import (
 	"context"
 	"slices"
+	"time"
 
 	"herd"
 	"herd/internal/cgroup"
 	"herd/internal/runtime"
+	"herd/internal/store"
 )
 
 // containLaunch makes the incarnation's cgroup, with the role's limits,
@@ -70,5 +72,37 @@ func (s *Slots) launchStarted(ctx context.Context, l *cgroup.Launch, incarnation
 	}
 	if err := s.o.Contain.Release(ctx, incarnation); err != nil {
 		s.o.Log.Warn("cgroup of a failed launch not removed", "incarnation", incarnation, "err", err)
+	}
+}
+
+// staleCgroupAge is how long an empty, unrecorded cgroup must have been
+// left before the start-up sweep removes it.
+const staleCgroupAge = time.Minute
+
+// RemoveStaleCgroups removes the empty cgroups of incarnations that are no
+// longer open on this host (a daemon that died between a stop and the
+// cgroup's removal left them); the daemon calls it once at start, after
+// adoption.
+func (s *Slots) RemoveStaleCgroups(ctx context.Context) {
+	if s.o.Contain == nil || s.o.Contain.Mode() != cgroup.ModeCgroup {
+		return
+	}
+	open := map[string]bool{}
+	err := s.st.Store().View(ctx, func(tx store.Tx) error {
+		incs, err := tx.OpenIncarnationsOnHost(s.st.Host())
+		for _, inc := range incs {
+			open[inc.ID] = true
+		}
+		return err
+	})
+	if err != nil {
+		return
+	}
+	removed, err := s.o.Contain.RemoveStale(ctx, func(inc string) bool { return open[inc] }, staleCgroupAge)
+	if err != nil {
+		s.o.Log.Info("cgroups not removed at start", "why", err)
+	}
+	if len(removed) > 0 {
+		s.o.Log.Info("removed the cgroups of ended incarnations", "count", len(removed))
 	}
 }

@@ -382,3 +382,21 @@ func (c *Containment) Memory(incarnations []string) (map[string]TreeMemory, erro
 	}
 	return out, nil
 }
+
+// Members returns the pids in the incarnation's cgroup, and whether it has
+// one: where it does, the tree is read from the group instead of a scan of
+// every process's environment.
+func (c *Containment) Members(incarnation string) ([]int, bool) {
+	if c.cg == nil {
+		return nil, false
+	}
+	g, err := c.cg.Open(incarnation)
+	if err != nil {
+		return nil, false
+	}
+	pids, err := g.Procs()
+	if err != nil {
+		return nil, false
+	}
+	return pids, true
+}

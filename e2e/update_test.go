@@ -112,4 +112,10 @@ restart_on_update = true
 	if v, _ := e.session("upd-0"); v.Outdated {
 		t.Errorf("[upd-0] expected current after the restart … got %q", v.OutdatedReason)
 	}
+
+	// A rollout replaces the session left on the old binary.
+	e.must("rollout", "restart", "keep")
+	if v, _ := e.session("keep-0"); v.Incarnation == before["keep-0"] || v.Outdated {
+		t.Errorf("[rollout] expected keep-0 replaced and current … got %s outdated=%v %q", v.Incarnation, v.Outdated, v.OutdatedReason)
+	}
 }

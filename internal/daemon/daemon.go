@@ -143,6 +143,7 @@ func New(o Options) (*Daemon, error) {
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
 		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,
 	})
+	d.slots.SetBinaryUpdated(d.stalls.BinaryUpdated)
 	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
 	d.escalator.Metrics = d.metrics
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})

@@ -275,24 +275,13 @@ func (sv *Server) handleRollout(w http.ResponseWriter, r *http.Request) {
 // that run an older template than their role's, or an agent binary since
 // replaced on disk (binary_updated).
 func (sv *Server) markOutdated(ctx context.Context, views []api.SessionView) {
-	var updated map[string]string
-	if sv.o.Stalls != nil {
-		updated = sv.o.Stalls.BinaryUpdated()
-	}
 	verdicts, err := sv.o.Slots.Outdated(ctx, "")
 	if err != nil {
-		verdicts = nil // a view without the marker beats no view
+		return // a view without the marker beats no view
 	}
 	for i := range views {
-		var reasons []string
 		if v, ok := verdicts[views[i].Name]; ok {
-			reasons = append(reasons, v.Reason)
-		}
-		if _, ok := updated[views[i].Name]; ok && views[i].Host == sv.o.Status.Host() {
-			reasons = append(reasons, herd.ReasonBinaryUpdated)
-		}
-		if len(reasons) > 0 {
-			views[i].Outdated, views[i].OutdatedReason = true, strings.Join(reasons, "; ")
+			views[i].Outdated, views[i].OutdatedReason = true, v.Reason
 		}
 	}
 }

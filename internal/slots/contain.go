@@ -7,6 +7,7 @@ import (
 
 	"herd"
 	"herd/internal/cgroup"
+	"herd/internal/rollout"
 	"herd/internal/runtime"
 	"herd/internal/store"
 )
@@ -105,4 +106,27 @@ func (s *Slots) RemoveStaleCgroups(ctx context.Context) {
 	if len(removed) > 0 {
 		s.o.Log.Info("removed the cgroups of ended incarnations", "count", len(removed))
 	}
+}
+
+// SetBinaryUpdated gives Slots the watchdog's view of agents whose binary
+// was replaced on disk (session -> incarnation): they are OUTDATED (binary_updated), and a rollout
+// replaces them. Call it before Run.
+func (s *Slots) SetBinaryUpdated(f func() map[string]string) { s.updated = f }
+
+// binaryUpdated maps the sessions whose incarnation runs a replaced binary
+// to that incarnation (the watchdog's view).
+func (s *Slots) binaryUpdated() map[string]string {
+	if s.updated == nil {
+		return nil
+	}
+	return s.updated()
+}
+
+// withBinaryUpdated adds binary_updated to a verdict.
+func withBinaryUpdated(v rollout.Verdict) rollout.Verdict {
+	if v.Outdated {
+		v.Reason += "; " + herd.ReasonBinaryUpdated
+		return v
+	}
+	return rollout.Verdict{Outdated: true, Reason: herd.ReasonBinaryUpdated}
 }

@@ -70,6 +70,9 @@ type Slots struct {
 	defs defaults
 	// wtStatus caches the worktree status views show.
 	wtStatus worktree.StatusCache
+	// updated reports the sessions whose agent binary was replaced on
+	// disk (the watchdog's); set once before Run (SetBinaryUpdated).
+	updated func() map[string]string
 
 	mu sync.Mutex // guards the fields below
 	// stopsUnderWay holds, by session, the end of each bounded stop.

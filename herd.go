@@ -123,6 +123,9 @@ const (
 	// EventWorktree records what became of a session's git worktree when
 	// its role was deleted: reason removed, or kept (with why and where).
 	EventWorktree = "worktree"
+	// EventOutdated records that a session's agent binary was replaced on
+	// disk while it ran (reason binary_updated): it shows OUTDATED.
+	EventOutdated = "outdated"
 )
 
 // EventKinds lists the event kinds, in the order of PRODUCT.md.
@@ -132,7 +135,7 @@ var EventKinds = []string{
 	EventStalled, EventStallWarning, EventUnstalled, EventKilled,
 	EventReaped, EventStopped, EventResumed, EventRecovered,
 	EventEscalated, EventActivity, EventProbeUnknown, EventSummary,
-	EventNotified, EventRollout, EventWorktree,
+	EventNotified, EventRollout, EventWorktree, EventOutdated,
 }
 
 // Reasons: short machine words carried by events and exits.

@@ -180,11 +180,25 @@ func marked(marker string) []int {
 
 // TestStopEndsWholeTree: an agent with 50 children, one of which left its
 // process group and double-forked, all ignoring SIGTERM: after `herd stop`
-// and after a crash of the agent, no process of the tree is left; a
-// process that is not herd's is never touched.
+// and after a crash of the agent, no process of the tree is left, soon
+// after the grace period; a process that is not herd's is never
+// touched. It runs with the host's containment (a cgroup per incarnation
+// where herd can make one) and with the marker forced.
 func TestStopEndsWholeTree(t *testing.T) {
-	e := newEnv(t, fastRestart)
-	e.start()
+	for _, mode := range []string{"default", "marker"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t, fastRestart)
+			if mode == "marker" {
+				e.extraEnv = append(e.extraEnv, "HERD_CONTAINMENT=marker")
+			}
+			e.start()
+			got, _ := e.containment()
+			stopEndsWholeTree(t, e, got)
+		})
+	}
+}
+
+func stopEndsWholeTree(t *testing.T, e *env, mode string) {
 	canary := exec.Command("sleep", "300")
 	if err := canary.Start(); err != nil {
 		t.Fatal(err)
@@ -194,13 +208,19 @@ func TestStopEndsWholeTree(t *testing.T) {
 	e.must("run", "tree", "--runtime", "exec", "--restart", "never", "--", "sh", "-c", treeScript)
 	v := e.waitState("tree-0", herd.StateRunning, 20*time.Second)
 	e.waitFor("52 processes in the tree", 20*time.Second, func() bool { return len(marked(v.Incarnation)) >= 52 })
+	const grace = 2 * time.Second
 	start := time.Now()
-	e.must("stop", "tree-0")
+	e.must("stop", "tree-0", "--grace", grace.String())
 	took := time.Since(start)
 	if left := marked(v.Incarnation); len(left) > 0 {
 		t.Errorf("[stop] expected no process of the tree left … %d left: %v", len(left), left)
 	}
-	t.Logf("stop of a %d-process tree took %s", 52, took)
+	// grace + 1s on an idle machine; the bound leaves room for a loaded
+	// one (every /proc scan and signal is slower there).
+	if took > grace+5*time.Second {
+		t.Errorf("[stop] expected the tree gone within grace + 5s … took %s", took)
+	}
+	t.Logf("containment %s: stop of a %d-process tree (grace %s) took %s", mode, 52, grace, took.Round(time.Millisecond))
 
 	// A crash: the agent dies, its children are ended by the crash cleanup.
 	e.must("resume", "tree-0")

@@ -96,7 +96,7 @@ func TestGetKubectlGrammar(t *testing.T) {
 
 	wide := e.must("get", "sessions", "-o", "wide")
 	header := strings.Fields(strings.SplitN(wide, "\n", 2)[0])
-	want := []string{"NAME", "ROLE", "STATE", "PROCESS", "ACTIVITY", "RESTARTS", "AGE", "LAST-EXIT", "RUNTIME", "PANE", "PID", "ATTACHED", "HOST", "INCARNATION", "BACKOFF-UNTIL"}
+	want := []string{"NAME", "ROLE", "STATE", "PROCESS", "ACTIVITY", "RESTARTS", "AGE", "LAST-EXIT", "RUNTIME", "PANE", "PID", "ATTACHED", "HOST", "INCARNATION", "BACKOFF-UNTIL", "WORKTREE"}
 	if strings.Join(header, " ") != strings.Join(want, " ") {
 		t.Errorf("[-o wide] expected columns %v, got %v", want, header)
 	}

@@ -82,6 +82,17 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 		kv("Command", strings.Join(d.Argv, " "))
 		kv("Workdir", d.Workdir)
 	}
+	if w := d.Worktree; w != nil {
+		state := "clean"
+		if w.Dirty {
+			state = "uncommitted changes"
+		}
+		ahead := fmt.Sprintf("%d commit(s) ahead of its base", w.Ahead)
+		if w.Ahead < 0 {
+			ahead = "its base is gone"
+		}
+		kv("Worktree", fmt.Sprintf("%s on %s, %s, %s", w.Path, w.Branch, state, ahead))
+	}
 	if d.Snapshot != nil {
 		kv("Resume snapshot", fmt.Sprintf("%s (agent %s, session id %s)", strings.Join(d.Snapshot.Argv, " "), cells.Dash(d.Snapshot.Agent), cells.Dash(d.Snapshot.AgentSessionID)))
 	}
@@ -103,6 +114,10 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	if m, ok := d.Diagnostics.(map[string]any); ok {
 		kv("Diagnostics", fmt.Sprintf("state %v, cpu %s%%, rss %s, threads %v, fds %v, own tcp %v, wchan %v",
 			m["proc_state"], num(m["cpu_percent"]), bytesText(m["rss_bytes"]), m["threads"], m["fds"], m["tcp_established"], dashAny(m["wchan"])))
+		if cg, ok := m["cgroup"].(map[string]any); ok {
+			kv("Cgroup", fmt.Sprintf("cpu %ss, memory %s (%v), oom kills %v",
+				num(cg["cpu_seconds"]), bytesText(cg["memory_bytes"]), cg["memory_source"], cg["oom_kills"]))
+		}
 		if kids, ok := m["children"].([]any); ok && len(kids) > 0 {
 			var parts []string
 			for _, k := range kids {

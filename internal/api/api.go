@@ -40,6 +40,9 @@ type SessionView struct {
 	OutdatedReason string `json:"outdated_reason,omitempty"`
 	// Unmanaged marks a herd-named tmux session with no record (left for the reaper).
 	Unmanaged bool `json:"unmanaged,omitempty"`
+	// Worktree is the session's own git worktree; nil when it runs in its
+	// role's workdir.
+	Worktree *Worktree `json:"worktree"`
 }
 
 // Attention reports whether the session shows "!": an open escalation or

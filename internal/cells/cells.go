@@ -156,3 +156,22 @@ func Bytes(f float64) string {
 	}
 	return fmt.Sprintf("%.0fK", f/(1<<10))
 }
+
+// Worktree is the WORKTREE cell: the branch, then dirty when it has
+// uncommitted changes and +N for commits its base lacks; "-" for none.
+func Worktree(w *api.Worktree) string {
+	if w == nil {
+		return "-"
+	}
+	s := w.Branch
+	if w.Dirty {
+		s += ",dirty"
+	}
+	switch {
+	case w.Ahead > 0:
+		s += fmt.Sprintf(",+%d", w.Ahead)
+	case w.Ahead < 0:
+		s += ",base-gone"
+	}
+	return s
+}

@@ -97,8 +97,8 @@ func Run(ctx context.Context, o Options) error {
 	defer st.Close()
 	d, err := daemon.New(daemon.Options{
 		StateDir: dir, Config: cfg, Store: st, Version: o.Version, StopGrace: 2 * time.Second,
-		CaptureCommand: daemon.CaptureCommand(),
-		Logger:         slog.New(slog.NewTextHandler(logFile, nil)),
+		CaptureCommand: daemon.CaptureCommand(), EnterCommand: daemon.EnterCommand(),
+		Logger: slog.New(slog.NewTextHandler(logFile, nil)),
 	})
 	if err != nil {
 		return err

@@ -41,6 +41,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
 	mux.HandleFunc("POST /v1/reap", sv.handleReap)
 	sv.handleVerbs(mux)
+	sv.handleWorktrees(mux)
 	return mux
 }
 
@@ -91,6 +92,7 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sv.markOutdated(r.Context(), views)
+	sv.markWorktrees(r.Context(), views)
 	views = append(views, sv.unmanagedViews()...)
 	reply(w, http.StatusOK, views)
 }
@@ -169,6 +171,7 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	}
 	one := []api.SessionView{det.SessionView}
 	sv.markOutdated(r.Context(), one)
+	sv.markWorktrees(r.Context(), one)
 	det.SessionView = one[0]
 	sv.o.Stalls.Describe(&det)
 	if sv.o.Notify != nil {

@@ -459,6 +459,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--exit-code", "300"}, "out of range"},
 		{[]string{"--exit-after", "-1s"}, "must not be negative"},
 		{[]string{"--children", "1000"}, "out of range"},
+		{[]string{"--alloc-mb", "-1"}, "out of range"},
+		{[]string{"--alloc-mb", "5000"}, "out of range"},
 		{[]string{"--stderr-lines", "-1"}, "out of range"},
 		{[]string{"--hooks", "Stop,Pre Tool"}, "invalid event"},
 		{[]string{"--hooks", "PreToolUse:$(rm)"}, "invalid argument"},

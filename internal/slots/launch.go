@@ -167,7 +167,9 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		if err := s.writeAhead(ctx, ses, inc); err != nil {
 			return err
 		}
+		cg := s.containLaunch(role, &spec, data)
 		l, startErr = s.start(ctx, role, spec, prevRoot)
+		s.launchStarted(ctx, cg, inc.ID, startErr)
 	}
 
 	if startErr != nil {

@@ -40,6 +40,11 @@ type Manager struct {
 	// (set once, before the daemon runs; see OnChange).
 	changed func()
 
+	// OOMKilled, when set, reports whether the kernel killed a process of
+	// an incarnation for its memory limit: such a death is recorded with
+	// reason oom. Set before the daemon runs.
+	OOMKilled func(inc string) bool
+
 	// locks serializes every state change of one session (launch, death,
 	// stop), so that two paths never act on the same slot at once. A
 	// session's lock is taken before any lock of a component.

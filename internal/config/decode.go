@@ -102,6 +102,10 @@ type fileRole struct {
 	MemoryMax       *string `toml:"memory_max"`
 	PidsMax         *int64  `toml:"pids_max"`
 	RestartOnUpdate *bool   `toml:"restart_on_update"`
+
+	Hosts    any   `toml:"hosts"`
+	Spread   *bool `toml:"spread"`
+	Failover *bool `toml:"failover"`
 }
 
 // decode strictly decodes data: unknown keys and mistyped values are errors.

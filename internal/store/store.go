@@ -121,6 +121,16 @@ type Tx interface {
 	// DeleteHost forgets the host called name; its sessions stay.
 	DeleteHost(name string) error
 
+	// Placements lists every placement, by role and index.
+	Placements() ([]herd.Placement, error)
+	// PlacementsOnHost lists the placements on host, by role and index.
+	PlacementsOnHost(host string) ([]herd.Placement, error)
+	// PutPlacement inserts or replaces the placement of p's role and index.
+	PutPlacement(p herd.Placement) error
+	// DeletePlacement forgets the placement of one slot; deleting a
+	// missing one is not an error.
+	DeletePlacement(role string, index int) error
+
 	// AddCommand stores a new command and sets c.ID; ids increase.
 	AddCommand(c *herd.Command) error
 	// Command returns the command with id, or an error wrapping ErrNotFound.

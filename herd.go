@@ -152,8 +152,8 @@ const (
 	ReasonScaledDown     = "scaled_down"
 	// ReasonMoved: the slot was placed on another host (a placement
 	// changed, or failover moved it while this host was away).
-	ReasonMoved = "moved"
-	ReasonLaunchFailed   = "launch_failed"
+	ReasonMoved        = "moved"
+	ReasonLaunchFailed = "launch_failed"
 )
 
 // Environment variables herd sets in every agent's environment.

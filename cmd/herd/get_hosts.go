@@ -102,7 +102,11 @@ func printHosts(w io.Writer, views []api.HostView, o printOpts) error {
 		if len(boot) > 8 {
 			boot = boot[:8]
 		}
-		row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", v.Name, v.Daemon, v.Sessions, beat, dash(boot))
+		daemon := v.Daemon
+		if v.Leader {
+			daemon += " (leader)" // of placement
+		}
+		row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", v.Name, daemon, v.Sessions, beat, dash(boot))
 		if o.wide {
 			started := "-"
 			if v.StartedAt != nil {

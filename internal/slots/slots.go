@@ -45,7 +45,10 @@ type Options struct {
 	// forks), found by cgroup or by the HERD_INCARNATION marker; nil ends
 	// the process group only.
 	Contain *cgroup.Containment
-	Log     *slog.Logger
+	// HostTimeout ([fleet] host_timeout): another host's daemon silent
+	// this long is stale, and its slots of a failover role may move here.
+	HostTimeout time.Duration
+	Log         *slog.Logger
 }
 
 // Slots launches and stops this host's sessions.

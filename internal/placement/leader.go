@@ -1,0 +1,221 @@
+package placement
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/hosts"
+	"herd/internal/loop"
+	"herd/internal/store"
+)
+
+// LockKey is the PostgreSQL advisory lock the placement leader holds:
+// "herdplac".
+const LockKey = 0x68657264706c6163
+
+// KVLeader is the kv key naming the host whose daemon leads placement.
+const KVLeader = "placement_leader"
+
+// Options configure a Leader.
+type Options struct {
+	Store store.Store
+	// Host is this daemon's host.
+	Host string
+	// HostTimeout: a host whose heartbeat is older is not up (its slots
+	// move only with failover).
+	HostTimeout time.Duration
+	// Interval is how often the leader assigns, and how often the others
+	// try to become the leader.
+	Interval time.Duration
+	// Changed is called after a pass changed placements (the local
+	// reconciler runs at once).
+	Changed func()
+	Log     *slog.Logger
+}
+
+// Leader is the placement leader election and, while this daemon leads,
+// the assignment pass. On a store that can elect (store.Locker) one
+// daemon at a time leads: whoever holds the advisory lock; when its
+// daemon goes away the server releases the lock and the next daemon to
+// try takes it. On any other store (SQLite: one daemon) this daemon
+// leads.
+type Leader struct {
+	o    Options
+	kick chan struct{}
+
+	mu sync.Mutex // guards the fields below
+	// lock is the held election lock; nil when not leading (or with no
+	// Locker).
+	lock    store.Lock
+	leading bool
+}
+
+// NewLeader returns a Leader; Run elects and assigns.
+func NewLeader(o Options) *Leader {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.Changed == nil {
+		o.Changed = func() {}
+	}
+	return &Leader{o: o, kick: make(chan struct{}, 1)}
+}
+
+// Leading reports whether this daemon leads placement now.
+func (l *Leader) Leading() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leading
+}
+
+// Kick asks for a pass now (a role was applied or scaled).
+func (l *Leader) Kick() { loop.Wake(l.kick) }
+
+// Run tries to lead every interval and, while leading, assigns; it
+// gives the lock up when ctx is done.
+func (l *Leader) Run(ctx context.Context) {
+	defer l.resign("shutdown")
+	loop.Loop{Name: "placement", Log: l.o.Log, Every: l.o.Interval, Trigger: l.kick}.Run(ctx, func(ctx context.Context) time.Duration {
+		if !l.elect(ctx) {
+			return 0
+		}
+		c, err := l.Pass(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				l.o.Log.Warn("placement pass", "err", err)
+			}
+			return 0
+		}
+		if !c.Empty() {
+			l.o.Log.Info("placement changed", "put", len(c.Put), "forgotten", len(c.Delete))
+			l.o.Changed()
+		}
+		return 0
+	})
+}
+
+// elect reports whether this daemon leads, taking the lock when free and
+// checking a held one.
+func (l *Leader) elect(ctx context.Context) bool {
+	locker, ok := l.o.Store.(store.Locker)
+	if !ok {
+		l.setLeading(true, nil)
+		return true
+	}
+	l.mu.Lock()
+	held := l.lock
+	l.mu.Unlock()
+	if held != nil {
+		if err := held.Check(ctx); err != nil {
+			if ctx.Err() == nil {
+				l.o.Log.Warn("placement leadership lost", "err", err)
+				l.resign("lost")
+			}
+			return false
+		}
+		return true
+	}
+	lock, err := locker.TryLock(ctx, LockKey)
+	if err != nil {
+		if ctx.Err() == nil {
+			l.o.Log.Warn("placement election", "err", err)
+		}
+		return false
+	}
+	if lock == nil {
+		return false
+	}
+	l.setLeading(true, lock)
+	l.o.Log.Info("placement leader", "host", l.o.Host)
+	return true
+}
+
+func (l *Leader) setLeading(leading bool, lock store.Lock) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leading, l.lock = leading, lock
+}
+
+// resign gives a held lock up.
+func (l *Leader) resign(why string) {
+	l.mu.Lock()
+	lock := l.lock
+	l.lock, l.leading = nil, false
+	l.mu.Unlock()
+	if lock != nil {
+		lock.Release()
+		l.o.Log.Info("placement leadership given up", "host", l.o.Host, "why", why)
+	}
+}
+
+// Pass runs one assignment in one transaction: the roles, the current
+// placements and the hosts up now (this one always) go through Assign,
+// and its change is written. The leader records itself in kv.
+func (l *Leader) Pass(ctx context.Context) (Change, error) {
+	var c Change
+	err := l.o.Store.Update(ctx, func(tx store.Tx) error {
+		c = Change{}
+		roles, err := tx.Roles()
+		if err != nil {
+			return err
+		}
+		current, err := tx.Placements()
+		if err != nil {
+			return err
+		}
+		if err := l.recordLeader(tx); err != nil {
+			return err
+		}
+		placed := false
+		for _, r := range roles {
+			placed = placed || r.Placed()
+		}
+		if !placed && len(current) == 0 {
+			return nil
+		}
+		all, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		live := Live(l.o.Host, all, now, l.o.HostTimeout)
+		c = Assign(roles, current, live, now)
+		for _, p := range c.Put {
+			if err := tx.PutPlacement(p); err != nil {
+				return err
+			}
+		}
+		for _, s := range c.Delete {
+			if err := tx.DeletePlacement(s.Role, s.Index); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return c, err
+}
+
+// recordLeader names this host in kv as the leader, writing only when it
+// changed.
+func (l *Leader) recordLeader(tx store.Tx) error {
+	v, ok, err := tx.KV(KVLeader)
+	if err != nil || (ok && v == l.o.Host) {
+		return err
+	}
+	return tx.PutKV(KVLeader, l.o.Host)
+}
+
+// Live is the set of hosts up at now: a heartbeat within timeout, and
+// self, which is answering.
+func Live(self string, all []herd.Host, now time.Time, timeout time.Duration) map[string]bool {
+	live := map[string]bool{self: true}
+	for _, h := range all {
+		if hosts.Status(h, now, timeout) == hosts.Up {
+			live[h.Name] = true
+		}
+	}
+	return live
+}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -95,6 +96,8 @@ func TestFleetPlacement(t *testing.T) {
 		l := leader(p)
 		return l != "" && l != first
 	})
+	// Once the old leader's host is stale, new slots go to the live ones.
+	p.waitFor("the old leader's host stale", 20*time.Second, func() bool { return p.hosts()[first].Daemon == "stale" })
 	p.must("scale", "sp", "--replicas", "5")
 	p.waitFor("sp-3 and sp-4 placed on live hosts", 30*time.Second, func() bool {
 		sp := hostsOf(p, "sp", herd.StateRunning)
@@ -121,13 +124,18 @@ func TestFleetPlacement(t *testing.T) {
 	b.kill(syscall.SIGKILL)
 	killed := time.Now()
 	a.waitFor("fo-0 moved to c", 30*time.Second, func() bool { return hostsOf(a, "fo", herd.StateRunning)["fo-0"] == "c" })
-	if d := time.Since(killed); d < 3*time.Second {
-		t.Errorf("expected the move only after the 3s host timeout, took %v", d)
+	// b beat last at most one beat (1s) before it died: stale 2s to 3s after.
+	if d := time.Since(killed); d < 2*time.Second {
+		t.Errorf("expected the move only once b is stale (host timeout 3s, a beat every 1s), took %v", d)
 	}
 	if v, _ := a.session("onb-0"); v.Host != "b" || v.State != herd.StateUnknown {
 		t.Errorf("expected onb-0 (no failover) unknown on b, got %s on %s", v.State, v.Host)
 	}
 	// b comes back: its copy of fo-0 is ended (moved), c's stays.
+	copies := sessionPIDs(b, "fo-0")
+	if len(copies) == 0 {
+		t.Fatalf("expected b's copy of fo-0 alive while b's daemon is away")
+	}
 	b.start()
 	a.waitFor("b's copy of fo-0 stopped as moved", 30*time.Second, func() bool {
 		for _, ev := range a.events("--session", "fo-0", "--kind", herd.EventStopped) {
@@ -140,7 +148,24 @@ func TestFleetPlacement(t *testing.T) {
 	if v, _ := a.session("fo-0"); v.Host != "c" || v.State != herd.StateRunning {
 		t.Errorf("expected fo-0 running on c after b came back, got %s on %s", v.State, v.Host)
 	}
-	if n := len(b.agentPIDs()); n != 1 {
-		t.Errorf("expected b to run only onb-0 after it came back, got %d agents", n)
+	b.waitFor("b's copy of fo-0 gone", 10*time.Second, func() bool { return len(sessionPIDs(b, "fo-0")) == 0 })
+	if n := len(sessionPIDs(envs["c"], "fo-0")); n != 1 {
+		t.Errorf("expected c's fo-0 alive, got %d processes", n)
 	}
+	if n := count(a.events("--session", "fo-0", "--kind", herd.EventStopped), herd.EventStopped); n != 1 {
+		t.Errorf("expected exactly one stopped event of fo-0, got %d", n)
+	}
+}
+
+// sessionPIDs lists e's agent processes of session name.
+func sessionPIDs(e *env, name string) []int {
+	var out []int
+	want := []byte(herd.EnvSession + "=" + name + "\x00")
+	for _, pid := range e.agentPIDs() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err == nil && bytes.Contains(b, want) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

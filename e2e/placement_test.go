@@ -155,6 +155,30 @@ func TestFleetPlacement(t *testing.T) {
 	if n := count(a.events("--session", "fo-0", "--kind", herd.EventStopped), herd.EventStopped); n != 1 {
 		t.Errorf("expected exactly one stopped event of fo-0, got %d", n)
 	}
+
+	// Deleting a placed role from one host stops its sessions on every
+	// host (each through its own daemon's stop path).
+	started := time.Now()
+	if msg := a.must("delete", "role", "sp"); !strings.Contains(msg, "role sp deleted") {
+		t.Errorf("expected role sp deleted, got %q", msg)
+	}
+	t.Logf("delete role sp across three hosts: %v", time.Since(started))
+	for _, e := range envs {
+		if n := len(e.sessions()); n == 0 {
+			continue
+		}
+		for _, v := range e.sessions() {
+			if v.Role == "sp" {
+				t.Errorf("expected no sp session left, got %+v", v)
+			}
+		}
+		for _, pid := range e.agentPIDs() {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			if bytes.Contains(b, []byte(herd.EnvSession+"=sp-")) {
+				t.Errorf("expected every sp agent ended, pid %d lives", pid)
+			}
+		}
+	}
 }
 
 // sessionPIDs lists e's agent processes of session name.

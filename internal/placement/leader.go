@@ -79,23 +79,33 @@ func (l *Leader) Kick() { loop.Wake(l.kick) }
 func (l *Leader) Run(ctx context.Context) {
 	defer l.resign("shutdown")
 	loop.Loop{Name: "placement", Log: l.o.Log, Every: l.o.Interval, Trigger: l.kick}.Run(ctx, func(ctx context.Context) time.Duration {
-		if !l.elect(ctx) {
-			return 0
-		}
-		c, err := l.Pass(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				l.o.Log.Warn("placement pass", "err", err)
-			}
-			return 0
-		}
-		if !c.Empty() {
-			l.o.Log.Info("placement changed", "put", len(c.Put), "forgotten", len(c.Delete))
-			l.o.Changed()
-		}
+		l.Tick(ctx)
 		return 0
 	})
 }
+
+// Tick is one round of Run: take or check the lead, and while leading
+// run one pass; it reports whether this daemon leads.
+func (l *Leader) Tick(ctx context.Context) bool {
+	if !l.elect(ctx) {
+		return false
+	}
+	c, err := l.Pass(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			l.o.Log.Warn("placement pass", "err", err)
+		}
+		return true
+	}
+	if !c.Empty() {
+		l.o.Log.Info("placement changed", "put", len(c.Put), "forgotten", len(c.Delete))
+		l.o.Changed()
+	}
+	return true
+}
+
+// Close gives a held lead up (Run does when its context ends).
+func (l *Leader) Close() { l.resign("closed") }
 
 // elect reports whether this daemon leads, taking the lock when free and
 // checking a held one.

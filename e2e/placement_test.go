@@ -156,6 +156,14 @@ func TestFleetPlacement(t *testing.T) {
 		t.Errorf("expected exactly one stopped event of fo-0, got %d", n)
 	}
 
+	// The leading daemon holds its pool, its listener and the lock within
+	// 4 connections.
+	if l := leader(a); l == "" {
+		t.Errorf("expected a placement leader at the end")
+	} else if n := connections(t, dsn, l); n > 4 || n == 0 {
+		t.Errorf("expected the leader %s to hold 1..4 connections, got %d", l, n)
+	}
+
 	// Deleting a placed role from one host stops its sessions on every
 	// host (each through its own daemon's stop path).
 	started := time.Now()

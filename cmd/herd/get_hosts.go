@@ -28,7 +28,7 @@ func newGetHostsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "hosts [NAME...]",
 		Aliases: []string{"host", "h"},
-		Short:   "List the fleet's hosts: daemon up or stale, sessions, heartbeat age, boot",
+		Short:   "List the fleet's hosts: daemon up or stale (and which leads placement), sessions, heartbeat age, boot",
 		Example: `  herd get hosts
   herd get hosts -l daemon=stale
   herd get hosts -o json`,

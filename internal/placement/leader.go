@@ -161,38 +161,30 @@ func (l *Leader) resign(why string) {
 	}
 }
 
-// Pass runs one assignment in one transaction: the roles, the current
-// placements and the hosts up now (this one always) go through Assign,
-// and its change is written. The leader records itself in kv.
+// Pass runs one assignment: the roles, the current placements and the
+// hosts up now (this one always) go through Assign, and its change is
+// written; the leader also names itself in kv. The steady state (nothing
+// to change) is one read-only transaction; only a change takes a write
+// transaction, which reads and decides again inside it.
 func (l *Leader) Pass(ctx context.Context) (Change, error) {
 	var c Change
-	err := l.o.Store.Update(ctx, func(tx store.Tx) error {
-		c = Change{}
-		roles, err := tx.Roles()
-		if err != nil {
+	var write bool
+	err := l.o.Store.View(ctx, func(tx store.Tx) error {
+		var err error
+		c, write, err = l.plan(tx)
+		return err
+	})
+	if err != nil || !write {
+		return c, err
+	}
+	err = l.o.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		if c, write, err = l.plan(tx); err != nil || !write {
 			return err
 		}
-		current, err := tx.Placements()
-		if err != nil {
+		if err := tx.PutKV(KVLeader, l.o.Host); err != nil {
 			return err
 		}
-		if err := l.recordLeader(tx); err != nil {
-			return err
-		}
-		placed := false
-		for _, r := range roles {
-			placed = placed || r.Placed()
-		}
-		if !placed && len(current) == 0 {
-			return nil
-		}
-		all, err := tx.Hosts()
-		if err != nil {
-			return err
-		}
-		now := time.Now().UTC()
-		live := Live(l.o.Host, all, now, l.o.HostTimeout)
-		c = Assign(roles, current, live, now)
 		for _, p := range c.Put {
 			if err := tx.PutPlacement(p); err != nil {
 				return err
@@ -208,14 +200,37 @@ func (l *Leader) Pass(ctx context.Context) (Change, error) {
 	return c, err
 }
 
-// recordLeader names this host in kv as the leader, writing only when it
-// changed.
-func (l *Leader) recordLeader(tx store.Tx) error {
+// plan reads what a pass needs and returns its change, and whether
+// anything is to be written (the change, or kv not naming this leader).
+// A store with no placed role and no placement reads no hosts.
+func (l *Leader) plan(tx store.Tx) (c Change, write bool, err error) {
 	v, ok, err := tx.KV(KVLeader)
-	if err != nil || (ok && v == l.o.Host) {
-		return err
+	if err != nil {
+		return c, false, err
 	}
-	return tx.PutKV(KVLeader, l.o.Host)
+	write = !ok || v != l.o.Host
+	roles, err := tx.Roles()
+	if err != nil {
+		return c, false, err
+	}
+	current, err := tx.Placements()
+	if err != nil {
+		return c, false, err
+	}
+	placed := false
+	for _, r := range roles {
+		placed = placed || r.Placed()
+	}
+	if !placed && len(current) == 0 {
+		return c, write, nil
+	}
+	all, err := tx.Hosts()
+	if err != nil {
+		return c, false, err
+	}
+	now := time.Now().UTC()
+	c = Assign(roles, current, Live(l.o.Host, all, now, l.o.HostTimeout), now)
+	return c, write || !c.Empty(), nil
 }
 
 // Live is the set of hosts up at now: a heartbeat within timeout, and

@@ -184,6 +184,18 @@ func BenchmarkFleetPlacement(b *testing.B) {
 	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "ms/host-tick-p50")
 	b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds())/1000, "ms/host-tick-p99")
 	b.ReportMetric(float64(maxConns), "max-conns/store")
+	// One host ticking alone: its own cost, without nine others beside it
+	// on the same cores.
+	var alone []time.Duration
+	for range 20 {
+		start := time.Now()
+		if err := tick(1); err != nil {
+			b.Fatal(err)
+		}
+		alone = append(alone, time.Since(start))
+	}
+	sort.Slice(alone, func(i, j int) bool { return alone[i] < alone[j] })
+	b.ReportMetric(float64(alone[len(alone)/2].Microseconds())/1000, "ms/host-tick-alone-p50")
 
 	// A real daemon views the fleet, then leads it.
 	vdir := b.TempDir()

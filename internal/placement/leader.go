@@ -163,7 +163,7 @@ func (l *Leader) resign(why string) {
 
 // Pass runs one assignment: the roles, the current placements and the
 // hosts up now (this one always) go through Assign, and its change is
-// written; the leader also names itself in kv. The steady state (nothing
+// written; an elected leader also names itself in kv. The steady state (nothing
 // to change) is one read-only transaction; only a change takes a write
 // transaction, which reads and decides again inside it.
 func (l *Leader) Pass(ctx context.Context) (Change, error) {
@@ -182,8 +182,10 @@ func (l *Leader) Pass(ctx context.Context) (Change, error) {
 		if c, write, err = l.plan(tx); err != nil || !write {
 			return err
 		}
-		if err := tx.PutKV(KVLeader, l.o.Host); err != nil {
-			return err
+		if _, elected := l.o.Store.(store.Locker); elected {
+			if err := tx.PutKV(KVLeader, l.o.Host); err != nil {
+				return err
+			}
 		}
 		for _, p := range c.Put {
 			if err := tx.PutPlacement(p); err != nil {
@@ -204,11 +206,15 @@ func (l *Leader) Pass(ctx context.Context) (Change, error) {
 // anything is to be written (the change, or kv not naming this leader).
 // A store with no placed role and no placement reads no hosts.
 func (l *Leader) plan(tx store.Tx) (c Change, write bool, err error) {
-	v, ok, err := tx.KV(KVLeader)
-	if err != nil {
-		return c, false, err
+	if _, elected := l.o.Store.(store.Locker); elected {
+		// Named only where there is an election: a lone daemon leads
+		// trivially.
+		v, ok, err := tx.KV(KVLeader)
+		if err != nil {
+			return c, false, err
+		}
+		write = !ok || v != l.o.Host
 	}
-	write = !ok || v != l.o.Host
 	roles, err := tx.Roles()
 	if err != nil {
 		return c, false, err

@@ -48,7 +48,9 @@ func TestPlacedSlots(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	place := func(host string) func(tx store.Tx) error {
-		return func(tx store.Tx) error { return tx.PutPlacement(herd.Placement{Role: "p", Index: 0, Host: host, AssignedAt: now}) }
+		return func(tx store.Tx) error {
+			return tx.PutPlacement(herd.Placement{Role: "p", Index: 0, Host: host, AssignedAt: now})
+		}
 	}
 	beat := func(at time.Time) func(tx store.Tx) error {
 		return func(tx store.Tx) error { return tx.PutHost(herd.Host{Name: "o", HeartbeatAt: at}) }

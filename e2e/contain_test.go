@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"herd"
+
+	clientmodel "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // gitRepo makes a repository with one commit in a temp dir.
@@ -215,8 +219,11 @@ func TestStopEndsWholeTree(t *testing.T) {
 }
 
 // TestMetricsServed: with [metrics] listen set, the daemon serves
-// Prometheus text with its sessions by state and the crashes it counted.
+// Prometheus text (parsed with the Prometheus text parser) with its
+// sessions by state, the crashes and restarts it counted, its probe and
+// tick durations as histograms, and /debug/pprof on the same listener.
 func TestMetricsServed(t *testing.T) {
+	hasTmux(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -226,15 +233,45 @@ func TestMetricsServed(t *testing.T) {
 	e := newEnv(t, fastRestart+fmt.Sprintf("[metrics]\nlisten = %q\n", addr))
 	e.start()
 	e.must("run", "m", "--runtime", "exec", "--", "sh", "-c", "sleep 0.3; exit 1")
-	e.waitFor("a crash counted", 20*time.Second, func() bool {
+	e.must("run", "t", "--", "sleep", "300") // a tmux session: probe rounds list tmux, and are timed
+	e.waitFor("a crash and a restart counted, a probe timed", 20*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			return false
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(b), `herd_crashes_total{reason="exit_code"}`) && strings.Contains(string(b), "herd_sessions{")
+		return strings.Contains(string(b), `herd_crashes_total{reason="exit_code"}`) && strings.Contains(string(b), "herd_sessions{") &&
+			strings.Contains(string(b), `herd_restarts_total{role="m"}`) && strings.Contains(string(b), "herd_probe_duration_seconds_bucket")
 	})
+	fetch := func(path string) (string, int) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), resp.StatusCode
+	}
+	// The whole scrape parses with the Prometheus text parser and has each
+	// family the daemon promises.
+	body, _ := fetch("/metrics")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("the Prometheus text parser rejected the daemon's scrape: %v\n%s", err, body)
+	}
+	for _, name := range []string{"herd_sessions", "herd_restarts_total", "herd_crashes_total", "herd_probe_duration_seconds", "herd_tick_duration_seconds"} {
+		if _, ok := families[name]; !ok {
+			t.Errorf("expected %s in the scrape", name)
+		}
+	}
+	if f := families["herd_probe_duration_seconds"]; f != nil && f.GetType() != clientmodel.MetricType_HISTOGRAM {
+		t.Errorf("expected herd_probe_duration_seconds a histogram, got %v", f.GetType())
+	}
+	if b, code := fetch("/debug/pprof/"); code != http.StatusOK || !strings.Contains(b, "goroutine") {
+		t.Errorf("expected /debug/pprof behind the same listener, got %d", code)
+	}
 }
 
 // TestCleanShutdownLogsNoError: regression — a daemon stopped with

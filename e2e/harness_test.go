@@ -200,7 +200,7 @@ func (e *env) must(args ...string) string {
 func (e *env) sessions() []api.SessionView {
 	e.t.Helper()
 	var views []api.SessionView
-	if err := json.Unmarshal([]byte(e.must("get", "sessions", "-o", "json")), &views); err != nil {
+	if err := json.Unmarshal([]byte(e.must("get", "sessions", "--show-archived", "-o", "json")), &views); err != nil {
 		e.t.Fatal(err)
 	}
 	return views

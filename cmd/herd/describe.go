@@ -7,9 +7,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
 	"herd"
 	"herd/internal/api"
+	"herd/internal/cells"
+
+	"github.com/spf13/cobra"
 )
 
 func newDescribeCmd(g *globals) *cobra.Command {
@@ -52,22 +54,22 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	kv("Name", d.Name)
 	kv("Role", d.Role)
 	kv("Host", d.Host)
-	kv("State", fmt.Sprintf("%s (since %s ago)", d.State, shortDur(now.Sub(d.StateSince))))
+	kv("State", fmt.Sprintf("%s (since %s ago)", d.State, cells.ShortDur(now.Sub(d.StateSince))))
 	// The same words as the table's columns: RUNTIME is tmux or exec, the
 	// liveness axes are PANE and PROCESS.
-	kv("Runtime", dash(d.RuntimeKind))
+	kv("Runtime", cells.Dash(d.RuntimeKind))
 	if d.RuntimeKind != herd.RuntimeExec {
-		kv("Pane", dash(string(d.Runtime)))
+		kv("Pane", cells.Dash(string(d.Runtime)))
 	}
 	kv("Process", d.Process)
 	kv("Activity", d.Activity)
 	kv("Attached", d.Attached)
 	kv("Restarts", d.Restarts)
 	if d.BackoffUntil != nil {
-		kv("Backoff until", fmt.Sprintf("%s (in %s)", clockText(*d.BackoffUntil, now), shortDur(time.Until(*d.BackoffUntil))))
+		kv("Backoff until", fmt.Sprintf("%s (in %s)", cells.Clock(*d.BackoffUntil, now), cells.ShortDur(time.Until(*d.BackoffUntil))))
 	}
-	kv("Last exit", lastExit(d.Exit, now))
-	kv("Incarnation", dash(d.Incarnation))
+	kv("Last exit", cells.LastExit(d.Exit, now))
+	kv("Incarnation", cells.Dash(d.Incarnation))
 	if d.Identity != nil && d.Identity.PID > 0 {
 		kv("Agent process", fmt.Sprintf("pid %d, start time %d ticks, boot %s", d.Identity.PID, d.Identity.StartTime, d.Identity.BootID))
 	}
@@ -79,7 +81,7 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 		kv("Workdir", d.Workdir)
 	}
 	if d.Snapshot != nil {
-		kv("Resume snapshot", fmt.Sprintf("%s (agent %s, session id %s)", strings.Join(d.Snapshot.Argv, " "), dash(d.Snapshot.Agent), dash(d.Snapshot.AgentSessionID)))
+		kv("Resume snapshot", fmt.Sprintf("%s (agent %s, session id %s)", strings.Join(d.Snapshot.Argv, " "), cells.Dash(d.Snapshot.Agent), cells.Dash(d.Snapshot.AgentSessionID)))
 	}
 	if m, ok := d.ActivityDetail.(map[string]any); ok {
 		line := fmt.Sprintf("silent %v (longest %v), last hook %v", m["silence"], m["longest_silence"], dashAny(m["last_hook"]))
@@ -116,7 +118,7 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	ew := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(ew, "  TIME\tKIND\tREASON\tMESSAGE")
 	for _, e := range d.RecentEvents {
-		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\n", clockText(e.Time, now), e.Kind, dash(e.Reason), e.Message)
+		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\n", cells.Clock(e.Time, now), e.Kind, cells.Dash(e.Reason), e.Message)
 	}
 	ew.Flush()
 }
@@ -140,11 +142,5 @@ func bytesText(v any) string {
 	if !ok {
 		return "?"
 	}
-	switch {
-	case f >= 1<<30:
-		return fmt.Sprintf("%.1fGiB", f/(1<<30))
-	case f >= 1<<20:
-		return fmt.Sprintf("%.1fMiB", f/(1<<20))
-	}
-	return fmt.Sprintf("%.0fKiB", f/(1<<10))
+	return cells.Bytes(f)
 }

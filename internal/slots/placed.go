@@ -30,6 +30,18 @@ type placedView struct {
 	// runs on another host (failover took the slot while this daemon was
 	// away): they are ended here.
 	moved []herd.Incarnation
+	// elsewhere holds the unplaced roles another host declared: a session
+	// of one here (the role was placed before) stops as moved, not as
+	// deleted.
+	elsewhere map[string]bool
+}
+
+// reason is the reason a planned stop of a session of role records.
+func (pl placedView) reason(role, planned string) string {
+	if planned == herd.ReasonRoleDeleted && pl.elsewhere[role] {
+		return herd.ReasonMoved
+	}
+	return planned
 }
 
 // isPlaced reports whether role names a placed role.
@@ -79,6 +91,11 @@ func (sl *Slots) readPlacement(tx store.Tx, all []herd.Role, sessions []herd.Ses
 			failover = failover || r.Failover
 		} else if sl.ownsRole(r) {
 			own = append(own, r)
+		} else {
+			if pl.elsewhere == nil {
+				pl.elsewhere = map[string]bool{}
+			}
+			pl.elsewhere[r.Name] = true
 		}
 	}
 	if len(pl.roles) == 0 {

@@ -125,3 +125,43 @@ func TestPlacedSlots(t *testing.T) {
 		t.Errorf("[again] expected still one stopped event, got %d", len(stopped))
 	}
 }
+
+// TestNoLongerPlacedMovesHome: a placed role made unplaced again by
+// another host's apply runs there; this host stops its session with
+// reason moved (the role is not deleted).
+func TestNoLongerPlacedMovesHome(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	role := herd.Role{Name: "q", Replicas: 1, Command: []string{"sleep", "60"}, Workdir: t.TempDir(), Runtime: herd.RuntimeExec,
+		Agent: herd.AgentGeneric, Hosts: []string{"h"}}
+	if err := e.sl.ApplyRoles(ctx, []herd.Role{role}); err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, func(tx store.Tx) error {
+		return tx.PutPlacement(herd.Placement{Role: "q", Index: 0, Host: "h", AssignedAt: time.Now().UTC()})
+	})
+	e.sl.Reconcile(ctx)
+	if s, err := e.st.Session(ctx, "q-0"); err != nil || s.State != herd.StateRunning {
+		t.Fatalf("expected q-0 running on h, got %+v (%v)", s, err)
+	}
+	role.Hosts, role.Host = nil, "o"
+	e.write(t, func(tx store.Tx) error { return errors.Join(tx.PutRole(role), tx.DeletePlacement("q", 0)) })
+	e.sl.Reconcile(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := e.st.Session(ctx, "q-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.State == herd.StateStopped {
+			if s.Exit == nil || s.Exit.Reason != herd.ReasonMoved {
+				t.Errorf("expected q-0 stopped as moved, got %+v", s.Exit)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("expected q-0 stopped within 10s, still %s", s.State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -44,6 +44,7 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 			return time.Time{}
 		}
 		if a.Kind == reconcile.Stop {
+			a.Reason = pl.reason(a.Role, a.Reason)
 			sl.stopInBackground(ctx, a)
 			continue
 		}

@@ -74,8 +74,8 @@ func TestFleetPlacement(t *testing.T) {
 		return len(sp) == 3 && len(seen) == 3 && hostsOf(a, "onb", herd.StateRunning)["onb-0"] == "b"
 	})
 	roles := a.must("get", "roles")
-	if !strings.Contains(roles, "a:1") || !strings.Contains(roles, "c:1") {
-		t.Errorf("expected sp's sessions on every host in get roles, got:\n%s", roles)
+	if !strings.Contains(roles, "a:1") || !strings.Contains(roles, "c:1") || !strings.Contains(roles, "PLACEMENT") || !strings.Contains(roles, "hosts=b") {
+		t.Errorf("expected sp's sessions on every host and the placement in get roles, got:\n%s", roles)
 	}
 	if out := a.must("describe", "role", "sp"); !strings.Contains(out, "spread") {
 		t.Errorf("expected describe role to show the placement, got:\n%s", out)

@@ -51,3 +51,23 @@ func slotIndex(name string) int {
 	}
 	return n
 }
+
+// placementShort is the PLACEMENT column of get roles in a fleet: the
+// placement keys of a placed role ("spread", "hosts=b,a", "failover"),
+// "-" for a role that runs where it was declared.
+func placementShort(p *api.PlacementView) string {
+	if p == nil {
+		return "-"
+	}
+	var parts []string
+	if p.Spread {
+		parts = append(parts, "spread")
+	}
+	if len(p.Hosts) > 0 {
+		parts = append(parts, "hosts="+strings.Join(p.Hosts, ","))
+	}
+	if p.Failover {
+		parts = append(parts, "failover")
+	}
+	return strings.Join(parts, " ")
+}

@@ -12,6 +12,17 @@ func (sl *Slots) ownsRole(r herd.Role) bool {
 	return r.Host == "" || r.Host == sl.st.Host()
 }
 
+// ownedRoles keeps the roles this host reconciles.
+func (sl *Slots) ownedRoles(roles []herd.Role) []herd.Role {
+	out := roles[:0:0]
+	for _, r := range roles {
+		if sl.ownsRole(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // OtherHostError means a session or role belongs to another host's daemon:
 // only that daemon acts on it.
 type OtherHostError struct {

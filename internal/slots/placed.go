@@ -79,31 +79,47 @@ func (pl placedView) placed(sessions []herd.Session) []herd.Session {
 	return out
 }
 
-// readPlacement splits roles into the unplaced ones this host reconciles
+// placement splits roles into the unplaced ones this host reconciles
 // and the placed ones, and reads this host's placements — and, when a
 // role may fail over, the open incarnations of this host whose session
 // moved away. A fleet without placed roles pays no query for it.
-func (sl *Slots) readPlacement(tx store.Tx, all []herd.Role, sessions []herd.Session) (own []herd.Role, pl placedView, err error) {
-	failover := false
+func (sl *Slots) placement(ctx context.Context, all []herd.Role, sessions []herd.Session) (own []herd.Role, pl placedView, err error) {
+	var unplaced []herd.Role
 	for _, r := range all {
-		if r.Placed() {
+		switch {
+		case r.Placed():
 			pl.roles = append(pl.roles, r)
-			failover = failover || r.Failover
-		} else if sl.ownsRole(r) {
-			own = append(own, r)
-		} else {
+		case sl.ownsRole(r):
+			unplaced = append(unplaced, r)
+		default:
 			if pl.elsewhere == nil {
 				pl.elsewhere = map[string]bool{}
 			}
 			pl.elsewhere[r.Name] = true
 		}
 	}
+	own = sl.ownedRoles(unplaced)
 	if len(pl.roles) == 0 {
 		return own, pl, nil
 	}
+	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
+		pl.mine, pl.moved = nil, nil
+		return sl.readPlacement(tx, &pl, sessions)
+	})
+	return own, pl, err
+}
+
+// readPlacement reads into pl this host's placements and, when one of
+// pl's roles fails over, this host's open incarnations whose session now
+// runs on another host.
+func (sl *Slots) readPlacement(tx store.Tx, pl *placedView, sessions []herd.Session) error {
+	failover := false
+	for _, r := range pl.roles {
+		failover = failover || r.Failover
+	}
 	ps, err := tx.PlacementsOnHost(sl.st.Host())
 	if err != nil {
-		return nil, pl, err
+		return err
 	}
 	pl.mine = map[string]map[int]bool{}
 	for _, p := range ps {
@@ -113,11 +129,11 @@ func (sl *Slots) readPlacement(tx store.Tx, all []herd.Role, sessions []herd.Ses
 		pl.mine[p.Role][p.Index] = true
 	}
 	if !failover {
-		return own, pl, nil
+		return nil
 	}
 	open, err := tx.OpenIncarnationsOnHost(sl.st.Host())
 	if err != nil {
-		return nil, pl, err
+		return err
 	}
 	here := make(map[string]bool, len(sessions))
 	for _, s := range sessions {
@@ -132,13 +148,13 @@ func (sl *Slots) readPlacement(tx store.Tx, all []herd.Role, sessions []herd.Ses
 			continue
 		}
 		if err != nil {
-			return nil, pl, err
+			return err
 		}
 		if s.Host != sl.st.Host() && s.Incarnation != inc.ID {
 			pl.moved = append(pl.moved, inc)
 		}
 	}
-	return own, pl, nil
+	return nil
 }
 
 // launchPlaced launches a slot placed on this host. A slot another host

@@ -159,27 +159,35 @@ func (sl *Slots) resetFailedTx(tx store.Tx, role string) error {
 }
 
 // read returns the unplaced roles this host reconciles, this host's
-// sessions, and what it needs of placed roles (see readPlacement).
+// sessions, and what it needs of placed roles (see placement).
 func (sl *Slots) read(ctx context.Context) (roles []herd.Role, sessions []herd.Session, pl placedView, err error) {
+	all, sessions, err := sl.readAll(ctx)
+	if err != nil {
+		return nil, nil, pl, err
+	}
+	roles, pl, err = sl.placement(ctx, all, sessions)
+	return roles, sessions, pl, err
+}
+
+// readAll returns every role and this host's sessions.
+func (sl *Slots) readAll(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
 	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
-		all, err := tx.Roles()
-		if err != nil {
+		if roles, err = tx.Roles(); err != nil {
 			return err
 		}
 		sessions = nil
-		mine, err := tx.SessionsOnHost(sl.st.Host())
+		all, err := tx.SessionsOnHost(sl.st.Host())
 		if err != nil {
 			return err
 		}
-		for _, s := range mine {
+		for _, s := range all {
 			if s.Host == sl.st.Host() {
 				sessions = append(sessions, s)
 			}
 		}
-		roles, pl, err = sl.readPlacement(tx, all, sessions)
-		return err
+		return nil
 	})
-	return roles, sessions, pl, err
+	return roles, sessions, err
 }
 
 // StopSlotsHeld is the number of bounded stops running now.

@@ -153,7 +153,10 @@ const (
 	ReasonUser           = "user"
 	ReasonRoleDeleted    = "role_deleted"
 	ReasonScaledDown     = "scaled_down"
-	ReasonLaunchFailed   = "launch_failed"
+	// ReasonMoved: the slot was placed on another host (a placement
+	// changed, or failover moved it while this host was away).
+	ReasonMoved        = "moved"
+	ReasonLaunchFailed = "launch_failed"
 )
 
 // Environment variables herd sets in every agent's environment.
@@ -204,6 +207,15 @@ type Role struct {
 	// there, and only that daemon reconciles it. Empty (a role recorded
 	// before hosts were kept): every daemon reconciles it.
 	Host string `json:"host,omitempty"`
+
+	// Placement across a fleet. Hosts are the hosts the role's slots may
+	// run on; Spread balances its replicas over them (over every live
+	// host when Hosts is empty); Failover moves the slots of a host whose
+	// daemon went stale to a live one. A role with neither Hosts nor
+	// Spread runs on the host that declared it.
+	Hosts    []string `json:"hosts,omitempty"`
+	Spread   bool     `json:"spread,omitempty"`
+	Failover bool     `json:"failover,omitempty"`
 }
 
 // ResumesOnCrash reports whether a crash relaunch of r's sessions
@@ -217,6 +229,9 @@ func (r Role) ContinuesAfterReset() bool { return r.AutoContinue == nil || *r.Au
 
 // Bool returns a pointer to b, for the optional booleans of a Role.
 func Bool(b bool) *bool { return &b }
+
+// Placed reports whether the placement leader assigns r's slots to hosts.
+func (r Role) Placed() bool { return len(r.Hosts) > 0 || r.Spread }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,40}$`)
 
@@ -343,6 +358,15 @@ type Host struct {
 	Version     string    `json:"version"` // the daemon's version
 	StartedAt   time.Time `json:"started_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
+}
+
+// Placement assigns one slot of a placed role to a host: only that host's
+// daemon runs the slot's session. The placement leader is its one writer.
+type Placement struct {
+	Role       string    `json:"role"`
+	Index      int       `json:"index"`
+	Host       string    `json:"host"`
+	AssignedAt time.Time `json:"assigned_at"`
 }
 
 // Kinds of Command: what another host's daemon is asked to do.

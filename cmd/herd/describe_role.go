@@ -111,6 +111,9 @@ func printRoleDetail(w io.Writer, d roleDetail, now time.Time) error {
 	kv("Env", cells.Dash(strings.Join(names, ", ")))
 	r := d.Restart
 	kv("Restart", fmt.Sprintf("policy %s, max restarts %d, backoff %s..%s, reset after %s", cells.Dash(r.Policy), r.MaxRestarts, r.InitialBackoff, r.MaxBackoff, r.ResetAfter))
+	if p := d.Placement; p != nil {
+		kv("Placement", placementText(p))
+	}
 	if !d.UpdatedAt.IsZero() {
 		kv("Updated", cells.Clock(d.UpdatedAt, now))
 	}

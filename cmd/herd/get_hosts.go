@@ -29,7 +29,7 @@ func newGetHostsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "hosts [NAME...]",
 		Aliases: []string{"host", "h"},
-		Short:   "List the fleet's hosts: daemon up or stale, sessions, heartbeat age, boot",
+		Short:   "List the fleet's hosts: daemon up or stale (and which leads placement), sessions, heartbeat age, boot",
 		Example: `  herd get hosts
   herd get hosts -l daemon=stale
   herd get hosts -o json`,
@@ -103,7 +103,11 @@ func printHosts(w io.Writer, views []api.HostView, o printOpts) error {
 		if len(boot) > 8 {
 			boot = boot[:8]
 		}
-		row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", v.Name, v.Daemon, v.Sessions, beat, cells.Dash(boot))
+		daemon := v.Daemon
+		if v.Leader {
+			daemon += " (leader)" // of placement
+		}
+		row := fmt.Sprintf("%s	%s	%d	%s	%s", v.Name, daemon, v.Sessions, beat, cells.Dash(boot))
 		if o.wide {
 			started := "-"
 			if v.StartedAt != nil {

@@ -93,7 +93,7 @@ func printRoles(w io.Writer, views []api.RoleView, o printOpts) error {
 	if !o.noHeaders {
 		header := roleHeader
 		if o.fleet {
-			header += "\tHOSTS"
+			header += "\tHOSTS\tPLACEMENT"
 		}
 		if o.wide {
 			header += roleWideHeader
@@ -103,7 +103,7 @@ func printRoles(w io.Writer, views []api.RoleView, o printOpts) error {
 	for _, v := range views {
 		row := fmt.Sprintf("%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s", v.Name, v.Replicas, v.Live, v.Ready, cells.Dash(v.Runtime), cells.Dash(v.Agent), cells.Dash(v.Restart.Policy), strings.Join(v.Command, " "))
 		if o.fleet {
-			row += "\t" + roleHostsText(v)
+			row += "\t" + roleHostsText(v) + "\t" + placementShort(v.Placement)
 		}
 		if o.wide {
 			row += fmt.Sprintf("\t%s\t%d\t%s..%s", cells.Dash(v.Workdir), v.Restart.MaxRestarts, v.Restart.InitialBackoff, v.Restart.MaxBackoff)

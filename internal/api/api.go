@@ -92,6 +92,20 @@ type RoleView struct {
 	// Hosts counts the role's sessions per host, for every host with one
 	// recorded.
 	Hosts map[string]RoleCount `json:"hosts,omitempty"`
+	// Placement is set for a role placed across the fleet (its hosts,
+	// spread or failover keys).
+	Placement *PlacementView `json:"placement,omitempty"`
+}
+
+// PlacementView is where a placed role's slots run.
+type PlacementView struct {
+	// Hosts is the role's hosts key: the hosts its slots may run on
+	// (empty: any host of the fleet).
+	Hosts    []string `json:"hosts"`
+	Spread   bool     `json:"spread"`
+	Failover bool     `json:"failover"`
+	// Slots maps each assigned slot's session name to its host.
+	Slots map[string]string `json:"slots"`
 }
 
 // ScaleRequest is the body of POST /v1/roles/{name}/scale.

@@ -308,6 +308,7 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 		set(&r.Agent, f.Agent)
 		set(&r.AgentProcess, f.AgentProcess)
 		setupOK, includeOK, memOK := b.roleContainment(&r, f, report)
+		hostsOK := rolePlacement(&r, f, report)
 
 		var written map[string]bool
 		r.Restart, written = b.restart(defaults, f.Restart, func(p problem) {
@@ -335,7 +336,8 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 				continue
 			case strings.HasPrefix(p.keys[0], "worktree_setup") && !setupOK,
 				strings.HasPrefix(p.keys[0], "worktree_include") && !includeOK,
-				p.keys[0] == "memory_max" && !memOK:
+				p.keys[0] == "memory_max" && !memOK,
+				strings.HasPrefix(p.keys[0], "hosts") && !hostsOK:
 				continue // already reported
 			}
 			report(p)

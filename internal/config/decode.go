@@ -105,6 +105,10 @@ type fileRole struct {
 	RestartOnUpdate *bool   `toml:"restart_on_update"`
 	ResumeOnCrash   *bool   `toml:"resume_on_crash"`
 	AutoContinue    *bool   `toml:"auto_continue"`
+
+	Hosts    any   `toml:"hosts"`
+	Spread   *bool `toml:"spread"`
+	Failover *bool `toml:"failover"`
 }
 
 // decode strictly decodes data: unknown keys and mistyped values are errors.

@@ -25,6 +25,7 @@ import (
 	"herd/internal/loop"
 	"herd/internal/metrics"
 	"herd/internal/notify"
+	"herd/internal/placement"
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/reaper"
@@ -86,6 +87,7 @@ type Daemon struct {
 	reaper    *reaper.Reaper
 	server    *server.Server
 	heartbeat *hosts.Heartbeat
+	placement *placement.Leader
 	commands  *commands.Runner
 	// metrics is nil unless [metrics] listen is set.
 	metrics *metrics.Metrics
@@ -142,7 +144,9 @@ func New(o Options) (*Daemon, error) {
 		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
 		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
 		Defaults: cfg.Restart, Log: log, Contain: d.contain, EnterCommand: o.EnterCommand,
+		HostTimeout: cfg.Fleet.HostTimeout,
 	})
+	d.placement = d.newPlacement()
 	d.stalls = stalls.New(stalls.Options{
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
 		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,
@@ -219,6 +223,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	d.prober.Once(ctx)
 	d.slots.RemoveStaleCgroups(ctx)
 	g.Go("reconcile", func() { d.slots.Run(ctx) })
+	g.Go("placement", func() { d.placement.Run(ctx) })
 	// Commands from other hosts run once this host's agents are adopted.
 	g.Go("commands", func() { d.commands.Run(ctx) })
 	g.Go("probe", func() { d.prober.Run(ctx) })

@@ -291,9 +291,13 @@ func (sv *Server) handleRoles(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
+		placed, err := placements(tx, roles)
+		if err != nil {
+			return err
+		}
 		views = make([]api.RoleView, 0, len(roles))
 		for _, ro := range roles {
-			v := api.RoleView{Role: ro}
+			v := api.RoleView{Role: ro, Placement: placed[ro.Name]}
 			for _, s := range sessions {
 				s, _ = f.Mask(s)
 				if s.Role != ro.Name {

@@ -183,6 +183,9 @@ func diffRole(old, ro herd.Role, exists bool) RoleChange {
 	field("restart_on_update", old.RestartOnUpdate, ro.RestartOnUpdate)
 	field("resume_on_crash", old.ResumesOnCrash(), ro.ResumesOnCrash())
 	field("auto_continue", old.ContinuesAfterReset(), ro.ContinuesAfterReset())
+	if !slices.Equal(old.Hosts, ro.Hosts) || old.Spread != ro.Spread || old.Failover != ro.Failover {
+		c.Changed = append(c.Changed, "placement")
+	}
 	c.Changed = slices.Clip(c.Changed)
 	if len(c.Changed) == 0 {
 		c.Action = RoleUnchanged

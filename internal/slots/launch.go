@@ -69,7 +69,9 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		cur, err := tx.Session(req.Name)
 		if err == nil {
 			prior, exists = cur, true
-			if inc, err := tx.Incarnation(cur.Incarnation); err == nil {
+			// A pid recorded on another host (a slot moved here) means
+			// nothing on this one.
+			if inc, err := tx.Incarnation(cur.Incarnation); err == nil && inc.Host == s.st.Host() {
 				prevRoot = inc.Root.PID
 				priorID = inc.AgentSessionID
 			}

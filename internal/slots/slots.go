@@ -51,7 +51,10 @@ type Options struct {
 	// exec'ing the agent. Empty: tmux agents start outside any cgroup and
 	// are contained by their marker.
 	EnterCommand []string
-	Log          *slog.Logger
+	// HostTimeout ([fleet] host_timeout): another host's daemon silent
+	// this long is stale, and its slots of a failover role may move here.
+	HostTimeout time.Duration
+	Log         *slog.Logger
 }
 
 // Slots launches and stops this host's sessions.

@@ -114,7 +114,7 @@ func (sl *Slots) Restart(ctx context.Context, req RestartRequest) (string, error
 // Sessions returns this host's sessions of role (every role when role is
 // ""), by role and index.
 func (sl *Slots) Sessions(ctx context.Context, role string) ([]herd.Session, error) {
-	_, sessions, err := sl.read(ctx)
+	_, sessions, _, err := sl.read(ctx)
 	if err != nil {
 		return nil, err
 	}

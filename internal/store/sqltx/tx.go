@@ -170,6 +170,9 @@ type roleOptions struct {
 	ResumeOnCrash   *bool    `json:"resume_on_crash,omitempty"`
 	AutoContinue    *bool    `json:"auto_continue,omitempty"`
 	Host            string   `json:"host,omitempty"`
+	Hosts           []string `json:"hosts,omitempty"`
+	Spread          bool     `json:"spread,omitempty"`
+	Failover        bool     `json:"failover,omitempty"`
 }
 
 func optionsOf(r herd.Role) roleOptions {
@@ -177,6 +180,7 @@ func optionsOf(r herd.Role) roleOptions {
 		Worktree: r.Worktree, WorktreeBase: r.WorktreeBase, WorktreeSetup: r.WorktreeSetup, WorktreeInclude: r.WorktreeInclude,
 		MemoryMax: r.MemoryMax, PidsMax: r.PidsMax, RestartOnUpdate: r.RestartOnUpdate, Host: r.Host,
 		ResumeOnCrash: r.ResumeOnCrash, AutoContinue: r.AutoContinue,
+		Hosts: r.Hosts, Spread: r.Spread, Failover: r.Failover,
 	}
 }
 
@@ -184,6 +188,7 @@ func (o roleOptions) apply(r *herd.Role) {
 	r.Worktree, r.WorktreeBase, r.WorktreeSetup, r.WorktreeInclude = o.Worktree, o.WorktreeBase, o.WorktreeSetup, o.WorktreeInclude
 	r.MemoryMax, r.PidsMax, r.RestartOnUpdate, r.Host = o.MemoryMax, o.PidsMax, o.RestartOnUpdate, o.Host
 	r.ResumeOnCrash, r.AutoContinue = o.ResumeOnCrash, o.AutoContinue
+	r.Hosts, r.Spread, r.Failover = o.Hosts, o.Spread, o.Failover
 }
 
 var (

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -384,4 +386,74 @@ func TestDemoFleet(t *testing.T) {
 	if strings.Contains(string(out), "DATA RACE") {
 		t.Errorf("the demo reported a data race:\n%s", out)
 	}
+	if left := processesMentioning(t, demoRoot(t, string(out))); len(left) > 0 {
+		t.Errorf("the demo left processes behind:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// TestDemoFleetInterrupted: a ^C while one host's daemon is away still ends
+// every agent of the demo, that host's too (only its own daemon stops them).
+func TestDemoFleetInterrupted(t *testing.T) {
+	cmd := exec.Command(bin, "demo", "--fleet")
+	cmd.Env = append(os.Environ(), "HERD_STATE_DIR="+t.TempDir(), "HERD_CONFIG=", "GORACE=atexit_sleep_ms=0")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(out.String(), "demo-b's daemon stops") {
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "demo-b's daemon stops") {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if strings.Contains(out.String(), "needs PostgreSQL's initdb") && os.Getenv("CI") == "" {
+			t.Skipf("no PostgreSQL: %s", out.String())
+		}
+		t.Fatalf("the demo never reached its host-away step:\n%s", out.String())
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Wait()
+	if !strings.Contains(out.String(), "cleaned up") {
+		t.Errorf("no cleanup after ^C:\n%s", out.String())
+	}
+	if left := processesMentioning(t, demoRoot(t, out.String())); len(left) > 0 {
+		t.Errorf("^C left processes behind:\n%s\n%s", strings.Join(left, "\n"), out.String())
+	}
+}
+
+// demoRoot is the state directory `herd demo --fleet` announces.
+func demoRoot(t *testing.T, out string) string {
+	t.Helper()
+	m := regexp.MustCompile(`state under (\S+),`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no state directory in the demo's output:\n%s", out)
+	}
+	return m[1]
+}
+
+// processesMentioning lists the live processes whose command line contains s.
+func processesMentioning(t *testing.T, s string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(b), s) {
+			continue
+		}
+		found = append(found, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+	}
+	return found
 }

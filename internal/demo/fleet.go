@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,23 +115,7 @@ func RunFleet(ctx context.Context, o Options) error {
 	defer func() {
 		clean, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		// Placed roles first, while every daemon runs to stop its share.
-		for _, role := range []string{"gamma", "delta"} {
-			_ = a.client.Do(clean, http.MethodDelete, "/v1/roles/"+role, nil, nil, nil)
-		}
-		for _, h := range hosts {
-			if h.stop == nil {
-				continue
-			}
-			role := "alpha"
-			if h == b {
-				role = "beta"
-			}
-			_ = h.client.Do(clean, http.MethodDelete, "/v1/roles/"+role, nil, nil, nil)
-			h.stop()
-			c := &tmux.Client{Binary: "tmux", Socket: socketName() + "-" + h.name, Timeout: 5 * time.Second}
-			c.KillServer(clean)
-		}
+		cleanFleet(clean, o, a, hosts)
 		fmt.Fprintln(o.Out, "cleaned up: every agent stopped, both daemons, their tmux servers and PostgreSQL shut down.")
 	}()
 	fmt.Fprintf(o.Out, "two daemons, hosts %s and %s, state under %s, sharing one database\n\n", a.name, b.name, root)
@@ -223,6 +208,57 @@ func RunFleet(ctx context.Context, o Options) error {
 		fmt.Fprintf(o.Out, "state kept in %s\n", root)
 	}
 	return nil
+}
+
+// cleanFleet stops every agent of the demo: a daemon the story (or an
+// error in it) left stopped is started again first, since only a host's
+// own daemon stops its agents; then every role is deleted (placed
+// roles first, while every daemon runs to stop its share), and the
+// daemons and their tmux servers end.
+func cleanFleet(ctx context.Context, o Options, a *fleetHost, hosts []*fleetHost) {
+	for _, h := range hosts {
+		if h.stop == nil {
+			if err := h.start(ctx); err != nil {
+				fmt.Fprintf(o.Out, "cleanup: %s's daemon did not start again (%v): its agents may be left\n", h.name, err)
+			}
+		}
+	}
+	var roles []api.RoleView
+	if err := a.client.Do(ctx, http.MethodGet, "/v1/roles", nil, nil, &roles); err != nil {
+		fmt.Fprintf(o.Out, "cleanup: %v\n", err)
+	}
+	slices.SortStableFunc(roles, func(x, y api.RoleView) int {
+		return cmpBool(!x.Role.Placed(), !y.Role.Placed())
+	})
+	for _, r := range roles {
+		c := a.client // an unplaced role is deleted by the host running it
+		for _, h := range hosts {
+			if _, ok := r.Hosts[h.name]; ok && !r.Role.Placed() {
+				c = h.client
+			}
+		}
+		if err := c.Do(ctx, http.MethodDelete, "/v1/roles/"+r.Role.Name, nil, nil, nil); err != nil {
+			fmt.Fprintf(o.Out, "cleanup: delete role %s: %v\n", r.Role.Name, err)
+		}
+	}
+	for _, h := range hosts {
+		if h.stop != nil {
+			h.stop()
+		}
+		c := &tmux.Client{Binary: "tmux", Socket: socketName() + "-" + h.name, Timeout: 5 * time.Second}
+		c.KillServer(ctx)
+	}
+}
+
+// cmpBool orders false before true.
+func cmpBool(x, y bool) int {
+	switch {
+	case x == y:
+		return 0
+	case !x:
+		return -1
+	}
+	return 1
 }
 
 // countState counts the sessions in state st (of host, unless "").

@@ -205,7 +205,7 @@ func describeRole(name string) string {
 
 // Legend explains the table's words; printed once above the live table.
 const Legend = `STATE running | stalled (alive but silent too long) | backoff (crashed, relaunching after a delay) | failed (restart budget spent)
-      a "!" after the state: escalated, a person should look (here: a wait for permission, a spent budget)
+      a "!" after the state: a notification or escalation is open, a person should look (here: a wait for permission, a spent budget)
 ACTIVITY from the agent's hooks: working | waiting (for permission or input) | idle (turn finished)
 `
 

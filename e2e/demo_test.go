@@ -35,7 +35,7 @@ func testDemo(t *testing.T, args ...string) {
 	}
 	t.Logf("herd demo:\n%s", out)
 	for _, want := range []string{
-		`a "!" after the state: escalated`, "ACTIVITY from the agent's hooks: working | waiting",
+		`a "!" after the state: a notification or escalation is open`, "ACTIVITY from the agent's hooks: working | waiting",
 		"--keep keeps them", "describe session staller-0", "cleaned up",
 	} {
 		if !strings.Contains(out, want) {

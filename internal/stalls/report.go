@@ -29,11 +29,8 @@ func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
 	m.mu.Lock()
 	last, persisted := m.lastActivity, m.persisted
 	outAct := herd.Activity("")
-	if it.Inc.RuntimeKind != herd.RuntimeTmux && !m.hookSeen && snap.Events > 0 {
-		outAct = herd.ActivityWorking
-		if snap.LastFinal {
-			outAct = herd.ActivityIdle
-		}
+	if it.Inc.RuntimeKind != herd.RuntimeTmux && !m.hookSeen {
+		outAct = snap.Activity
 	}
 	sid := snap.AgentSessionID
 	if sid == "" {
@@ -64,7 +61,12 @@ func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
 			hooks := m.hookSeen
 			m.mu.Unlock()
 			if !hooks && cur.Activity != outAct {
-				events = append(events, w.activityEvent(*cur, it.Inc.ID, cur.Activity, outAct, "output", snap.LastType, snap.LastTool))
+				ev := w.activityEvent(*cur, it.Inc.ID, cur.Activity, outAct, "output", snap.LastType, snap.LastTool)
+				if outAct == herd.ActivityBlocked {
+					ev.Reason = snap.Reason
+					ev.Data["error"] = snap.Error
+				}
+				events = append(events, ev)
 				cur.Activity = outAct
 			}
 		}
@@ -95,7 +97,7 @@ func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
 		m.agentSessionID = sid
 	}
 	if needAct && !m.hookSeen {
-		m.hook.Activity = outAct
+		m.hook.Activity, m.hook.Reason = outAct, snap.Reason
 	}
 	m.mu.Unlock()
 }
@@ -211,6 +213,21 @@ func (w *Stalls) Summary(inc string) map[string]any {
 	}
 	if sid := firstNonEmpty(snap.AgentSessionID, m.hook.AgentSessionID); sid != "" {
 		data["agent_session_id"] = sid
+	}
+	// The activity the agent ended with: its last lines (a run shorter
+	// than a tick is read whole here), else its hooks.
+	act, errText := m.hook.Activity, m.hook.Error
+	if !m.hookSeen && snap.Activity != "" {
+		act, errText = snap.Activity, snap.Error
+	}
+	if act != "" {
+		data["activity"] = act
+	}
+	if act == herd.ActivityBlocked && errText != "" {
+		data["error"] = errText
+	}
+	if snap.Retries > 0 {
+		data["retries"] = snap.Retries
 	}
 	if snap.StderrLines > 0 {
 		data["stderr_lines"] = snap.StderrLines

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/activity"
+	"herd/internal/agents"
 	"herd/internal/config"
 	"herd/internal/diag"
 	"herd/internal/loop"
@@ -128,7 +128,9 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 		}
 	}
 	w.gc(current)
+	w.agentKinds(tickCtx, items)
 	w.watchTmux(tickCtx, tmuxes, now)
+	w.watchTranscripts(items, now)
 	for _, it := range items {
 		if tickCtx.Err() != nil {
 			return
@@ -253,8 +255,15 @@ func (w *Stalls) pollOutput(m *incWatch, now time.Time) {
 		out, errPath := w.o.Exec.Paths(m.session, m.id)
 		m.stdout, m.stderr = &execrt.Tailer{Path: out}, &execrt.Tailer{Path: errPath}
 	}
+	m.mu.Lock()
+	kind := m.kind
+	m.mu.Unlock()
 	onOut := func(b []byte, at time.Time) {
-		m.tracker.Observe(activity.ParseLine(b), at)
+		sig := agents.ParseLine(kind, b, at)
+		m.tracker.Observe(sig, at)
+		if !sig.Progress {
+			return // a retry notice: the agent is not moving on
+		}
 		m.mu.Lock()
 		m.noteActivityLocked(at)
 		m.mu.Unlock()

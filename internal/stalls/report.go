@@ -2,8 +2,10 @@ package stalls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/api"
 	"herd/internal/diag"
 	"herd/internal/store"
@@ -181,6 +183,9 @@ func (w *Stalls) Describe(det *api.SessionDetail) {
 func (w *Stalls) Summary(inc string) map[string]any {
 	m := w.lookup(inc)
 	if m == nil {
+		m = w.lateWatch(inc)
+	}
+	if m == nil {
 		return nil
 	}
 	if m.runtime != herd.RuntimeTmux {
@@ -242,4 +247,47 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// lateWatch returns the memory of an exec incarnation that ended before
+// any tick met it (a run shorter than a probe interval), so its output is
+// still read whole: its activity and session id are not lost. nil when
+// there is nothing to read.
+func (w *Stalls) lateWatch(id string) *incWatch {
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg().Probe.Timeout)
+	defer cancel()
+	var s herd.Session
+	var inc herd.Incarnation
+	var role herd.Role
+	err := w.st.Store().View(ctx, func(tx store.Tx) (err error) {
+		if inc, err = tx.Incarnation(id); err != nil {
+			return err
+		}
+		if inc.RuntimeKind == herd.RuntimeTmux {
+			return nil
+		}
+		if s, err = tx.Session(inc.Session); err != nil {
+			return err
+		}
+		if role, err = tx.Role(s.Role); errors.Is(err, store.ErrNotFound) {
+			err = nil
+		}
+		return err
+	})
+	if err != nil || inc.RuntimeKind == herd.RuntimeTmux || inc.ID == "" {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			w.o.Log.Warn("watchdog: read an ended incarnation", "incarnation", id, "err", err)
+		}
+		return nil
+	}
+	m := w.watchFor(s, inc)
+	m.mu.Lock()
+	if m.kind == "" {
+		m.kind = role.Agent
+		if !agents.Known(m.kind) {
+			m.kind = herd.AgentGeneric
+		}
+	}
+	m.mu.Unlock()
+	return m
 }

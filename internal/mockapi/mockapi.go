@@ -62,6 +62,7 @@ type Record struct {
 	Model   string
 	Stream  bool
 	Trigger string    // the trigger found, or ""
+	Prompt  string    // the last user message's text (Messages API), cut to 200 bytes
 	Status  int       // the HTTP status sent; 0 while hung
 	Tool    bool      // the answer is a tool call
 	Time    time.Time // when the answer (or the hang) began
@@ -252,7 +253,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult := req.lastUser()
-	rec := Record{Path: path, Model: req.Model, Stream: req.Stream}
+	rec := Record{Path: path, Model: req.Model, Stream: req.Stream, Prompt: text}
+	if len(rec.Prompt) > 200 {
+		rec.Prompt = strings.ToValidUTF8(rec.Prompt[:200], "")
+	}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

@@ -147,7 +147,7 @@ liveness_timeout = "1h"
 	e.waitFor("cc-0 idle after Esc", stallAfter, func() bool { v, _ := e.session("cc-0"); return v.Activity == herd.ActivityIdle })
 	t.Logf("Esc -> idle: %s", time.Since(escAt).Round(10*time.Millisecond))
 	screen := tmuxCapture(t, e, "cc-0")
-	leftover := strings.Contains(screen, "❯ please "+mockapi.TriggerHang+" now")
+	leftover := strings.Contains(strings.ReplaceAll(screen, "\u00a0", " "), "please "+mockapi.TriggerHang+" now")
 	t.Logf("after Esc the prompt is back in the input line: %v", leftover)
 
 	// Inject empties that input line first.
@@ -213,6 +213,9 @@ liveness_timeout = "1h"
 	}
 	t.Logf("exe-0 idle at its prompt for %s, never stalled", time.Since(idleSince["exe-0"]).Round(time.Second))
 
+	t.Logf("screen captures: exe-0 (idle) %d in %s; cc-0 (turns, a hung call, Esc) %d",
+		screenCaptures(t, e, "exe-0"), time.Since(idleSince["exe-0"]).Round(time.Second), screenCaptures(t, e, "cc-0"))
+
 	// claude.exe resumes like claude.
 	e.must("stop", "exe-0")
 	e.must("resume", "exe-0")
@@ -223,7 +226,7 @@ liveness_timeout = "1h"
 			return false
 		}
 		if det.State == herd.StateRunning && !slices.Contains(det.Argv, "--resume") {
-			t.Fatalf("[exe-0] resumed without --resume: %q", det.Argv)
+			t.Fatalf("[exe-0] resumed without --resume: %q; snapshot %+v; events:\n%s", det.Argv, det.Snapshot, e.try("events", "--session", "exe-0"))
 		}
 		return det.State == herd.StateRunning && det.Activity == herd.ActivityIdle
 	})

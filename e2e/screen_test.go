@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/api"
 )
 
 // screenScript stands in for Claude Code's TUI in a pane: the same
@@ -105,6 +107,22 @@ liveness_timeout = "1h"
 		t.Errorf("[hung] expected no unstall while only the spinner moves, got %d", n)
 	}
 
+	// Captures stay bounded: at most one a tick while the spinner moves,
+	// one per stall_after/4 once quiet.
+	elapsed := time.Since(started)
+	limits := map[string]int{
+		"hung-0":  int(elapsed/(200*time.Millisecond)) + 2, // a tick (200ms)
+		"esc-0":   int(elapsed/time.Second) + 10,           // stall_after/4 once quiet
+		"trust-0": int(elapsed/time.Second) + 5,
+	}
+	for name, limit := range limits {
+		n := screenCaptures(t, e, name)
+		t.Logf("%s: %d captures in %s", name, n, elapsed.Round(time.Second))
+		if n > limit || n == 0 {
+			t.Errorf("[%s] expected 1..%d captures, got %d", name, limit, n)
+		}
+	}
+
 	var escIdle, trustWaiting bool
 	for _, ev := range e.events("--session", "esc-0", "--kind", herd.EventActivity) {
 		if ev.Data["to"] == string(herd.ActivityIdle) && ev.Data["source"] == "screen" {
@@ -148,4 +166,16 @@ func TestInjectClearsTheInputLine(t *testing.T) {
 	e.waitFor("the kept text read", 10*time.Second, func() bool {
 		return strings.Contains(e.try("logs", "talk-0"), `You said: abcdef"`)
 	})
+}
+
+// screenCaptures is how many times the watchdog captured a session's pane.
+func screenCaptures(t *testing.T, e *env, name string) int {
+	t.Helper()
+	var det api.SessionDetail
+	if err := json.Unmarshal([]byte(e.must("describe", "session", name, "-o", "json")), &det); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := det.ActivityDetail.(map[string]any)
+	n, _ := m["screen_captures"].(float64)
+	return int(n)
 }

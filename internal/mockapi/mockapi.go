@@ -62,7 +62,7 @@ type Record struct {
 	Model   string
 	Stream  bool
 	Trigger string    // the trigger found, or ""
-	Prompt  string    // the last user message's text (Messages API), cut to 200 bytes
+	Prompt  string    // the last text block of the last user message (Messages API: what was typed), cut to 200 bytes
 	Status  int       // the HTTP status sent; 0 while hung
 	Tool    bool      // the answer is a tool call
 	Time    time.Time // when the answer (or the hang) began
@@ -197,6 +197,32 @@ func (r request) lastUser() (text string, toolResult bool) {
 	return "", false
 }
 
+// lastUserText returns the last text block of the last user message: what
+// the user typed, after the reminders an agent puts before it.
+func (r request) lastUserText() string {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		m := r.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			return s
+		}
+		var bs []block
+		if json.Unmarshal(m.Content, &bs) != nil {
+			return ""
+		}
+		for j := len(bs) - 1; j >= 0; j-- {
+			if bs[j].Type == "text" {
+				return bs[j].Text
+			}
+		}
+		return ""
+	}
+	return ""
+}
+
 // firstUserHas reports whether a user message of the conversation
 // contains word.
 func (r request) firstUserHas(word string) bool {
@@ -253,7 +279,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult := req.lastUser()
-	rec := Record{Path: path, Model: req.Model, Stream: req.Stream, Prompt: text}
+	rec := Record{Path: path, Model: req.Model, Stream: req.Stream, Prompt: req.lastUserText()}
 	if len(rec.Prompt) > 200 {
 		rec.Prompt = strings.ToValidUTF8(rec.Prompt[:200], "")
 	}

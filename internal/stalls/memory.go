@@ -63,6 +63,7 @@ type incWatch struct {
 	winActivity time.Time
 	winCaptured time.Time
 	capturedAt  time.Time
+	captures    int // capture-pane calls for this incarnation
 	// An agent herd cannot read: the last pane content hash.
 	paneHash   uint64
 	paneHashed bool

@@ -171,6 +171,13 @@ func (w *Stalls) Describe(det *api.SessionDetail) {
 	if m.runtime != herd.RuntimeTmux {
 		detail["output"] = snap
 	}
+	if m.captures > 0 {
+		detail["screen_captures"] = m.captures
+		detail["screen_captured_at"] = m.capturedAt.UTC()
+	}
+	if m.transcript.path != "" {
+		detail["transcript"] = m.transcript.path
+	}
 	if m.killWhy != "" {
 		detail["auto_kill"] = m.killWhy
 	}

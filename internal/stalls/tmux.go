@@ -32,7 +32,7 @@ type capture struct {
 // rules: the normalised screen changing is progress (a spinner or a timer
 // redrawing is not), the prompt back ends a turn (idle), a startup dialog
 // is waiting. A capture is taken when window_activity moved (at most once
-// per captureGap), when a prompt seen needs confirming, or once per
+// per captureGap), once when a prompt seen needs confirming, or once per
 // quietCaptureEvery. For other agents window_activity is output, and a
 // session that looks silent has its pane hashed as before.
 func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time) {
@@ -66,8 +66,11 @@ func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time
 		if screenKind(m.kind) {
 			since := now.Sub(m.capturedAt)
 			moved := m.winActivity.After(m.winCaptured)
-			confirming := m.screenIdle && now.Sub(m.screenSince) >= confirmIdle
-			want = (moved && since >= gap) || (confirming && since >= cfg.Probe.Interval) || since >= quietEvery
+			// The prompt seen, not yet taken for idle, and not captured
+			// again since confirmIdle: one more look confirms it.
+			confirm := m.screenIdle && m.activityLocked() != herd.ActivityIdle &&
+				m.capturedAt.Sub(m.screenSince) < confirmIdle && now.Sub(m.screenSince) >= confirmIdle
+			want = (moved && since >= gap) || confirm || since >= quietEvery
 		} else {
 			threshold := watchdog.Threshold(w.wdConfig(), m.hook.InTool)
 			want = threshold > 0 && now.Sub(m.lastActivity) >= threshold/2
@@ -107,6 +110,7 @@ func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		m.capturedAt = now
+		m.captures++
 		if m.paneHashed && sum != m.paneHash {
 			m.noteActivityLocked(now)
 		}
@@ -122,6 +126,7 @@ func (w *Stalls) readScreen(ctx context.Context, it watchItem, text string, now 
 	sc := agents.ClassifyScreen(m.kind, text)
 	m.mu.Lock()
 	m.capturedAt = now
+	m.captures++
 	m.winCaptured = m.winActivity
 	if sc.Hash != m.screenHash {
 		if m.screenHash != "" {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,6 +63,9 @@ func TestRealClaudeDaemon(t *testing.T) {
 		}
 	})
 
+	// Made before the environment, removed after it: the agents write
+	// into it until they are gone.
+	root := t.TempDir()
 	e := newEnv(t, fastRestart+`
 [probe]
 interval = "1s"
@@ -72,7 +76,22 @@ stall_repeat = "1h"
 liveness_timeout = "1h"
 `)
 	e.start()
-	root := t.TempDir()
+	t.Cleanup(func() {
+		// The agents outlive the daemon by design: end them, and wait, so
+		// nothing writes into root once it is removed.
+		_ = exec.Command("tmux", "-L", e.tmuxSock, "kill-server").Run()
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+			pids := e.agentPIDs()
+			if len(pids) == 0 {
+				return
+			}
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			time.Sleep(100 * time.Millisecond) // polling interval
+		}
+		t.Errorf("agents still alive after the test: %v", e.agentPIDs())
+	})
 	launch := func(role, command string) {
 		home, proj := filepath.Join(root, role, "home"), filepath.Join(root, role, "proj")
 		for _, d := range []string{home, proj} {

@@ -1,7 +1,7 @@
 // Package stalls is the watchdog: it follows each live agent's activity
-// (hook reports, its output, its pane), marks a silent one stalled with
-// /proc diagnostics, warns again, and asks slots to kill a stalled agent
-// only when that is safe and allowed.
+// (hook reports, its output, its screen, its transcript), marks a silent
+// one stalled with /proc diagnostics, warns again, and asks slots to kill
+// a stalled agent only when that is safe and allowed.
 package stalls
 
 import (

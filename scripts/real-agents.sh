@@ -74,12 +74,18 @@ if [ "${SKIP_GEMINI:-0}" != 1 ]; then
   echo "gemini: $("$gemini" --version)"
 fi
 
+# Each check runs whatever the one before did; the script fails if any did.
+status=0
 echo "== TestRealClaude, TestRealCodex(TUI), TestRealGemini(TUI)"
 HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" HERD_CAPTURE_FIXTURES="$capture" \
-  go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini|GeminiTUI)$' -v ./internal/agents/
+  go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini|GeminiTUI)$' -v ./internal/agents/ || status=1
 echo "== TestRealClaudeDaemon (the herd daemon supervising the real Claude Code)"
-HERD_REAL_CLAUDE="$claude" go test -count=1 -timeout 15m -run '^TestRealClaudeDaemon$' -v ./e2e/
+HERD_REAL_CLAUDE="$claude" go test -count=1 -timeout 15m -run '^TestRealClaudeDaemon$' -v ./e2e/ || status=1
 if [ "$capture" = 1 ]; then
   echo "== fixture tests on the new captures"
-  go test -count=1 ./internal/agents/
+  go test -count=1 ./internal/agents/ || status=1
 fi
+if [ "$status" != 0 ]; then
+  echo "FAIL: a real-agent check failed (see above)" >&2
+fi
+exit "$status"

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -235,20 +234,39 @@ liveness_timeout = "1h"
 	t.Logf("screen captures: exe-0 (idle) %d in %s; cc-0 (turns, a hung call, Esc) %d",
 		screenCaptures(t, e, "exe-0"), time.Since(idleSince["exe-0"]).Round(time.Second), screenCaptures(t, e, "cc-0"))
 
-	// claude.exe resumes like claude.
+	// claude.exe resumes like claude. Claude refuses to resume a session
+	// that never had a turn (it exits 1): give it one first.
+	before = len(mock.Records())
+	e.must("inject", "exe-0", "say hello")
+	e.waitFor("exe-0 answered", 30*time.Second, func() bool {
+		for _, r := range mock.Records()[before:] {
+			if r.Prompt == "say hello" && r.Status == 200 {
+				return true
+			}
+		}
+		return false
+	})
+	e.waitFor("exe-0 idle after its turn", 30*time.Second, func() bool { v, _ := e.session("exe-0"); return v.Activity == herd.ActivityIdle })
 	e.must("stop", "exe-0")
 	e.must("resume", "exe-0")
-	e.waitFor("exe-0 resumed and idle", 60*time.Second, func() bool {
-		var det api.SessionDetail
-		out, _, code := e.herd("describe", "session", "exe-0", "-o", "json")
-		if code != 0 || json.Unmarshal([]byte(out), &det) != nil {
-			return false
+	var resumed herd.Event
+	e.waitFor("exe-0 resumed", 30*time.Second, func() bool {
+		evs := e.events("--session", "exe-0", "--kind", herd.EventResumed)
+		if len(evs) > 0 {
+			resumed = evs[len(evs)-1]
 		}
-		if det.State == herd.StateRunning && !slices.Contains(det.Argv, "--resume") {
-			t.Fatalf("[exe-0] resumed without --resume: %q; snapshot %+v; events:\n%s", det.Argv, det.Snapshot, e.try("events", "--session", "exe-0"))
-		}
-		return det.State == herd.StateRunning && det.Activity == herd.ActivityIdle
+		return len(evs) > 0
 	})
+	if !strings.Contains(resumed.Message, `"--resume"`) {
+		t.Errorf("[exe-0] expected claude.exe resumed with --resume, got %q", resumed.Message)
+	}
+	e.waitFor("exe-0 resumed and idle", 60*time.Second, func() bool {
+		v, _ := e.session("exe-0")
+		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
+	})
+	if n := len(e.events("--session", "exe-0", "--kind", herd.EventCrashed)); n != 0 {
+		t.Errorf("[exe-0] expected the resumed conversation to run, got %d crash(es):\n%s", n, e.try("events", "--session", "exe-0"))
+	}
 }
 
 func roles(t *testing.T, e *env) []api.RoleView {

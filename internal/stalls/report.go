@@ -184,6 +184,10 @@ func (w *Stalls) Describe(det *api.SessionDetail) {
 	det.ActivityDetail = detail
 }
 
+// maxFlushWait bounds the wait for an ended exec agent's output to reach
+// its files.
+const maxFlushWait = 500 * time.Millisecond
+
 // Summary returns what the watchdog knows about an ending incarnation,
 // for its summary event; nil when nothing is known. The memory itself is
 // dropped by the next tick.
@@ -196,7 +200,17 @@ func (w *Stalls) Summary(inc string) map[string]any {
 		return nil
 	}
 	if m.runtime != herd.RuntimeTmux {
-		w.pollOutput(m, time.Now()) // the last lines before the exit
+		// The last lines before the exit, once the capture process wrote
+		// them all.
+		if ch := w.o.Exec.Flushed(inc); ch != nil {
+			t := time.NewTimer(maxFlushWait)
+			select {
+			case <-ch:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		w.pollOutput(m, time.Now())
 	}
 	snap := m.tracker.Snapshot()
 	m.mu.Lock()
@@ -232,7 +246,7 @@ func (w *Stalls) Summary(inc string) map[string]any {
 	if !m.hookSeen && snap.Activity != "" {
 		act, errText = snap.Activity, snap.Error
 	}
-	if act != "" {
+	if act != "" && act != herd.ActivityUnknown {
 		data["activity"] = act
 	}
 	if act == herd.ActivityBlocked && errText != "" {

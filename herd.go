@@ -123,6 +123,9 @@ const (
 	// EventWorktree records what became of a session's git worktree when
 	// its role was deleted: reason removed, or kept (with why and where).
 	EventWorktree = "worktree"
+	// EventOutdated records that a session's agent binary was replaced on
+	// disk while it ran (reason binary_updated): it shows OUTDATED.
+	EventOutdated = "outdated"
 )
 
 // EventKinds lists the event kinds, in the order of PRODUCT.md.
@@ -132,7 +135,7 @@ var EventKinds = []string{
 	EventStalled, EventStallWarning, EventUnstalled, EventKilled,
 	EventReaped, EventStopped, EventResumed, EventRecovered,
 	EventEscalated, EventActivity, EventProbeUnknown, EventSummary,
-	EventNotified, EventRollout, EventWorktree,
+	EventNotified, EventRollout, EventWorktree, EventOutdated,
 }
 
 // Reasons: short machine words carried by events and exits.
@@ -150,7 +153,10 @@ const (
 	ReasonUser           = "user"
 	ReasonRoleDeleted    = "role_deleted"
 	ReasonScaledDown     = "scaled_down"
-	ReasonLaunchFailed   = "launch_failed"
+	// ReasonMoved: the slot was placed on another host (a placement
+	// changed, or failover moved it while this host was away).
+	ReasonMoved        = "moved"
+	ReasonLaunchFailed = "launch_failed"
 )
 
 // Environment variables herd sets in every agent's environment.
@@ -189,11 +195,43 @@ type Role struct {
 	MemoryMax       int64    `json:"memory_max,omitempty"`        // bytes; 0 is no limit
 	PidsMax         int64    `json:"pids_max,omitempty"`          // 0 is no limit
 	RestartOnUpdate bool     `json:"restart_on_update,omitempty"` // restart at the next idle moment when the agent binary was replaced
+	// ResumeOnCrash: a crash relaunch continues the agent's conversation
+	// when its session id is known; nil is the default, true (see
+	// ResumesOnCrash).
+	ResumeOnCrash *bool `json:"resume_on_crash,omitempty"`
+	// AutoContinue: a session blocked by a rate limit with a named reset
+	// time gets "continue" typed in at that time; nil is the default,
+	// true (see ContinuesAfterReset).
+	AutoContinue *bool `json:"auto_continue,omitempty"`
 	// Host is the host whose daemon declared the role: its sessions run
 	// there, and only that daemon reconciles it. Empty (a role recorded
 	// before hosts were kept): every daemon reconciles it.
 	Host string `json:"host,omitempty"`
+
+	// Placement across a fleet. Hosts are the hosts the role's slots may
+	// run on; Spread balances its replicas over them (over every live
+	// host when Hosts is empty); Failover moves the slots of a host whose
+	// daemon went stale to a live one. A role with neither Hosts nor
+	// Spread runs on the host that declared it.
+	Hosts    []string `json:"hosts,omitempty"`
+	Spread   bool     `json:"spread,omitempty"`
+	Failover bool     `json:"failover,omitempty"`
 }
+
+// ResumesOnCrash reports whether a crash relaunch of r's sessions
+// continues the conversation (role key resume_on_crash, default true).
+func (r Role) ResumesOnCrash() bool { return r.ResumeOnCrash == nil || *r.ResumeOnCrash }
+
+// ContinuesAfterReset reports whether a session of r blocked by a rate
+// limit is continued at the reset time (role key auto_continue, default
+// true).
+func (r Role) ContinuesAfterReset() bool { return r.AutoContinue == nil || *r.AutoContinue }
+
+// Bool returns a pointer to b, for the optional booleans of a Role.
+func Bool(b bool) *bool { return &b }
+
+// Placed reports whether the placement leader assigns r's slots to hosts.
+func (r Role) Placed() bool { return len(r.Hosts) > 0 || r.Spread }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,40}$`)
 
@@ -320,6 +358,15 @@ type Host struct {
 	Version     string    `json:"version"` // the daemon's version
 	StartedAt   time.Time `json:"started_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
+}
+
+// Placement assigns one slot of a placed role to a host: only that host's
+// daemon runs the slot's session. The placement leader is its one writer.
+type Placement struct {
+	Role       string    `json:"role"`
+	Index      int       `json:"index"`
+	Host       string    `json:"host"`
+	AssignedAt time.Time `json:"assigned_at"`
 }
 
 // Kinds of Command: what another host's daemon is asked to do.

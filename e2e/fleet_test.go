@@ -375,6 +375,7 @@ func TestDemoFleet(t *testing.T) {
 	for _, want := range []string{
 		"session beta-0 stopped (on host demo-b)", "session beta-0 resumed (on host demo-b)",
 		"demo-b   stale", "unknown", "cleaned up",
+		"-- placement", "placement leader", "delta-0: demo-b's copy stopped (moved); it runs on demo-a",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("expected %q in the demo's output:\n%s", want, out)

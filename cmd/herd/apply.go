@@ -27,7 +27,13 @@ daemon's own config file, read again by 'herd reload'.
 
 apply prints what it changed per role (created, configured: which fields,
 unchanged), and how many sessions a changed command, workdir or env leaves
-OUTDATED; --dry-run prints the same and changes nothing.`,
+OUTDATED; --dry-run prints the same and changes nothing.
+
+In a fleet (several hosts on one PostgreSQL) a role runs on the host that
+applied it, unless it is placed: hosts = ["a", "b"] (the first live one),
+spread = true (balanced over the live hosts, of hosts when given) and
+failover = true (a stale host's slots move to a live one). The placement
+leader assigns the slots; describe role shows where each runs.`,
 		Example: `  herd apply -f herd.toml
   herd apply -f herd.toml --dry-run`,
 		Args: cobra.NoArgs,

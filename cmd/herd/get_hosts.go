@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"herd/internal/api"
+	"herd/internal/cells"
 	"herd/internal/selector"
 )
 
@@ -28,7 +29,7 @@ func newGetHostsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "hosts [NAME...]",
 		Aliases: []string{"host", "h"},
-		Short:   "List the fleet's hosts: daemon up or stale, sessions, heartbeat age, boot",
+		Short:   "List the fleet's hosts: daemon up or stale (and which leads placement), sessions, heartbeat age, boot",
 		Example: `  herd get hosts
   herd get hosts -l daemon=stale
   herd get hosts -o json`,
@@ -96,19 +97,23 @@ func printHosts(w io.Writer, views []api.HostView, o printOpts) error {
 	for _, v := range views {
 		beat := "never"
 		if v.HeartbeatAt != nil {
-			beat = shortDur(o.now.Sub(*v.HeartbeatAt)) + " ago"
+			beat = cells.ShortDur(o.now.Sub(*v.HeartbeatAt)) + " ago"
 		}
 		boot := v.BootID
 		if len(boot) > 8 {
 			boot = boot[:8]
 		}
-		row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", v.Name, v.Daemon, v.Sessions, beat, dash(boot))
+		daemon := v.Daemon
+		if v.Leader {
+			daemon += " (leader)" // of placement
+		}
+		row := fmt.Sprintf("%s	%s	%d	%s	%s", v.Name, daemon, v.Sessions, beat, cells.Dash(boot))
 		if o.wide {
 			started := "-"
 			if v.StartedAt != nil {
-				started = clockText(*v.StartedAt, o.now)
+				started = cells.Clock(*v.StartedAt, o.now)
 			}
-			row += fmt.Sprintf("\t%s\t%s", dash(v.Version), started)
+			row += fmt.Sprintf("\t%s\t%s", cells.Dash(v.Version), started)
 		}
 		fmt.Fprintln(tw, row)
 	}

@@ -15,6 +15,9 @@ type HostView struct {
 	Version     string     `json:"version"`
 	// Self marks the host of the daemon that answered.
 	Self bool `json:"self"`
+	// Leader marks the daemon that assigns placed roles' slots to hosts
+	// (the placement leader), while it is up.
+	Leader bool `json:"leader"`
 }
 
 // RoleCount is a role's sessions on one host.

@@ -216,6 +216,7 @@ func (b *builder) build(f *fileConfig) *Config {
 		}
 	}
 
+	b.notify(c, f.Notify)
 	b.fleet(c, f.Fleet)
 
 	c.Roles = b.roles(f.Role, c.Restart)
@@ -307,6 +308,7 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 		set(&r.Agent, f.Agent)
 		set(&r.AgentProcess, f.AgentProcess)
 		setupOK, includeOK, memOK := b.roleContainment(&r, f, report)
+		hostsOK := rolePlacement(&r, f, report)
 
 		var written map[string]bool
 		r.Restart, written = b.restart(defaults, f.Restart, func(p problem) {
@@ -334,7 +336,8 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 				continue
 			case strings.HasPrefix(p.keys[0], "worktree_setup") && !setupOK,
 				strings.HasPrefix(p.keys[0], "worktree_include") && !includeOK,
-				p.keys[0] == "memory_max" && !memOK:
+				p.keys[0] == "memory_max" && !memOK,
+				strings.HasPrefix(p.keys[0], "hosts") && !hostsOK:
 				continue // already reported
 			}
 			report(p)
@@ -352,6 +355,12 @@ func (b *builder) roleContainment(r *herd.Role, f fileRole, report func(problem)
 	set(&r.WorktreeBase, f.WorktreeBase)
 	set(&r.PidsMax, f.PidsMax)
 	set(&r.RestartOnUpdate, f.RestartOnUpdate)
+	if f.ResumeOnCrash != nil {
+		r.ResumeOnCrash = herd.Bool(*f.ResumeOnCrash)
+	}
+	if f.AutoContinue != nil {
+		r.AutoContinue = herd.Bool(*f.AutoContinue)
+	}
 	setupOK, includeOK, memOK = true, true, true
 	if f.WorktreeSetup != nil {
 		argv, p := argvOf(f.WorktreeSetup, "worktree_setup")

@@ -153,6 +153,7 @@ func roleProblems(r herd.Role) []problem {
 		}
 	}
 	probs = append(probs, containmentProblems(r)...)
+	probs = append(probs, placementProblems(r)...)
 	for _, p := range restartProblems(r.Restart) {
 		for i := range p.keys {
 			p.keys[i] = "restart." + p.keys[i]

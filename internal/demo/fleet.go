@@ -53,7 +53,7 @@ func (h *fleetHost) start(ctx context.Context) error {
 		return err
 	}
 	d, err := daemon.New(daemon.Options{StateDir: h.dir, Config: cfg, Store: st, Version: h.version, StopGrace: 2 * time.Second,
-		CaptureCommand: daemon.CaptureCommand(), Logger: slog.New(slog.NewTextHandler(log, nil))})
+		CaptureCommand: daemon.CaptureCommand(), EnterCommand: daemon.EnterCommand(), Logger: slog.New(slog.NewTextHandler(log, nil))})
 	if err != nil {
 		st.Close()
 		release()
@@ -114,6 +114,10 @@ func RunFleet(ctx context.Context, o Options) error {
 	defer func() {
 		clean, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		// Placed roles first, while every daemon runs to stop its share.
+		for _, role := range []string{"gamma", "delta"} {
+			_ = a.client.Do(clean, http.MethodDelete, "/v1/roles/"+role, nil, nil, nil)
+		}
 		for _, h := range hosts {
 			if h.stop == nil {
 				continue
@@ -152,6 +156,29 @@ func RunFleet(ctx context.Context, o Options) error {
 		return err
 	}
 
+	step("placement: gamma (2 replicas, spread = true) and delta (hosts = [\"demo-b\", \"demo-a\"], failover = true), both declared on demo-a; the placement leader puts gamma on both hosts and delta on demo-b, the first host listed")
+	gamma, delta := role("gamma", 2), role("delta", 1)
+	gamma[0].Spread = true
+	delta[0].Hosts, delta[0].Failover = []string{b.name, a.name}, true
+	if err := a.client.Do(ctx, http.MethodPost, "/v1/roles", nil, append(gamma, delta...), nil); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	placed := func(v []api.SessionView) bool {
+		g := map[string]bool{}
+		for _, s := range v {
+			if s.Role == "gamma" && s.State == herd.StateRunning {
+				g[s.Host] = true
+			}
+		}
+		return len(g) == 2 && hostOf(v, "delta-0", herd.StateRunning) == b.name
+	}
+	if err := waitFleet(ctx, a.client, 30*time.Second, placed); err != nil {
+		return err
+	}
+	if err := showPlacement(ctx, o, a.client); err != nil {
+		return err
+	}
+
 	step("stop beta-0 through demo-a: a command row that demo-b's daemon executes")
 	var res api.Result
 	if err := a.client.Do(ctx, http.MethodPost, "/v1/sessions/beta-0/stop", nil, nil, &res); err != nil {
@@ -162,27 +189,33 @@ func RunFleet(ctx context.Context, o Options) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	fmt.Fprintf(o.Out, "   %s\n\n", res.Message)
-	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool { return countState(v, "", herd.StateRunning) == 3 }); err != nil {
+	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool { return countState(v, "", herd.StateRunning) == 6 }); err != nil {
 		return err
 	}
 
-	step("demo-b's daemon stops (its agents keep running): within host_timeout (3s) its sessions are unknown, never dead, never relaunched on demo-a")
+	step("demo-b's daemon stops (its agents keep running): within host_timeout (3s) its sessions are unknown, never dead, never relaunched on demo-a — but delta fails over: its slot moves to demo-a")
 	b.stop()
 	b.stop = nil
-	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool { return countState(v, b.name, herd.StateUnknown) == 1 }); err != nil {
+	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool {
+		return countState(v, b.name, herd.StateUnknown) == 2 && hostOf(v, "delta-0", herd.StateRunning) == a.name
+	}); err != nil {
 		return err
 	}
 	if err := showFleet(ctx, o, a.client, "demo-a's view with demo-b gone"); err != nil {
 		return err
 	}
 
-	step("demo-b's daemon is back: it adopts its agent, still the same process")
+	step("demo-b's daemon is back: it adopts its agents, still the same processes, and ends its copy of delta-0 (stopped, reason moved)")
 	if err := b.start(ctx); err != nil {
 		return err
 	}
-	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool { return countState(v, "", herd.StateRunning) == 3 }); err != nil {
+	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool { return countState(v, "", herd.StateRunning) == 6 }); err != nil {
 		return err
 	}
+	if err := waitMoved(ctx, a.client, "delta-0", 30*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "   delta-0: demo-b's copy stopped (moved); it runs on %s\n\n", a.name)
 	if err := showFleet(ctx, o, a.client, "the fleet whole again"); err != nil {
 		return err
 	}
@@ -237,13 +270,17 @@ func showFleet(ctx context.Context, o Options, c *api.Client, title string) erro
 	}
 	fmt.Fprintf(o.Out, "-- %s\n%s", title, FleetTable(views))
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-8s %-7s %-8s %s\n", "HOST", "DAEMON", "SESSIONS", "HEARTBEAT")
+	fmt.Fprintf(&b, "%-8s %-7s %-8s %-10s %s\n", "HOST", "DAEMON", "SESSIONS", "HEARTBEAT", "")
 	for _, h := range hosts {
 		beat := "never"
 		if h.HeartbeatAt != nil {
 			beat = time.Since(*h.HeartbeatAt).Round(100*time.Millisecond).String() + " ago"
 		}
-		fmt.Fprintf(&b, "%-8s %-7s %-8d %s\n", h.Name, h.Daemon, h.Sessions, beat)
+		lead := ""
+		if h.Leader {
+			lead = "placement leader"
+		}
+		fmt.Fprintf(&b, "%-8s %-7s %-8d %-10s %s\n", h.Name, h.Daemon, h.Sessions, beat, lead)
 	}
 	fmt.Fprintf(o.Out, "%s\n", b.String())
 	return nil

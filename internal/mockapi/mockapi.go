@@ -62,10 +62,13 @@ type Record struct {
 	Model   string
 	Stream  bool
 	Trigger string    // the trigger found, or ""
-	Prompt  string    // the last text block of the last user message (Messages API: what was typed), cut to 200 bytes
 	Status  int       // the HTTP status sent; 0 while hung
 	Tool    bool      // the answer is a tool call
 	Time    time.Time // when the answer (or the hang) began
+	// Users holds the text of each user message of a Messages API
+	// request, oldest first (each clipped to its last 200 bytes): what the
+	// agent sent of its conversation.
+	Users []string
 }
 
 // Server is the mock. The zero value is not usable; call New.
@@ -197,30 +200,33 @@ func (r request) lastUser() (text string, toolResult bool) {
 	return "", false
 }
 
-// lastUserText returns the last text block of the last user message: what
-// the user typed, after the reminders an agent puts before it.
-func (r request) lastUserText() string {
-	for i := len(r.Messages) - 1; i >= 0; i-- {
-		m := r.Messages[i]
+// users returns the text of every user message, oldest first, each
+// clipped to its last 200 bytes.
+func (r request) users() []string {
+	var out []string
+	for _, m := range r.Messages {
 		if m.Role != "user" {
 			continue
 		}
 		var s string
-		if json.Unmarshal(m.Content, &s) == nil {
-			return s
-		}
-		var bs []block
-		if json.Unmarshal(m.Content, &bs) != nil {
-			return ""
-		}
-		for j := len(bs) - 1; j >= 0; j-- {
-			if bs[j].Type == "text" {
-				return bs[j].Text
+		if json.Unmarshal(m.Content, &s) != nil {
+			var bs []block
+			json.Unmarshal(m.Content, &bs)
+			var b strings.Builder
+			for _, x := range bs {
+				if x.Type == "text" {
+					b.WriteString(x.Text)
+					b.WriteByte('\n')
+				}
 			}
+			s = b.String()
 		}
-		return ""
+		if len(s) > 200 {
+			s = s[len(s)-200:] // the typed text comes after the agent's reminders
+		}
+		out = append(out, s)
 	}
-	return ""
+	return out
 }
 
 // firstUserHas reports whether a user message of the conversation
@@ -279,10 +285,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult := req.lastUser()
-	rec := Record{Path: path, Model: req.Model, Stream: req.Stream, Prompt: req.lastUserText()}
-	if len(rec.Prompt) > 200 {
-		rec.Prompt = strings.ToValidUTF8(rec.Prompt[:200], "")
-	}
+	rec := Record{Path: path, Model: req.Model, Stream: req.Stream, Users: req.users()}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

@@ -8,6 +8,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/hosts"
+	"herd/internal/placement"
 	"herd/internal/slots"
 	"herd/internal/store"
 )
@@ -105,9 +106,13 @@ func (sv *Server) local(s herd.Session) error {
 // handleHosts lists the fleet's daemons: `herd get hosts`.
 func (sv *Server) handleHosts(w http.ResponseWriter, r *http.Request) {
 	var rows []hosts.Row
+	var leader string
 	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
 		f, err := sv.fleet(tx)
 		if err != nil {
+			return err
+		}
+		if leader, _, err = tx.KV(placement.KVLeader); err != nil {
 			return err
 		}
 		sessions, err := tx.Sessions()
@@ -125,7 +130,7 @@ func (sv *Server) handleHosts(w http.ResponseWriter, r *http.Request) {
 	for _, row := range rows {
 		h := row.Host
 		v := api.HostView{Name: h.Name, Daemon: row.Daemon, Sessions: row.Sessions, BootID: h.BootID,
-			Version: h.Version, Self: h.Name == sv.st.Host()}
+			Version: h.Version, Self: h.Name == sv.st.Host(), Leader: h.Name == leader && row.Daemon == hosts.Up}
 		if row.Recorded {
 			v.HeartbeatAt, v.StartedAt = &h.HeartbeatAt, &h.StartedAt
 		}

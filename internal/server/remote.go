@@ -40,6 +40,10 @@ func (sv *Server) remote(w http.ResponseWriter, r *http.Request, name, kind stri
 func (sv *Server) remoteRole(w http.ResponseWriter, r *http.Request, name, kind string, args map[string]string) bool {
 	return sv.forward(w, r, "role", name, kind, args, func(tx store.Tx) (string, error) {
 		ro, err := tx.Role(name)
+		if ro.Placed() {
+			// Any daemon writes a placed role: no one host owns it.
+			return "", err
+		}
 		return ro.Host, err
 	})
 }

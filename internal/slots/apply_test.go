@@ -33,6 +33,9 @@ func TestDiffRole(t *testing.T) {
 		{"command and env", with(func(r *herd.Role) { r.Command = []string{"codex"}; r.Env["B"] = "2" }), true, RoleConfigured, []string{"command", "env"}},
 		{"restart", with(func(r *herd.Role) { r.Restart.MaxRestarts = 4 }), true, RoleConfigured, []string{"restart"}},
 		{"worktree", with(func(r *herd.Role) { r.Worktree = true }), true, RoleConfigured, []string{"worktree"}},
+		{"placement", with(func(r *herd.Role) { r.Hosts = []string{"b"} }), true, RoleConfigured, []string{"placement"}},
+		{"failover", with(func(r *herd.Role) { r.Spread, r.Failover = true, true }), true, RoleConfigured, []string{"placement"}},
+		{"empty hosts is none", with(func(r *herd.Role) { r.Hosts = []string{} }), true, RoleUnchanged, nil},
 	}
 	for _, tt := range tests {
 		c := diffRole(base, tt.new, tt.exists)

@@ -33,10 +33,13 @@ func (e *OtherHostError) Error() string {
 	return fmt.Sprintf("%s %s runs on host %s; its daemon acts on it", e.What, e.Name, e.Host)
 }
 
-// checkRoleHost refuses to redeclare a role another host declared: its
-// sessions run there, and two daemons must never reconcile one role.
+// checkRoleHost refuses to redeclare an unplaced role another host
+// declared: its sessions run there, and two daemons must never reconcile
+// one role.
 func (sl *Slots) checkRoleHost(existing herd.Role) error {
-	if sl.ownsRole(existing) {
+	// A placed role runs wherever the placement leader puts it: any
+	// daemon may redeclare it.
+	if sl.ownsRole(existing) || existing.Placed() {
 		return nil
 	}
 	return Badf("apply: role %s is declared on host %s; apply it there, or delete it there first", existing.Name, existing.Host)

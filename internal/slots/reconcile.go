@@ -14,14 +14,14 @@ import (
 // Reconcile runs one plan; it returns the earliest pending backoff
 // deadline (zero when none), so the loop wakes exactly then.
 func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
-	roles, sessions, err := sl.read(ctx)
+	roles, sessions, pl, err := sl.read(ctx)
 	if err != nil {
 		if ctx.Err() == nil { // a shutdown is no error
 			sl.o.Log.Error("reconcile: read store", "err", err)
 		}
 		return time.Time{}
 	}
-	byName := make(map[string]herd.Role, len(roles))
+	byName := make(map[string]herd.Role, len(roles)+len(pl.roles))
 	for _, r := range roles {
 		byName[r.Name] = r
 	}
@@ -35,15 +35,25 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 			}
 		}
 	}
-	for _, a := range reconcile.Plan(roles, sessions, now) {
+	for _, r := range pl.roles {
+		byName[r.Name] = r
+	}
+	sl.endMoved(ctx, pl.moved)
+	for _, a := range append(reconcile.Plan(roles, pl.unplaced(sessions), now), reconcile.PlanPlaced(pl.roles, pl.mine, pl.placed(sessions), now)...) {
 		if ctx.Err() != nil {
 			return time.Time{}
 		}
 		if a.Kind == reconcile.Stop {
+			a.Reason = pl.reason(a.Role, a.Reason)
 			sl.stopInBackground(ctx, a)
 			continue
 		}
-		if err := sl.launch(ctx, reconcileLaunch(byName[a.Role], a)); err != nil && ctx.Err() == nil && !errors.Is(err, errShuttingDown) {
+		if byName[a.Role].Placed() {
+			err = sl.launchPlaced(ctx, byName[a.Role], a)
+		} else {
+			err = sl.launch(ctx, reconcileLaunch(byName[a.Role], a))
+		}
+		if err != nil && ctx.Err() == nil && !errors.Is(err, errShuttingDown) {
 			sl.o.Log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
 		}
 	}
@@ -148,13 +158,24 @@ func (sl *Slots) resetFailedTx(tx store.Tx, role string) error {
 	return nil
 }
 
-// read returns the roles this host reconciles and this host's sessions.
-func (sl *Slots) read(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
+// read returns the unplaced roles this host reconciles, this host's
+// sessions, and what it needs of placed roles (see placement).
+func (sl *Slots) read(ctx context.Context) (roles []herd.Role, sessions []herd.Session, pl placedView, err error) {
+	all, sessions, err := sl.readAll(ctx)
+	if err != nil {
+		return nil, nil, pl, err
+	}
+	roles, pl, err = sl.placement(ctx, all, sessions)
+	return roles, sessions, pl, err
+}
+
+// readAll returns every role and this host's sessions.
+func (sl *Slots) readAll(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
 	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
 		if roles, err = tx.Roles(); err != nil {
 			return err
 		}
-		roles = sl.ownedRoles(roles)
+		sessions = nil
 		all, err := tx.SessionsOnHost(sl.st.Host())
 		if err != nil {
 			return err

@@ -85,11 +85,16 @@ func (sl *Slots) DeleteRole(ctx context.Context, name string) (int, error) {
 		return 0, err
 	}
 	var reqs []StopRequest
+	elsewhere := false
 	for _, s := range sessions {
 		if s.State == herd.StateStopped {
 			continue
 		}
 		if s.Host != sl.st.Host() {
+			if role.Placed() {
+				elsewhere = true // scaled to 0 above: its host stops it
+				continue
+			}
 			return 0, fmt.Errorf("delete role %s: session %s runs on host %s; delete it there", name, s.Name, s.Host)
 		}
 		reqs = append(reqs, StopRequest{Name: s.Name, Reason: herd.ReasonRoleDeleted})
@@ -102,6 +107,11 @@ func (sl *Slots) DeleteRole(ctx context.Context, name string) (int, error) {
 	}
 	if len(failed) > 0 {
 		return 0, fmt.Errorf("delete role %s: %w (the role is kept, scaled to 0)", name, errors.Join(failed...))
+	}
+	if elsewhere {
+		if err := sl.awaitStoppedElsewhere(ctx, name); err != nil {
+			return 0, fmt.Errorf("delete role %s: %w (the role is kept, scaled to 0)", name, err)
+		}
 	}
 	events := sl.removeWorktrees(ctx, role, sessions)
 	err = sl.st.Store().Update(ctx, func(tx store.Tx) error {
@@ -147,7 +157,7 @@ func (sl *Slots) removeWorktrees(ctx context.Context, role herd.Role, sessions [
 			sl.o.Log.Info("worktree kept", "session", s.Name, "path", r.Path, "why", r.Reason)
 			events = append(events, sl.st.Event(s, s.Incarnation, herd.EventWorktree, "kept",
 				fmt.Sprintf("worktree %s kept: %s (herd worktree prune removes it)", r.Path, r.Reason),
-				map[string]any{"path": r.Path, "branch": r.Branch, "why": r.Reason}))
+				map[string]any{"path": r.Path, "branch": r.Branch, "why": r.Reason, "workdir": role.Workdir}))
 		}
 	}
 	return events

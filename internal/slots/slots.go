@@ -45,7 +45,16 @@ type Options struct {
 	// forks), found by cgroup or by the HERD_INCARNATION marker; nil ends
 	// the process group only.
 	Contain *cgroup.Containment
-	Log     *slog.Logger
+	// EnterCommand is the argv prefix that runs a command inside a cgroup
+	// (herd's own `cgexec`: the argv gets PATH, "--" and the command): a
+	// tmux pane's process joins its incarnation's cgroup with it before
+	// exec'ing the agent. Empty: tmux agents start outside any cgroup and
+	// are contained by their marker.
+	EnterCommand []string
+	// HostTimeout ([fleet] host_timeout): another host's daemon silent
+	// this long is stale, and its slots of a failover role may move here.
+	HostTimeout time.Duration
+	Log         *slog.Logger
 }
 
 // Slots launches and stops this host's sessions.
@@ -62,6 +71,11 @@ type Slots struct {
 	stopSlots chan struct{}
 	// defs are the [restart] defaults roles inherit (a reload changes them).
 	defs defaults
+	// wtStatus caches the worktree status views show.
+	wtStatus worktree.StatusCache
+	// updated reports the sessions whose agent binary was replaced on
+	// disk (the watchdog's); set once before Run (SetBinaryUpdated).
+	updated func() map[string]string
 
 	mu sync.Mutex // guards the fields below
 	// stopsUnderWay holds, by session, the end of each bounded stop.
@@ -79,6 +93,7 @@ func New(o Options) *Slots {
 	if s.o.Worktrees == nil {
 		s.o.Worktrees = &worktree.Manager{}
 	}
+	s.wtStatus.M = s.o.Worktrees
 	return s
 }
 

@@ -62,6 +62,25 @@ type Listener interface {
 	Listen(ctx context.Context, fn func(channel, payload string)) error
 }
 
+// Locker is implemented by a store several daemons share that can elect
+// one of them (PostgreSQL: a session-level advisory lock held on a
+// connection of its own, released by the server when that connection
+// goes, so a daemon that dies or loses the network loses it).
+type Locker interface {
+	// TryLock takes the lock named key without waiting. It returns nil and
+	// no error when another process holds it.
+	TryLock(ctx context.Context, key int64) (Lock, error)
+}
+
+// Lock is a held Locker lock.
+type Lock interface {
+	// Check returns nil while the lock is still held (its connection
+	// answers), an error once it may be lost.
+	Check(ctx context.Context) error
+	// Release gives the lock and its connection up.
+	Release()
+}
+
 // EventFilter selects events. Zero fields do not filter.
 type EventFilter struct {
 	Host    string
@@ -120,6 +139,16 @@ type Tx interface {
 	PutHost(h herd.Host) error
 	// DeleteHost forgets the host called name; its sessions stay.
 	DeleteHost(name string) error
+
+	// Placements lists every placement, by role and index.
+	Placements() ([]herd.Placement, error)
+	// PlacementsOnHost lists the placements on host, by role and index.
+	PlacementsOnHost(host string) ([]herd.Placement, error)
+	// PutPlacement inserts or replaces the placement of p's role and index.
+	PutPlacement(p herd.Placement) error
+	// DeletePlacement forgets the placement of one slot; deleting a
+	// missing one is not an error.
+	DeletePlacement(role string, index int) error
 
 	// AddCommand stores a new command and sets c.ID; ids increase.
 	AddCommand(c *herd.Command) error

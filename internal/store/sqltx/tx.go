@@ -167,19 +167,28 @@ type roleOptions struct {
 	MemoryMax       int64    `json:"memory_max,omitempty"`
 	PidsMax         int64    `json:"pids_max,omitempty"`
 	RestartOnUpdate bool     `json:"restart_on_update,omitempty"`
+	ResumeOnCrash   *bool    `json:"resume_on_crash,omitempty"`
+	AutoContinue    *bool    `json:"auto_continue,omitempty"`
 	Host            string   `json:"host,omitempty"`
+	Hosts           []string `json:"hosts,omitempty"`
+	Spread          bool     `json:"spread,omitempty"`
+	Failover        bool     `json:"failover,omitempty"`
 }
 
 func optionsOf(r herd.Role) roleOptions {
 	return roleOptions{
 		Worktree: r.Worktree, WorktreeBase: r.WorktreeBase, WorktreeSetup: r.WorktreeSetup, WorktreeInclude: r.WorktreeInclude,
 		MemoryMax: r.MemoryMax, PidsMax: r.PidsMax, RestartOnUpdate: r.RestartOnUpdate, Host: r.Host,
+		ResumeOnCrash: r.ResumeOnCrash, AutoContinue: r.AutoContinue,
+		Hosts: r.Hosts, Spread: r.Spread, Failover: r.Failover,
 	}
 }
 
 func (o roleOptions) apply(r *herd.Role) {
 	r.Worktree, r.WorktreeBase, r.WorktreeSetup, r.WorktreeInclude = o.Worktree, o.WorktreeBase, o.WorktreeSetup, o.WorktreeInclude
 	r.MemoryMax, r.PidsMax, r.RestartOnUpdate, r.Host = o.MemoryMax, o.PidsMax, o.RestartOnUpdate, o.Host
+	r.ResumeOnCrash, r.AutoContinue = o.ResumeOnCrash, o.AutoContinue
+	r.Hosts, r.Spread, r.Failover = o.Hosts, o.Spread, o.Failover
 }
 
 var (

@@ -35,6 +35,9 @@ func fullRole(name string) herd.Role {
 		PidsMax:         512,
 		RestartOnUpdate: true,
 		Host:            "box-2",
+		Hosts:           []string{"box-1", "box-2"},
+		Spread:          true,
+		Failover:        true,
 		UpdatedAt:       at(0),
 	}
 }

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"HostsOrderedAndReplaced", testHostsOrderedAndReplaced},
 		{"SessionsOnHost", testSessionsOnHost},
 		{"OpenIncarnationsOnHost", testOpenIncarnationsOnHost},
+		{"Placements", testPlacements},
 		{"CommandRoundTrip", testCommandRoundTrip},
 		{"CommandsOnHost", testCommandsOnHost},
 		{"ClaimCommands", testClaimCommands},

@@ -1,0 +1,16 @@
+package daemon
+
+import (
+	"herd/internal/placement"
+)
+
+// newPlacement returns the placement leader election of this daemon: the
+// leader assigns the slots of placed roles every probe interval, and its
+// own reconciler runs at once after a change (the others read it on
+// their next round).
+func (d *Daemon) newPlacement() *placement.Leader {
+	return placement.NewLeader(placement.Options{
+		Store: d.status.Store(), Host: d.host, HostTimeout: d.cfg.Fleet.HostTimeout,
+		Interval: d.cfg.Probe.Interval, Changed: d.slots.Kick, Log: d.log,
+	})
+}

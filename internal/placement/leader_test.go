@@ -1,0 +1,134 @@
+package placement
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"herd"
+	"herd/internal/store"
+	"herd/internal/store/pgtest"
+	"herd/internal/store/postgres"
+	"herd/internal/store/sqlite"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// runLeader runs a Leader of host on st until the returned stop is called.
+func runLeader(t *testing.T, st store.Store, host string) (*Leader, func()) {
+	l := NewLeader(Options{Store: st, Host: host, HostTimeout: 3 * time.Second, Interval: 50 * time.Millisecond, Log: quiet()})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { l.Run(ctx) })
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return l, stop
+}
+
+// waitUntil polls cond until it holds or fails t after timeout.
+func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("expected %s within %v … it did not happen", what, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestLeaderElection: three daemons' Leaders on one PostgreSQL: exactly
+// one leads at any moment; when it goes another takes over, and the new
+// leader places a placed role's slots.
+func TestLeaderElection(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	var stores []store.Store
+	for range 3 {
+		s, err := postgres.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		stores = append(stores, s)
+	}
+	names := []string{"a", "b", "c"}
+	leaders := make([]*Leader, 3)
+	stops := make([]func(), 3)
+	for i := range 3 {
+		leaders[i], stops[i] = runLeader(t, stores[i], names[i])
+	}
+	leading := func() (n, who int) {
+		who = -1
+		for i, l := range leaders {
+			if l != nil && l.Leading() {
+				n, who = n+1, i
+			}
+		}
+		return n, who
+	}
+	waitUntil(t, "a leader", 10*time.Second, func() bool { n, _ := leading(); return n == 1 })
+	// One leader only, for a while.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if n, _ := leading(); n != 1 {
+			t.Fatalf("expected exactly one leader, got %d", n)
+		}
+	}
+	_, first := leading()
+	stops[first]()
+	leaders[first] = nil
+	waitUntil(t, "another leader", 10*time.Second, func() bool { n, who := leading(); return n == 1 && who != first })
+	_, second := leading()
+
+	// The new leader places a spread role over the hosts up.
+	now := time.Now().UTC()
+	err := stores[second].Update(t.Context(), func(tx store.Tx) error {
+		for _, h := range names {
+			if err := tx.PutHost(herd.Host{Name: h, HeartbeatAt: now}); err != nil {
+				return err
+			}
+		}
+		return tx.PutRole(herd.Role{Name: "w", Replicas: 3, Spread: true})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []herd.Placement
+	waitUntil(t, "three slots placed", 10*time.Second, func() bool {
+		_ = stores[second].View(t.Context(), func(tx store.Tx) error {
+			var err error
+			got, err = tx.Placements()
+			return err
+		})
+		return len(got) == 3
+	})
+	seen := map[string]bool{}
+	for _, p := range got {
+		seen[p.Host] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("expected one slot per host, got %+v", got)
+	}
+	var kv string
+	_ = stores[second].View(t.Context(), func(tx store.Tx) error { kv, _, _ = tx.KV(KVLeader); return nil })
+	if kv != names[second] {
+		t.Errorf("expected kv to name the leader %s, got %q", names[second], kv)
+	}
+}
+
+// TestLeaderSQLite: on SQLite the one daemon leads.
+func TestLeaderSQLite(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), t.TempDir()+"/herd.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	l, _ := runLeader(t, st, "solo")
+	waitUntil(t, "the one daemon leading", 5*time.Second, l.Leading)
+}

@@ -166,6 +166,13 @@ func TestInjectClearsTheInputLine(t *testing.T) {
 	e.waitFor("the kept text read", 10*time.Second, func() bool {
 		return strings.Contains(e.try("logs", "talk-0"), `You said: abcdef"`)
 	})
+
+	// An empty inject clears nothing: it submits what was typed.
+	e.must("inject", "--no-enter", "talk-0", "typed then sent")
+	e.must("inject", "talk-0", "")
+	e.waitFor("the typed text sent by an empty inject", 10*time.Second, func() bool {
+		return strings.Contains(e.try("logs", "talk-0"), `You said: typed then sent"`)
+	})
 }
 
 // screenCaptures is how many times the watchdog captured a session's pane.

@@ -23,7 +23,8 @@ func newInjectCmd(g *globals) *cobra.Command {
 For Claude Code, Codex and Gemini CLI the agent's input line is emptied
 first (C-e, then C-u presses), so text left there (the prompt an Esc puts
 back after an interrupted turn) is not glued to TEXT; --no-clear keeps it.
-Other agents get TEXT typed as it is.
+An empty TEXT clears nothing: it presses Enter on what is there. Other
+agents get TEXT typed as it is.
 
 Everything after NAME is text, never a flag: 'herd inject w-0 -v' types "-v",
 and 'herd inject w-0 -' types "-". Give flags before NAME; --no-enter is also

@@ -188,7 +188,9 @@ func (sv *Server) inject(ctx context.Context, name, text string, enter, clear bo
 		return "", err
 	}
 	var keys []string
-	if clear {
+	if clear && text != "" {
+		// No text, nothing to glue to: an empty inject submits what is
+		// on the input line.
 		keys = agents.ClearKeys(role.Agent)
 	}
 	ctx, cancel := context.WithTimeout(ctx, sv.o.Config.Probe.Timeout*4)

@@ -20,7 +20,12 @@
 # a [notify] webhook: the latency from the permission dialog on screen to
 # the notification delivered (goal: under 2 s), and a SIGSEGV crash
 # relaunch continuing the conversation (the mock sees the earlier
-# messages).
+# messages). TestRealClaudeDaemon (e2e) runs it with stall_after = 20s: the
+# trust dialog is waiting (startup_prompt); idle at the prompt stays idle
+# for 3 x stall_after; Esc mid-turn ends idle, never stalled; inject empties
+# the input line Esc left the prompt in; a hung API call is stalled within
+# stall_after and a tick; .../claude and the claude.exe it links to are both
+# the claude agent and resume with --resume.
 #
 #   scripts/real-agents.sh              # check
 #   scripts/real-agents.sh --capture    # check and rewrite the fixtures of these versions
@@ -36,7 +41,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -72,12 +77,18 @@ if [ "${SKIP_GEMINI:-0}" != 1 ]; then
   echo "gemini: $("$gemini" --version)"
 fi
 
+# Each check runs whatever the one before did; the script fails if any did.
+status=0
 echo "== TestRealClaude, TestRealCodex(TUI), TestRealGemini(TUI)"
 HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" HERD_CAPTURE_FIXTURES="$capture" \
-  go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini|GeminiTUI)$' -v ./internal/agents/
-echo "== TestRealClaudeUnderHerd"
-HERD_REAL_CLAUDE="$claude" go test -count=1 -timeout 10m -run '^TestRealClaudeUnderHerd$' -v ./e2e/
+  go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini|GeminiTUI)$' -v ./internal/agents/ || status=1
+echo "== TestRealClaudeUnderHerd, TestRealClaudeDaemon (the herd daemon supervising the real Claude Code)"
+HERD_REAL_CLAUDE="$claude" go test -count=1 -p 1 -timeout 20m -run '^TestRealClaude(UnderHerd|Daemon)$' -v ./e2e/ || status=1
 if [ "$capture" = 1 ]; then
   echo "== fixture tests on the new captures"
-  go test -count=1 ./internal/agents/
+  go test -count=1 ./internal/agents/ || status=1
 fi
+if [ "$status" != 0 ]; then
+  echo "FAIL: a real-agent check failed (see above)" >&2
+fi
+exit "$status"

@@ -14,11 +14,17 @@ import (
 const maxInjectText = 1 << 20
 
 func newInjectCmd(g *globals) *cobra.Command {
-	var noEnter, fromStdin bool
+	var noEnter, noClear, fromStdin bool
 	cmd := &cobra.Command{
-		Use:   "inject [--no-enter] NAME TEXT | inject --stdin [--no-enter] NAME",
+		Use:   "inject [--no-enter] [--no-clear] NAME TEXT | inject --stdin [--no-enter] [--no-clear] NAME",
 		Short: "Type TEXT into the agent (literal; text starting with - is safe; large text works)",
 		Long: `Type TEXT into a live tmux session's agent, literally, then press Enter.
+
+For Claude Code, Codex and Gemini CLI the agent's input line is emptied
+first (C-e, then C-u presses), so text left there (the prompt an Esc puts
+back after an interrupted turn) is not glued to TEXT; --no-clear keeps it.
+An empty TEXT clears nothing: it presses Enter on what is there. Other
+agents get TEXT typed as it is.
 
 Everything after NAME is text, never a flag: 'herd inject w-0 -v' types "-v",
 and 'herd inject w-0 -' types "-". Give flags before NAME; --no-enter is also
@@ -30,6 +36,7 @@ command line or kept in a file.`,
 		Example: `  herd inject worker-0 "run the tests"
   herd inject worker-0 "-v: verbose, please"
   herd inject --no-enter worker-0 "draft, not sent"
+  herd inject --no-clear worker-0 " and one more thing"
   herd inject --stdin worker-0 < prompt.md`,
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeFirstSession(g),
@@ -59,13 +66,14 @@ command line or kept in a file.`,
 			if len(text) > maxInjectText {
 				return fmt.Errorf("inject: text is %d bytes, limit %d", len(text), maxInjectText)
 			}
-			req := api.InjectRequest{Text: text, Enter: !noEnter && !trailingNoEnter}
+			req := api.InjectRequest{Text: text, Enter: !noEnter && !trailingNoEnter, NoClear: noClear}
 			return post(cmd, g, sessionPath(name, "/inject"), req)
 		},
 	}
 	// Flags end at NAME, so text that looks like a flag stays text.
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().BoolVar(&noEnter, "no-enter", false, "type the text without pressing Enter (default: press Enter)")
+	cmd.Flags().BoolVar(&noClear, "no-clear", false, "keep what is on the agent's input line (default: empty it first, for Claude, Codex and Gemini)")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the text from stdin (up to 1 MiB) instead of TEXT")
 	return cmd
 }

@@ -1,9 +1,13 @@
+// Package activity tracks what an exec agent printed: its lines as agents.ParseLine reads them, the activity and session id they carry, and its stderr tail.
 package activity
 
 import (
 	"strings"
 	"sync"
 	"time"
+
+	"herd"
+	"herd/internal/agents"
 )
 
 // Ring sizes of a Tracker.
@@ -23,25 +27,36 @@ type RecentEvent struct {
 
 // TrackerSnapshot is a copy of a Tracker's state.
 type TrackerSnapshot struct {
-	Start          time.Time     `json:"start"`
-	LastOutputAt   time.Time     `json:"last_output_at"` // zero until the first stdout line
-	Events         int           `json:"events"`         // stdout lines observed
-	LastType       string        `json:"last_type"`
-	LastTool       string        `json:"last_tool"` // last non-empty tool name
-	LastFinal      bool          `json:"last_final"`
-	AgentSessionID string        `json:"agent_session_id,omitempty"`
-	LongestSilence time.Duration `json:"longest_silence"` // max gap between start and outputs, and between consecutive outputs
-	Recent         []RecentEvent `json:"recent"`          // oldest first
-	StderrLines    int           `json:"stderr_lines"`    // stderr lines observed
+	Start        time.Time `json:"start"`
+	LastOutputAt time.Time `json:"last_output_at"` // zero until the first stdout line
+	// LastProgressAt is the last stdout line that shows the agent moving
+	// on: a retry notice is output, not progress.
+	LastProgressAt time.Time `json:"last_progress_at"`
+	Events         int       `json:"events"`  // stdout lines observed
+	Retries        int       `json:"retries"` // of which retry notices and warnings (no progress)
+	LastType       string    `json:"last_type"`
+	LastTool       string    `json:"last_tool"` // last non-empty tool name
+	LastFinal      bool      `json:"last_final"`
+	AgentSessionID string    `json:"agent_session_id,omitempty"`
+	// Activity is what the lines so far say the agent does (working, idle
+	// after a result, blocked after a failed one); "" until a line says.
+	Activity herd.Activity `json:"activity,omitempty"`
+	Reason   string        `json:"reason,omitempty"` // blocked: rate_limited or api_error
+	Error    string        `json:"error,omitempty"`  // blocked: the error
+	// LongestSilence is the longest gap between start and progress
+	// lines, and between consecutive ones.
+	LongestSilence time.Duration `json:"longest_silence"`
+	Recent         []RecentEvent `json:"recent"`       // oldest first
+	StderrLines    int           `json:"stderr_lines"` // stderr lines observed
 	LastStderrAt   time.Time     `json:"last_stderr_at"`
 	StderrTail     []string      `json:"stderr_tail"` // oldest first
 }
 
-// SilentFor is how long the agent has printed nothing on stdout as of now
-// (since start when it never did). Stderr does not count: an agent that only
-// complains is not making progress.
+// SilentFor is how long the agent has printed no progress on stdout as of
+// now (since start when it never did). Stderr and retry notices do not
+// count: an agent that only complains is not making progress.
 func (s TrackerSnapshot) SilentFor(now time.Time) time.Duration {
-	last := s.LastOutputAt
+	last := s.LastProgressAt
 	if last.IsZero() {
 		last = s.Start
 	}
@@ -68,31 +83,42 @@ func NewTracker(start time.Time) *Tracker {
 	return &Tracker{s: TrackerSnapshot{Start: start}}
 }
 
-// Observe records one stdout line parsed into o, seen at at.
-func (t *Tracker) Observe(o Output, at time.Time) {
+// Observe records one stdout line, read by agents.ParseLine into s, seen
+// at at.
+func (t *Tracker) Observe(s agents.Signal, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	prev := t.s.LastOutputAt
-	if prev.IsZero() {
-		prev = t.s.Start
-	}
-	if gap := at.Sub(prev); gap > t.s.LongestSilence {
-		t.s.LongestSilence = gap
-	}
 	// A clock step backwards must not move the last output time back.
 	if at.After(t.s.LastOutputAt) {
 		t.s.LastOutputAt = at
 	}
+	if s.Progress {
+		prev := t.s.LastProgressAt
+		if prev.IsZero() {
+			prev = t.s.Start
+		}
+		if gap := at.Sub(prev); gap > t.s.LongestSilence {
+			t.s.LongestSilence = gap
+		}
+		if at.After(t.s.LastProgressAt) {
+			t.s.LastProgressAt = at
+		}
+	} else {
+		t.s.Retries++
+	}
 	t.s.Events++
-	t.s.LastType = o.Type
-	t.s.LastFinal = o.Final
-	if o.Tool != "" {
-		t.s.LastTool = o.Tool
+	t.s.LastType = s.Event
+	t.s.LastFinal = s.Final
+	if s.Tool != "" {
+		t.s.LastTool = s.Tool
 	}
-	if o.AgentSessionID != "" && ValidAgentSessionID(o.AgentSessionID) { // never a flag of the resume command
-		t.s.AgentSessionID = o.AgentSessionID
+	if s.AgentSessionID != "" && agents.ValidSessionID(s.AgentSessionID) { // never a flag of the resume command
+		t.s.AgentSessionID = s.AgentSessionID
 	}
-	t.recent[t.nextRecent%RecentEvents] = RecentEvent{Type: o.Type, Tool: o.Tool, Time: at}
+	if s.Activity != "" {
+		t.s.Activity, t.s.Reason, t.s.Error = s.Activity, s.Reason, s.Error
+	}
+	t.recent[t.nextRecent%RecentEvents] = RecentEvent{Type: s.Event, Tool: s.Tool, Time: at}
 	t.nextRecent++
 }
 

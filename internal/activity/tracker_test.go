@@ -8,7 +8,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"herd"
+	"herd/internal/agents"
 )
+
+// line reads one Claude stream-json line as the watchdog does.
+func line(s string, at time.Time) agents.Signal {
+	return agents.ParseLine(herd.AgentClaude, []byte(s), at)
+}
 
 func TestTrackerEmpty(t *testing.T) {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -25,38 +32,43 @@ func TestTrackerObserve(t *testing.T) {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(sec int) time.Time { return start.Add(time.Duration(sec) * time.Second) }
 	tr := NewTracker(start)
-	tr.Observe(Output{Type: "system", AgentSessionID: "sid"}, at(5))
-	tr.Observe(Output{Type: "assistant", Tool: "Bash"}, at(7))
-	tr.Observe(Output{Type: "user"}, at(37)) // 30 s gap: longest
-	tr.Observe(Output{Type: "result", Final: true}, at(40))
+	tr.Observe(line(`{"type":"system","subtype":"init","session_id":"sid"}`, at(5)), at(5))
+	tr.Observe(line(`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash"}]}}`, at(7)), at(7))
+	tr.Observe(line(`{"type":"user"}`, at(37)), at(37)) // 30 s gap: longest
+	// Retries for a minute: output, not progress, so no gap is counted.
+	tr.Observe(line(`{"type":"system","subtype":"api_retry","error":"overloaded"}`, at(60)), at(60))
+	tr.Observe(line(`{"type":"system","subtype":"api_retry","error":"overloaded"}`, at(97)), at(97))
+	tr.Observe(line(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 overloaded"}`, at(100)), at(100))
 	s := tr.Snapshot()
 	want := TrackerSnapshot{
-		Start: start, LastOutputAt: at(40), Events: 4, LastType: "result", LastTool: "Bash",
-		LastFinal: true, AgentSessionID: "sid", LongestSilence: 30 * time.Second,
+		Start: start, LastOutputAt: at(100), LastProgressAt: at(100), Events: 6, Retries: 2, LastType: "result", LastTool: "Bash",
+		LastFinal: true, AgentSessionID: "sid", LongestSilence: 63 * time.Second,
+		Activity: herd.ActivityBlocked, Reason: agents.ReasonAPIError, Error: "API Error: 529 overloaded",
 		Recent: []RecentEvent{
-			{Type: "system", Time: at(5)}, {Type: "assistant", Tool: "Bash", Time: at(7)},
-			{Type: "user", Time: at(37)}, {Type: "result", Time: at(40)},
+			{Type: "system/init", Time: at(5)}, {Type: "assistant", Tool: "Bash", Time: at(7)},
+			{Type: "user", Time: at(37)}, {Type: "system/api_retry", Time: at(60)}, {Type: "system/api_retry", Time: at(97)},
+			{Type: "result", Time: at(100)},
 		},
 		StderrTail: []string{},
 	}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("[observe] expected … got … (-want +got):\n%s", diff)
 	}
-	if got := s.SilentFor(at(50)); got != 10*time.Second {
+	if got := s.SilentFor(at(110)); got != 10*time.Second {
 		t.Errorf("[silent for] expected 10s, got %v", got)
 	}
-	if got := s.SilentFor(at(30)); got != 0 {
+	if got := s.SilentFor(at(90)); got != 0 {
 		t.Errorf("[clock behind] expected 0, got %v", got)
 	}
 }
 
-// TestTrackerKeepsOnlyValidSessionIDs: an Output built by hand cannot plant
+// TestTrackerKeepsOnlyValidSessionIDs: a Signal built by hand cannot plant
 // a flag-looking id that a resume would pass to the agent.
 func TestTrackerKeepsOnlyValidSessionIDs(t *testing.T) {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	tr := NewTracker(start)
-	tr.Observe(Output{Type: "system", AgentSessionID: "sid-1"}, start.Add(time.Second))
-	tr.Observe(Output{Type: "system", AgentSessionID: "--dangerously-skip-permissions"}, start.Add(2*time.Second))
+	tr.Observe(agents.Signal{Event: "system", AgentSessionID: "sid-1", Progress: true}, start.Add(time.Second))
+	tr.Observe(agents.Signal{Event: "system", AgentSessionID: "--dangerously-skip-permissions", Progress: true}, start.Add(2*time.Second))
 	if s := tr.Snapshot(); s.AgentSessionID != "sid-1" || s.Events != 2 {
 		t.Errorf("[flag id] expected sid-1 kept and both lines counted, got %q, %d events", s.AgentSessionID, s.Events)
 	}
@@ -65,13 +77,13 @@ func TestTrackerKeepsOnlyValidSessionIDs(t *testing.T) {
 func TestTrackerSilenceFromStart(t *testing.T) {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	tr := NewTracker(start)
-	tr.Observe(Output{Type: OutputText}, start.Add(time.Minute))
-	tr.Observe(Output{Type: OutputText}, start.Add(time.Minute+time.Second))
+	tr.Observe(agents.Signal{Event: agents.LineText, Progress: true}, start.Add(time.Minute))
+	tr.Observe(agents.Signal{Event: agents.LineText, Progress: true}, start.Add(time.Minute+time.Second))
 	if got := tr.Snapshot().LongestSilence; got != time.Minute {
 		t.Errorf("[gap before first output] expected 1m, got %v", got)
 	}
 	// A clock step backwards neither counts as silence nor moves LastOutputAt back.
-	tr.Observe(Output{Type: OutputText}, start)
+	tr.Observe(agents.Signal{Event: agents.LineText, Progress: true}, start)
 	s := tr.Snapshot()
 	if s.LongestSilence != time.Minute || !s.LastOutputAt.Equal(start.Add(time.Minute+time.Second)) {
 		t.Errorf("[clock step back] expected 1m and unchanged last output, got %v %v", s.LongestSilence, s.LastOutputAt)
@@ -82,7 +94,7 @@ func TestTrackerRings(t *testing.T) {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	tr := NewTracker(start)
 	for i := range 45 {
-		tr.Observe(Output{Type: fmt.Sprint(i)}, start.Add(time.Duration(i)*time.Second))
+		tr.Observe(agents.Signal{Event: fmt.Sprint(i), Progress: true}, start.Add(time.Duration(i)*time.Second))
 	}
 	for i := range 120 {
 		tr.ObserveStderr(fmt.Sprint("line ", i), start.Add(time.Duration(i)*time.Second))
@@ -118,7 +130,7 @@ func TestTrackerConcurrent(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 200 {
-				tr.Observe(Output{Type: "x"}, time.Now())
+				tr.Observe(agents.Signal{Event: "x", Progress: true}, time.Now())
 				tr.ObserveStderr("e", time.Now())
 				_ = tr.Snapshot()
 			}

@@ -460,6 +460,9 @@ func (e *realEnv) expectHook(file string, data []byte, want herd.Activity) Signa
 
 var timerOnScreen = regexp.MustCompile(`… \(\d+s`)
 
+// emptyInputRE is Claude's input box with nothing typed in it.
+var emptyInputRE = regexp.MustCompile(`(?m)^─{8,}\n❯[ \x{00a0}]*\n─{8,}`)
+
 func TestRealClaude(t *testing.T) {
 	claude := os.Getenv("HERD_REAL_CLAUDE")
 	if claude == "" {
@@ -549,7 +552,13 @@ func TestRealClaude(t *testing.T) {
 	if n := len(e.hookFiles()); n != hooksBefore {
 		t.Logf("Esc sent %d hooks: %v", n-hooksBefore, e.hookFiles()[hooksBefore:])
 	}
-	e.keys(pane, "C-u") // the interrupted prompt is put back in the input line
+	// The interrupted prompt is put back in the input line: what herd
+	// inject presses first empties it.
+	if !strings.Contains(esc, "herd-hang now") {
+		t.Errorf("after Esc: expected the interrupted prompt back in the input line:\n%s", esc)
+	}
+	e.keys(pane, ClearKeys(herd.AgentClaude)...)
+	e.waitScreen(pane, "input line emptied", func(s string) bool { return emptyInputRE.MatchString(s) })
 
 	// A tool that needs permission.
 	e.typeLine(pane, "run the "+mockapi.TriggerTool)

@@ -149,4 +149,7 @@ type ActivityReport struct {
 type InjectRequest struct {
 	Text  string `json:"text"`
 	Enter bool   `json:"enter"`
+	// NoClear keeps what is on the agent's input line; by default the
+	// agent's clear keys (agents.ClearKeys) empty it first.
+	NoClear bool `json:"no_clear,omitempty"`
 }

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/api"
 	"herd/internal/commands"
+	"herd/internal/runtime/tmux"
 	"herd/internal/slots"
 	"herd/internal/store"
 )
@@ -140,15 +142,29 @@ func (sv *Server) Execute(ctx context.Context, c herd.Command) (string, error) {
 		return fmt.Sprintf("role %s scaled to %d", c.Session, n), nil
 	case herd.CommandInject:
 		enter, _ := strconv.ParseBool(c.Args["enter"])
-		return sv.inject(ctx, c.Session, c.Args["text"], enter)
+		noClear, _ := strconv.ParseBool(c.Args["no_clear"]) // absent (an older daemon's row): clear
+		return sv.inject(ctx, c.Session, c.Args["text"], enter, !noClear)
 	}
 	return "", fmt.Errorf("unknown command %q", c.Kind)
 }
 
-// inject types text into a live tmux session of this host.
-func (sv *Server) inject(ctx context.Context, name, text string, enter bool) (string, error) {
+// clearInjector is a runtime that can empty the agent's input line
+// before typing (tmux).
+type clearInjector interface {
+	InjectCleared(ctx context.Context, inc herd.Incarnation, clear []string, text string, enter bool) error
+}
+
+var _ clearInjector = (*tmux.Runtime)(nil)
+
+// inject types text into a live tmux session of this host: into the pane
+// herd launched for it, never whichever pane a user attached to it made
+// active. With clear, the agent's clear keys (agents.ClearKeys of the
+// role's agent) empty its input line first, so leftover text of an
+// interrupted turn is not glued to the new prompt.
+func (sv *Server) inject(ctx context.Context, name, text string, enter, clear bool) (string, error) {
 	var s herd.Session
 	var inc herd.Incarnation
+	var role herd.Role
 	err := sv.st.Store().View(ctx, func(tx store.Tx) (err error) {
 		if s, err = tx.Session(name); err != nil {
 			return slots.Named("session", name, err)
@@ -159,16 +175,38 @@ func (sv *Server) inject(ctx context.Context, name, text string, enter bool) (st
 		if s.RuntimeKind != herd.RuntimeTmux || !s.State.Live() {
 			return badf("inject: session %s is not a live tmux session (%s, %s)", name, s.RuntimeKind, s.State)
 		}
+		if role, err = tx.Role(s.Role); errors.Is(err, store.ErrNotFound) {
+			err = nil // the role is gone: no agent known, nothing cleared
+		}
+		if err != nil {
+			return err
+		}
 		inc, err = tx.Incarnation(s.Incarnation)
 		return err
 	})
 	if err != nil {
 		return "", err
 	}
+	var keys []string
+	if clear && text != "" {
+		// No text, nothing to glue to: an empty inject submits what is
+		// on the input line.
+		keys = agents.ClearKeys(role.Agent)
+	}
 	ctx, cancel := context.WithTimeout(ctx, sv.o.Config.Probe.Timeout*4)
 	defer cancel()
-	if err := sv.o.Tmux.Inject(ctx, inc, text, enter); err != nil {
+	if c, ok := sv.o.Tmux.(clearInjector); ok {
+		err = c.InjectCleared(ctx, inc, keys, text, enter)
+	} else {
+		keys = nil
+		err = sv.o.Tmux.Inject(ctx, inc, text, enter)
+	}
+	if err != nil {
 		return "", fmt.Errorf("inject: %w", err)
 	}
-	return fmt.Sprintf("%d bytes sent to %s", len(text), name), nil
+	msg := fmt.Sprintf("%d bytes sent to %s", len(text), name)
+	if len(keys) > 0 {
+		msg += " (input line cleared first)"
+	}
+	return msg, nil
 }

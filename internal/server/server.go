@@ -374,38 +374,14 @@ func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
 		fail(w, badf("inject: bad request body: %v", err))
 		return
 	}
-	if sv.remote(w, r, name, herd.CommandInject, map[string]string{"text": req.Text, "enter": strconv.FormatBool(req.Enter)}) {
+	args := map[string]string{"text": req.Text, "enter": strconv.FormatBool(req.Enter), "no_clear": strconv.FormatBool(req.NoClear)}
+	if sv.remote(w, r, name, herd.CommandInject, args) {
 		return
 	}
-	var s herd.Session
-	var inc herd.Incarnation
-	err := sv.st.Store().View(r.Context(), func(tx store.Tx) (err error) {
-		s, err = tx.Session(name)
-		if err != nil {
-			return slots.Named("session", name, err)
-		}
-		if err := sv.local(s); err != nil {
-			return err
-		}
-		if s.RuntimeKind != herd.RuntimeTmux || !s.State.Live() {
-			return nil
-		}
-		inc, err = tx.Incarnation(s.Incarnation)
-		return err
-	})
+	msg, err := sv.inject(r.Context(), name, req.Text, req.Enter, !req.NoClear)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	if s.RuntimeKind != herd.RuntimeTmux || !s.State.Live() {
-		fail(w, badf("inject: session %s is not a live tmux session (%s, %s)", name, s.RuntimeKind, s.State))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), sv.o.Config.Probe.Timeout*4)
-	defer cancel()
-	if err := sv.o.Tmux.Inject(ctx, inc, req.Text, req.Enter); err != nil {
-		fail(w, fmt.Errorf("inject: %w", err))
-		return
-	}
-	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("%d bytes sent to %s", len(req.Text), name)})
+	reply(w, http.StatusOK, api.Result{Message: msg})
 }

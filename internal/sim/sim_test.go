@@ -3,6 +3,7 @@ package sim
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -16,7 +17,7 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/activity"
+	"herd/internal/agents"
 )
 
 // TestMain lets the test binary act as the agent: with SIM_HELPER=1 it runs
@@ -126,9 +127,9 @@ func poll(t *testing.T, what string, cond func() bool) {
 func TestExitCodeAndStream(t *testing.T) {
 	t.Parallel()
 	p := start(t, "--interval", "10ms", "--exit-after", "300ms", "--exit-code", "3", "--session-id", "sess-1")
-	var outs []activity.Output
+	var outs []agents.Signal
 	for l := range p.lines {
-		outs = append(outs, activity.ParseLine([]byte(l)))
+		outs = append(outs, agents.ParseLine(herd.AgentClaude, []byte(l), time.Now()))
 	}
 	ws := p.wait(t)
 	if !ws.Exited() || ws.ExitStatus() != 3 {
@@ -137,18 +138,18 @@ func TestExitCodeAndStream(t *testing.T) {
 	if len(outs) < 5 {
 		t.Fatalf("[lines] expected at least 5 lines, got %d", len(outs))
 	}
-	if outs[0].Type != "system" || outs[0].AgentSessionID != "sess-1" {
+	if outs[0].Event != "system/init" || outs[0].AgentSessionID != "sess-1" {
 		t.Errorf("[init] expected system line with session id, got %+v", outs[0])
 	}
-	if outs[1].Type != "assistant" || outs[1].Tool != "Bash" || outs[2].Type != "user" || outs[3].Type != "assistant" || outs[3].Tool != "" {
+	if outs[1].Event != "assistant" || outs[1].Tool != "Bash" || outs[2].Event != "user" || outs[3].Event != "assistant" || outs[3].Tool != "" {
 		t.Errorf("[cycle] expected tool_use, tool_result, text; got %+v", outs[1:4])
 	}
 	last := outs[len(outs)-1]
-	if last.Type != "result" || !last.Final {
+	if last.Event != "result" || !last.Final {
 		t.Errorf("[result] expected a final result line, got %+v", last)
 	}
 	for i, o := range outs {
-		if o.Type == activity.OutputText {
+		if o.Event == agents.LineText {
 			t.Errorf("[line %d] expected JSON, got text", i)
 		}
 	}
@@ -315,26 +316,26 @@ func TestPlaysHooks(t *testing.T) {
 		return len(lines) >= 14
 	})
 	wantEvents := []string{"SessionStart", "PreToolUse", "PostToolUse", "PermissionRequest", "Notification", "Stop", "Notification"}
-	wantActivity := []herd.Activity{"working", "working", "working", "waiting", "waiting", "idle", "waiting"}
-	var st activity.State
+	wantActivity := []herd.Activity{"idle", "working", "working", "waiting", "waiting", "idle", "idle"}
+	var st agents.State
 	for i, ev := range wantEvents {
 		if args := lines[2*i]; args != "hook "+ev {
 			t.Errorf("[call %d] expected args %q, got %q", i, "hook "+ev, args)
 		}
-		h, err := activity.ParseHook([]byte(lines[2*i+1]))
+		h, err := agents.ParseHook(herd.AgentClaude, []byte(lines[2*i+1]), "", time.Now())
 		if err != nil {
 			t.Fatalf("[call %d] expected hook JSON, got %v: %s", i, err, lines[2*i+1])
 		}
-		if h.HookEventName != ev || h.SessionID != "sess-h" || h.Cwd == "" || h.TranscriptPath == "" {
+		if h.Event != ev || h.AgentSessionID != "sess-h" || h.Cwd == "" || h.TranscriptPath == "" {
 			t.Errorf("[call %d] expected %s with session, cwd, transcript; got %+v", i, ev, h)
 		}
-		st = activity.Apply(st, h)
+		st = agents.Apply(st, h)
 		if st.Activity != wantActivity[i] {
 			t.Errorf("[call %d %s] expected %s, got %s", i, ev, wantActivity[i], st.Activity)
 		}
 	}
-	if h, _ := activity.ParseHook([]byte(lines[3])); h.ToolName != "Bash" {
-		t.Errorf("[tool name] expected Bash, got %q", h.ToolName)
+	if h, _ := agents.ParseHook(herd.AgentClaude, []byte(lines[3]), "", time.Now()); h.Tool != "Bash" {
+		t.Errorf("[tool name] expected Bash, got %q", h.Tool)
 	}
 	// The sequence is played once; the sim stays alive in its last state.
 	if !alive(p.cmd.Process.Pid) {
@@ -410,7 +411,7 @@ func TestBurnCPU(t *testing.T) {
 func TestWaitInput(t *testing.T) {
 	t.Parallel()
 	p := start(t, "--wait-input", "--interval", "10ms")
-	if o := activity.ParseLine([]byte(p.line(t))); o.Type != "system" {
+	if o := agents.ParseLine(herd.AgentClaude, []byte(p.line(t)), time.Now()); o.Event != "system/init" {
 		t.Errorf("[init] expected system line, got %+v", o)
 	}
 	if l := p.line(t); !strings.Contains(l, "waiting for your input") {
@@ -419,7 +420,7 @@ func TestWaitInput(t *testing.T) {
 	if _, err := io.WriteString(p.stdin, "hello there\n"); err != nil {
 		t.Fatal(err)
 	}
-	if l := p.line(t); !strings.Contains(l, "hello there") || activity.ParseLine([]byte(l)).Type != "assistant" {
+	if l := p.line(t); !strings.Contains(l, "hello there") || agents.ParseLine(herd.AgentClaude, []byte(l), time.Now()).Event != "assistant" {
 		t.Errorf("[echo] expected an assistant line echoing the input, got %q", l)
 	}
 	if l := p.line(t); !strings.Contains(l, "waiting for your input") {
@@ -510,8 +511,15 @@ func TestParseScript(t *testing.T) {
 			t.Errorf("[step %d] expected %v, got %v", i, want[i], got[i])
 		}
 	}
-	if p := (hookStep{"Notification", "idle_prompt"}).payload("s", "/w", 0); p.NotificationType != "idle_prompt" || p.ToolName != "" || !activity.NeedsAttention(activity.Hook{Message: p.Message}) {
-		t.Errorf("[notification payload] expected type and a matching message, got %+v", p)
+	p := (hookStep{"Notification", "idle_prompt"}).payload("s", "/w", 0)
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read as Claude's idle reminder: no activity, no progress.
+	if sig, err := agents.ParseHook(herd.AgentClaude, b, "", time.Now()); err != nil || p.NotificationType != "idle_prompt" || p.ToolName != "" ||
+		sig.Event != agents.HookNotification || sig.Activity != "" || sig.Progress || sig.Message != p.Message {
+		t.Errorf("[notification payload] expected Claude's idle reminder, got %+v read as %+v (%v)", p, sig, err)
 	}
 }
 
@@ -519,14 +527,14 @@ func TestStreamerCycle(t *testing.T) {
 	s := streamer{sessionID: "x"}
 	var types []string
 	for range 10 {
-		o := activity.ParseLine(s.next())
-		types = append(types, o.Type+":"+o.Tool)
+		o := agents.ParseLine(herd.AgentClaude, s.next(), time.Now())
+		types = append(types, o.Event+":"+o.Tool)
 	}
-	want := "system: assistant:Bash user: assistant: assistant:Read user: assistant: assistant:Edit user: assistant:"
+	want := "system/init: assistant:Bash user: assistant: assistant:Read user: assistant: assistant:Edit user: assistant:"
 	if got := strings.Join(types, " "); got != want {
 		t.Errorf("[cycle] expected %s, got %s", want, got)
 	}
-	if o := activity.ParseLine(s.result(1)); !o.Final || o.AgentSessionID != "x" {
+	if o := agents.ParseLine(herd.AgentClaude, s.result(1), time.Now()); !o.Final || o.AgentSessionID != "x" {
 		t.Errorf("[result] expected final with session id, got %+v", o)
 	}
 	if id := newSessionID(); len(id) != 36 || id[14] != '4' {

@@ -8,6 +8,7 @@ import (
 
 	"herd"
 	"herd/internal/proc"
+	"herd/internal/status"
 	"herd/internal/store"
 
 	"golang.org/x/sys/unix"
@@ -162,6 +163,9 @@ func (sl *Slots) stopLocked(ctx context.Context, req StopRequest) error {
 				return err
 			}
 			snap.Argv, snap.Workdir, snap.RuntimeKind = cinc.Argv, cinc.Workdir, cinc.RuntimeKind
+			if cinc.EndedAt == nil {
+				status.TakeSeenSessionID(&cinc, seen)
+			}
 			snap.AgentSessionID = cinc.AgentSessionID
 			if cinc.EndedAt == nil {
 				cinc.EndedAt, cinc.Exit = &now, &exit

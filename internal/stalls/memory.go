@@ -56,10 +56,24 @@ type incWatch struct {
 	prev     *diag.Diagnostics
 	killBase *diag.Diagnostics
 	killWhy  string
-	// tmux: the last window_activity seen and the last pane content hash.
+	// kind is the agent kind of the session's role ("" until read).
+	kind string
+	// tmux: the last window_activity seen, the one seen at the last
+	// capture, and when that capture was taken.
 	winActivity time.Time
-	paneHash    uint64
-	paneHashed  bool
+	winCaptured time.Time
+	capturedAt  time.Time
+	captures    int // capture-pane calls for this incarnation
+	// An agent herd cannot read: the last pane content hash.
+	paneHash   uint64
+	paneHashed bool
+	// An agent herd can read: the hash of the last normalised screen,
+	// when it was first captured, and whether it shows the prompt.
+	screenHash  string
+	screenSince time.Time
+	screenIdle  bool
+	// transcript is what the watchdog follows of the agent's transcript.
+	transcript transcriptWatch
 	// ended is set once the summary was taken: the tick stops tailing.
 	ended bool
 	// exeReplaced is the agent's executable once it was seen replaced on

@@ -2,8 +2,10 @@ package stalls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/api"
 	"herd/internal/diag"
 	"herd/internal/store"
@@ -29,11 +31,8 @@ func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
 	m.mu.Lock()
 	last, persisted := m.lastActivity, m.persisted
 	outAct := herd.Activity("")
-	if it.Inc.RuntimeKind != herd.RuntimeTmux && !m.hookSeen && snap.Events > 0 {
-		outAct = herd.ActivityWorking
-		if snap.LastFinal {
-			outAct = herd.ActivityIdle
-		}
+	if it.Inc.RuntimeKind != herd.RuntimeTmux && !m.hookSeen {
+		outAct = snap.Activity
 	}
 	sid := snap.AgentSessionID
 	if sid == "" {
@@ -64,7 +63,12 @@ func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
 			hooks := m.hookSeen
 			m.mu.Unlock()
 			if !hooks && cur.Activity != outAct {
-				events = append(events, w.activityEvent(*cur, it.Inc.ID, cur.Activity, outAct, "output", snap.LastType, snap.LastTool))
+				ev := w.activityEvent(*cur, it.Inc.ID, cur.Activity, outAct, "output", snap.LastType, snap.LastTool)
+				if outAct == herd.ActivityBlocked {
+					ev.Reason = snap.Reason
+					ev.Data["error"] = snap.Error
+				}
+				events = append(events, ev)
 				cur.Activity = outAct
 			}
 		}
@@ -95,7 +99,7 @@ func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
 		m.agentSessionID = sid
 	}
 	if needAct && !m.hookSeen {
-		m.hook.Activity = outAct
+		m.hook.Activity, m.hook.Reason = outAct, snap.Reason
 	}
 	m.mu.Unlock()
 }
@@ -167,11 +171,22 @@ func (w *Stalls) Describe(det *api.SessionDetail) {
 	if m.runtime != herd.RuntimeTmux {
 		detail["output"] = snap
 	}
+	if m.captures > 0 {
+		detail["screen_captures"] = m.captures
+		detail["screen_captured_at"] = m.capturedAt.UTC()
+	}
+	if m.transcript.path != "" {
+		detail["transcript"] = m.transcript.path
+	}
 	if m.killWhy != "" {
 		detail["auto_kill"] = m.killWhy
 	}
 	det.ActivityDetail = detail
 }
+
+// maxFlushWait bounds the wait for an ended exec agent's output to reach
+// its files.
+const maxFlushWait = 500 * time.Millisecond
 
 // Summary returns what the watchdog knows about an ending incarnation,
 // for its summary event; nil when nothing is known. The memory itself is
@@ -179,10 +194,23 @@ func (w *Stalls) Describe(det *api.SessionDetail) {
 func (w *Stalls) Summary(inc string) map[string]any {
 	m := w.lookup(inc)
 	if m == nil {
+		m = w.lateWatch(inc)
+	}
+	if m == nil {
 		return nil
 	}
 	if m.runtime != herd.RuntimeTmux {
-		w.pollOutput(m, time.Now()) // the last lines before the exit
+		// The last lines before the exit, once the capture process wrote
+		// them all.
+		if ch := w.o.Exec.Flushed(inc); ch != nil {
+			t := time.NewTimer(maxFlushWait)
+			select {
+			case <-ch:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		w.pollOutput(m, time.Now())
 	}
 	snap := m.tracker.Snapshot()
 	m.mu.Lock()
@@ -212,6 +240,21 @@ func (w *Stalls) Summary(inc string) map[string]any {
 	if sid := firstNonEmpty(snap.AgentSessionID, m.hook.AgentSessionID); sid != "" {
 		data["agent_session_id"] = sid
 	}
+	// The activity the agent ended with: its last lines (a run shorter
+	// than a tick is read whole here), else its hooks.
+	act, errText := m.hook.Activity, m.hook.Error
+	if !m.hookSeen && snap.Activity != "" {
+		act, errText = snap.Activity, snap.Error
+	}
+	if act != "" && act != herd.ActivityUnknown {
+		data["activity"] = act
+	}
+	if act == herd.ActivityBlocked && errText != "" {
+		data["error"] = errText
+	}
+	if snap.Retries > 0 {
+		data["retries"] = snap.Retries
+	}
 	if snap.StderrLines > 0 {
 		data["stderr_lines"] = snap.StderrLines
 	}
@@ -225,4 +268,47 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// lateWatch returns the memory of an exec incarnation that ended before
+// any tick met it (a run shorter than a probe interval), so its output is
+// still read whole: its activity and session id are not lost. nil when
+// there is nothing to read.
+func (w *Stalls) lateWatch(id string) *incWatch {
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg().Probe.Timeout)
+	defer cancel()
+	var s herd.Session
+	var inc herd.Incarnation
+	var role herd.Role
+	err := w.st.Store().View(ctx, func(tx store.Tx) (err error) {
+		if inc, err = tx.Incarnation(id); err != nil {
+			return err
+		}
+		if inc.RuntimeKind == herd.RuntimeTmux {
+			return nil
+		}
+		if s, err = tx.Session(inc.Session); err != nil {
+			return err
+		}
+		if role, err = tx.Role(s.Role); errors.Is(err, store.ErrNotFound) {
+			err = nil
+		}
+		return err
+	})
+	if err != nil || inc.RuntimeKind == herd.RuntimeTmux || inc.ID == "" {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			w.o.Log.Warn("watchdog: read an ended incarnation", "incarnation", id, "err", err)
+		}
+		return nil
+	}
+	m := w.watchFor(s, inc)
+	m.mu.Lock()
+	if m.kind == "" {
+		m.kind = role.Agent
+		if !agents.Known(m.kind) {
+			m.kind = herd.AgentGeneric
+		}
+	}
+	m.mu.Unlock()
+	return m
 }

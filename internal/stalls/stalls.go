@@ -1,7 +1,7 @@
 // Package stalls is the watchdog: it follows each live agent's activity
-// (hook reports, its output, its pane), marks a silent one stalled with
-// /proc diagnostics, warns again, and asks slots to kill a stalled agent
-// only when that is safe and allowed.
+// (hook reports, its output, its screen, its transcript), marks a silent
+// one stalled with /proc diagnostics, warns again, and asks slots to kill
+// a stalled agent only when that is safe and allowed.
 package stalls
 
 import (
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/activity"
+	"herd/internal/agents"
 	"herd/internal/cgroup"
 	"herd/internal/config"
 	"herd/internal/diag"
@@ -134,7 +134,9 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 		}
 	}
 	w.gc(current)
+	w.agentKinds(tickCtx, items)
 	w.watchTmux(tickCtx, tmuxes, now)
+	w.watchTranscripts(items, now)
 	for _, it := range items {
 		if tickCtx.Err() != nil {
 			return
@@ -272,8 +274,15 @@ func (w *Stalls) pollOutput(m *incWatch, now time.Time) {
 		out, errPath := w.o.Exec.Paths(m.session, m.id)
 		m.stdout, m.stderr = &execrt.Tailer{Path: out}, &execrt.Tailer{Path: errPath}
 	}
+	m.mu.Lock()
+	kind := m.kind
+	m.mu.Unlock()
 	onOut := func(b []byte, at time.Time) {
-		m.tracker.Observe(activity.ParseLine(b), at)
+		sig := agents.ParseLine(kind, b, at)
+		m.tracker.Observe(sig, at)
+		if !sig.Progress {
+			return // a retry notice: the agent is not moving on
+		}
 		m.mu.Lock()
 		m.noteActivityLocked(at)
 		m.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/restart"
 	"herd/internal/store"
 )
@@ -80,6 +81,7 @@ func (m *Manager) CrashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, e
 	exit.At = now
 	inc.EndedAt = &now
 	inc.Exit = &exit
+	TakeSeenSessionID(inc, seen)
 	if err := tx.PutIncarnation(*inc); err != nil {
 		return err
 	}
@@ -141,6 +143,15 @@ func (m *Manager) CrashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, e
 		}
 	}
 	return nil
+}
+
+// TakeSeenSessionID records on inc the agent's own session id the watchdog
+// read last (seen's agent_session_id: the final lines of a run too short
+// for a tick), when inc has none yet, so a resume can continue it.
+func TakeSeenSessionID(inc *herd.Incarnation, seen map[string]any) {
+	if id, ok := seen["agent_session_id"].(string); ok && inc.AgentSessionID == "" && agents.ValidSessionID(id) {
+		inc.AgentSessionID = id
+	}
 }
 
 // SummaryEvent is the one summary of an ended incarnation: duration, exit,

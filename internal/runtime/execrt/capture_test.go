@@ -355,3 +355,32 @@ func TestCaptureStartFailureLeavesNothing(t *testing.T) {
 	outPath, _ := r.Paths("s-0", "inc1")
 	poll(t, 10*time.Second, "no capture process left", func() bool { return findCapture(t, outPath) == 0 })
 }
+
+// TestFlushedUntilTheCaptureExits: while an agent's output goes through
+// the capture process, Flushed gives a channel that closes once every byte
+// is in the files; after that, nothing to wait for.
+func TestFlushedUntilTheCaptureExits(t *testing.T) {
+	r := captured(t, 0)
+	p, err := r.Launch(context.Background(), Spec{Session: "s-0", Incarnation: "inc-f", Argv: []string{"sh", "-c", "sleep 0.2; echo last"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := r.Flushed("inc-f")
+	if ch == nil {
+		t.Fatal("[running] expected a channel to wait on, got nil")
+	}
+	p.Wait()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("[ended] expected the channel closed once the capture exited")
+	}
+	out, _ := r.Paths("s-0", "inc-f")
+	if b, _ := os.ReadFile(out); string(b) != "last\n" {
+		t.Errorf("[flushed] expected the last line in the file, got %q", b)
+	}
+	poll(t, 5*time.Second, "the channel forgotten", func() bool { return r.Flushed("inc-f") == nil })
+	if (*Runtime)(nil).Flushed("x") != nil || r.Flushed("never-launched") != nil {
+		t.Error("[unknown] expected nil")
+	}
+}

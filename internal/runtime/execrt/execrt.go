@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"herd"
@@ -39,6 +40,41 @@ type Runtime struct {
 	CaptureCommand []string
 	// CaptureEnv is added to the capture process's environment.
 	CaptureEnv []string
+
+	mu sync.Mutex // guards the field below
+	// flushing holds, by incarnation, the Captured channel of agents whose
+	// capture process has not exited yet.
+	flushing map[string]chan struct{}
+}
+
+// Flushed returns a channel closed once every byte the agent of
+// incarnation inc wrote is in its files; nil when there is nothing to wait
+// for (no capture process, or it has exited already). A reader of the
+// last lines of an agent that just ended waits on it, bounded: an agent's
+// background child holding its stdout keeps the capture process alive.
+func (r *Runtime) Flushed(inc string) <-chan struct{} {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flushing[inc]
+}
+
+// track remembers an agent's Captured channel until it is closed.
+func (r *Runtime) track(inc string, captured chan struct{}) {
+	r.mu.Lock()
+	if r.flushing == nil {
+		r.flushing = map[string]chan struct{}{}
+	}
+	r.flushing[inc] = captured
+	r.mu.Unlock()
+	go func() {
+		<-captured
+		r.mu.Lock()
+		delete(r.flushing, inc)
+		r.mu.Unlock()
+	}()
 }
 
 // maxLogBytes is MaxLogBytes or its default.
@@ -129,6 +165,9 @@ func (r *Runtime) Launch(ctx context.Context, spec Spec) (*Proc, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(r.CaptureCommand) > 0 {
+		r.track(spec.Incarnation, p.captured)
 	}
 	r.prune(spec.Session, spec.Incarnation)
 	p.PID = cmd.Process.Pid

@@ -275,3 +275,26 @@ func TestAttachCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestSendKeysPaneRefusesText: only key names are pressed, never text
+// (a flag, a ';' command separator, spaces) and never into a non-pane.
+func TestSendKeysPaneRefusesText(t *testing.T) {
+	c := &Client{}
+	for _, keys := range [][]string{{"C-u", "hello world"}, {"-l"}, {";"}, {"C-u;"}, {""}, {"Enter\n"}} {
+		if err := c.SendKeysPane(context.Background(), "%1", keys...); err == nil {
+			t.Errorf("[%q] expected an error, got none", keys)
+		}
+	}
+	if err := c.SendKeysPane(context.Background(), "agent", "C-u"); err == nil {
+		t.Errorf("[not a pane id] expected an error, got none")
+	}
+	// No key: nothing to run, no error (no tmux is reached).
+	if err := c.SendKeysPane(context.Background(), "%1"); err != nil {
+		t.Errorf("[no keys] expected no error, got %v", err)
+	}
+	for _, k := range []string{"C-u", "C-e", "Escape", "End", "M-Enter", "F1"} {
+		if !keyNameRE.MatchString(k) {
+			t.Errorf("[%s] expected a key name", k)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,27 @@ func (c *Client) SendTextPane(ctx context.Context, pane, text string, enter bool
 		return err
 	}
 	return c.sendText(ctx, pane, text, enter)
+}
+
+// keyNameRE is a tmux key name herd sends (C-u, Escape, End): never text.
+var keyNameRE = regexp.MustCompile(`^(?:[CMS]-)*[A-Za-z0-9]+$`)
+
+// SendKeysPane presses the named keys (tmux key names: "C-u", "Escape")
+// in the pane with id pane, in one call.
+func (c *Client) SendKeysPane(ctx context.Context, pane string, keys ...string) error {
+	if err := checkPaneID(pane); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	for _, k := range keys {
+		if !keyNameRE.MatchString(k) {
+			return fmt.Errorf("tmux: %q is not a key name", k)
+		}
+	}
+	_, err := c.run(ctx, nil, append([]string{"send-keys", "-t", pane}, keys...))
+	return err
 }
 
 // sendText types text into the exact target tgt.

@@ -189,8 +189,18 @@ func (r *Runtime) CapturePane(ctx context.Context, paneID string) ([]byte, error
 // Inject types text into the pane herd launched for inc, never whichever
 // pane a user attached to the session made active.
 func (r *Runtime) Inject(ctx context.Context, inc herd.Incarnation, text string, enter bool) error {
+	return r.InjectCleared(ctx, inc, nil, text, enter)
+}
+
+// InjectCleared is Inject after pressing the keys clear (tmux key names,
+// see agents.ClearKeys) in the same pane, so leftover input is not glued
+// to the text.
+func (r *Runtime) InjectCleared(ctx context.Context, inc herd.Incarnation, clear []string, text string, enter bool) error {
 	pane, err := r.agentPane(ctx, inc)
 	if err != nil {
+		return err
+	}
+	if err := r.client.SendKeysPane(ctx, pane, clear...); err != nil {
 		return err
 	}
 	return r.client.SendTextPane(ctx, pane, text, enter)

@@ -1,0 +1,150 @@
+package stalls
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"herd"
+	"herd/internal/agents"
+	"herd/internal/store"
+)
+
+// transcriptWatch is what the watchdog follows of one agent's transcript:
+// the file growing is progress (a turn writes every message and tool
+// result to it) even when nothing on screen moves.
+type transcriptWatch struct {
+	path     string    // the file found; "" until found
+	size     int64     // its size at the last look
+	mtime    time.Time // its modification time at the last look
+	lookedAt time.Time // when the last search for it ran
+}
+
+// configDirEnv names, per agent kind, the variable that moves its
+// configuration directory away from $HOME.
+var configDirEnv = map[string]string{
+	herd.AgentClaude: "CLAUDE_CONFIG_DIR",
+	herd.AgentCodex:  "CODEX_HOME",
+	herd.AgentGemini: "GEMINI_CLI_HOME",
+}
+
+// agentKinds reads the agent kind of the sessions met for the first time,
+// from their roles, in one read.
+func (w *Stalls) agentKinds(ctx context.Context, items []watchItem) {
+	var unknown []watchItem
+	for _, it := range items {
+		it.m.mu.Lock()
+		if it.m.kind == "" {
+			unknown = append(unknown, it)
+		}
+		it.m.mu.Unlock()
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	var roles []herd.Role
+	if err := w.st.Store().View(ctx, func(tx store.Tx) (err error) {
+		roles, err = tx.Roles()
+		return err
+	}); err != nil {
+		if ctx.Err() == nil {
+			w.o.Log.Warn("watchdog: read roles", "err", err)
+		}
+		return
+	}
+	kinds := make(map[string]string, len(roles))
+	for _, r := range roles {
+		kinds[r.Name] = r.Agent
+	}
+	for _, it := range unknown {
+		k := kinds[it.S.Role]
+		if !agents.Known(k) {
+			k = herd.AgentGeneric // the role is gone, or names no agent herd reads
+		}
+		it.m.mu.Lock()
+		it.m.kind = k
+		it.m.mu.Unlock()
+	}
+}
+
+// watchTranscripts looks, for each agent herd knows whose turn runs and
+// that showed nothing else for a while, whether its transcript grew: one
+// stat per such session per tick, and a search for the file at most once
+// per quietCaptureEvery until it is found.
+func (w *Stalls) watchTranscripts(items []watchItem, now time.Time) {
+	cfg := w.cfg()
+	quiet := captureGap(cfg.Watchdog.StallAfter, cfg.Probe.Interval)
+	searchEvery := quietCaptureEvery(cfg.Watchdog.StallAfter, cfg.Probe.Interval)
+	for _, it := range items {
+		m := it.m
+		m.mu.Lock()
+		kind, act := m.kind, m.activityLocked()
+		hookPath, sid := m.hook.TranscriptPath, firstNonEmpty(m.hook.AgentSessionID, m.agentSessionID)
+		tw := m.transcript
+		silent := now.Sub(m.lastActivity) >= quiet
+		m.mu.Unlock()
+		if !screenKind(kind) || !agents.CanStall(act) || !silent {
+			continue
+		}
+		if hookPath != "" && filepath.IsAbs(hookPath) && tw.path != filepath.Clean(hookPath) {
+			tw = transcriptWatch{path: filepath.Clean(hookPath)}
+		}
+		if tw.path == "" {
+			if now.Sub(tw.lookedAt) < searchEvery {
+				continue
+			}
+			tw.lookedAt = now
+			tw.path = w.findTranscript(kind, it.Inc, sid)
+		}
+		grew := false
+		if tw.path != "" {
+			fi, err := os.Stat(tw.path)
+			switch {
+			case err != nil:
+				tw.path = "" // moved away: searched for again
+			case tw.mtime.IsZero():
+				tw.size, tw.mtime = fi.Size(), fi.ModTime()
+			case fi.Size() != tw.size || fi.ModTime().After(tw.mtime):
+				tw.size, tw.mtime = fi.Size(), fi.ModTime()
+				grew = true
+			}
+		}
+		m.mu.Lock()
+		m.transcript = tw
+		if grew {
+			m.noteActivityLocked(now)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// findTranscript returns the transcript file of the agent's session, ""
+// when there is none (yet). The agent's own environment says where its
+// home and configuration directory are.
+func (w *Stalls) findTranscript(kind string, inc herd.Incarnation, sid string) string {
+	if sid == "" {
+		return ""
+	}
+	id := inc.Identity
+	if id.Zero() {
+		id = inc.Root
+	}
+	where := agents.Where{Cwd: inc.Workdir, SessionID: sid}
+	if env, err := w.o.Proc.Environ(id.PID); err == nil && w.o.Proc.Check(id, w.o.BootID) == herd.Alive {
+		where.Home = env["HOME"]
+		where.ConfigDir = env[configDirEnv[kind]]
+		if kind == herd.AgentGemini && where.ConfigDir != "" {
+			where.ConfigDir = filepath.Join(where.ConfigDir, ".gemini")
+		}
+	}
+	if where.Home == "" {
+		where.Home, _ = os.UserHomeDir()
+	}
+	for _, pat := range agents.TranscriptPatterns(kind, where) {
+		if found, _ := filepath.Glob(pat); len(found) > 0 {
+			return found[len(found)-1]
+		}
+	}
+	return ""
+}

@@ -29,6 +29,8 @@ type soakSample struct {
 	logBytes int64 // everything else under the state dir: captures, logs, spool
 	events   int64 // the id of the newest event: how many were ever written
 	rows     int   // events in the log now
+	fds      int   // the daemon's open files
+	threads  int   // the daemon's threads
 }
 
 // BenchmarkSoakCrashLoop runs two crash-looping roles (one tmux, one exec
@@ -86,8 +88,9 @@ max_restarts = 0
 			}
 			s.at = time.Since(start)
 			samples = append(samples, s)
-			b.Logf("soak %6s  rss %6d KB  db %9d B  files %9d B  events %7d (%d kept)",
-				s.at.Round(time.Second), s.rssKB, s.dbBytes, s.logBytes, s.events, s.rows)
+			// Every sample, as it is taken (b.Logf keeps only the first ten).
+			fmt.Fprintf(os.Stderr, "soak %6s  rss %6d KB  fds %3d  threads %3d  db %9d B  files %9d B  events %7d (%d kept)\n",
+				s.at.Round(time.Second), s.rssKB, s.fds, s.threads, s.dbBytes, s.logBytes, s.events, s.rows)
 			if s.at >= length {
 				break
 			}
@@ -109,7 +112,9 @@ max_restarts = 0
 		b.ReportMetric(float64(first.rssKB)/1024, "rss-first-MB")
 		b.ReportMetric(float64(last.rssKB)/1024, "rss-last-MB")
 		b.ReportMetric(float64(maxRSS)/1024, "rss-max-MB")
-		b.ReportMetric(rssSlope(samples[len(samples)/2:])*60/1024, "rss-slope-MB/h")
+		b.ReportMetric(rssSlope(samples)*60/1024, "rss-slope-MB/h")
+		b.ReportMetric(rssSlope(samples[len(samples)/2:])*60/1024, "rss-slope-2nd-half-MB/h")
+		b.ReportMetric(float64(last.fds-first.fds), "fds-delta")
 		b.ReportMetric(float64(last.rows), "events-kept")
 	}
 }
@@ -140,6 +145,12 @@ func (d *daemon) sample(ctx context.Context) (soakSample, error) {
 		return s, err
 	}
 	s.rssKB = rss
+	if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", d.cmd.Process.Pid)); err == nil {
+		s.fds = len(fds)
+	}
+	if tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", d.cmd.Process.Pid)); err == nil {
+		s.threads = len(tasks)
+	}
 	err = filepath.WalkDir(d.dir, func(path string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return nil // a file rotated away while walking

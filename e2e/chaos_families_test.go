@@ -419,7 +419,7 @@ func chaosResources(t *testing.T, r *tally, budget time.Duration) {
 	c.run("rs-exec", herd.RuntimeExec, 1)
 	c.waitRunning(3, 20*time.Second)
 	for i := 0; c.running(); i++ {
-		switch i % 3 {
+		switch i % 5 {
 		case 0: // fd pressure
 			pid := c.e.daemon.Process.Pid
 			var old unix.Rlimit
@@ -461,6 +461,43 @@ func chaosResources(t *testing.T, r *tally, budget time.Duration) {
 			c.e.start()
 			time.Sleep(time.Second)
 			os.Remove(dir)
+		case 3: // the spool directory is full (a tmpfs), the daemon away
+			dir := filepath.Join(c.e.dir, "activity")
+			if !c.mountFull(dir) {
+				continue
+			}
+			c.e.kill(syscall.SIGKILL)
+			for range 10 {
+				r.faults++
+				cmd := exec.Command(bin, "hook", "PreToolUse")
+				cmd.Env = append(c.e.environ(), herd.EnvSession+"=rs-0")
+				cmd.Stdin = strings.NewReader(`{"hook_event_name":"PreToolUse","tool_name":"Bash"}`)
+				start := time.Now()
+				if err := cmd.Run(); err != nil || time.Since(start) > 5*time.Second {
+					r.crash++
+					r.note("herd hook with the spool full: %v after %s", err, time.Since(start))
+				}
+			}
+			c.e.start()
+			time.Sleep(time.Second)
+			c.unmount(dir)
+		case 4: // an exec role's log directory is full (a tmpfs)
+			logs := filepath.Join(c.e.dir, "logs", "rs-exec-0")
+			if !c.mountFull(logs) {
+				continue
+			}
+			r.faults++
+			for _, incs := range c.agents() {
+				for _, pids := range incs {
+					syscall.Kill(pids[0], syscall.SIGKILL) // relaunched into the full disk
+				}
+			}
+			time.Sleep(3 * time.Second)
+			c.unmount(logs)
+			c.herd("restart", "rs-exec-0")
+			if !c.waitRunning(3, 20*time.Second) {
+				r.note("not all running again 20s after the disk had room again")
+			}
 		default: // an exec role's log directory is a file
 			logs := filepath.Join(c.e.dir, "logs", "rs-exec-0")
 			os.RemoveAll(logs)
@@ -513,3 +550,19 @@ func chaosReboots(t *testing.T, r *tally, budget time.Duration) {
 	}
 	c.finish()
 }
+
+// mountFull mounts a full 8 KiB tmpfs on dir (made if missing); false,
+// with a note, when mounting is not possible here (not root).
+func (c *chaos) mountFull(dir string) bool {
+	os.MkdirAll(dir, 0o700)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", dir).CombinedOutput(); err != nil {
+		c.r.note("no full-disk fault: mount: %v %s", err, out)
+		return false
+	}
+	c.t.Cleanup(func() { c.unmount(dir) })
+	os.WriteFile(filepath.Join(dir, "fill"), make([]byte, 64<<10), 0o600) // stops at ENOSPC
+	return true
+}
+
+// unmount detaches the tmpfs on dir, even with files open in it.
+func (c *chaos) unmount(dir string) { exec.Command("umount", "-l", dir).Run() }

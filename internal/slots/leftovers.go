@@ -65,18 +65,6 @@ func (sl *Slots) leaveBehind(inc herd.Incarnation, err error) {
 		map[string]any{"runtime": inc.RuntimeKind, "error": err.Error()})
 }
 
-// Leftovers returns the sessions whose stop left something that is
-// still being retried.
-func (sl *Slots) Leftovers() []string {
-	sl.left.mu.Lock()
-	defer sl.left.mu.Unlock()
-	var out []string
-	for _, l := range sl.left.q {
-		out = append(out, l.inc.Session)
-	}
-	return out
-}
-
 // runLeftovers retries the queued leftovers until ctx is done.
 func (sl *Slots) runLeftovers(ctx context.Context) {
 	loop.Loop{Name: "leftovers", Log: sl.o.Log, Every: leftoverMax, Trigger: sl.left.wake}.Run(ctx, func(ctx context.Context) time.Duration {

@@ -342,6 +342,8 @@ func chaosGarbled(t *testing.T, r *tally, budget time.Duration) {
 		}
 		return b
 	}
+	// An argument cannot hold a NUL byte: exec refuses it before herd runs.
+	junkArg := func(n int) string { return strings.ReplaceAll(string(junk(n)), "\x00", "") }
 	tomlBits := []string{"[[role]]\n", "name = \"g\"\n", "replicas = 99999\n", "command = [", "\"sleep\"", "]\n", "[restart]\n",
 		"initial_backoff = \"-1s\"\n", "runtime = \"podman\"\n", "x = [[[[[[[[", "name = \"ggg-x\"\nreplicas = 1\ncommand = [\"sleep\", \"9\"]\n", "\x00", "\"\"\"", "[store]\n"}
 	cfg := filepath.Join(t.TempDir(), "junk.toml")
@@ -360,7 +362,7 @@ func chaosGarbled(t *testing.T, r *tally, budget time.Duration) {
 						inc = v.Incarnation
 					}
 				}
-				cmd := exec.Command(bin, "hook", pick(c, []string{"PreToolUse", "Stop", "Notification", "x\x01", string(junk(30))}))
+				cmd := exec.Command(bin, "hook", pick(c, []string{"PreToolUse", "Stop", "Notification", "x\x01", junkArg(30)}))
 				cmd.Env = append(c.e.environ(), herd.EnvSession+"=gt-0", herd.EnvIncarnation+"="+inc, herd.EnvSocket+"="+c.e.socket)
 				cmd.Stdin = bytes.NewReader(junk(4000))
 				start := time.Now()
@@ -379,7 +381,7 @@ func chaosGarbled(t *testing.T, r *tally, budget time.Duration) {
 			case 2: // CLI arguments
 				args := []string{pick(c, []string{"get", "stop", "scale", "logs", "inject", "events", "describe", "signal", "run", "restart"})}
 				for range c.rng.IntN(5) {
-					args = append(args, pick(c, []string{"gt-0", "--replicas", "-1", "--since", "-5h", "--tail", "999999999999", "role/", "--", "sessions", string(junk(12)), "-o", "xml", "--grace", "1ns", "KILL"}))
+					args = append(args, pick(c, []string{"gt-0", "--replicas", "-1", "--since", "-5h", "--tail", "999999999999", "role/", "--", "sessions", junkArg(12), "-o", "xml", "--grace", "1ns", "KILL"}))
 				}
 				c.herd(args...)
 			case 3: // API bodies

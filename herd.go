@@ -129,6 +129,9 @@ const (
 	// left_behind when it is queued for retries, removed when a retry
 	// removed it, abandoned when the retries gave up.
 	EventLeftover = "leftover"
+	// EventOutdated records that a session's agent binary was replaced on
+	// disk while it ran (reason binary_updated): it shows OUTDATED.
+	EventOutdated = "outdated"
 )
 
 // EventKinds lists the event kinds, in the order of PRODUCT.md.
@@ -138,7 +141,7 @@ var EventKinds = []string{
 	EventStalled, EventStallWarning, EventUnstalled, EventKilled,
 	EventReaped, EventStopped, EventResumed, EventRecovered,
 	EventEscalated, EventActivity, EventProbeUnknown, EventSummary,
-	EventNotified, EventRollout, EventWorktree, EventLeftover,
+	EventNotified, EventRollout, EventWorktree, EventLeftover, EventOutdated,
 }
 
 // Reasons: short machine words carried by events and exits.
@@ -195,11 +198,31 @@ type Role struct {
 	MemoryMax       int64    `json:"memory_max,omitempty"`        // bytes; 0 is no limit
 	PidsMax         int64    `json:"pids_max,omitempty"`          // 0 is no limit
 	RestartOnUpdate bool     `json:"restart_on_update,omitempty"` // restart at the next idle moment when the agent binary was replaced
+	// ResumeOnCrash: a crash relaunch continues the agent's conversation
+	// when its session id is known; nil is the default, true (see
+	// ResumesOnCrash).
+	ResumeOnCrash *bool `json:"resume_on_crash,omitempty"`
+	// AutoContinue: a session blocked by a rate limit with a named reset
+	// time gets "continue" typed in at that time; nil is the default,
+	// true (see ContinuesAfterReset).
+	AutoContinue *bool `json:"auto_continue,omitempty"`
 	// Host is the host whose daemon declared the role: its sessions run
 	// there, and only that daemon reconciles it. Empty (a role recorded
 	// before hosts were kept): every daemon reconciles it.
 	Host string `json:"host,omitempty"`
 }
+
+// ResumesOnCrash reports whether a crash relaunch of r's sessions
+// continues the conversation (role key resume_on_crash, default true).
+func (r Role) ResumesOnCrash() bool { return r.ResumeOnCrash == nil || *r.ResumeOnCrash }
+
+// ContinuesAfterReset reports whether a session of r blocked by a rate
+// limit is continued at the reset time (role key auto_continue, default
+// true).
+func (r Role) ContinuesAfterReset() bool { return r.AutoContinue == nil || *r.AutoContinue }
+
+// Bool returns a pointer to b, for the optional booleans of a Role.
+func Bool(b bool) *bool { return &b }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,40}$`)
 

@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"herd"
+
+	clientmodel "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // gitRepo makes a repository with one commit in a temp dir.
@@ -176,11 +180,25 @@ func marked(marker string) []int {
 
 // TestStopEndsWholeTree: an agent with 50 children, one of which left its
 // process group and double-forked, all ignoring SIGTERM: after `herd stop`
-// and after a crash of the agent, no process of the tree is left; a
-// process that is not herd's is never touched.
+// and after a crash of the agent, no process of the tree is left, soon
+// after the grace period; a process that is not herd's is never
+// touched. It runs with the host's containment (a cgroup per incarnation
+// where herd can make one) and with the marker forced.
 func TestStopEndsWholeTree(t *testing.T) {
-	e := newEnv(t, fastRestart)
-	e.start()
+	for _, mode := range []string{"default", "marker"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t, fastRestart)
+			if mode == "marker" {
+				e.extraEnv = append(e.extraEnv, "HERD_CONTAINMENT=marker")
+			}
+			e.start()
+			got, _ := e.containment()
+			stopEndsWholeTree(t, e, got)
+		})
+	}
+}
+
+func stopEndsWholeTree(t *testing.T, e *env, mode string) {
 	canary := exec.Command("sleep", "300")
 	if err := canary.Start(); err != nil {
 		t.Fatal(err)
@@ -190,13 +208,19 @@ func TestStopEndsWholeTree(t *testing.T) {
 	e.must("run", "tree", "--runtime", "exec", "--restart", "never", "--", "sh", "-c", treeScript)
 	v := e.waitState("tree-0", herd.StateRunning, 20*time.Second)
 	e.waitFor("52 processes in the tree", 20*time.Second, func() bool { return len(marked(v.Incarnation)) >= 52 })
+	const grace = 2 * time.Second
 	start := time.Now()
-	e.must("stop", "tree-0")
+	e.must("stop", "tree-0", "--grace", grace.String())
 	took := time.Since(start)
 	if left := marked(v.Incarnation); len(left) > 0 {
 		t.Errorf("[stop] expected no process of the tree left … %d left: %v", len(left), left)
 	}
-	t.Logf("stop of a %d-process tree took %s", 52, took)
+	// grace + 1s on an idle machine; the bound leaves room for a loaded
+	// one (every /proc scan and signal is slower there).
+	if took > grace+5*time.Second {
+		t.Errorf("[stop] expected the tree gone within grace + 5s … took %s", took)
+	}
+	t.Logf("containment %s: stop of a %d-process tree (grace %s) took %s", mode, 52, grace, took.Round(time.Millisecond))
 
 	// A crash: the agent dies, its children are ended by the crash cleanup.
 	e.must("resume", "tree-0")
@@ -215,8 +239,11 @@ func TestStopEndsWholeTree(t *testing.T) {
 }
 
 // TestMetricsServed: with [metrics] listen set, the daemon serves
-// Prometheus text with its sessions by state and the crashes it counted.
+// Prometheus text (parsed with the Prometheus text parser) with its
+// sessions by state, the crashes and restarts it counted, its probe and
+// tick durations as histograms, and /debug/pprof on the same listener.
 func TestMetricsServed(t *testing.T) {
+	hasTmux(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -226,15 +253,45 @@ func TestMetricsServed(t *testing.T) {
 	e := newEnv(t, fastRestart+fmt.Sprintf("[metrics]\nlisten = %q\n", addr))
 	e.start()
 	e.must("run", "m", "--runtime", "exec", "--", "sh", "-c", "sleep 0.3; exit 1")
-	e.waitFor("a crash counted", 20*time.Second, func() bool {
+	e.must("run", "t", "--", "sleep", "300") // a tmux session: probe rounds list tmux, and are timed
+	e.waitFor("a crash and a restart counted, a probe timed", 20*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			return false
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(b), `herd_crashes_total{reason="exit_code"}`) && strings.Contains(string(b), "herd_sessions{")
+		return strings.Contains(string(b), `herd_crashes_total{reason="exit_code"}`) && strings.Contains(string(b), "herd_sessions{") &&
+			strings.Contains(string(b), `herd_restarts_total{role="m"}`) && strings.Contains(string(b), "herd_probe_duration_seconds_bucket")
 	})
+	fetch := func(path string) (string, int) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), resp.StatusCode
+	}
+	// The whole scrape parses with the Prometheus text parser and has each
+	// family the daemon promises.
+	body, _ := fetch("/metrics")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("the Prometheus text parser rejected the daemon's scrape: %v\n%s", err, body)
+	}
+	for _, name := range []string{"herd_sessions", "herd_restarts_total", "herd_crashes_total", "herd_probe_duration_seconds", "herd_tick_duration_seconds"} {
+		if _, ok := families[name]; !ok {
+			t.Errorf("expected %s in the scrape", name)
+		}
+	}
+	if f := families["herd_probe_duration_seconds"]; f != nil && f.GetType() != clientmodel.MetricType_HISTOGRAM {
+		t.Errorf("expected herd_probe_duration_seconds a histogram, got %v", f.GetType())
+	}
+	if b, code := fetch("/debug/pprof/"); code != http.StatusOK || !strings.Contains(b, "goroutine") {
+		t.Errorf("expected /debug/pprof behind the same listener, got %d", code)
+	}
 }
 
 // TestCleanShutdownLogsNoError: regression — a daemon stopped with

@@ -52,6 +52,9 @@ type env struct {
 	bootFile string
 	daemon   *exec.Cmd
 	logPath  string
+	// extraEnv is added to the environment of the daemon and the CLI
+	// (later entries win, e.g. a PATH with fake programs first).
+	extraEnv []string
 }
 
 // newEnv writes config (the [restart], [probe] ... sections; a private
@@ -89,8 +92,9 @@ func (e *env) setBootID(id string) {
 func (e *env) environ() []string {
 	// The binary is built with -race: no exit delay, and a race found in
 	// the daemon is written to its log, where cleanup fails the test.
-	return append(os.Environ(), "HERD_STATE_DIR="+e.dir, "HERD_BOOT_ID_FILE="+e.bootFile, "HERD_CONFIG=",
+	env := append(os.Environ(), "HERD_STATE_DIR="+e.dir, "HERD_BOOT_ID_FILE="+e.bootFile, "HERD_CONFIG=",
 		"GORACE=atexit_sleep_ms=0 halt_on_error=0")
+	return append(env, e.extraEnv...)
 }
 
 // start runs `herd daemon` and waits until it answers.
@@ -203,7 +207,7 @@ func (e *env) must(args ...string) string {
 func (e *env) sessions() []api.SessionView {
 	e.t.Helper()
 	var views []api.SessionView
-	if err := json.Unmarshal([]byte(e.must("get", "sessions", "-o", "json")), &views); err != nil {
+	if err := json.Unmarshal([]byte(e.must("get", "sessions", "--show-archived", "-o", "json")), &views); err != nil {
 		e.t.Fatal(err)
 	}
 	return views

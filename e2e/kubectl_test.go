@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,7 +96,7 @@ func TestGetKubectlGrammar(t *testing.T) {
 
 	wide := e.must("get", "sessions", "-o", "wide")
 	header := strings.Fields(strings.SplitN(wide, "\n", 2)[0])
-	want := []string{"NAME", "ROLE", "STATE", "PROCESS", "ACTIVITY", "RESTARTS", "AGE", "LAST-EXIT", "RUNTIME", "PANE", "PID", "ATTACHED", "HOST", "INCARNATION", "BACKOFF-UNTIL"}
+	want := []string{"NAME", "ROLE", "STATE", "PROCESS", "ACTIVITY", "RESTARTS", "AGE", "LAST-EXIT", "RUNTIME", "PANE", "PID", "ATTACHED", "HOST", "INCARNATION", "BACKOFF-UNTIL", "WORKTREE"}
 	if strings.Join(header, " ") != strings.Join(want, " ") {
 		t.Errorf("[-o wide] expected columns %v, got %v", want, header)
 	}
@@ -127,10 +128,37 @@ func TestGetKubectlGrammar(t *testing.T) {
 		t.Errorf("[describe role nosuch] expected one line, got %d %q", code, errs)
 	}
 
-	// Archived sessions carry a marker.
+	// Archived sessions are hidden from lists unless asked for, and carry
+	// a marker when shown.
 	e.must("archive", "beta-0")
 	if out := e.must("get", "sessions", "beta-0", "--no-headers"); !strings.Contains(out, "running,ARCHIVED") {
 		t.Errorf("[archived] expected the ARCHIVED marker, got %q", out)
+	}
+	if out := e.must("get", "sessions", "-o", "name"); strings.Contains(out, "beta-0") || !strings.Contains(out, "session/alpha-0") {
+		t.Errorf("[archived] expected beta-0 hidden by default, got %q", out)
+	}
+	if out, errs, code := e.herd("get", "sessions"); code != 0 || row(out, "beta-0") != nil || errs != "(1 archived session(s) not shown; --show-archived lists them)\n" {
+		t.Errorf("[archived] expected the table without beta-0 and a note on stderr, got %d %q %q", code, out, errs)
+	}
+	var listed []api.SessionView
+	if err := json.Unmarshal([]byte(e.must("get", "sessions", "-o", "json")), &listed); err != nil || slices.ContainsFunc(listed, func(v api.SessionView) bool { return v.Name == "beta-0" }) {
+		t.Errorf("[archived] expected beta-0 hidden from -o json by default, got %+v %v", listed, err)
+	}
+	out = e.must("get", "sessions", "--show-archived", "--no-headers")
+	if r := row(out, "beta-0"); len(r) < 3 || r[2] != "running,ARCHIVED" || row(out, "alpha-0") == nil {
+		t.Errorf("[--show-archived] expected beta-0 running,ARCHIVED beside alpha-0, got %q", out)
+	}
+	listed = nil
+	if err := json.Unmarshal([]byte(e.must("get", "sessions", "--show-archived", "-o", "json")), &listed); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range listed {
+		if v.Archived != (v.Name == "beta-0") {
+			t.Errorf("[--show-archived -o json] expected archived only on beta-0, got %s archived=%v", v.Name, v.Archived)
+		}
+	}
+	if out := e.must("get", "sessions", "-o", "json", "--show-archived"); !strings.Contains(out, `"archived": true`) {
+		t.Errorf("[--show-archived -o json] expected the archived key, got %s", out)
 	}
 }
 

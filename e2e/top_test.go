@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,31 @@ import (
 type ui struct {
 	t      *testing.T
 	socket string
+	// session is the tmux session of the pane ("top" when empty).
+	session string
+}
+
+// newUI starts a private tmux server whose one pane, in session name of
+// width x height, runs command (a shell line) with the env's herd variables.
+func newUI(e *env, name string, width, height int, command string) *ui {
+	e.t.Helper()
+	u := &ui{t: e.t, socket: e.tmuxSock + "-ui", session: name}
+	e.t.Cleanup(func() { exec.Command("tmux", "-L", u.socket, "kill-server").Run() })
+	args := []string{"new-session", "-d", "-s", name, "-x", strconv.Itoa(width), "-y", strconv.Itoa(height)}
+	for _, kv := range e.environ() {
+		if strings.HasPrefix(kv, "HERD_") || strings.HasPrefix(kv, "GORACE=") {
+			args = append(args, "-e", kv)
+		}
+	}
+	u.tmux(append(args, command)...)
+	return u
+}
+
+func (u *ui) target() string {
+	if u.session == "" {
+		return "=top:"
+	}
+	return "=" + u.session + ":"
 }
 
 func (u *ui) tmux(args ...string) string {
@@ -33,14 +59,14 @@ func (u *ui) tmux(args ...string) string {
 func (u *ui) screen() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, _ := exec.CommandContext(ctx, "tmux", "-L", u.socket, "capture-pane", "-p", "-t", "=top:").Output()
+	out, _ := exec.CommandContext(ctx, "tmux", "-L", u.socket, "capture-pane", "-p", "-t", u.target()).Output()
 	return string(out)
 }
 
 // keys sends tmux key names (Enter, Escape, Down) or, with literal, text.
 func (u *ui) keys(literal bool, keys ...string) {
 	u.t.Helper()
-	args := []string{"send-keys", "-t", "=top:"}
+	args := []string{"send-keys", "-t", u.target()}
 	if literal {
 		args = append(args, "-l")
 	}
@@ -58,8 +84,8 @@ func row(screen, name string) []string {
 }
 
 // TestTopInRealTerminal runs `herd top` in a real terminal against a real
-// daemon: the table with diagnostics, filtering, logs, inject, attach and
-// detach, stop, resume and quit, all by keys.
+// daemon: the table with diagnostics, sorting, filtering, logs, inject, attach and
+// detach, stop, resume, restart and quit, all by keys.
 func TestTopInRealTerminal(t *testing.T) {
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
@@ -70,15 +96,7 @@ func TestTopInRealTerminal(t *testing.T) {
 	e.waitState("tm-0", herd.StateRunning, 10*time.Second)
 	e.waitState("ex-0", herd.StateRunning, 10*time.Second)
 
-	u := &ui{t: t, socket: e.tmuxSock + "-ui"}
-	t.Cleanup(func() { exec.Command("tmux", "-L", u.socket, "kill-server").Run() })
-	args := []string{"new-session", "-d", "-s", "top", "-x", "120", "-y", "30"}
-	for _, kv := range e.environ() {
-		if strings.HasPrefix(kv, "HERD_") || strings.HasPrefix(kv, "GORACE=") {
-			args = append(args, "-e", kv)
-		}
-	}
-	u.tmux(append(args, bin+" top")...)
+	u := newUI(e, "top", 120, 30, bin+" top")
 
 	e.waitFor("top to show both sessions", 10*time.Second, func() bool {
 		s := u.screen()
@@ -96,6 +114,18 @@ func TestTopInRealTerminal(t *testing.T) {
 		return true
 	})
 	t.Logf("herd top:\n%s", u.screen())
+
+	// "s" cycles the sort column, "S" reverses; eight presses come back
+	// to names.
+	u.keys(true, "s")
+	e.waitFor("the sort by state", 5*time.Second, func() bool { return strings.Contains(u.screen(), "sort state") })
+	u.keys(true, "S")
+	e.waitFor("the sort reversed", 5*time.Second, func() bool { return strings.Contains(u.screen(), "sort state (reversed)") })
+	u.keys(true, "S", "sssssss")
+	e.waitFor("the sort by name again", 5*time.Second, func() bool {
+		s := u.screen()
+		return strings.Contains(s, "sort name") && !strings.Contains(s, "reversed")
+	})
 
 	// "/" filters as it is typed.
 	u.keys(true, "/ex")
@@ -152,6 +182,20 @@ func TestTopInRealTerminal(t *testing.T) {
 	})
 	u.keys(true, "r")
 	e.waitState("tm-0", herd.StateRunning, 15*time.Second)
+
+	// R asks, y restarts through the restart API: a fresh incarnation.
+	before, _ := e.session("tm-0")
+	u.keys(true, "R")
+	e.waitFor("the restart prompt", 5*time.Second, func() bool { return strings.Contains(u.screen(), "restart tm-0? (y/n)") })
+	u.keys(true, "y")
+	e.waitFor("tm-0 restarted by top", 20*time.Second, func() bool {
+		v, _ := e.session("tm-0")
+		return v.State == herd.StateRunning && v.Incarnation != before.Incarnation
+	})
+	e.waitFor("top to say so", 10*time.Second, func() bool { return strings.Contains(u.screen(), "session tm-0 restarted (incarnation") })
+	if n := len(eventsOf(e.events("--session", "tm-0"), herd.EventRestarted, herd.ReasonUser)); n != 1 {
+		t.Errorf("expected one restarted event by the user, got %d", n)
+	}
 
 	u.keys(true, "q")
 	e.waitFor("top to quit", 10*time.Second, func() bool {

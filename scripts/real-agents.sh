@@ -16,6 +16,11 @@
 # stream-json` with herd's hooks: ok, a shell tool, a daily quota;
 # TestRealGeminiTUI drives the interactive Gemini CLI in tmux: trust, a turn,
 # a hung request, Esc, a permission dialog, quit and resume.
+# TestRealClaudeUnderHerd (e2e) runs Claude Code under the herd daemon with
+# a [notify] webhook: the latency from the permission dialog on screen to
+# the notification delivered (goal: under 2 s), and a SIGSEGV crash
+# relaunch continuing the conversation (the mock sees the earlier
+# messages).
 #
 #   scripts/real-agents.sh              # check
 #   scripts/real-agents.sh --capture    # check and rewrite the fixtures of these versions
@@ -31,7 +36,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -70,6 +75,8 @@ fi
 echo "== TestRealClaude, TestRealCodex(TUI), TestRealGemini(TUI)"
 HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" HERD_CAPTURE_FIXTURES="$capture" \
   go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini|GeminiTUI)$' -v ./internal/agents/
+echo "== TestRealClaudeUnderHerd"
+HERD_REAL_CLAUDE="$claude" go test -count=1 -timeout 10m -run '^TestRealClaudeUnderHerd$' -v ./e2e/
 if [ "$capture" = 1 ]; then
   echo "== fixture tests on the new captures"
   go test -count=1 ./internal/agents/

@@ -51,7 +51,7 @@ Roles declared in the config file are applied at start. SIGHUP (or
 			}
 			defer st.Close()
 			d, err := daemon.New(daemon.Options{StateDir: dir, Config: cfg, Store: st, Logger: log, Version: version,
-				CaptureCommand: daemon.CaptureCommand(), Load: g.loadConfig})
+				CaptureCommand: daemon.CaptureCommand(), EnterCommand: daemon.EnterCommand(), Load: g.loadConfig})
 			if err != nil {
 				return err
 			}

@@ -3,13 +3,17 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
 	"herd"
 	"herd/internal/api"
+	"herd/internal/cells"
+
+	"github.com/spf13/cobra"
 )
 
 func newDescribeCmd(g *globals) *cobra.Command {
@@ -52,22 +56,22 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	kv("Name", d.Name)
 	kv("Role", d.Role)
 	kv("Host", d.Host)
-	kv("State", fmt.Sprintf("%s (since %s ago)", d.State, shortDur(now.Sub(d.StateSince))))
+	kv("State", fmt.Sprintf("%s (since %s ago)", d.State, cells.ShortDur(now.Sub(d.StateSince))))
 	// The same words as the table's columns: RUNTIME is tmux or exec, the
 	// liveness axes are PANE and PROCESS.
-	kv("Runtime", dash(d.RuntimeKind))
+	kv("Runtime", cells.Dash(d.RuntimeKind))
 	if d.RuntimeKind != herd.RuntimeExec {
-		kv("Pane", dash(string(d.Runtime)))
+		kv("Pane", cells.Dash(string(d.Runtime)))
 	}
 	kv("Process", d.Process)
 	kv("Activity", d.Activity)
 	kv("Attached", d.Attached)
 	kv("Restarts", d.Restarts)
 	if d.BackoffUntil != nil {
-		kv("Backoff until", fmt.Sprintf("%s (in %s)", clockText(*d.BackoffUntil, now), shortDur(time.Until(*d.BackoffUntil))))
+		kv("Backoff until", fmt.Sprintf("%s (in %s)", cells.Clock(*d.BackoffUntil, now), cells.ShortDur(time.Until(*d.BackoffUntil))))
 	}
-	kv("Last exit", lastExit(d.Exit, now))
-	kv("Incarnation", dash(d.Incarnation))
+	kv("Last exit", cells.LastExit(d.Exit, now))
+	kv("Incarnation", cells.Dash(d.Incarnation))
 	if d.Identity != nil && d.Identity.PID > 0 {
 		kv("Agent process", fmt.Sprintf("pid %d, start time %d ticks, boot %s", d.Identity.PID, d.Identity.StartTime, d.Identity.BootID))
 	}
@@ -78,8 +82,19 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 		kv("Command", strings.Join(d.Argv, " "))
 		kv("Workdir", d.Workdir)
 	}
+	if w := d.Worktree; w != nil {
+		state := "clean"
+		if w.Dirty {
+			state = "uncommitted changes"
+		}
+		ahead := fmt.Sprintf("%d commit(s) ahead of its base", w.Ahead)
+		if w.Ahead < 0 {
+			ahead = "its base is gone"
+		}
+		kv("Worktree", fmt.Sprintf("%s on %s, %s, %s", w.Path, w.Branch, state, ahead))
+	}
 	if d.Snapshot != nil {
-		kv("Resume snapshot", fmt.Sprintf("%s (agent %s, session id %s)", strings.Join(d.Snapshot.Argv, " "), dash(d.Snapshot.Agent), dash(d.Snapshot.AgentSessionID)))
+		kv("Resume snapshot", fmt.Sprintf("%s (agent %s, session id %s)", strings.Join(d.Snapshot.Argv, " "), cells.Dash(d.Snapshot.Agent), cells.Dash(d.Snapshot.AgentSessionID)))
 	}
 	if m, ok := d.ActivityDetail.(map[string]any); ok {
 		line := fmt.Sprintf("silent %v (longest %v), last hook %v", m["silence"], m["longest_silence"], dashAny(m["last_hook"]))
@@ -92,9 +107,17 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 			kv("Auto-kill", why)
 		}
 	}
+	if n := d.Notification; n != nil {
+		kv("Notification", fmt.Sprintf("%s since %s: %s; run %s", n.Need, cells.Clock(n.Since, now), n.Title, n.Action))
+		kv("Notified", notificationChannels(n, now))
+	}
 	if m, ok := d.Diagnostics.(map[string]any); ok {
 		kv("Diagnostics", fmt.Sprintf("state %v, cpu %s%%, rss %s, threads %v, fds %v, own tcp %v, wchan %v",
 			m["proc_state"], num(m["cpu_percent"]), bytesText(m["rss_bytes"]), m["threads"], m["fds"], m["tcp_established"], dashAny(m["wchan"])))
+		if cg, ok := m["cgroup"].(map[string]any); ok {
+			kv("Cgroup", fmt.Sprintf("cpu %ss, memory %s (%v), oom kills %v",
+				num(cg["cpu_seconds"]), bytesText(cg["memory_bytes"]), cg["memory_source"], cg["oom_kills"]))
+		}
 		if kids, ok := m["children"].([]any); ok && len(kids) > 0 {
 			var parts []string
 			for _, k := range kids {
@@ -116,7 +139,7 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 	ew := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(ew, "  TIME\tKIND\tREASON\tMESSAGE")
 	for _, e := range d.RecentEvents {
-		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\n", clockText(e.Time, now), e.Kind, dash(e.Reason), e.Message)
+		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\n", cells.Clock(e.Time, now), e.Kind, cells.Dash(e.Reason), e.Message)
 	}
 	ew.Flush()
 }
@@ -140,11 +163,23 @@ func bytesText(v any) string {
 	if !ok {
 		return "?"
 	}
-	switch {
-	case f >= 1<<30:
-		return fmt.Sprintf("%.1fGiB", f/(1<<30))
-	case f >= 1<<20:
-		return fmt.Sprintf("%.1fMiB", f/(1<<20))
+	return cells.Bytes(f)
+}
+
+// notificationChannels says how each channel took a notification:
+// "ntfy delivered, webhook retrying in 4s (2 tries: 503 ...)".
+func notificationChannels(n *api.Notification, now time.Time) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(n.Channels)) {
+		c := n.Channels[name]
+		switch {
+		case c.Delivered:
+			parts = append(parts, name+" delivered")
+		case c.NextTry != nil:
+			parts = append(parts, fmt.Sprintf("%s retrying in %s (%d tries: %s)", name, cells.ShortDur(c.NextTry.Sub(now)), c.Attempts, c.LastError))
+		default:
+			parts = append(parts, name+" sending")
+		}
 	}
-	return fmt.Sprintf("%.0fKiB", f/(1<<10))
+	return strings.Join(parts, ", ")
 }

@@ -10,9 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
 	"herd"
 	"herd/internal/api"
+	"herd/internal/cells"
+
+	"github.com/spf13/cobra"
 )
 
 // roleEventsPerSession bounds the events fetched per session for
@@ -91,14 +93,14 @@ func printRoleDetail(w io.Writer, d roleDetail, now time.Time) error {
 	kv := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
 	kv("Name", d.Name)
 	kv("Replicas", fmt.Sprintf("%d desired, %d live, %d running", d.Replicas, d.Live, d.Ready))
-	kv("Runtime", dash(d.Runtime))
-	agent := dash(d.Agent)
+	kv("Runtime", cells.Dash(d.Runtime))
+	agent := cells.Dash(d.Agent)
 	if d.AgentProcess != "" {
 		agent += " (process " + d.AgentProcess + ")"
 	}
 	kv("Agent", agent)
 	kv("Command", strings.Join(d.Command, " "))
-	kv("Workdir", dash(d.Workdir))
+	kv("Workdir", cells.Dash(d.Workdir))
 	// Values may be secrets: names only, as `describe` of a pod does for
 	// secret-backed variables.
 	names := make([]string, 0, len(d.Env))
@@ -106,11 +108,11 @@ func printRoleDetail(w io.Writer, d roleDetail, now time.Time) error {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	kv("Env", dash(strings.Join(names, ", ")))
+	kv("Env", cells.Dash(strings.Join(names, ", ")))
 	r := d.Restart
-	kv("Restart", fmt.Sprintf("policy %s, max restarts %d, backoff %s..%s, reset after %s", dash(r.Policy), r.MaxRestarts, r.InitialBackoff, r.MaxBackoff, r.ResetAfter))
+	kv("Restart", fmt.Sprintf("policy %s, max restarts %d, backoff %s..%s, reset after %s", cells.Dash(r.Policy), r.MaxRestarts, r.InitialBackoff, r.MaxBackoff, r.ResetAfter))
 	if !d.UpdatedAt.IsZero() {
-		kv("Updated", clockText(d.UpdatedAt, now))
+		kv("Updated", cells.Clock(d.UpdatedAt, now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -135,7 +137,7 @@ func printRoleDetail(w io.Writer, d roleDetail, now time.Time) error {
 	ew := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(ew, "  TIME\tSESSION\tKIND\tREASON\tMESSAGE")
 	for _, e := range d.RecentEvents {
-		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\t%s\n", clockText(e.Time, now), dash(e.Session), e.Kind, dash(e.Reason), e.Message)
+		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\t%s\n", cells.Clock(e.Time, now), cells.Dash(e.Session), e.Kind, cells.Dash(e.Reason), e.Message)
 	}
 	return ew.Flush()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"herd/internal/cells"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,8 +13,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
 	"herd"
+
+	"github.com/spf13/cobra"
 )
 
 func newEventsCmd(g *globals) *cobra.Command {
@@ -146,7 +148,7 @@ func printEvent(tw *tabwriter.Writer, w io.Writer, e herd.Event, output string, 
 	}
 	host := ""
 	if fleet {
-		host = dash(e.Host) + "\t"
+		host = cells.Dash(e.Host) + "\t"
 	}
-	fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\n", clockText(e.Time, time.Now()), host, dash(e.Session), e.Kind, dash(e.Reason), e.Message)
+	fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\n", cells.Clock(e.Time, time.Now()), host, cells.Dash(e.Session), e.Kind, cells.Dash(e.Reason), e.Message)
 }

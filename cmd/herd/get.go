@@ -1,20 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	"herd/internal/api"
+	"herd/internal/redraw"
 	"herd/internal/selector"
+
+	"github.com/spf13/cobra"
 )
 
 // Selector keys of `get sessions -l` and `get roles -l`.
@@ -35,7 +34,7 @@ type getFlags struct {
 
 func (f *getFlags) add(c *cobra.Command) {
 	c.Flags().StringVarP(&f.output, "output", "o", "", "output format: wide | json | yaml | name (default: a table)")
-	c.Flags().BoolVarP(&f.watch, "watch", "w", false, "watch: print the list again whenever it changes")
+	c.Flags().BoolVarP(&f.watch, "watch", "w", false, "watch: on a terminal, the list redrawn in place each second; into a pipe, the list again whenever it changes (no terminal codes)")
 	c.Flags().StringVarP(&f.selector, "selector", "l", "", "only items matching key=value[,key!=value...], keys: "+strings.Join(labelKeys(c.Name()), ", "))
 	c.Flags().StringVar(&f.role, "role", "", "only this role's items (same as -l role=ROLE)")
 	c.Flags().BoolVar(&f.noHeaders, "no-headers", false, "print tables without their header line")
@@ -84,6 +83,7 @@ func newGetCmd(g *globals) *cobra.Command {
 		Short: "List sessions, roles or hosts",
 	}
 	var sf, rf getFlags
+	var showArchived bool
 	sessions := &cobra.Command{
 		Use:     "sessions [NAME...]",
 		Aliases: []string{"session", "sess", "s"},
@@ -92,6 +92,7 @@ func newGetCmd(g *globals) *cobra.Command {
   herd get sessions worker-0 worker-1
   herd get sessions -l role=worker,state!=running -o wide
   herd get sessions --role worker -o name
+  herd get sessions --show-archived
   herd get sessions -w`,
 		Args:              namesArg(checkSession),
 		ValidArgsFunction: completeSessions(g),
@@ -107,7 +108,13 @@ func newGetCmd(g *globals) *cobra.Command {
 				}
 				fleet := sf.host != "" || spansHosts(views)
 				views, missing := filterSessions(views, args, sel)
-				return listing{kind: "session", items: views, missing: missing, fleet: fleet, print: func(w io.Writer, o printOpts) error {
+				hidden := 0
+				if !showArchived && len(args) == 0 {
+					matched := len(views)
+					views = withoutArchived(views)
+					hidden = matched - len(views)
+				}
+				return listing{kind: "session", items: views, missing: missing, fleet: fleet, hidden: hidden, print: func(w io.Writer, o printOpts) error {
 					return printSessions(w, views, o)
 				}, names: sessionNames(views)}, nil
 			})
@@ -139,6 +146,7 @@ func newGetCmd(g *globals) *cobra.Command {
 		},
 	}
 	sf.add(sessions)
+	sessions.Flags().BoolVar(&showArchived, "show-archived", false, "list archived sessions too (marked ARCHIVED); a session named is always shown")
 	rf.add(roles)
 	for _, c := range []*cobra.Command{sessions, roles} {
 		c.RegisterFlagCompletionFunc("role", completeRoles(g))
@@ -169,6 +177,7 @@ type listing struct {
 	missing []string // names asked for and not found
 	print   func(io.Writer, printOpts) error
 	fleet   bool // the items span hosts: tables get a HOST column
+	hidden  int  // archived sessions matching, left out
 }
 
 // render writes the listing in the chosen format. A table with no rows is
@@ -212,9 +221,12 @@ func runGet(cmd *cobra.Command, f getFlags, fetch func(context.Context) (listing
 		if err := l.render(out, cmd.ErrOrStderr(), f); err != nil {
 			return err
 		}
+		if l.hidden > 0 && (f.output == "" || f.output == "wide") {
+			fmt.Fprintf(cmd.ErrOrStderr(), "(%d archived session(s) not shown; --show-archived lists them)\n", l.hidden)
+		}
 		return l.err()
 	}
-	return watchLoop(ctx, out, isTerminal(out), time.Second, func() ([]byte, func(io.Writer) error, error) {
+	return watchLoop(ctx, out, redraw.Of(out), time.Second, func() ([]byte, func(io.Writer) error, error) {
 		l, err := fetch(ctx)
 		if err != nil {
 			return nil, nil, err
@@ -235,59 +247,18 @@ func runGet(cmd *cobra.Command, f getFlags, fetch func(context.Context) (listing
 	})
 }
 
-// watchLoop polls every interval until ctx is done. On a terminal it
-// redraws the screen each time (ages move); elsewhere it prints the list
-// only when it changed (key differs), separated by a blank line, with no
-// terminal codes, so a pipe or a file gets one clean table per change.
-func watchLoop(ctx context.Context, w io.Writer, tty bool, interval time.Duration, poll func() (key []byte, render func(io.Writer) error, err error)) error {
-	var last []byte
-	for first := true; ; first = false {
-		key, render, err := poll()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if tty || first || !bytes.Equal(key, last) {
-			var b bytes.Buffer
-			if err := render(&b); err != nil {
-				return err
-			}
-			switch {
-			case tty:
-				fmt.Fprint(w, "\033[H\033[2J"+time.Now().Format("15:04:05")+"\n"+b.String())
-			case first:
-				w.Write(b.Bytes())
-			default:
-				fmt.Fprint(w, "\n"+b.String())
-			}
-			last = key
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(interval):
-		}
-	}
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
 // sessionLabels are what -l matches a session against.
 func sessionLabels(v api.SessionView) map[string]string {
 	return map[string]string{
 		"role": v.Role, "state": string(v.State), "activity": string(v.Activity),
 		"runtime": v.RuntimeKind, "host": v.Host,
 	}
+}
+
+// withoutArchived drops the archived sessions: done with, they are listed
+// only when asked for (--show-archived, or by name).
+func withoutArchived(views []api.SessionView) []api.SessionView {
+	return slices.DeleteFunc(slices.Clone(views), func(v api.SessionView) bool { return v.Archived })
 }
 
 // filterSessions keeps the sessions named (all when names is empty) that

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"herd/internal/api"
+	"herd/internal/cells"
 	"herd/internal/selector"
 )
 
@@ -96,19 +97,19 @@ func printHosts(w io.Writer, views []api.HostView, o printOpts) error {
 	for _, v := range views {
 		beat := "never"
 		if v.HeartbeatAt != nil {
-			beat = shortDur(o.now.Sub(*v.HeartbeatAt)) + " ago"
+			beat = cells.ShortDur(o.now.Sub(*v.HeartbeatAt)) + " ago"
 		}
 		boot := v.BootID
 		if len(boot) > 8 {
 			boot = boot[:8]
 		}
-		row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", v.Name, v.Daemon, v.Sessions, beat, dash(boot))
+		row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", v.Name, v.Daemon, v.Sessions, beat, cells.Dash(boot))
 		if o.wide {
 			started := "-"
 			if v.StartedAt != nil {
-				started = clockText(*v.StartedAt, o.now)
+				started = cells.Clock(*v.StartedAt, o.now)
 			}
-			row += fmt.Sprintf("\t%s\t%s", dash(v.Version), started)
+			row += fmt.Sprintf("\t%s\t%s", cells.Dash(v.Version), started)
 		}
 		fmt.Fprintln(tw, row)
 	}

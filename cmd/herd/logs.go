@@ -86,12 +86,9 @@ launch that failed, or a command not found, ends with herd's line saying why.`,
 					}
 					return err
 				}
-				b := []byte(out)
-				// When following, print only what is new since the last read.
-				if i := bytes.LastIndex(b, lastLine(last)); len(last) > 0 && i >= 0 {
-					b = b[i+len(lastLine(last)):]
-				}
-				cmd.OutOrStdout().Write(b)
+				// The first read prints everything; when following, each
+				// next read prints only what came after the last.
+				cmd.OutOrStdout().Write(newOutput(last, out))
 				if !follow {
 					return nil
 				}
@@ -107,20 +104,49 @@ launch that failed, or a command not found, ends with herd's line saying why.`,
 		},
 	}
 	cmd.Flags().IntVar(&tail, "tail", 0, "only the last N lines (default 0: all of them)")
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output, once a second, until interrupted")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "print the whole output, then what comes after it, once a second, until interrupted")
 	cmd.Flags().StringVar(&since, "since", "", "the output of every incarnation that ran in the last DUR (e.g. 1h)")
 	cmd.Flags().StringVar(&role, "role", "", "the output of every session of role NAME, prefixed by session")
 	cmd.Flags().BoolVar(&all, "all", false, "the output of every session, prefixed by session")
 	return cmd
 }
 
-// lastLine returns the final non-empty line of b, newline included.
-func lastLine(b []byte) []byte {
-	t := bytes.TrimRight(b, "\n")
-	if i := bytes.LastIndexByte(t, '\n'); i >= 0 {
-		return b[i+1:]
+// overlapLines is how many of the previous read's last lines must be found
+// again to know where the new output starts when the history was cut.
+const overlapLines = 8
+
+// newOutput is what cur, a fresh read of the whole output, adds to prev, the
+// read before. The output grows at its end, so prev is most often a prefix
+// of cur; when the start of the history is gone (tmux's history-limit, a
+// bounded capture file), the new output starts after the last place where
+// prev's last lines stand in cur. When they are nowhere (a new incarnation,
+// a redrawn screen), cur is new as a whole.
+func newOutput(prev, cur []byte) []byte {
+	if len(prev) == 0 {
+		return cur
 	}
-	return b
+	if bytes.HasPrefix(cur, prev) {
+		return cur[len(prev):]
+	}
+	tail := lastLines(prev, overlapLines)
+	if i := bytes.LastIndex(cur, tail); i >= 0 && (i == 0 || cur[i-1] == '\n') {
+		return cur[i+len(tail):]
+	}
+	return cur
+}
+
+// lastLines is the last n lines of b, its final newline included.
+func lastLines(b []byte, n int) []byte {
+	end := len(bytes.TrimRight(b, "\n"))
+	start := end
+	for range n {
+		i := bytes.LastIndexByte(b[:start], '\n')
+		if i < 0 {
+			return b
+		}
+		start = i
+	}
+	return b[start+1:]
 }
 
 // remoteHostOf is the host of the one session named in args when it runs

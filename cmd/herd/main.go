@@ -54,7 +54,7 @@ Try it all with no setup: 'herd demo'.`,
 		newDaemonCmd(g), newDemoCmd(g), newApplyCmd(g), newRunCmd(g), newGetCmd(g),
 		newDescribeCmd(g), newEventsCmd(g), newLogsCmd(g), newAttachCmd(g), newInjectCmd(g),
 		newStopCmd(g), newResumeCmd(g), newScaleCmd(g), newDeleteCmd(g), newArchiveCmd(g), newReapCmd(g),
-		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g), newCaptureCmd(),
+		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g), newCaptureCmd(), newCgexecCmd(), newWorktreeCmd(g),
 		newStartupCmd(g), newTopCmd(g),
 		newRestartCmd(g), newResetCmd(g), newSignalCmd(g), newRolloutCmd(g), newReloadCmd(g),
 	)

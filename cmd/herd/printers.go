@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"herd"
 	"herd/internal/api"
+	"herd/internal/cells"
 	"herd/internal/yamlenc"
 )
 
@@ -27,7 +27,7 @@ type printOpts struct {
 // (tmux or exec); the two liveness axes are PANE and PROCESS.
 const (
 	sessionHeader     = "NAME\tROLE\tSTATE\tPROCESS\tACTIVITY\tRESTARTS\tAGE\tLAST-EXIT"
-	sessionWideHeader = "\tRUNTIME\tPANE\tPID\tATTACHED\tHOST\tINCARNATION\tBACKOFF-UNTIL"
+	sessionWideHeader = "\tRUNTIME\tPANE\tPID\tATTACHED\tHOST\tINCARNATION\tBACKOFF-UNTIL\tWORKTREE"
 	roleHeader        = "NAME\tREPLICAS\tLIVE\tRUNNING\tRUNTIME\tAGENT\tPOLICY\tCOMMAND"
 	roleWideHeader    = "\tWORKDIR\tMAX-RESTARTS\tBACKOFF"
 )
@@ -51,23 +51,23 @@ func printSessions(w io.Writer, views []api.SessionView, o printOpts) error {
 	for _, v := range views {
 		name := v.Name
 		if o.fleet {
-			name += "\t" + dash(v.Host)
+			name += "\t" + cells.Dash(v.Host)
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", name, dash(v.Role), stateText(v), v.Process, v.Activity, v.Restarts, ageText(v, o.now), lastExit(v.Exit, o.now))
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", name, cells.Dash(v.Role), cells.State(v), v.Process, cells.Activity(v), v.Restarts, cells.AgeText(v, o.now), cells.LastExit(v.Exit, o.now))
 		if o.wide {
 			backoff := "-"
 			if v.BackoffUntil != nil {
-				backoff = clockText(*v.BackoffUntil, o.now)
+				backoff = cells.Clock(*v.BackoffUntil, o.now)
 			}
 			pid := "-"
 			if v.PID > 0 {
 				pid = fmt.Sprint(v.PID)
 			}
-			host := "\t" + dash(v.Host)
+			host := "\t" + cells.Dash(v.Host)
 			if o.fleet {
 				host = ""
 			}
-			row += fmt.Sprintf("\t%s\t%s\t%s\t%v%s\t%s\t%s", dash(v.RuntimeKind), paneText(v), pid, v.Attached, host, dash(v.Incarnation), backoff)
+			row += fmt.Sprintf("\t%s\t%s\t%s\t%v%s\t%s\t%s\t%s", cells.Dash(v.RuntimeKind), cells.Pane(v), pid, v.Attached, host, cells.Dash(v.Incarnation), backoff, cells.Worktree(v.Worktree))
 		}
 		fmt.Fprintln(tw, row)
 	}
@@ -88,41 +88,6 @@ func newTable(w io.Writer) (*tabwriter.Writer, func() error) {
 	}
 }
 
-// stateText is the STATE column: the state, "!" while an escalation is
-// open, and markers after a comma (kubectl's "Ready,SchedulingDisabled").
-func stateText(v api.SessionView) string {
-	if v.Unmanaged {
-		return "unmanaged"
-	}
-	s := string(v.State)
-	if v.Escalated {
-		s += "!"
-	}
-	if v.Archived {
-		s += ",ARCHIVED"
-	}
-	if v.Outdated {
-		s += ",OUTDATED"
-	}
-	return s
-}
-
-// paneText is the PANE axis: the tmux pane's liveness; an exec session has
-// no pane.
-func paneText(v api.SessionView) string {
-	if v.RuntimeKind == herd.RuntimeExec {
-		return "-"
-	}
-	return dash(string(v.Runtime))
-}
-
-func ageText(v api.SessionView, now time.Time) string {
-	if v.StartedAt == nil || !v.State.Live() {
-		return "-"
-	}
-	return shortDur(now.Sub(*v.StartedAt))
-}
-
 func printRoles(w io.Writer, views []api.RoleView, o printOpts) error {
 	tw, flush := newTable(w)
 	if !o.noHeaders {
@@ -136,12 +101,12 @@ func printRoles(w io.Writer, views []api.RoleView, o printOpts) error {
 		fmt.Fprintln(tw, header)
 	}
 	for _, v := range views {
-		row := fmt.Sprintf("%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s", v.Name, v.Replicas, v.Live, v.Ready, dash(v.Runtime), dash(v.Agent), dash(v.Restart.Policy), strings.Join(v.Command, " "))
+		row := fmt.Sprintf("%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s", v.Name, v.Replicas, v.Live, v.Ready, cells.Dash(v.Runtime), cells.Dash(v.Agent), cells.Dash(v.Restart.Policy), strings.Join(v.Command, " "))
 		if o.fleet {
 			row += "\t" + roleHostsText(v)
 		}
 		if o.wide {
-			row += fmt.Sprintf("\t%s\t%d\t%s..%s", dash(v.Workdir), v.Restart.MaxRestarts, v.Restart.InitialBackoff, v.Restart.MaxBackoff)
+			row += fmt.Sprintf("\t%s\t%d\t%s..%s", cells.Dash(v.Workdir), v.Restart.MaxRestarts, v.Restart.InitialBackoff, v.Restart.MaxBackoff)
 		}
 		fmt.Fprintln(tw, row)
 	}
@@ -155,75 +120,3 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func writeYAML(w io.Writer, v any) error { return yamlenc.Encode(w, v) }
-
-func lastExit(e *herd.Exit, now time.Time) string {
-	if e == nil {
-		return "-"
-	}
-	var what string
-	switch {
-	case e.Signal != nil:
-		what = fmt.Sprintf("signal %d", *e.Signal)
-	case e.Code != nil:
-		what = fmt.Sprintf("code %d", *e.Code)
-		switch *e.Code {
-		case 127:
-			what += " (command not found)"
-		case 126:
-			what += " (not executable)"
-		}
-	default:
-		what = e.Reason
-		if e.Message != "" {
-			what += ": " + clipText(e.Message, 60)
-		}
-	}
-	if e.Reason != "" && e.Reason != herd.ReasonSignal && e.Reason != herd.ReasonExitCode && !strings.HasPrefix(what, e.Reason) {
-		what += " (" + e.Reason + ")"
-	}
-	if !e.At.IsZero() {
-		what += " " + shortDur(now.Sub(e.At)) + " ago"
-	}
-	return what
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// shortDur formats a duration the way kubectl shows ages.
-func shortDur(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-// clockText is a point in time in local time: the clock alone when it is
-// today, with its date otherwise.
-func clockText(t, now time.Time) string {
-	t, now = t.Local(), now.Local()
-	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
-		return t.Format("15:04:05.000")
-	}
-	return t.Format("2006-01-02 15:04:05")
-}
-
-// clipText bounds s to n runes, marking a cut with "...".
-func clipText(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-3]) + "..."
-}

@@ -13,23 +13,6 @@ import (
 	"herd/internal/selector"
 )
 
-func TestClockText(t *testing.T) {
-	now := time.Date(2026, 11, 22, 15, 0, 0, 0, time.Local)
-	for _, tc := range []struct {
-		at   time.Time
-		want string
-	}{
-		{now.Add(-time.Hour), "14:00:00.000"},
-		{time.Date(2026, 11, 22, 0, 0, 1, 0, time.Local), "00:00:01.000"},
-		{time.Date(2026, 11, 21, 23, 59, 59, 0, time.Local), "2026-11-21 23:59:59"},
-		{time.Date(2025, 11, 22, 15, 0, 0, 0, time.Local), "2025-11-22 15:00:00"},
-	} {
-		if got := clockText(tc.at, now); got != tc.want {
-			t.Errorf("[%s] expected %q, got %q", tc.at, tc.want, got)
-		}
-	}
-}
-
 func sessionsFixture() []api.SessionView {
 	started := time.Now().Add(-90 * time.Second)
 	return []api.SessionView{
@@ -151,7 +134,7 @@ func TestWatchLoopPrintsOnChange(t *testing.T) {
 	defer cancel()
 	i := 0
 	var out bytes.Buffer
-	err := watchLoop(ctx, &out, false, time.Millisecond, func() ([]byte, func(io.Writer) error, error) {
+	err := watchLoop(ctx, &out, nil, time.Millisecond, func() ([]byte, func(io.Writer) error, error) {
 		k := keys[i]
 		i++
 		if i == len(keys) {

@@ -14,8 +14,8 @@ func newReloadCmd(g *globals) *cobra.Command {
 		Use:   "reload",
 		Short: "Make the daemon read its config file again (as SIGHUP does)",
 		Long: `Make the daemon read its config file again. The file is validated whole: with
-any error nothing changes. [restart], [watchdog], [reaper] and [escalation]
-apply at once, and the file's roles are applied as 'herd apply' would;
+any error nothing changes. [restart], [watchdog], [reaper], [escalation] and
+[notify] apply at once, and the file's roles are applied as 'herd apply' would;
 changed sections that are bound at start ([daemon], [store], [tmux], [probe],
 [metrics]) are named, with why, and take effect when the daemon restarts.
 Sending the daemon SIGHUP does the same.`,

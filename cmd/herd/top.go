@@ -20,8 +20,9 @@ each running agent's CPU%, RSS and own TCP connections sampled in turn.
 
 Keys: up/down (j/k) move; enter attaches to a tmux session (detach with
 C-b d to come back) or shows an exec session's output; l shows output;
-x stops (asks first); r resumes; i types text into the agent; s changes the
-sort column, S reverses it; / filters (esc clears); q quits.`,
+x stops and R restarts (a fresh incarnation, as herd restart; both ask
+first); r resumes; i types text into the agent; s changes the sort column,
+S reverses it; / filters (esc clears); q quits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()

@@ -31,13 +31,23 @@ type SessionView struct {
 	Archived       bool          `json:"archived"`
 	// Escalated is true while the session has an open escalation.
 	Escalated bool `json:"escalated"`
+	// Notified is true while the session has an open notification: it
+	// needs a person, and [notify] told one.
+	Notified bool `json:"notified"`
 	// Outdated is true while the session runs an older command, workdir
 	// or env than its role's; OutdatedReason says which.
 	Outdated       bool   `json:"outdated"`
 	OutdatedReason string `json:"outdated_reason,omitempty"`
 	// Unmanaged marks a herd-named tmux session with no record (left for the reaper).
 	Unmanaged bool `json:"unmanaged,omitempty"`
+	// Worktree is the session's own git worktree; nil when it runs in its
+	// role's workdir.
+	Worktree *Worktree `json:"worktree"`
 }
+
+// Attention reports whether the session shows "!": an open escalation or
+// an open notification.
+func (v SessionView) Attention() bool { return v.Escalated || v.Notified }
 
 // SessionDetail is `herd describe session NAME -o json`.
 type SessionDetail struct {
@@ -52,6 +62,26 @@ type SessionDetail struct {
 	StderrTail   []string       `json:"stderr_tail"`
 	// ActivityDetail is what the watchdog saw of the agent's output and hooks.
 	ActivityDetail any `json:"activity_detail,omitempty"`
+	// Notification is the session's open notification, nil when none.
+	Notification *Notification `json:"notification,omitempty"`
+}
+
+// Notification is a session's open notification ([notify]): what it
+// needs, since when, and how each channel took it.
+type Notification struct {
+	Need     string                         `json:"need"`
+	Since    time.Time                      `json:"since"`
+	Title    string                         `json:"title"`
+	Action   string                         `json:"action"`
+	Channels map[string]NotificationChannel `json:"channels"`
+}
+
+// NotificationChannel is one channel's delivery of a notification.
+type NotificationChannel struct {
+	Delivered bool       `json:"delivered"`
+	Attempts  int        `json:"attempts"`
+	LastError string     `json:"last_error,omitempty"`
+	NextTry   *time.Time `json:"next_try,omitempty"`
 }
 
 // RoleView is one role as shown by `herd get roles`.

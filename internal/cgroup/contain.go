@@ -59,7 +59,7 @@ func New(log *slog.Logger, opts Options, bootID string) *Containment {
 	}
 	c.cg = m
 	c.why = m.Describe()
-	log.Info("containment by cgroup", "detail", c.why)
+	log.Info("containment by cgroup: each incarnation starts in a cgroup of its own, ended whole by cgroup.kill", "detail", c.why)
 	return c
 }
 
@@ -133,6 +133,26 @@ func (l *Launch) Apply(attr *syscall.SysProcAttr) {
 	attr.CgroupFD = int(l.fd.Fd())
 }
 
+// Dir is the cgroup's directory opened for a child to start inside it
+// (runtime.Spec.Cgroup); nil in ModeMarker.
+func (l *Launch) Dir() *os.File { return l.fd }
+
+// Release removes the cgroup of a launch that did not start (nothing in
+// ModeMarker, or when the incarnation has none).
+func (c *Containment) Release(ctx context.Context, incarnation string) error {
+	if c.cg == nil {
+		return nil
+	}
+	g, err := c.cg.Open(incarnation)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return g.Remove(ctx)
+}
+
 // Close releases the cgroup directory opened for Apply.
 func (l *Launch) Close() error {
 	if l.fd == nil {
@@ -193,6 +213,9 @@ type Usage struct {
 	Memory   int64         // bytes: memory.current, or the RSS of the marked processes
 	OOMKills int64         // cgroup with memory controller only
 	Source   Mode
+	// MemoryCurrent: Memory is the cgroup's memory.current (else the
+	// resident memory of the tree's processes).
+	MemoryCurrent bool
 }
 
 // Usage reads an incarnation's resource use.
@@ -205,7 +228,7 @@ func (c *Containment) Usage(incarnation string) (Usage, error) {
 			}
 			u := Usage{CPU: st.CPUUsage, Source: ModeCgroup}
 			if st.MemoryCurrent != nil {
-				u.Memory = *st.MemoryCurrent
+				u.Memory, u.MemoryCurrent = *st.MemoryCurrent, true
 			}
 			if st.OOMKills != nil {
 				u.OOMKills = *st.OOMKills
@@ -213,8 +236,9 @@ func (c *Containment) Usage(incarnation string) (Usage, error) {
 			if st.MemoryCurrent != nil {
 				return u, nil
 			}
-			// No memory controller: the RSS of the tree stands in.
-			mem, err := MarkedMemory(c.fs, c.bootID, incarnation)
+			// No memory controller: the RSS of the group's members, and of
+			// anything carrying the marker outside it, stands in.
+			mem, err := c.groupMemory(g, incarnation)
 			if err != nil {
 				return Usage{}, err
 			}
@@ -245,10 +269,12 @@ func (c *Containment) OOMKilled(incarnation string) bool {
 }
 
 // RemoveStale removes the empty cgroups of incarnations keep does not
-// claim (left by a daemon that died between a stop and the removal). A
-// populated cgroup of an unknown incarnation is left alone and named in
-// the error: its processes are not known to be herd's to end.
-func (c *Containment) RemoveStale(ctx context.Context, keep func(incarnation string) bool) (removed []string, err error) {
+// claim (left by a daemon that died between a stop and the removal) that
+// were last changed at least minAge ago: another daemon sharing the
+// subtree may have just made one for a launch. A populated cgroup of an
+// unknown incarnation is left alone and named in the error: its processes
+// are not known to be herd's to end.
+func (c *Containment) RemoveStale(ctx context.Context, keep func(incarnation string) bool, minAge time.Duration) (removed []string, err error) {
 	if c.cg == nil {
 		return nil, nil
 	}
@@ -263,6 +289,9 @@ func (c *Containment) RemoveStale(ctx context.Context, keep func(incarnation str
 		}
 		g, err := c.cg.Open(inc)
 		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(g.Path); err != nil || time.Since(fi.ModTime()) < minAge {
 			continue
 		}
 		if pop, err := g.Populated(); err != nil || pop {
@@ -298,4 +327,76 @@ func ExecIn(path string, argv []string) error {
 		return fmt.Errorf("cgroup: exec: %w", err)
 	}
 	return fmt.Errorf("cgroup: exec %s: %w", bin, syscall.Exec(bin, argv, os.Environ()))
+}
+
+// groupMemory sums the resident memory of g's members. Only when the group
+// is empty (an incarnation started before its cgroup existed) are the
+// processes carrying the marker counted instead: that is a scan of every
+// process, where the group names its members.
+func (c *Containment) groupMemory(g *Group, incarnation string) (TreeMemory, error) {
+	pids, err := g.Procs()
+	if err != nil {
+		return TreeMemory{}, err
+	}
+	if len(pids) == 0 {
+		return MarkedMemory(c.fs, c.bootID, incarnation)
+	}
+	return c.pidsMemory(pids), nil
+}
+
+// pidsMemory sums the resident memory of pids (those still readable).
+func (c *Containment) pidsMemory(pids []int) TreeMemory {
+	stats := make([]proc.Stat, 0, len(pids))
+	for _, pid := range pids {
+		if st, err := c.fs.Stat(pid); err == nil {
+			stats = append(stats, st)
+		}
+	}
+	return TreeMemory{RSS: SumRSS(stats, int64(os.Getpagesize())), Procs: len(stats)}
+}
+
+// Memory returns the resident memory of each incarnation's tree, for the
+// watchdog's memory_max where the kernel does not enforce it: from the
+// members of its cgroup when it has one with processes, else from one
+// scan of the processes carrying the markers.
+func (c *Containment) Memory(incarnations []string) (map[string]TreeMemory, error) {
+	out := make(map[string]TreeMemory, len(incarnations))
+	scan := map[string]bool{}
+	for _, inc := range incarnations {
+		if c.cg != nil {
+			if g, err := c.cg.Open(inc); err == nil {
+				if pids, err := g.Procs(); err == nil && len(pids) > 0 {
+					out[inc] = c.pidsMemory(pids)
+					continue
+				}
+			}
+		}
+		scan[inc] = true
+	}
+	marked, err := MarkedMemoryAll(c.fs, scan)
+	if err != nil {
+		return out, err
+	}
+	for inc, m := range marked {
+		out[inc] = m
+	}
+	return out, nil
+}
+
+// Members returns the pids in the incarnation's cgroup, and whether it has
+// one: where it does, the tree is read from the group instead of a scan of
+// every process's environment.
+func (c *Containment) Members(incarnation string) ([]int, bool) {
+	if c.cg == nil {
+		return nil, false
+	}
+	g, err := c.cg.Open(incarnation)
+	if err != nil {
+		return nil, false
+	}
+	pids, err := g.Procs()
+	if err != nil {
+		return nil, false
+	}
+	return pids, true
 }

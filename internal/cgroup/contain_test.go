@@ -72,8 +72,10 @@ func TestContainmentStop(t *testing.T) {
 			t.Fatalf("[%s] stop: %v", mode, err)
 		}
 		t.Logf("[%s] stopped a %d-process tree in %v (killed: %v, swept by marker: %d)", mode, treeSize, rep.Took, rep.Killed, rep.Swept)
-		if rep.Took > grace+time.Second || !rep.Killed {
-			t.Errorf("[%s] expected a kill within grace + 1s, got %+v", mode, rep)
+		// grace + 1s on an idle machine (0.1 s past the grace measured);
+		// a loaded one scans /proc far slower, hence the margin.
+		if rep.Took > grace+3*time.Second || !rep.Killed {
+			t.Errorf("[%s] expected a kill within grace + 3s, got %+v", mode, rep)
 		}
 		if mode == ModeCgroup && rep.Swept != 0 {
 			t.Errorf("[%s] expected nothing outside the cgroup, swept %d", mode, rep.Swept)
@@ -118,7 +120,10 @@ func TestExecInEntersCgroup(t *testing.T) {
 	if err != nil || !strings.HasSuffix(l.CgroupPath, own) || own == "/" {
 		t.Fatalf("expected the exec'd command inside %s, got %q", l.CgroupPath, out)
 	}
-	removed, err := c.RemoveStale(t.Context(), func(string) bool { return false })
+	if removed, _ := c.RemoveStale(t.Context(), func(string) bool { return false }, time.Hour); len(removed) != 0 {
+		t.Fatalf("expected a cgroup made just now kept … got %v removed", removed)
+	}
+	removed, err := c.RemoveStale(t.Context(), func(string) bool { return false }, 0)
 	if err != nil || len(removed) != 1 || removed[0] != "inc-execin" {
 		t.Fatalf("expected the empty stale cgroup removed, got %v (%v)", removed, err)
 	}

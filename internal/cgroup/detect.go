@@ -27,6 +27,9 @@ type Options struct {
 	ProcRoot string // "" is /proc
 	Mount    string // cgroup2 mount point; "" finds it in <ProcRoot>/self/mountinfo
 	Name     string // herd's subtree under its own cgroup; "" is DefaultName
+	// Off, when set, is why cgroups are not to be used even where the
+	// host allows them (HERD_CONTAINMENT=marker): the marker contains.
+	Off string
 }
 
 // Manager creates incarnation cgroups under herd's subtree.
@@ -86,6 +89,9 @@ func (m *Manager) Describe() string {
 // cgroup namespace), or a systemd-delegated cgroup (systemd-run --user
 // --scope -p Delegate=yes herd daemon, or a unit with Delegate=yes).
 func Detect(opts Options) (*Manager, error) {
+	if opts.Off != "" {
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, opts.Off)
+	}
 	procRoot := opts.ProcRoot
 	if procRoot == "" {
 		procRoot = "/proc"

@@ -54,6 +54,9 @@ func (m *Manager) Create(incarnation string, lim Limits) (*Group, error) {
 		} else {
 			// Swap would let the tree grow past the limit unseen.
 			_ = writeFile(g.file("memory.swap.max"), "0")
+			// An OOM kill takes the whole tree, so the agent's death
+			// (recorded with reason oom) leaves nothing half-alive.
+			_ = writeFile(g.file("memory.oom.group"), "1")
 		}
 	}
 	if lim.PidsMax > 0 {

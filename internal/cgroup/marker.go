@@ -211,3 +211,40 @@ func SumRSS(stats []proc.Stat, pageSize int64) int64 {
 // max bytes (0: no limit). The watchdog stops such an incarnation with
 // reason memory_max and the restart policy decides what follows.
 func OverMemory(rss, max int64) bool { return max > 0 && rss > max }
+
+// MarkedMemoryAll is MarkedMemory for several incarnations at once: one
+// scan of every process, each counted toward the marker it carries (only
+// markers in want).
+func MarkedMemoryAll(fsys proc.FS, want map[string]bool) (map[string]TreeMemory, error) {
+	out := make(map[string]TreeMemory, len(want))
+	if len(want) == 0 {
+		return out, nil
+	}
+	pids, err := fsys.PIDs()
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: %w", err)
+	}
+	self, page := os.Getpid(), int64(os.Getpagesize())
+	for _, pid := range pids {
+		if pid == self {
+			continue
+		}
+		env, err := fsys.Environ(pid)
+		if err != nil {
+			continue
+		}
+		m := env[herd.EnvIncarnation]
+		if !want[m] {
+			continue
+		}
+		st, err := fsys.Stat(pid)
+		if err != nil {
+			continue
+		}
+		t := out[m]
+		t.RSS += SumRSS([]proc.Stat{st}, page)
+		t.Procs++
+		out[m] = t
+	}
+	return out, nil
+}

@@ -50,8 +50,9 @@ func TestStopMarkedEndsDetachedTree(t *testing.T) {
 	if res.Found != treeSize || res.Killed != treeSize {
 		t.Errorf("expected %d found and all SIGKILLed (they ignore SIGTERM), got %+v", treeSize, res)
 	}
-	if took > grace+time.Second {
-		t.Errorf("expected the tree gone within grace + 1s, took %v", took)
+	// grace + 1s on an idle machine; a loaded one scans /proc far slower.
+	if took > grace+3*time.Second {
+		t.Errorf("expected the tree gone within grace + 3s, took %v", took)
 	}
 	if left, _ := Marked(fsys, boot, marker); len(left) != 0 {
 		t.Errorf("expected no marked process left, got %d", len(left))

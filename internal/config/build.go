@@ -216,6 +216,7 @@ func (b *builder) build(f *fileConfig) *Config {
 		}
 	}
 
+	b.notify(c, f.Notify)
 	b.fleet(c, f.Fleet)
 
 	c.Roles = b.roles(f.Role, c.Restart)
@@ -352,6 +353,12 @@ func (b *builder) roleContainment(r *herd.Role, f fileRole, report func(problem)
 	set(&r.WorktreeBase, f.WorktreeBase)
 	set(&r.PidsMax, f.PidsMax)
 	set(&r.RestartOnUpdate, f.RestartOnUpdate)
+	if f.ResumeOnCrash != nil {
+		r.ResumeOnCrash = herd.Bool(*f.ResumeOnCrash)
+	}
+	if f.AutoContinue != nil {
+		r.AutoContinue = herd.Bool(*f.AutoContinue)
+	}
 	setupOK, includeOK, memOK = true, true, true
 	if f.WorktreeSetup != nil {
 		argv, p := argvOf(f.WorktreeSetup, "worktree_setup")

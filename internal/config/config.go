@@ -31,6 +31,7 @@ type Config struct {
 	Watchdog   Watchdog
 	Reaper     Reaper
 	Escalation Escalation
+	Notify     Notify
 	Metrics    Metrics
 	Fleet      Fleet
 	// Roles are fully resolved: defaults filled, each role's restart table

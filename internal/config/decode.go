@@ -23,6 +23,7 @@ type fileConfig struct {
 	Watchdog   fileWatchdog   `toml:"watchdog"`
 	Reaper     fileReaper     `toml:"reaper"`
 	Escalation fileEscalation `toml:"escalation"`
+	Notify     fileNotify     `toml:"notify"`
 	Metrics    fileMetrics    `toml:"metrics"`
 	Fleet      fileFleet      `toml:"fleet"`
 	Role       []fileRole     `toml:"role"`
@@ -102,6 +103,8 @@ type fileRole struct {
 	MemoryMax       *string `toml:"memory_max"`
 	PidsMax         *int64  `toml:"pids_max"`
 	RestartOnUpdate *bool   `toml:"restart_on_update"`
+	ResumeOnCrash   *bool   `toml:"resume_on_crash"`
+	AutoContinue    *bool   `toml:"auto_continue"`
 }
 
 // decode strictly decodes data: unknown keys and mistyped values are errors.

@@ -41,6 +41,7 @@ var Sections = []Section{
 	{Name: "watchdog", Live: true, equal: func(a, b *Config) bool { return a.Watchdog == b.Watchdog }},
 	{Name: "reaper", Live: true, equal: func(a, b *Config) bool { return a.Reaper == b.Reaper }},
 	{Name: "escalation", Live: true, equal: func(a, b *Config) bool { return equalEscalation(a.Escalation, b.Escalation) }},
+	{Name: "notify", Live: true, equal: func(a, b *Config) bool { return a.Notify.Equal(b.Notify) }},
 	{Name: "metrics", Why: "the metrics listener is opened at start", equal: func(a, b *Config) bool { return a.Metrics == b.Metrics }},
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/autocontinue"
 	"herd/internal/cgroup"
 	"herd/internal/commands"
 	"herd/internal/config"
@@ -23,6 +24,7 @@ import (
 	"herd/internal/hosts"
 	"herd/internal/loop"
 	"herd/internal/metrics"
+	"herd/internal/notify"
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/reaper"
@@ -53,6 +55,10 @@ type Options struct {
 	// `capture`); empty: the agents write their files themselves, capped
 	// after the fact.
 	CaptureCommand []string
+	// EnterCommand is the argv prefix that runs a command inside a cgroup
+	// (herd's own `cgexec`), so tmux agents start inside theirs; empty:
+	// tmux agents are contained by their marker.
+	EnterCommand []string
 	// Load reads the config file again for a reload (herd reload,
 	// SIGHUP): the config and the path read ("" for the defaults). Nil
 	// refuses reloads.
@@ -68,12 +74,15 @@ type Daemon struct {
 	bootID string
 
 	status    *status.Manager
+	contain   *cgroup.Containment
 	tmux      *tmux.Runtime
 	exec      *execrt.Runtime
 	prober    *prober.Prober
 	slots     *slots.Slots
 	stalls    *stalls.Stalls
 	escalator *escalation.Escalator
+	notify    *notify.Notifier
+	continuer *autocontinue.Continuer
 	reaper    *reaper.Reaper
 	server    *server.Server
 	heartbeat *hosts.Heartbeat
@@ -126,21 +135,30 @@ func New(o Options) (*Daemon, error) {
 		Interval: cfg.Probe.Interval, Concurrency: cfg.Probe.Concurrency, MassDeathFraction: cfg.Probe.MassDeathFraction, Log: log,
 		Leftover: func(inc herd.Incarnation) { d.slots.KillLeftover(inc) },
 	})
+	d.contain = cgroup.New(log, containOptions(), boot)
+	d.status.OOMKilled = d.contain.OOMKilled
 	d.slots = slots.New(slots.Options{
 		Status: d.status, Prober: d.prober, Proc: o.Proc, BootID: boot,
 		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
 		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
-		Defaults: cfg.Restart, Log: log, Contain: cgroup.New(log, cgroup.Options{}, boot),
+		Defaults: cfg.Restart, Log: log, Contain: d.contain, EnterCommand: o.EnterCommand,
 	})
 	d.stalls = stalls.New(stalls.Options{
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
-		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Log: log,
+		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,
 	})
+	d.slots.SetBinaryUpdated(d.stalls.BinaryUpdated)
 	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
 	d.escalator.Metrics = d.metrics
+	d.notify = notify.New(notify.Options{Store: o.Store, Host: host, Config: cfg.Notify, Log: log, Tick: min(time.Second, cfg.Probe.Interval)})
+	d.continuer = autocontinue.New(autocontinue.Options{
+		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Timeout: 4 * cfg.Probe.Timeout,
+		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
+	})
+	d.status.OnChange(d.notify.Kick)
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	d.server = server.New(server.Options{
-		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator,
+		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator, Notify: d.notify,
 		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
 		Reload: d.Reload,
 	})
@@ -152,6 +170,7 @@ func New(o Options) (*Daemon, error) {
 		d.prober.Unwatch(inc)
 		d.slots.Ended(inc)
 		d.slots.Kick()
+		d.notify.Kick()
 	})
 	return d, nil
 }
@@ -178,6 +197,8 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("watchdog", func() { d.stalls.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("escalation", func() { d.escalator.Run(ctx) })
+	g.Go("notify", func() { d.notify.Run(ctx) })
+	g.Go("auto-continue", func() { d.continuer.Run(ctx) })
 	if d.metrics != nil {
 		mln, err := net.Listen("tcp", d.cfg.Metrics.Listen)
 		if err != nil {
@@ -196,6 +217,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	// Adoption: the first probe round runs before the reconciler, so
 	// re-adopted agents are verified before anything is launched.
 	d.prober.Once(ctx)
+	d.slots.RemoveStaleCgroups(ctx)
 	g.Go("reconcile", func() { d.slots.Run(ctx) })
 	// Commands from other hosts run once this host's agents are adopted.
 	g.Go("commands", func() { d.commands.Run(ctx) })
@@ -235,6 +257,26 @@ func CaptureCommand() []string {
 		return nil
 	}
 	return []string{exe, "capture"}
+}
+
+// containOptions are the cgroup options of the environment:
+// HERD_CONTAINMENT=marker contains by marker even where cgroups could be
+// made (to compare the two, or where another manager owns the cgroups).
+func containOptions() cgroup.Options {
+	if v := os.Getenv("HERD_CONTAINMENT"); v == string(cgroup.ModeMarker) {
+		return cgroup.Options{Off: "HERD_CONTAINMENT=marker"}
+	}
+	return cgroup.Options{}
+}
+
+// EnterCommand is this binary's cgexec argv, for Options; nil when the
+// binary cannot be found (tmux agents are then contained by their marker).
+func EnterCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, "cgexec"}
 }
 
 // pingWatchdog tells systemd the supervisor is alive, every half of its

@@ -12,8 +12,8 @@ import (
 
 // Reload reads the daemon's config file again (through Options.Load),
 // validates it whole, and applies what can change while the daemon runs:
-// [restart] (the defaults roles inherit), [watchdog], [reaper] and
-// [escalation], and the file's roles. Changed sections that are bound at
+// [restart] (the defaults roles inherit), [watchdog], [reaper],
+// [escalation] and [notify], and the file's roles. Changed sections that are bound at
 // start ([probe] included: its loop, pid watchers and call timeouts are
 // set up once) are named with why, and keep their old values until the
 // daemon restarts. A file with any error changes nothing.
@@ -46,6 +46,8 @@ func (d *Daemon) Reload(ctx context.Context) (api.ReloadResult, error) {
 			merged.Reaper = next.Reaper
 		case "escalation":
 			merged.Escalation = next.Escalation
+		case "notify":
+			merged.Notify = next.Notify
 		}
 	}
 	merged.Roles = next.Roles
@@ -61,6 +63,7 @@ func (d *Daemon) Reload(ctx context.Context) (api.ReloadResult, error) {
 	d.live.Store(&merged)
 	d.slots.SetRestartDefaults(merged.Restart)
 	d.escalator.Reconfigure(&merged)
+	d.notify.Reconfigure(merged.Notify)
 	d.reaper.Reconfigured()
 	res.Message = reloadMessage(res)
 	d.log.Info("config reloaded", "file", path, "applied", strings.Join(res.Applied, ","),

@@ -17,8 +17,10 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/cells"
 	"herd/internal/config"
 	"herd/internal/daemon"
+	"herd/internal/redraw"
 	"herd/internal/runtime/tmux"
 	"herd/internal/store/sqlite"
 )
@@ -35,9 +37,9 @@ type Options struct {
 	Out io.Writer
 	// Version is reported by the demo's daemon.
 	Version string
-	// Render draws the live table in place (a terminal); else it is printed
-	// every few seconds.
-	Render bool
+	// Term, when the output is a terminal, has the live table drawn in
+	// place; else each change is printed as a new table.
+	Term redraw.Terminal
 }
 
 // Run starts a private daemon in a temporary state directory, declares four
@@ -71,7 +73,11 @@ func Run(ctx context.Context, o Options) error {
 	default:
 		return fmt.Errorf("demo: unknown runtime %q", runtime)
 	}
-	fmt.Fprintf(o.Out, "state dir %s; the daemon log is %s\n\n", dir, filepath.Join(dir, "daemon.log"))
+	fmt.Fprintf(o.Out, "state dir %s; the daemon log is %s\n", dir, filepath.Join(dir, "daemon.log"))
+	if !o.Keep {
+		fmt.Fprintln(o.Out, "(both are removed at the end; --keep keeps them)")
+	}
+	fmt.Fprintln(o.Out)
 
 	cfg := demoConfig()
 	logFile, err := os.Create(filepath.Join(dir, "daemon.log"))
@@ -91,8 +97,8 @@ func Run(ctx context.Context, o Options) error {
 	defer st.Close()
 	d, err := daemon.New(daemon.Options{
 		StateDir: dir, Config: cfg, Store: st, Version: o.Version, StopGrace: 2 * time.Second,
-		CaptureCommand: daemon.CaptureCommand(),
-		Logger:         slog.New(slog.NewTextHandler(logFile, nil)),
+		CaptureCommand: daemon.CaptureCommand(), EnterCommand: daemon.EnterCommand(),
+		Logger: slog.New(slog.NewTextHandler(logFile, nil)),
 	})
 	if err != nil {
 		return err
@@ -129,6 +135,9 @@ func Run(ctx context.Context, o Options) error {
 	var events []herd.Event
 	_ = c.Do(cleanCtx, http.MethodGet, "/v1/events", nil, nil, &events)
 	fmt.Fprint(o.Out, "\n"+Summary(views, events))
+	if watchErr == nil {
+		describeStalled(cleanCtx, o.Out, self, dir, views)
+	}
 	for _, r := range roles {
 		if err := c.Do(cleanCtx, http.MethodDelete, "/v1/roles/"+r.Name, nil, nil, nil); err != nil {
 			fmt.Fprintf(o.Out, "cleanup: delete role %s: %v\n", r.Name, err)
@@ -137,6 +146,8 @@ func Run(ctx context.Context, o Options) error {
 	fmt.Fprintln(o.Out, "cleaned up: every agent stopped, the demo's daemon and tmux server shut down.")
 	if o.Keep {
 		fmt.Fprintf(o.Out, "state kept in %s\n", dir)
+	} else {
+		fmt.Fprintf(o.Out, "removed %s and the daemon log in it (--keep keeps them)\n", dir)
 	}
 	if errors.Is(watchErr, context.Canceled) {
 		return nil
@@ -170,8 +181,10 @@ func demoRoles(self, dir, runtime string) []herd.Role {
 	}
 	return []herd.Role{
 		role("healthy", sim("--interval", "1s", "--hooks", "SessionStart,UserPromptSubmit,PreToolUse:Bash,PostToolUse:Bash,PreToolUse:Edit,PostToolUse:Edit,Stop")),
-		role("crashloop", sim("--interval", "300ms", "--signal", "SEGV", "--signal-after", "2s")),
-		role("staller", sim("--interval", "500ms", "--silent-after", "3s")),
+		role("crashloop", sim("--interval", "300ms", "--signal", "SEGV", "--signal-after", "2s", "--hooks", "SessionStart,UserPromptSubmit,PreToolUse:Bash")),
+		// The stall comes mid-turn: only a working agent can stall (an
+		// idle one is just done).
+		role("staller", sim("--interval", "500ms", "--silent-after", "3s", "--hooks", "SessionStart,UserPromptSubmit")),
 		role("waiter", sim("--interval", "700ms", "--quiet", "--hooks", "SessionStart,UserPromptSubmit,PreToolUse:Bash,PostToolUse:Bash,PermissionRequest")),
 	}
 }
@@ -183,68 +196,68 @@ func describeRole(name string) string {
 	case "crashloop":
 		return "segfaults 2s after each start: crash-loop backoff, then failed"
 	case "staller":
-		return "goes silent after 3s while staying alive: a stall"
+		return "goes silent mid-turn after 3s while staying alive: a stall"
 	case "waiter":
 		return "asks for permission and waits for a person"
 	}
 	return ""
 }
 
-// live shows the session table until the duration ends or ctx is done.
+// Legend explains the table's words; printed once above the live table.
+const Legend = `STATE running | stalled (alive but silent too long) | backoff (crashed, relaunching after a delay) | failed (restart budget spent)
+      a "!" after the state: escalated, a person should look (here: a wait for permission, a spent budget)
+ACTIVITY from the agent's hooks: working | waiting (for permission or input) | idle (turn finished)
+`
+
+// pollEvery is how often the live table is fetched.
+const pollEvery = 500 * time.Millisecond
+
+// live shows the session table until the duration ends or ctx is done. A
+// table is drawn only when it changed: in place on a terminal, else as a
+// new table under a timestamp.
 func live(ctx context.Context, c *api.Client, o Options) error {
 	end := time.Now().Add(o.Duration)
-	lastPrint := time.Time{}
+	title := fmt.Sprintf("live until %s (Ctrl-C ends the demo early)", end.Format("15:04:05"))
+	if o.Term == nil {
+		fmt.Fprint(o.Out, Legend+"\n")
+	}
+	last, first := "", true
 	for time.Now().Before(end) {
 		var views []api.SessionView
 		if err := c.Do(ctx, http.MethodGet, "/v1/sessions", nil, nil, &views); err != nil {
 			return err
 		}
-		left := time.Until(end).Round(time.Second)
-		switch {
-		case o.Render:
-			fmt.Fprintf(o.Out, "\033[H\033[2J%s — %s left (Ctrl-C ends the demo early)\n\n%s", time.Now().Format("15:04:05"), left, Table(views))
-		case len(views) > 0 && time.Since(lastPrint) >= 5*time.Second:
-			fmt.Fprintf(o.Out, "--- %s (%s left)\n%s", time.Now().Format("15:04:05"), left, Table(views))
-			lastPrint = time.Now()
+		if t := Table(views); len(views) > 0 && t != last {
+			if o.Term != nil {
+				io.WriteString(o.Out, redraw.Frame(title+"\n\n"+Legend+"\n"+t, o.Term.Height(), first))
+				first = false
+			} else {
+				fmt.Fprintf(o.Out, "--- %s\n%s", time.Now().Format("15:04:05"), t)
+			}
+			last = t
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(pollEvery):
 		}
 	}
 	return nil
 }
 
-// Table renders sessions the way `herd get sessions` does, compactly.
+// Table renders sessions the way `herd get sessions` does, compactly and
+// with nothing relative to now, so an unchanged fleet draws the same table.
 func Table(views []api.SessionView) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-12s %-9s %-8s %-9s %-8s %-16s %s\n", "NAME", "STATE", "PROCESS", "ACTIVITY", "RESTARTS", "BACKOFF", "LAST-EXIT")
-	now := time.Now()
+	fmt.Fprintf(&b, "%-12s %-9s %-8s %-9s %-8s %-14s %s\n", "NAME", "STATE", "PROCESS", "ACTIVITY", "RESTARTS", "BACKOFF-UNTIL", "LAST-EXIT")
 	for _, v := range views {
 		backoff := "-"
 		if v.BackoffUntil != nil {
-			backoff = "in " + v.BackoffUntil.Sub(now).Round(100*time.Millisecond).String()
+			backoff = v.BackoffUntil.Local().Format("15:04:05")
 		}
-		state := string(v.State)
-		if v.Escalated {
-			state += "!"
-		}
-		fmt.Fprintf(&b, "%-12s %-9s %-8s %-9s %-8d %-16s %s\n", v.Name, state, v.Process, v.Activity, v.Restarts, backoff, exitText(v.Exit))
+		fmt.Fprintf(&b, "%-12s %-9s %-8s %-9s %-8d %-14s %s\n", v.Name, cells.State(v), v.Process, cells.Activity(v), v.Restarts, backoff, cells.Exit(v.Exit))
 	}
 	return b.String()
-}
-
-func exitText(e *herd.Exit) string {
-	switch {
-	case e == nil:
-		return "-"
-	case e.Signal != nil:
-		return fmt.Sprintf("signal %d", *e.Signal)
-	case e.Code != nil:
-		return fmt.Sprintf("code %d", *e.Code)
-	}
-	return e.Reason
 }
 
 // Summary tells what herd did, per session, from the event log.
@@ -273,7 +286,11 @@ func Summary(views []api.SessionView, events []herd.Event) string {
 			parts = append(parts, fmt.Sprintf("%d launch(es)", n))
 		}
 		if n := k[herd.EventCrashed]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d crash(es) (last: %s)", n, exitText(v.Exit)))
+			crashes := fmt.Sprintf("%d crash(es)", n)
+			if v.Exit != nil {
+				crashes += " (last: " + cells.Exit(v.Exit) + ")"
+			}
+			parts = append(parts, crashes)
 		}
 		if len(delays[v.Name]) > 0 {
 			parts = append(parts, "backoff "+strings.Join(delays[v.Name], ", "))
@@ -310,4 +327,30 @@ func Summary(views []api.SessionView, events []herd.Event) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// describeStalled shows `herd describe session` of the stalled agent, run
+// as the user would run it, for its /proc diagnostics.
+func describeStalled(ctx context.Context, out io.Writer, self, dir string, views []api.SessionView) {
+	name := ""
+	for _, v := range views {
+		if v.State == herd.StateStalled {
+			name = v.Name
+			break
+		}
+	}
+	if name == "" {
+		return
+	}
+	fmt.Fprintf(out, "\nThe stalled agent, as `herd describe session %s` shows it (its /proc diagnostics: CPU, RSS, own TCP, wchan):\n", name)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, "--state-dir", dir, "describe", "session", name)
+	cmd.Env = append(os.Environ(), "HERD_CONFIG=")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(out, "describe %s: %v: %s\n", name, err, strings.TrimSpace(string(b)))
+		return
+	}
+	out.Write(b)
 }

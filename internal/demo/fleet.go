@@ -53,7 +53,7 @@ func (h *fleetHost) start(ctx context.Context) error {
 		return err
 	}
 	d, err := daemon.New(daemon.Options{StateDir: h.dir, Config: cfg, Store: st, Version: h.version, StopGrace: 2 * time.Second,
-		CaptureCommand: daemon.CaptureCommand(), Logger: slog.New(slog.NewTextHandler(log, nil))})
+		CaptureCommand: daemon.CaptureCommand(), EnterCommand: daemon.EnterCommand(), Logger: slog.New(slog.NewTextHandler(log, nil))})
 	if err != nil {
 		st.Close()
 		release()

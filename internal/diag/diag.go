@@ -52,12 +52,28 @@ type Diagnostics struct {
 	Children []Child `json:"children"`
 	// WChan is the kernel function the agent waits in, "" when running or hidden.
 	WChan string `json:"wchan"`
+	// Cgroup is what the incarnation's cgroup counts of its whole tree,
+	// dead members included; nil when it runs in none.
+	Cgroup *Cgroup `json:"cgroup,omitempty"`
 
 	// PID and StartTime identify the sampled agent so that a later Collect
 	// only computes a delta against a sample of the same process. They are not
 	// part of the JSON contract: a sample decoded from JSON yields an unknown delta.
 	PID       int    `json:"-"`
 	StartTime uint64 `json:"-"` // clock ticks since boot, /proc/<pid>/stat field 22
+}
+
+// Cgroup is an incarnation's resource use as its cgroup counts it.
+type Cgroup struct {
+	// CPUSeconds is cpu.stat usage_usec: every process the tree ever ran.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// MemoryBytes is memory.current, or, without the memory controller,
+	// the resident memory of the group's members.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// MemorySource says which: "memory.current" or "rss".
+	MemorySource string `json:"memory_source"`
+	// OOMKills is memory.events oom_kill (memory controller only).
+	OOMKills int64 `json:"oom_kills"`
 }
 
 // Child is a direct child process of the agent.

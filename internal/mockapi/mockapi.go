@@ -65,6 +65,10 @@ type Record struct {
 	Status  int       // the HTTP status sent; 0 while hung
 	Tool    bool      // the answer is a tool call
 	Time    time.Time // when the answer (or the hang) began
+	// Users holds the text of each user message of a Messages API
+	// request, oldest first (each clipped to its last 200 bytes): what the
+	// agent sent of its conversation.
+	Users []string
 }
 
 // Server is the mock. The zero value is not usable; call New.
@@ -196,6 +200,35 @@ func (r request) lastUser() (text string, toolResult bool) {
 	return "", false
 }
 
+// users returns the text of every user message, oldest first, each
+// clipped to its last 200 bytes.
+func (r request) users() []string {
+	var out []string
+	for _, m := range r.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) != nil {
+			var bs []block
+			json.Unmarshal(m.Content, &bs)
+			var b strings.Builder
+			for _, x := range bs {
+				if x.Type == "text" {
+					b.WriteString(x.Text)
+					b.WriteByte('\n')
+				}
+			}
+			s = b.String()
+		}
+		if len(s) > 200 {
+			s = s[len(s)-200:] // the typed text comes after the agent's reminders
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // firstUserHas reports whether a user message of the conversation
 // contains word.
 func (r request) firstUserHas(word string) bool {
@@ -252,7 +285,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult := req.lastUser()
-	rec := Record{Path: path, Model: req.Model, Stream: req.Stream}
+	rec := Record{Path: path, Model: req.Model, Stream: req.Stream, Users: req.users()}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

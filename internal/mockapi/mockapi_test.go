@@ -103,6 +103,10 @@ func TestToolUseThenText(t *testing.T) {
 	if len(recs) != 2 || recs[0].Trigger != TriggerTool || recs[1].Trigger != TriggerTool || !recs[0].Tool || recs[1].Tool || recs[0].Time.IsZero() {
 		t.Errorf("records: %+v", recs)
 	}
+	// Each record keeps the user side of the conversation it was sent.
+	if len(recs) == 2 && (strings.Join(recs[0].Users, "|") != "run "+TriggerTool+"\n" || len(recs[1].Users) != 2 || recs[1].Users[0] != "run "+TriggerTool) {
+		t.Errorf("expected the user messages recorded, got %q and %q", recs[0].Users, recs[1].Users)
+	}
 }
 
 func TestErrors(t *testing.T) {

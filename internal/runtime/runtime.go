@@ -6,6 +6,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"herd"
@@ -18,6 +19,10 @@ type Spec struct {
 	Argv        []string
 	Workdir     string
 	Env         map[string]string
+	// Cgroup is the incarnation's cgroup directory, open, or nil: a runtime
+	// that forks the agent itself starts it inside (clone3 with
+	// CLONE_INTO_CGROUP), so not one fork of its tree runs outside.
+	Cgroup *os.File
 }
 
 // Started is what a runtime reports after starting an agent.

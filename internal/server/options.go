@@ -12,6 +12,7 @@ import (
 	"herd/internal/api"
 	"herd/internal/config"
 	"herd/internal/escalation"
+	"herd/internal/notify"
 	"herd/internal/prober"
 	"herd/internal/reaper"
 	"herd/internal/runtime"
@@ -28,12 +29,14 @@ type Options struct {
 	Prober    *prober.Prober
 	Stalls    *stalls.Stalls
 	Escalator *escalation.Escalator
-	Reaper    *reaper.Reaper
-	Tmux      runtime.Runtime
-	Exec      *execrt.Runtime
-	Config    *config.Config
-	Version   string
-	BootID    string
+	// Notify tells which sessions have an open notification (nil: none).
+	Notify  *notify.Notifier
+	Reaper  *reaper.Reaper
+	Tmux    runtime.Runtime
+	Exec    *execrt.Runtime
+	Config  *config.Config
+	Version string
+	BootID  string
 	// Reload reads the daemon's config file again (POST /v1/reload).
 	Reload func(ctx context.Context) (api.ReloadResult, error)
 }

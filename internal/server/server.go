@@ -41,6 +41,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
 	mux.HandleFunc("POST /v1/reap", sv.handleReap)
 	sv.handleVerbs(mux)
+	sv.handleWorktrees(mux)
 	return mux
 }
 
@@ -91,6 +92,7 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sv.markOutdated(r.Context(), views)
+	sv.markWorktrees(r.Context(), views)
 	views = append(views, sv.unmanagedViews()...)
 	reply(w, http.StatusOK, views)
 }
@@ -119,6 +121,7 @@ func (sv *Server) view(tx store.Tx, rd viewRead, s herd.Session) api.SessionView
 	}
 	v.Attached = sv.o.Prober.Last().Attached(v.Name)
 	v.Escalated = sv.o.Escalator.Escalated(v.Name)
+	v.Notified = sv.o.Notify != nil && sv.o.Notify.Open(v.Name)
 	return v
 }
 
@@ -168,8 +171,12 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	}
 	one := []api.SessionView{det.SessionView}
 	sv.markOutdated(r.Context(), one)
+	sv.markWorktrees(r.Context(), one)
 	det.SessionView = one[0]
 	sv.o.Stalls.Describe(&det)
+	if sv.o.Notify != nil {
+		det.Notification = sv.o.Notify.Describe(name)
+	}
 	reply(w, http.StatusOK, det)
 }
 

@@ -272,7 +272,8 @@ func (sv *Server) handleRollout(w http.ResponseWriter, r *http.Request) {
 }
 
 // markOutdated sets outdated and outdated_reason on the views of sessions
-// that run an older template than their role's.
+// that run an older template than their role's, or an agent binary since
+// replaced on disk (binary_updated).
 func (sv *Server) markOutdated(ctx context.Context, views []api.SessionView) {
 	verdicts, err := sv.o.Slots.Outdated(ctx, "")
 	if err != nil {

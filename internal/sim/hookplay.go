@@ -63,6 +63,8 @@ type hookPayload struct {
 	ToolName         string `json:"tool_name,omitempty"`
 	NotificationType string `json:"notification_type,omitempty"`
 	Message          string `json:"message,omitempty"`
+	Error            string `json:"error,omitempty"`
+	LastAssistant    string `json:"last_assistant_message,omitempty"`
 }
 
 // notificationMessages are what Claude Code says for each notification type.
@@ -71,17 +73,27 @@ var notificationMessages = map[string]string{
 	"idle_prompt":       "Claude is waiting for your input",
 }
 
-func (st hookStep) payload(sessionID, cwd string) hookPayload {
+// payload is the hook JSON of one step. resetIn, when set, is how far
+// ahead the rate limit of a StopFailure step resets, named in its message
+// ("try again in N seconds").
+func (st hookStep) payload(sessionID, cwd string, resetIn time.Duration) hookPayload {
 	p := hookPayload{
 		SessionID:      sessionID,
 		TranscriptPath: filepath.Join(os.TempDir(), "herd-sim", sessionID+".jsonl"),
 		Cwd:            cwd,
 		HookEventName:  st.Event,
 	}
-	if st.Event == "Notification" {
+	switch {
+	case st.Event == "Notification":
 		p.NotificationType = st.Arg
 		p.Message = notificationMessages[st.Arg]
-	} else {
+	case st.Event == "StopFailure":
+		p.Error = st.Arg
+		p.LastAssistant = "API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again later."
+		if resetIn > 0 {
+			p.LastAssistant = fmt.Sprintf("API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again in %d seconds.", int(resetIn.Round(time.Second)/time.Second))
+		}
+	default:
 		p.ToolName = st.Arg
 	}
 	return p
@@ -90,8 +102,8 @@ func (st hookStep) payload(sessionID, cwd string) hookPayload {
 // playHook runs `<herd> hook <event>` with the payload on stdin, as Claude
 // Code would. Its failure is returned for logging only: like a real agent,
 // the sim carries on.
-func playHook(ctx context.Context, herd string, st hookStep, sessionID, cwd string) error {
-	body, err := json.Marshal(st.payload(sessionID, cwd))
+func playHook(ctx context.Context, herd string, st hookStep, sessionID, cwd string, resetIn time.Duration) error {
+	body, err := json.Marshal(st.payload(sessionID, cwd, resetIn))
 	if err != nil {
 		return fmt.Errorf("sim: hook %s: %w", st.Event, err)
 	}

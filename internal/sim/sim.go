@@ -22,6 +22,7 @@ import (
 // Limits on flag values, so a typo cannot fork-bomb or flood.
 const (
 	maxChildren    = 64
+	maxAllocMB     = 4096
 	maxStderrLines = 100000
 	dialTimeout    = 5 * time.Second
 	// childSleep is how long a child lives at most; it dies with the sim anyway.
@@ -39,12 +40,14 @@ type options struct {
 	burnCPU     bool
 	tcp         string
 	children    int
+	allocMB     int
 	hooks       string
 	herd        string
 	quiet       bool
 	waitInput   bool
 	stderrLines int
 	sessionID   string
+	resetIn     time.Duration
 
 	// Derived by validate.
 	exit   bool // --exit-after or --exit-code given
@@ -89,12 +92,14 @@ func Command() *cobra.Command {
 	f.BoolVar(&o.burnCPU, "burn-cpu", false, "spin a CPU core while silent")
 	f.StringVar(&o.tcp, "tcp", "", "open and hold a TCP connection to this address")
 	f.IntVar(&o.children, "children", 0, "spawn this many child processes and keep them")
+	f.IntVar(&o.allocMB, "alloc-mb", 0, "allocate and touch this many MiB, 8 MiB per interval, and hold them")
 	f.StringVar(&o.hooks, "hooks", "", "comma-separated hook events to play, one per interval (EVENT or EVENT:TOOL; Notification:TYPE)")
 	f.StringVar(&o.herd, "herd", "", "herd binary that receives the hooks (default: this executable)")
 	f.BoolVar(&o.quiet, "quiet", false, "print no stream-json")
 	f.BoolVar(&o.waitInput, "wait-input", false, "print a prompt and block reading stdin")
 	f.IntVar(&o.stderrLines, "stderr-lines", 0, "write this many lines to stderr at start")
 	f.StringVar(&o.sessionID, "session-id", "", "agent session id to report (default: random)")
+	f.DurationVar(&o.resetIn, "reset-in", 0, "a StopFailure:rate_limit hook names a reset this far ahead (default: none named)")
 	return cmd
 }
 
@@ -108,6 +113,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("sim: --exit-code %d out of range 0-255", o.exitCode)
 	case o.children < 0 || o.children > maxChildren:
 		return fmt.Errorf("sim: --children %d out of range 0-%d", o.children, maxChildren)
+	case o.allocMB < 0 || o.allocMB > maxAllocMB:
+		return fmt.Errorf("sim: --alloc-mb %d out of range 0-%d", o.allocMB, maxAllocMB)
 	case o.stderrLines < 0 || o.stderrLines > maxStderrLines:
 		return fmt.Errorf("sim: --stderr-lines %d out of range 0-%d", o.stderrLines, maxStderrLines)
 	}
@@ -142,6 +149,8 @@ type agent struct {
 	out, err io.Writer
 	stream   streamer
 	children []*exec.Cmd
+	// held is the memory --alloc-mb grows, touched so it is resident.
+	held     [][]byte
 	conn     net.Conn
 	burning  atomic.Bool
 	silent   bool
@@ -194,6 +203,7 @@ func run(ctx context.Context, o *options, in io.Reader, out, errw io.Writer) err
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
+			a.grow()
 			a.step(ctx)
 		case <-silentC:
 			a.silent = true
@@ -245,7 +255,7 @@ func (a *agent) step(ctx context.Context) {
 	if a.hookNext < len(a.o.script) {
 		st := a.o.script[a.hookNext]
 		a.hookNext++
-		if err := playHook(ctx, a.o.herd, st, a.o.sessionID, a.stream.cwd); err != nil {
+		if err := playHook(ctx, a.o.herd, st, a.o.sessionID, a.stream.cwd, a.o.resetIn); err != nil {
 			fmt.Fprintln(a.err, err)
 		}
 	}
@@ -321,4 +331,18 @@ func readLines(in io.Reader) <-chan string {
 		}
 	}()
 	return c
+}
+
+// grow allocates the next 8 MiB of --alloc-mb and writes every page of it,
+// so the memory is resident (an agent growing toward a memory limit).
+func (a *agent) grow() {
+	const step = 8 << 20
+	if len(a.held)*step >= a.o.allocMB<<20 {
+		return
+	}
+	b := make([]byte, step)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	a.held = append(a.held, b)
 }

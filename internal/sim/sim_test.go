@@ -459,6 +459,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--exit-code", "300"}, "out of range"},
 		{[]string{"--exit-after", "-1s"}, "must not be negative"},
 		{[]string{"--children", "1000"}, "out of range"},
+		{[]string{"--alloc-mb", "-1"}, "out of range"},
+		{[]string{"--alloc-mb", "5000"}, "out of range"},
 		{[]string{"--stderr-lines", "-1"}, "out of range"},
 		{[]string{"--hooks", "Stop,Pre Tool"}, "invalid event"},
 		{[]string{"--hooks", "PreToolUse:$(rm)"}, "invalid argument"},
@@ -508,7 +510,7 @@ func TestParseScript(t *testing.T) {
 			t.Errorf("[step %d] expected %v, got %v", i, want[i], got[i])
 		}
 	}
-	if p := (hookStep{"Notification", "idle_prompt"}).payload("s", "/w"); p.NotificationType != "idle_prompt" || p.ToolName != "" || !activity.NeedsAttention(activity.Hook{Message: p.Message}) {
+	if p := (hookStep{"Notification", "idle_prompt"}).payload("s", "/w", 0); p.NotificationType != "idle_prompt" || p.ToolName != "" || !activity.NeedsAttention(activity.Hook{Message: p.Message}) {
 		t.Errorf("[notification payload] expected type and a matching message, got %+v", p)
 	}
 }

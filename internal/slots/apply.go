@@ -181,6 +181,8 @@ func diffRole(old, ro herd.Role, exists bool) RoleChange {
 		[]any{ro.Worktree, ro.WorktreeBase, ro.WorktreeSetup, ro.WorktreeInclude})
 	field("limits", []int64{old.MemoryMax, old.PidsMax}, []int64{ro.MemoryMax, ro.PidsMax})
 	field("restart_on_update", old.RestartOnUpdate, ro.RestartOnUpdate)
+	field("resume_on_crash", old.ResumesOnCrash(), ro.ResumesOnCrash())
+	field("auto_continue", old.ContinuesAfterReset(), ro.ContinuesAfterReset())
 	c.Changed = slices.Clip(c.Changed)
 	if len(c.Changed) == 0 {
 		c.Action = RoleUnchanged

@@ -138,8 +138,15 @@ func (sl *Slots) termEscaped(inc herd.Incarnation) {
 	if err != nil {
 		return
 	}
-	ids, err := cgroup.Marked(fs, boot, inc.ID)
-	if err != nil {
+	var ids []herd.Identity
+	if pids, ok := sl.o.Contain.Members(inc.ID); ok {
+		// Started in its cgroup: the group lists the whole tree.
+		for _, pid := range pids {
+			if id, err := fs.Identify(pid, boot); err == nil && id.Marker == inc.ID {
+				ids = append(ids, id)
+			}
+		}
+	} else if ids, err = cgroup.Marked(fs, boot, inc.ID); err != nil {
 		return
 	}
 	for _, id := range ids {

@@ -33,6 +33,12 @@ type LaunchRequest struct {
 	Data map[string]any
 	// Argv overrides the role's command (resume).
 	Argv []string
+	// AgentSessionID is the conversation Argv continues (resume), kept
+	// on the new incarnation at once.
+	AgentSessionID string
+	// Continue: a crash relaunch of a role with resume_on_crash; the
+	// prior incarnation's conversation is continued when its id is known.
+	Continue bool
 	// Check re-validates the slot under its lock; launch skips when it errs.
 	Check func(s *herd.Session, exists bool) error
 }
@@ -58,12 +64,14 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	var prior herd.Session
 	exists := false
 	prevRoot := 0
+	priorID := "" // the prior incarnation's agent session id
 	err := s.st.Store().View(ctx, func(tx store.Tx) error {
 		cur, err := tx.Session(req.Name)
 		if err == nil {
 			prior, exists = cur, true
 			if inc, err := tx.Incarnation(cur.Incarnation); err == nil {
 				prevRoot = inc.Root.PID
+				priorID = inc.AgentSessionID
 			}
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -88,7 +96,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	inc := herd.Incarnation{
 		ID: status.NewID(), Session: req.Name, Host: s.st.Host(), RuntimeKind: role.Runtime,
 		Argv: argv, Workdir: role.Workdir, StartedAt: time.Now().UTC(),
-		Template: rollout.Fingerprint(role),
+		Template: rollout.Fingerprint(role), AgentSessionID: req.AgentSessionID,
 	}
 	env := map[string]string{}
 	for k, v := range role.Env {
@@ -121,6 +129,23 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 			startErr = err
 		}
 	}
+	resumedConv := ""
+	if startErr == nil && len(req.Argv) == 0 {
+		// A launch from the role's command: Claude gets a session id of
+		// herd's choosing (recorded at once, so a crash before its first
+		// hook is resumable), and a crash relaunch continues the
+		// conversation (resume_on_crash).
+		out, id, how := conversation(role.Agent, argv, agents.Resolve(argv[0], spec.Workdir), priorID, req.Continue,
+			claudeTranscriptExists(spec.Workdir, role.Env), nil)
+		argv, spec.Argv, inc.Argv, inc.AgentSessionID = out, out, out, id
+		if id != "" {
+			data["agent_session_id"] = id
+		}
+		if how != convNew {
+			data["resumed_conversation"], data["resumed_because"] = true, how
+			resumedConv = id
+		}
+	}
 	ses := prior
 	if !exists {
 		ses = herd.Session{Name: req.Name, Role: role.Name, Index: req.Index}
@@ -142,7 +167,9 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		if err := s.writeAhead(ctx, ses, inc); err != nil {
 			return err
 		}
+		cg := s.containLaunch(role, &spec, data)
 		l, startErr = s.start(ctx, role, spec, prevRoot)
+		s.launchStarted(ctx, cg, inc.ID, startErr)
 	}
 
 	if startErr != nil {
@@ -203,6 +230,9 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 			return err
 		}
 		msg := fmt.Sprintf("%s pid %d: %s", role.Runtime, l.RootPID, argvString(argv))
+		if resumedConv != "" {
+			msg += "; conversation " + resumedConv + " resumed"
+		}
 		data["pid"], data["argv"], data["restarts"] = l.RootPID, argv, ses.Restarts
 		return tx.AppendEvent(s.st.Event(ses, inc.ID, req.Kind, req.Reason, msg, data))
 	})
@@ -290,6 +320,7 @@ func reconcileLaunch(role herd.Role, a reconcile.Action) LaunchRequest {
 		}
 	case reconcile.Relaunch:
 		req.Kind = herd.EventRestarted
+		req.Continue = role.ResumesOnCrash()
 		req.Check = func(s *herd.Session, exists bool) error {
 			if !exists || (s.State != herd.StateBackoff && s.State != herd.StateCrashed) {
 				return errSkip

@@ -147,7 +147,7 @@ func (sl *Slots) removeWorktrees(ctx context.Context, role herd.Role, sessions [
 			sl.o.Log.Info("worktree kept", "session", s.Name, "path", r.Path, "why", r.Reason)
 			events = append(events, sl.st.Event(s, s.Incarnation, herd.EventWorktree, "kept",
 				fmt.Sprintf("worktree %s kept: %s (herd worktree prune removes it)", r.Path, r.Reason),
-				map[string]any{"path": r.Path, "branch": r.Branch, "why": r.Reason}))
+				map[string]any{"path": r.Path, "branch": r.Branch, "why": r.Reason, "workdir": role.Workdir}))
 		}
 	}
 	return events

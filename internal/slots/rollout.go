@@ -51,6 +51,7 @@ type RolloutReport struct {
 // (every role when "") that runs an older template than its role's.
 func (sl *Slots) Outdated(ctx context.Context, role string) (map[string]rollout.Verdict, error) {
 	out := map[string]rollout.Verdict{}
+	updated := sl.binaryUpdated()
 	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
 		roles, err := tx.Roles()
 		if err != nil {
@@ -76,7 +77,11 @@ func (sl *Slots) Outdated(ctx context.Context, role string) (map[string]rollout.
 			if err != nil {
 				return err
 			}
-			if v := rollout.Judge(s, inc.Template, r); v.Outdated {
+			v := rollout.Judge(s, inc.Template, r)
+			if id, ok := updated[s.Name]; ok && id == s.Incarnation && s.State.Live() {
+				v = withBinaryUpdated(v)
+			}
+			if v.Outdated {
 				out[s.Name] = v
 			}
 		}

@@ -45,7 +45,13 @@ type Options struct {
 	// forks), found by cgroup or by the HERD_INCARNATION marker; nil ends
 	// the process group only.
 	Contain *cgroup.Containment
-	Log     *slog.Logger
+	// EnterCommand is the argv prefix that runs a command inside a cgroup
+	// (herd's own `cgexec`: the argv gets PATH, "--" and the command): a
+	// tmux pane's process joins its incarnation's cgroup with it before
+	// exec'ing the agent. Empty: tmux agents start outside any cgroup and
+	// are contained by their marker.
+	EnterCommand []string
+	Log          *slog.Logger
 }
 
 // Slots launches and stops this host's sessions.
@@ -64,6 +70,11 @@ type Slots struct {
 	defs defaults
 	// left retries what stops left behind.
 	left leftovers
+	// wtStatus caches the worktree status views show.
+	wtStatus worktree.StatusCache
+	// updated reports the sessions whose agent binary was replaced on
+	// disk (the watchdog's); set once before Run (SetBinaryUpdated).
+	updated func() map[string]string
 
 	mu sync.Mutex // guards the fields below
 	// stopsUnderWay holds, by session, the end of each bounded stop.
@@ -82,6 +93,7 @@ func New(o Options) *Slots {
 	if s.o.Worktrees == nil {
 		s.o.Worktrees = &worktree.Manager{}
 	}
+	s.wtStatus.M = s.o.Worktrees
 	return s
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/agents"
 	"herd/internal/store"
 )
 
@@ -197,7 +196,8 @@ func (sl *Slots) resume(ctx context.Context, name string, byUser, onlyRestartabl
 		}
 	}
 	return sl.launchLocked(ctx, LaunchRequest{
-		Role: role, Name: name, Index: s.Index, Kind: herd.EventResumed, Argv: agents.ResumeArgv(snap),
+		Role: role, Name: name, Index: s.Index, Kind: herd.EventResumed, Argv: resumeArgv(snap, role.Env),
+		AgentSessionID: snap.AgentSessionID,
 		Check: func(cur *herd.Session, exists bool) error {
 			if !exists || cur.State != herd.StateStopped {
 				return errSkip

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/proc"
 	"herd/internal/store"
 
@@ -23,6 +24,9 @@ type RestartRequest struct {
 	Grace time.Duration
 	// Data is added to both events.
 	Data map[string]any
+	// Resume relaunches from the stop's snapshot (the agent resumes its
+	// conversation) instead of the role's command.
+	Resume bool
 }
 
 // Restart gives a session a fresh incarnation: its current one goes
@@ -77,8 +81,12 @@ func (sl *Slots) Restart(ctx context.Context, req RestartRequest) (string, error
 		data[k] = v
 	}
 	var fresh string
+	var argv []string
+	if req.Resume {
+		argv = sl.resumeArgv(ctx, req.Name)
+	}
 	err = sl.launchLocked(ctx, LaunchRequest{
-		Role: role, Name: req.Name, Index: s.Index, Kind: herd.EventRestarted, Reason: req.Reason, Data: data,
+		Role: role, Name: req.Name, Index: s.Index, Kind: herd.EventRestarted, Reason: req.Reason, Data: data, Argv: argv,
 		Check: func(cur *herd.Session, exists bool) error {
 			if !exists {
 				return Badf("restart %s: the session was deleted meanwhile", req.Name)
@@ -193,4 +201,18 @@ func (sl *Slots) Signal(ctx context.Context, name string, sig unix.Signal) (int,
 	}
 	sl.o.Log.Info("signal sent by user", "session", name, "pid", id.PID, "signal", unix.SignalName(sig))
 	return id.PID, nil
+}
+
+// resumeArgv is the agent-aware resume command of a session's stop
+// snapshot; nil (the role's command) when it has none.
+func (sl *Slots) resumeArgv(ctx context.Context, name string) []string {
+	var argv []string
+	_ = sl.st.Store().View(ctx, func(tx store.Tx) error {
+		cur, err := tx.Session(name)
+		if err == nil && cur.Snapshot != nil {
+			argv = agents.ResumeArgv(*cur.Snapshot)
+		}
+		return err
+	})
+	return argv
 }

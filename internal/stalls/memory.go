@@ -62,6 +62,11 @@ type incWatch struct {
 	paneHashed  bool
 	// ended is set once the summary was taken: the tick stops tailing.
 	ended bool
+	// exeReplaced is the agent's executable once it was seen replaced on
+	// disk ("" while current); updateRestart is set while a
+	// restart_on_update restart of it runs.
+	exeReplaced   string
+	updateRestart bool
 }
 
 // watchFor returns the memory of s's current incarnation inc, creating it

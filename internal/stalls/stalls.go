@@ -13,6 +13,7 @@ import (
 
 	"herd"
 	"herd/internal/activity"
+	"herd/internal/cgroup"
 	"herd/internal/config"
 	"herd/internal/diag"
 	"herd/internal/loop"
@@ -43,7 +44,10 @@ type Options struct {
 	Proc     proc.FS
 	BootID   string
 	StateDir string
-	Log      *slog.Logger
+	// Contain measures incarnations' trees for memory_max where the
+	// kernel does not enforce it; nil checks no memory.
+	Contain *cgroup.Containment
+	Log     *slog.Logger
 }
 
 // Stalls is the watchdog of this host's live sessions.
@@ -59,6 +63,8 @@ type Stalls struct {
 	mu sync.Mutex // guards the fields below
 	// incs maps an incarnation id to what was seen of it.
 	incs map[string]*incWatch
+	// memKills holds the incarnations whose memory_max kill is under way.
+	memKills map[string]bool
 }
 
 // New returns the watchdog; Run starts it.
@@ -135,6 +141,18 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 		}
 		w.watchOne(tickCtx, it, now)
 	}
+	if len(items) == 0 {
+		return
+	}
+	roles, err := w.roles(tickCtx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.o.Log.Warn("watchdog: memory_max and agent updates not checked: read roles", "err", err)
+		}
+		return
+	}
+	w.watchMemory(tickCtx, items, roles)
+	w.watchBinaries(tickCtx, items, roles)
 }
 
 // watchOne folds new output into one session's memory, persists what
@@ -235,6 +253,7 @@ func (w *Stalls) sampleTree(inc herd.Incarnation, prev *diag.Diagnostics, now ti
 	if id.StartTime != 0 && s.StartTime != id.StartTime {
 		return diag.Diagnostics{}, fmt.Errorf("watchdog: pid %d was reused", id.PID)
 	}
+	s.Cgroup = w.cgroupUsage(inc.ID)
 	return s, nil
 }
 

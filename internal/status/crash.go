@@ -38,6 +38,7 @@ func (m *Manager) RecordDeath(ctx context.Context, dt Death) (bool, error) {
 	// What the watchdog saw is gathered before the write transaction: it
 	// reads the last output from files.
 	seen := m.Seen(dt.Incarnation)
+	dt.Exit, dt.Message = m.oom(dt)
 	accounted := false
 	err = m.st.Update(ctx, func(tx store.Tx) error {
 		accounted = false
@@ -190,4 +191,22 @@ func describeExit(e herd.Exit) string {
 // Succeeded reports whether an exit is a success (code 0), not a crash.
 func Succeeded(e herd.Exit) bool {
 	return e.Reason == herd.ReasonExitCode && e.Code != nil && *e.Code == 0
+}
+
+// oom returns the exit and message to record for a death: the kernel's OOM
+// kill of the incarnation's tree when its cgroup counted one (the agent
+// itself, or a child whose loss ended it), else dt's own. A death herd
+// caused on purpose (a stall kill, memory_max) keeps its reason.
+func (m *Manager) oom(dt Death) (herd.Exit, string) {
+	switch dt.Exit.Reason {
+	case herd.ReasonExitCode, herd.ReasonSignal, herd.ReasonProcessGone, herd.ReasonPaneGone:
+	default:
+		return dt.Exit, dt.Message
+	}
+	if m.OOMKilled == nil || !m.OOMKilled(dt.Incarnation) {
+		return dt.Exit, dt.Message
+	}
+	exit := dt.Exit
+	exit.Reason = herd.ReasonOOM
+	return exit, "killed by the kernel for its memory_max (out of memory)"
 }

@@ -36,6 +36,14 @@ type Manager struct {
 	// once, before any death is recorded (see Observe).
 	seen  func(inc string) map[string]any
 	ended func(inc string)
+	// changed is told, without blocking, after Update wrote a session
+	// (set once, before the daemon runs; see OnChange).
+	changed func()
+
+	// OOMKilled, when set, reports whether the kernel killed a process of
+	// an incarnation for its memory limit: such a death is recorded with
+	// reason oom. Set before the daemon runs.
+	OOMKilled func(inc string) bool
 
 	// locks serializes every state change of one session (launch, death,
 	// stop), so that two paths never act on the same slot at once. A
@@ -62,6 +70,12 @@ func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Log
 func (m *Manager) Observe(seen func(inc string) map[string]any, ended func(inc string)) {
 	m.seen, m.ended = seen, ended
 }
+
+// OnChange sets a listener told after each Update that changed a
+// session (state, activity): the notifier looks at once instead of at
+// its next tick. fn must not block. It is called once, before the daemon
+// runs.
+func (m *Manager) OnChange(fn func()) { m.changed = fn }
 
 // Store is the store the manager writes through (read-only callers use it
 // for views).
@@ -101,7 +115,9 @@ func (m *Manager) Update(ctx context.Context, name, inc string, fn func(tx store
 		return err // busy (a stop in progress): the caller looks again later
 	}
 	defer unlock()
-	return m.st.Update(ctx, func(tx store.Tx) error {
+	wrote := false
+	err = m.st.Update(ctx, func(tx store.Tx) error {
+		wrote = false
 		s, err := tx.Session(name)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -121,6 +137,7 @@ func (m *Manager) Update(ctx context.Context, name, inc string, fn func(tx store
 			if err := tx.PutSession(s); err != nil {
 				return err
 			}
+			wrote = true
 		}
 		for _, e := range events {
 			if err := tx.AppendEvent(e); err != nil {
@@ -129,6 +146,10 @@ func (m *Manager) Update(ctx context.Context, name, inc string, fn func(tx store
 		}
 		return nil
 	})
+	if err == nil && wrote && m.changed != nil {
+		m.changed()
+	}
+	return err
 }
 
 // BeginTakedown registers a takedown of incarnation inc that records its

@@ -23,14 +23,17 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case modeConfirm:
 		m.mode = modeTable
 		if s == "y" || s == "Y" {
-			name, src := m.target, m.src
+			name, src, act := m.target, m.src, m.src.Stop
 			m.status = "stopping " + name + "..."
+			if m.verb == "restart" {
+				act, m.status = src.Restart, "restarting "+name+"..."
+			}
 			return m, m.call(func(ctx context.Context) tea.Msg {
-				text, err := src.Stop(ctx, name)
+				text, err := act(ctx, name)
 				return resultMsg{text, err}
 			})
 		}
-		m.status = "stop cancelled"
+		m.status = m.verb + " cancelled"
 		return m, nil
 	case modeLogs:
 		switch s {
@@ -98,7 +101,9 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "l":
 		return m, m.openLogs(v.Name)
 	case "x":
-		m.mode, m.target = modeConfirm, v.Name
+		m.mode, m.target, m.verb = modeConfirm, v.Name, "stop"
+	case "R":
+		m.mode, m.target, m.verb = modeConfirm, v.Name, "restart"
 	case "r":
 		name, src := v.Name, m.src
 		m.status = "resuming " + name + "..."

@@ -5,10 +5,12 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
 	"herd"
 	"herd/internal/api"
+	"herd/internal/cells"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // column is one column of the table: a header, a width, and a cell.
@@ -21,8 +23,8 @@ type column struct {
 
 var columns = []column{
 	{"NAME", 18, false, func(_ *Model, v api.SessionView, _ time.Time) string { return v.Name }},
-	{"STATE", 12, false, func(_ *Model, v api.SessionView, _ time.Time) string { return stateText(v) }},
-	{"ACTIVITY", 9, false, func(_ *Model, v api.SessionView, _ time.Time) string { return string(v.Activity) }},
+	{"STATE", 12, false, func(_ *Model, v api.SessionView, _ time.Time) string { return cells.State(v) }},
+	{"ACTIVITY", 9, false, func(_ *Model, v api.SessionView, _ time.Time) string { return cells.Activity(v) }},
 	{"CPU%", 6, true, func(m *Model, v api.SessionView, _ time.Time) string {
 		if d, ok := m.diags[v.Name]; ok && d.OK && v.State.Live() {
 			return fmt.Sprintf("%.1f", d.CPU)
@@ -31,7 +33,7 @@ var columns = []column{
 	}},
 	{"RSS", 8, true, func(m *Model, v api.SessionView, _ time.Time) string {
 		if d, ok := m.diags[v.Name]; ok && d.OK && v.State.Live() {
-			return bytesText(d.RSS)
+			return cells.Bytes(d.RSS)
 		}
 		return "-"
 	}},
@@ -42,13 +44,10 @@ var columns = []column{
 		return "-"
 	}},
 	{"AGE", 7, true, func(_ *Model, v api.SessionView, now time.Time) string {
-		if a := age(v, now); a >= 0 {
-			return shortDur(a)
-		}
-		return "-"
+		return cells.AgeText(v, now)
 	}},
 	{"RESTARTS", 8, true, func(_ *Model, v api.SessionView, _ time.Time) string { return fmt.Sprint(v.Restarts) }},
-	{"LAST-EXIT", 0, false, func(_ *Model, v api.SessionView, now time.Time) string { return lastExit(v.Exit, now) }},
+	{"LAST-EXIT", 0, false, func(_ *Model, v api.SessionView, now time.Time) string { return cells.LastExit(v.Exit, now) }},
 }
 
 // Render draws the screen as text (View wraps it for Bubble Tea).
@@ -133,7 +132,7 @@ func (m *Model) statusLine() string {
 	case modeInject:
 		return "inject into " + m.target + ": " + m.input + "█"
 	case modeConfirm:
-		return warnStyle.Render("stop " + m.target + "? (y/n)")
+		return warnStyle.Render(m.verb + " " + m.target + "? (y/n)")
 	}
 	if m.err != nil {
 		return badStyle.Render("error: " + m.err.Error())
@@ -148,9 +147,9 @@ func (m *Model) help() string {
 	case modeInject:
 		return "enter send (with Enter)  esc cancel"
 	case modeConfirm:
-		return "y stop  any other key cancels"
+		return "y " + m.verb + "  any other key cancels"
 	}
-	return "↑↓ move  enter attach/logs  l logs  x stop  r resume  i inject  s sort  S reverse  / filter  q quit"
+	return "↑↓ move  enter attach/logs  l logs  x stop  R restart  r resume  i inject  s sort  S reverse  / filter  q quit"
 }
 
 // line lays out one row of the table within the width.
@@ -201,69 +200,10 @@ func styleFor(v api.SessionView) lipgloss.Style {
 	case herd.StateStalled, herd.StateUnknown:
 		return warnStyle
 	case herd.StateRunning:
-		if v.Escalated {
+		if v.Attention() {
 			return warnStyle
 		}
 		return goodStyle
 	}
 	return lipgloss.NewStyle()
-}
-
-// stateText is the state with "!" while escalated and ",ARCHIVED" when
-// archived, as in `herd get sessions`.
-func stateText(v api.SessionView) string {
-	if v.Unmanaged {
-		return "unmanaged"
-	}
-	s := string(v.State)
-	if v.Escalated {
-		s += "!"
-	}
-	if v.Archived {
-		s += ",ARCHIVED"
-	}
-	return s
-}
-
-func lastExit(e *herd.Exit, now time.Time) string {
-	if e == nil {
-		return "-"
-	}
-	var what string
-	switch {
-	case e.Signal != nil:
-		what = fmt.Sprintf("signal %d", *e.Signal)
-	case e.Code != nil:
-		what = fmt.Sprintf("code %d", *e.Code)
-	default:
-		what = e.Reason
-	}
-	if !e.At.IsZero() {
-		what += " " + shortDur(now.Sub(e.At)) + " ago"
-	}
-	return what
-}
-
-func shortDur(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-func bytesText(f float64) string {
-	switch {
-	case f >= 1<<30:
-		return fmt.Sprintf("%.1fG", f/(1<<30))
-	case f >= 1<<20:
-		return fmt.Sprintf("%.1fM", f/(1<<20))
-	}
-	return fmt.Sprintf("%.0fK", f/(1<<10))
 }

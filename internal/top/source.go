@@ -17,9 +17,10 @@ type Source interface {
 	Session(ctx context.Context, name string) (api.SessionDetail, error)
 	// Logs returns the last tail lines of a session's output.
 	Logs(ctx context.Context, name string, tail int) (string, error)
-	// Stop, Resume and Inject act on a session and return the daemon's
-	// one-line result.
+	// Stop, Restart, Resume and Inject act on a session and return the
+	// daemon's one-line result.
 	Stop(ctx context.Context, name string) (string, error)
+	Restart(ctx context.Context, name string) (string, error)
 	Resume(ctx context.Context, name string) (string, error)
 	Inject(ctx context.Context, name, text string) (string, error)
 }
@@ -66,6 +67,14 @@ func (s ClientSource) post(ctx context.Context, path string, body any) (string, 
 // Stop implements Source.
 func (s ClientSource) Stop(ctx context.Context, name string) (string, error) {
 	return s.post(ctx, sessionPath(name, "/stop"), nil)
+}
+
+// Restart implements Source: a fresh incarnation through the stop path,
+// as `herd restart NAME`.
+func (s ClientSource) Restart(ctx context.Context, name string) (string, error) {
+	var r api.RestartResult
+	err := s.C.Do(ctx, http.MethodPost, sessionPath(name, "/restart"), nil, api.RestartRequest{}, &r)
+	return r.Message, err
 }
 
 // Resume implements Source.

@@ -11,6 +11,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/cells"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -40,7 +41,7 @@ const (
 	modeTable   mode = iota
 	modeFilter       // typing a filter after "/"
 	modeInject       // typing text to inject
-	modeConfirm      // y/n before a stop
+	modeConfirm      // y/n before a stop or a restart
 	modeLogs         // showing a session's output
 )
 
@@ -80,6 +81,7 @@ type Model struct {
 	mode   mode
 	input  string // the filter or inject text being typed
 	target string // the session a prompt or the logs view is about
+	verb   string // what the y/n prompt confirms: "stop" or "restart"
 	logs   []string
 	scroll int // lines scrolled up from the end, in the logs view
 
@@ -326,13 +328,6 @@ func (m *Model) metric(v api.SessionView, f func(Diag) float64) float64 {
 	return f(d)
 }
 
-func age(v api.SessionView, now time.Time) time.Duration {
-	if v.StartedAt == nil || !v.State.Live() {
-		return -1
-	}
-	return now.Sub(*v.StartedAt)
-}
-
 // logRows is how many lines of output the logs view shows.
 func (m *Model) logRows() int { return max(m.height-3, 1) }
 
@@ -353,4 +348,12 @@ func (m *Model) View() tea.View {
 	v.AltScreen = true
 	v.WindowTitle = "herd top"
 	return v
+}
+
+// age orders sessions by how long they have run; one not live sorts last.
+func age(v api.SessionView, now time.Time) time.Duration {
+	if d, ok := cells.Age(v, now); ok {
+		return d
+	}
+	return -1
 }

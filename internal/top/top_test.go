@@ -48,7 +48,10 @@ func (f *fake) act(what string) (string, error) {
 	return what + " done", nil
 }
 
-func (f *fake) Stop(_ context.Context, name string) (string, error)   { return f.act("stop " + name) }
+func (f *fake) Stop(_ context.Context, name string) (string, error) { return f.act("stop " + name) }
+func (f *fake) Restart(_ context.Context, name string) (string, error) {
+	return f.act("restart " + name)
+}
 func (f *fake) Resume(_ context.Context, name string) (string, error) { return f.act("resume " + name) }
 func (f *fake) Inject(_ context.Context, name, text string) (string, error) {
 	return f.act("inject " + name + " " + text)
@@ -232,7 +235,20 @@ func TestActions(t *testing.T) {
 		t.Errorf("expected a stop prompt, got:\n%s", s)
 	}
 	run(t, m, key("n"))
+	if s := screen(m); !strings.Contains(s, "stop cancelled") {
+		t.Errorf("expected the stop cancelled, got:\n%s", s)
+	}
 	run(t, m, key("x"))
+	run(t, m, key("y"))
+	run(t, m, key("R"))
+	if s := screen(m); !strings.Contains(s, "restart worker-0? (y/n)") || !strings.Contains(s, "y restart") {
+		t.Errorf("expected a restart prompt, got:\n%s", s)
+	}
+	run(t, m, key("q"))
+	if s := screen(m); !strings.Contains(s, "restart cancelled") {
+		t.Errorf("expected the restart cancelled (a key other than y), got:\n%s", s)
+	}
+	run(t, m, key("R"))
 	run(t, m, key("y"))
 	run(t, m, key("r"))
 	run(t, m, key("i"))
@@ -241,7 +257,7 @@ func TestActions(t *testing.T) {
 		t.Errorf("expected the inject prompt with the text, got:\n%s", s)
 	}
 	run(t, m, key("enter"))
-	want := []string{"stop worker-0", "resume worker-0", "inject worker-0 run the tests"}
+	want := []string{"stop worker-0", "restart worker-0", "resume worker-0", "inject worker-0 run the tests"}
 	if strings.Join(f.actions, "|") != strings.Join(want, "|") {
 		t.Errorf("expected actions %q, got %q", want, f.actions)
 	}

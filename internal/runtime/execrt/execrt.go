@@ -114,6 +114,10 @@ func (r *Runtime) Launch(ctx context.Context, spec Spec) (*Proc, error) {
 	cmd.Dir = spec.Workdir
 	cmd.Env = mergeEnv(os.Environ(), spec.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if spec.Cgroup != nil {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(spec.Cgroup.Fd())
+	}
 	p := &Proc{cmd: cmd, captured: make(chan struct{})}
 
 	var err error

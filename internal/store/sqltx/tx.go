@@ -167,6 +167,8 @@ type roleOptions struct {
 	MemoryMax       int64    `json:"memory_max,omitempty"`
 	PidsMax         int64    `json:"pids_max,omitempty"`
 	RestartOnUpdate bool     `json:"restart_on_update,omitempty"`
+	ResumeOnCrash   *bool    `json:"resume_on_crash,omitempty"`
+	AutoContinue    *bool    `json:"auto_continue,omitempty"`
 	Host            string   `json:"host,omitempty"`
 }
 
@@ -174,12 +176,14 @@ func optionsOf(r herd.Role) roleOptions {
 	return roleOptions{
 		Worktree: r.Worktree, WorktreeBase: r.WorktreeBase, WorktreeSetup: r.WorktreeSetup, WorktreeInclude: r.WorktreeInclude,
 		MemoryMax: r.MemoryMax, PidsMax: r.PidsMax, RestartOnUpdate: r.RestartOnUpdate, Host: r.Host,
+		ResumeOnCrash: r.ResumeOnCrash, AutoContinue: r.AutoContinue,
 	}
 }
 
 func (o roleOptions) apply(r *herd.Role) {
 	r.Worktree, r.WorktreeBase, r.WorktreeSetup, r.WorktreeInclude = o.Worktree, o.WorktreeBase, o.WorktreeSetup, o.WorktreeInclude
 	r.MemoryMax, r.PidsMax, r.RestartOnUpdate, r.Host = o.MemoryMax, o.PidsMax, o.RestartOnUpdate, o.Host
+	r.ResumeOnCrash, r.AutoContinue = o.ResumeOnCrash, o.AutoContinue
 }
 
 var (

@@ -1,0 +1,69 @@
+package slots
+
+import (
+	"context"
+
+	"herd"
+	"herd/internal/store"
+	"herd/internal/worktree"
+)
+
+// WorktreeStatus returns, by session name, the worktree (path, branch,
+// dirty, commits ahead) of each of this host's sessions among names whose
+// role runs them in worktrees, from a cache read again at most once per
+// tick; a session whose worktree does not exist or cannot be read is left
+// out.
+func (sl *Slots) WorktreeStatus(ctx context.Context, names []string) map[string]*worktree.Status {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var opts []worktree.Options
+	var all []string
+	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
+		roles, err := tx.Roles()
+		if err != nil {
+			return err
+		}
+		byName := map[string]herd.Role{}
+		for _, r := range roles {
+			if r.Worktree {
+				byName[r.Name] = r
+			}
+		}
+		if len(byName) == 0 {
+			return nil
+		}
+		sessions, err := tx.SessionsOnHost(sl.st.Host())
+		if err != nil {
+			return err
+		}
+		for _, s := range sessions {
+			all = append(all, s.Name)
+			if r, ok := byName[s.Role]; ok && want[s.Name] {
+				opts = append(opts, worktreeOptions(r, s.Name))
+			}
+		}
+		return nil
+	})
+	out := map[string]*worktree.Status{}
+	if err != nil || len(opts) == 0 {
+		return out
+	}
+	present := map[string]bool{}
+	for _, n := range all {
+		present[n] = true
+	}
+	sl.wtStatus.Forget(func(session string) bool { return present[session] })
+	for _, o := range opts {
+		st, err := sl.wtStatus.Get(ctx, o)
+		if err != nil {
+			sl.o.Log.Debug("worktree status not read", "session", o.Session, "err", err)
+			continue
+		}
+		if st != nil {
+			out[o.Session] = st
+		}
+	}
+	return out
+}

@@ -123,6 +123,12 @@ const (
 	// EventWorktree records what became of a session's git worktree when
 	// its role was deleted: reason removed, or kept (with why and where).
 	EventWorktree = "worktree"
+	// EventLeftover records what a stop could not remove at once (a tmux
+	// session while tmux hung or its listings were unreadable, processes
+	// carrying the incarnation's marker that would not end): reason
+	// left_behind when it is queued for retries, removed when a retry
+	// removed it, abandoned when the retries gave up.
+	EventLeftover = "leftover"
 	// EventOutdated records that a session's agent binary was replaced on
 	// disk while it ran (reason binary_updated): it shows OUTDATED.
 	EventOutdated = "outdated"
@@ -135,7 +141,7 @@ var EventKinds = []string{
 	EventStalled, EventStallWarning, EventUnstalled, EventKilled,
 	EventReaped, EventStopped, EventResumed, EventRecovered,
 	EventEscalated, EventActivity, EventProbeUnknown, EventSummary,
-	EventNotified, EventRollout, EventWorktree, EventOutdated,
+	EventNotified, EventRollout, EventWorktree, EventLeftover, EventOutdated,
 }
 
 // Reasons: short machine words carried by events and exits.

@@ -24,6 +24,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if file := os.Getenv(envCanary); file != "" {
+		runCanary(file) // the fault campaign's canary
+	}
 	dir, err := os.MkdirTemp("", "herd-e2e-bin-")
 	if err != nil {
 		panic(err)

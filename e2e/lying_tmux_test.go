@@ -116,3 +116,39 @@ initial_backoff = "30s"
 		t.Errorf("expected process_gone … got %+v", s.Exit)
 	}
 }
+
+// TestLyingLaunchAdoptedByMarker: regression — when tmux's new-session
+// answer named another process, the session stayed pending for good and
+// every stop (so `delete role`) was refused, leaving the agent and its
+// tmux session behind. Once the launch's grace is over, the process that
+// carries the launch's marker is adopted as the agent; the stranger is
+// never signalled, and the role deletes cleanly.
+func TestLyingLaunchAdoptedByMarker(t *testing.T) {
+	bin, lie, _ := fakeTmux(t)
+	canary := exec.Command("sleep", "300")
+	if err := canary.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { canary.Process.Kill(); canary.Wait() }()
+	os.WriteFile(lie, []byte(fmt.Sprintf("%d\n", canary.Process.Pid)), 0o600)
+	e := newEnv(t, fmt.Sprintf("binary = %q\n", bin)+fastRestart)
+	e.start()
+	e.must("run", "liar", "--", "sleep", "300")
+	e.waitFor("liar-0 recorded", 10*time.Second, func() bool { _, ok := e.session("liar-0"); return ok })
+	os.Remove(lie)
+	v := e.waitState("liar-0", herd.StateRunning, 20*time.Second)
+	if v.PID == canary.Process.Pid {
+		t.Fatalf("expected the agent adopted, not the stranger … pid %d", v.PID)
+	}
+	if n := count(e.events("--session", "liar-0"), herd.EventAdopted); n != 1 {
+		t.Errorf("expected one adopted event … got %d", n)
+	}
+	e.must("delete", "role", "liar")
+	e.waitFor("nothing of liar left", 5*time.Second, func() bool {
+		return len(e.agentPIDs()) == 0 && len(e.tmuxSessions()) == 0
+	})
+	st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", canary.Process.Pid))
+	if len(st) == 0 || strings.Contains(string(st), ") Z ") {
+		t.Errorf("expected the stranger alive and untouched … stat %q", st)
+	}
+}

@@ -110,7 +110,7 @@ func (p *Prober) Once(ctx context.Context) {
 	}
 	var tmuxes []status.Live
 	for _, it := range live {
-		if unconfirmed(it.Inc) {
+		if unconfirmed(it.Inc) || p.unproven(it.Inc) {
 			p.resolveUnconfirmed(tickCtx, it.S, it.Inc)
 			continue
 		}

@@ -21,6 +21,19 @@ const unconfirmedGrace = 10 * time.Second
 // process was never recorded.
 func unconfirmed(inc herd.Incarnation) bool { return inc.Root.PID == 0 }
 
+// unproven reports whether inc's launched process, named by the runtime,
+// lives on without the launch's marker at the end of the launch's grace,
+// and no agent was found: the runtime named another process. It is set
+// aside, and inc resolved as an unfinished launch (what carries the
+// marker is adopted).
+func (p *Prober) unproven(inc herd.Incarnation) bool {
+	if !inc.Identity.Zero() || time.Since(inc.StartedAt) < unconfirmedGrace {
+		return false
+	}
+	cur, err := p.o.Proc.Identify(inc.Root.PID, p.o.BootID)
+	return err == nil && cur.StartTime == inc.Root.StartTime && cur.Marker != inc.ID
+}
+
 // resolveUnconfirmed settles a write-ahead record left by a launch that
 // did not finish (the daemon was killed between the start and its
 // record): the process carrying the incarnation's marker whose parent does

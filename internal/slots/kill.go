@@ -77,10 +77,11 @@ func (sl *Slots) Kill(ctx context.Context, req KillRequest) (bool, error) {
 }
 
 // sweep ends every process still carrying incarnation inc's cgroup or
-// marker (identity-checked, TERM, grace, KILL) and logs what it found.
-func (sl *Slots) sweep(ctx context.Context, inc string, grace time.Duration) {
+// marker (identity-checked, TERM, grace, KILL), logs what it found and
+// returns what it could not end.
+func (sl *Slots) sweep(ctx context.Context, inc string, grace time.Duration) error {
 	if sl.o.Contain == nil {
-		return
+		return nil
 	}
 	rep, err := sl.o.Contain.Stop(ctx, inc, grace)
 	if err != nil {
@@ -90,6 +91,7 @@ func (sl *Slots) sweep(ctx context.Context, inc string, grace time.Duration) {
 		sl.o.Log.Info("ended what was left of an incarnation's tree", "incarnation", inc, "mode", rep.Mode,
 			"swept", rep.Swept, "killed", rep.Killed, "took", rep.Took.Round(time.Millisecond))
 	}
+	return err
 }
 
 // Ended cleans up after a death the crash path accounted: what is left of

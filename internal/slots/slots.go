@@ -71,6 +71,8 @@ type Slots struct {
 	stopSlots chan struct{}
 	// defs are the [restart] defaults roles inherit (a reload changes them).
 	defs defaults
+	// left retries what stops left behind.
+	left leftovers
 	// wtStatus caches the worktree status views show.
 	wtStatus worktree.StatusCache
 	// updated reports the sessions whose agent binary was replaced on
@@ -88,6 +90,7 @@ func New(o Options) *Slots {
 		o: o, st: o.Status, kick: make(chan struct{}, 1),
 		stopSlots: make(chan struct{}, maxParallelStops), stopsUnderWay: map[string]chan struct{}{},
 	}
+	s.left.wake = make(chan struct{}, 1)
 	s.group.Log = o.Log
 	s.defs.p = o.Defaults
 	if s.o.Worktrees == nil {
@@ -101,8 +104,9 @@ func New(o Options) *Slots {
 func (s *Slots) Kick() { loop.Wake(s.kick) }
 
 // Run reconciles every interval, at once when kicked, and exactly when a
-// backoff expires, until ctx is done.
+// backoff expires, and retries what stops left behind, until ctx is done.
 func (s *Slots) Run(ctx context.Context) {
+	s.group.Go("leftovers", func() { s.runLeftovers(ctx) })
 	loop.Loop{Name: "reconcile", Log: s.o.Log, Every: s.o.Interval, Trigger: s.kick}.Run(ctx, func(ctx context.Context) time.Duration {
 		next := s.Reconcile(ctx)
 		if next.IsZero() {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,6 +31,8 @@ type fakeRuntime struct {
 	fail    error
 	starts  []runtime.Spec
 	removed []string
+	// removeFails is how many Remove calls fail before one succeeds.
+	removeFails int
 }
 
 var _ runtime.Runtime = (*fakeRuntime)(nil)
@@ -57,6 +60,10 @@ func (f *fakeRuntime) Remove(_ context.Context, inc herd.Incarnation) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.removed = append(f.removed, inc.ID)
+	if f.removeFails > 0 {
+		f.removeFails--
+		return errors.New("tmux: listing unreadable; left in place")
+	}
 	return nil
 }
 
@@ -182,5 +189,40 @@ func TestLaunchThenStop(t *testing.T) {
 	}
 	if len(e.rt.removed) != 1 || e.rt.removed[0] != inc.ID {
 		t.Errorf("expected the runtime asked to remove the incarnation once … got %v", e.rt.removed)
+	}
+}
+
+// TestLeftoverRetriedAndReported: what a stop cannot remove (the runtime
+// refuses twice) is reported, retried until removed, and reported again:
+// never silently left.
+func TestLeftoverRetriedAndReported(t *testing.T) {
+	e := newEnv(t)
+	e.rt.removeFails = 2
+	e.sl.Reconcile(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.sl.runLeftovers(ctx)
+	if err := e.sl.Stop(context.Background(), StopRequest{Name: "w-0", Reason: herd.ReasonUser, DropReplica: true}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.count(t, herd.EventLeftover) < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	var reasons []string
+	e.st.Store().View(context.Background(), func(tx store.Tx) error {
+		evs, err := tx.Events(store.EventFilter{Session: "w-0", Kind: herd.EventLeftover})
+		for _, ev := range evs {
+			reasons = append(reasons, ev.Reason)
+		}
+		return err
+	})
+	if want := []string{"left_behind", "removed"}; !slices.Equal(reasons, want) {
+		t.Errorf("expected leftover events %v … got %v", want, reasons)
+	}
+	e.rt.mu.Lock()
+	defer e.rt.mu.Unlock()
+	if n := len(e.rt.removed); n != 3 {
+		t.Errorf("expected the stop's removal and two retries … got %d calls", n)
 	}
 }

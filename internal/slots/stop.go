@@ -266,13 +266,16 @@ func (sl *Slots) terminateGrace(ctx context.Context, inc herd.Incarnation, grace
 	}
 	// What is left (an escaped process that ignored SIGTERM, a cleanup
 	// that outlived the agent) is ended with the rest of the grace.
-	sl.sweep(ctx, inc.ID, max(grace-time.Since(start), 0))
-	// Every process of the incarnation is seen dead: the stop is done. A
-	// pane left behind (tmux not answering) is cleared by the slot's next
-	// launch, which removes its own dead pane.
+	swept := sl.sweep(ctx, inc.ID, max(grace-time.Since(start), 0))
+	// Every process of the incarnation is seen dead: the stop is done.
+	// What cannot be removed or ended now (tmux hung, its listing
+	// unreadable, a marked process unverifiable) is retried and
+	// reported, never silently left.
 	if rt, err := sl.runtime(inc.RuntimeKind); err == nil {
 		if err := rt.Remove(ctx, inc); err != nil {
-			sl.o.Log.Warn("agent stopped; what it ran in not removed", "session", inc.Session, "err", err)
+			sl.leaveBehind(inc, err)
+		} else if swept != nil {
+			sl.leaveBehind(inc, swept)
 		}
 	}
 	return killed, nil

@@ -18,7 +18,8 @@ const DefaultRetentionBatch = 500
 
 // PruneEvents deletes, in one write transaction, at most batch events that
 // r does not keep: first those older than now-MaxAge, then those beyond the
-// newest MaxRows. It returns how many it deleted; a caller repeats it (with
+// newest MaxRows, then the ended incarnations no kept event names (ended
+// before the oldest event left, and before now-MaxAge). It returns how many it deleted; a caller repeats it (with
 // a pause, so other writers get the lock) while it returns batch.
 func PruneEvents(ctx context.Context, s Store, r Retention, now time.Time, batch int) (int, error) {
 	if batch <= 0 {
@@ -42,6 +43,19 @@ func PruneEvents(ctx context.Context, s Store, r Retention, now time.Time, batch
 		}
 		if r.MaxRows > 0 && deleted < batch {
 			n, err := tx.DeleteEventsBeyond(r.MaxRows, batch-deleted)
+			if err != nil {
+				return err
+			}
+			deleted += n
+		}
+		if deleted < batch {
+			// Incarnations no kept event names any more go with their
+			// events: a crash-looping session adds one per crash.
+			cut := now
+			if r.MaxAge > 0 {
+				cut = now.Add(-r.MaxAge)
+			}
+			n, err := tx.DeleteIncarnationsEndedBefore(cut, batch-deleted)
 			if err != nil {
 				return err
 			}

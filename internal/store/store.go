@@ -114,6 +114,12 @@ type Tx interface {
 	// OpenIncarnationsOnHost lists the incarnations of host not yet ended.
 	OpenIncarnationsOnHost(host string) ([]herd.Incarnation, error)
 	PutIncarnation(inc herd.Incarnation) error
+	// DeleteIncarnationsEndedBefore deletes at most limit (> 0) of the
+	// incarnations that ended before before and before the oldest event
+	// left (no event names them any more), and are no session's current
+	// one; oldest first. It returns how many it deleted: fewer than limit
+	// means none is left.
+	DeleteIncarnationsEndedBefore(before time.Time, limit int) (int, error)
 
 	// AppendEvent stores e and sets e.ID. Ids increase, and become visible
 	// in increasing order: a reader that has seen id N never later finds a

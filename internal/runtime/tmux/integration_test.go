@@ -635,6 +635,41 @@ func TestKillSessionOfPaneChecksPID(t *testing.T) {
 	}
 }
 
+// TestKillSessionIfPanePIDChecksPID: the kill by name that needs no
+// listing kills only the session whose pane pid is the one given.
+func TestKillSessionIfPanePIDChecksPID(t *testing.T) {
+	c := newClient(t)
+	ctx := ctxT(t)
+	pid, err := c.NewSession(ctx, "w-0", "", nil, []string{"sleep", "100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.NewSession(ctx, "keep", "", nil, []string{"sleep", "100"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.KillSessionIfPanePID(ctx, "w-0", pid+1); err != nil {
+		t.Fatalf("another pid: %v", err)
+	}
+	if _, ok := findPane(t, c, "w-0"); !ok {
+		t.Fatal("a session whose pane pid differs was killed")
+	}
+	if err := c.KillSessionIfPanePID(ctx, "w-0", pid); err != nil {
+		t.Fatalf("its own pid: %v", err)
+	}
+	if _, ok := findPane(t, c, "w-0"); ok {
+		t.Fatal("the launched pane's session survived")
+	}
+	if err := c.KillSessionIfPanePID(ctx, "w-0", pid); err != nil {
+		t.Errorf("a gone session: expected nothing done … got %v", err)
+	}
+	if _, ok := findPane(t, c, "keep"); !ok {
+		t.Error("a gone session's kill touched another session")
+	}
+	if err := c.KillSessionIfPanePID(ctx, "w-0", 0); err == nil {
+		t.Errorf("no pid: expected an error")
+	}
+}
+
 // TestEmptyServerAnswers: regression — a server with no session left
 // (between its last session's kill and its exit; held there by exit-empty
 // off) answers every targeted command with "no current target". That was

@@ -126,24 +126,37 @@ func Leftover(snap runtime.Snapshot, name string, prevRoot int) error {
 
 // Remove removes an incarnation's tmux session, only if it still holds the
 // pane herd launched for it (same pane pid): a replacement launched
-// meanwhile under the same name is never killed. A session that cannot be
-// read in the listing is left, with an error.
+// meanwhile under the same name is never killed. The server checks the
+// pane pid itself first, so a garbled, truncated or empty listing cannot
+// leave the session behind; the listing is read only for a pane that is
+// not the session's active one (a user split the window). A session that
+// cannot be read in the listing, and may still be there, is left with an
+// error, for the caller to retry.
 func (r *Runtime) Remove(ctx context.Context, inc herd.Incarnation) error {
+	if inc.Root.PID > 0 {
+		err := r.client.KillSessionIfPanePID(ctx, inc.Session, inc.Root.PID)
+		if errors.Is(err, ErrNoSession) || errors.Is(err, ErrNoServer) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 	snap := r.List(ctx)
 	if snap.NoServer {
 		return nil
 	}
 	if snap.Err != nil {
-		return snap.Err
+		return r.leftUnlessGone(ctx, inc.Session, snap.Err)
 	}
 	pane, ok := snap.Own(inc.Session, inc.Root.PID)
 	if !ok {
 		if snap.Unattributed != nil {
-			return fmt.Errorf("tmux: session %s: its pane cannot be identified in the listing (%v); left in place", inc.Session, snap.Unattributed)
+			return r.leftUnlessGone(ctx, inc.Session, snap.Unattributed)
 		}
 		for _, p := range snap.Panes[inc.Session] {
 			if p.Err != nil {
-				return fmt.Errorf("tmux: session %s: its pane cannot be identified in the listing (%v); left in place", inc.Session, p.Err)
+				return r.leftUnlessGone(ctx, inc.Session, p.Err)
 			}
 		}
 		return nil // not this incarnation's pane, or gone
@@ -156,6 +169,16 @@ func (r *Runtime) Remove(ctx context.Context, inc herd.Incarnation) error {
 		return nil
 	}
 	return err
+}
+
+// leftUnlessGone returns nil when no session called name exists (what
+// the unreadable listing hid is gone), else an error saying it was left
+// in place because of why.
+func (r *Runtime) leftUnlessGone(ctx context.Context, name string, why error) error {
+	if has, err := r.client.HasSession(ctx, name); err == nil && !has {
+		return nil
+	}
+	return fmt.Errorf("tmux: session %s: its pane cannot be identified in the listing (%v); left in place", name, why)
 }
 
 // KillUnmanaged kills a herd-named session that has no record, by its

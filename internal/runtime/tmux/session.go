@@ -163,6 +163,25 @@ func (c *Client) KillSessionOfPane(ctx context.Context, paneID string, pid int) 
 	return err
 }
 
+// KillSessionIfPanePID kills the session called exactly name only if its
+// active pane's pid is pid, checked and killed in one command run by the
+// server with nothing in between, and no listing to misread: a session
+// that replaced it under the same name (another pane pid) is never
+// killed. A session whose active pane has another pid, or no such
+// session, is left alone without an error (tmux evaluates the check with
+// no pane, and it fails); no server is ErrNoServer.
+func (c *Client) KillSessionIfPanePID(ctx context.Context, name string, pid int) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if pid <= 0 {
+		return fmt.Errorf("tmux: kill session %s: no pane pid to check", name)
+	}
+	_, err := c.run(ctx, nil, []string{"if-shell", "-F", "-t", target(name),
+		fmt.Sprintf("#{==:#{pane_pid},%d}", pid), "kill-session -t " + target(name)})
+	return err
+}
+
 // KillSession kills the session called exactly name. A missing session is an
 // error wrapping ErrNoSession (or ErrNoServer); callers that want
 // idempotence test for those.

@@ -143,6 +143,26 @@ func (t *tx) DeleteEventsBeyond(keep, limit int) (int, error) {
 	return t.affected(res, "delete events")
 }
 
+// DeleteIncarnationsEndedBefore deletes at most limit of the oldest ended
+// incarnations that ended before before and before the oldest event left,
+// and are no session's current one. The table is bounded by it, so the
+// scan (there is no index on ended_at) stays small.
+func (t *tx) DeleteIncarnationsEndedBefore(before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("%s: delete incarnations: limit %d, want > 0", t.name, limit)
+	}
+	cut := clampNanos(before)
+	res, err := t.exec("DELETE FROM incarnations WHERE id IN"+
+		" (SELECT id FROM incarnations WHERE ended_at IS NOT NULL AND ended_at < ?"+
+		" AND ended_at < (SELECT COALESCE(MIN(at), ?) FROM events)"+
+		" AND id NOT IN (SELECT incarnation FROM sessions)"+
+		" ORDER BY ended_at LIMIT ?)", cut, cut, limit)
+	if err != nil {
+		return 0, fmt.Errorf("%s: delete incarnations ended before %s: %w", t.name, before.UTC().Format(time.RFC3339), err)
+	}
+	return t.affected(res, "delete incarnations")
+}
+
 // affected returns the rows a statement changed.
 func (t *tx) affected(res sql.Result, what string) (int, error) {
 	n, err := res.RowsAffected()

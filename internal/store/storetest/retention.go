@@ -140,3 +140,56 @@ func testPruneEvents(t *testing.T, s store.Store) {
 		t.Errorf("[batch 0] expected an error")
 	}
 }
+
+func testDeleteIncarnationsEnded(t *testing.T, s store.Store) {
+	// Incarnations of w-0 ended at 10, 20, 30, 40 s; "cur" ended at 15 s
+	// but is w-0's current one; "open" never ended. The oldest event is
+	// at 35 s.
+	var incs []herd.Incarnation
+	for i, id := range []string{"e10", "e20", "e30", "e40", "cur", "open"} {
+		inc := openIncarnation(id, "w-0", "h", at(i))
+		if id != "open" {
+			inc.EndedAt = ptr(at([]int{10, 20, 30, 40, 15}[i]))
+		}
+		incs = append(incs, inc)
+	}
+	cur := minimalSession("w-0", "w")
+	cur.Incarnation = "cur"
+	update(t, s, func(tx store.Tx) error {
+		for _, inc := range incs {
+			if err := tx.PutIncarnation(inc); err != nil {
+				return err
+			}
+		}
+		return tx.PutSession(cur)
+	})
+	appendAll(t, s, []herd.Event{{Time: at(35), Session: "w-0", Kind: herd.EventSpawned}})
+	left := func() []string {
+		var out []string
+		view(t, s, func(tx store.Tx) error {
+			for _, inc := range incs {
+				if _, err := tx.Incarnation(inc.ID); err == nil {
+					out = append(out, inc.ID)
+				}
+			}
+			return nil
+		})
+		return out
+	}
+	del := func(before time.Time, limit int) int {
+		return deleteWith(t, s, func(tx store.Tx) (int, error) { return tx.DeleteIncarnationsEndedBefore(before, limit) })
+	}
+	if n := del(at(25), 1); n != 1 {
+		t.Errorf("[before 25s, limit 1] expected 1 deleted, got %d", n)
+	}
+	diff(t, "left after the oldest", []string{"e20", "e30", "e40", "cur", "open"}, left())
+	// Before 100 s, yet bounded by the oldest event (35 s): e40 and the
+	// current and open ones stay.
+	if n := del(at(100), 10); n != 2 {
+		t.Errorf("[before 100s] expected 2 deleted, got %d", n)
+	}
+	diff(t, "left", []string{"e40", "cur", "open"}, left())
+	if err := s.Update(ctx(t), func(tx store.Tx) error { _, err := tx.DeleteIncarnationsEndedBefore(at(100), 0); return err }); err == nil {
+		t.Errorf("[limit 0] expected an error")
+	}
+}

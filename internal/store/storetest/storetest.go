@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteEventsBefore", testDeleteEventsBefore},
 		{"DeleteEventsBeyond", testDeleteEventsBeyond},
 		{"PruneEvents", testPruneEvents},
+		{"DeleteIncarnationsEnded", testDeleteIncarnationsEnded},
 		{"OddText", testOddText},
 		{"ByteOrder", testByteOrder},
 		{"HostRoundTrip", testHostRoundTrip},

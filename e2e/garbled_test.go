@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"herd"
+)
+
+// garblingTmux writes a tmux that runs the real one, except that while the
+// file mode exists its listings (list-panes, list-sessions) answer as the
+// file says: "empty" (nothing, exit 0), "garbage" (a line of noise),
+// "trunc" (every line cut short); and "hang" makes every command but
+// new-session hang while the file exists. It returns the script and the
+// file.
+func garblingTmux(t *testing.T) (bin, mode string) {
+	t.Helper()
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux not installed")
+	}
+	dir := t.TempDir()
+	mode = filepath.Join(dir, "mode")
+	bin = filepath.Join(dir, "tmux")
+	script := fmt.Sprintf(`#!/bin/sh
+if [ "$(cat %[2]q 2>/dev/null)" = hang ]; then
+  case " $* " in
+    *" new-session "*) ;;
+    *) while [ -f %[2]q ]; do sleep 0.05; done ;;
+  esac
+fi
+for a in "$@"; do
+  case "$a" in
+    list-panes|list-sessions)
+      if [ -f %[2]q ]; then
+        case "$(cat %[2]q)" in
+          empty) exit 0 ;;
+          garbage) printf 'x\001\t%%%%zz\tnot a pane\n'; exit 0 ;;
+          trunc) %[1]q "$@" | cut -c1-9; exit 0 ;;
+        esac
+      fi ;;
+  esac
+done
+exec %[1]q "$@"
+`, real, mode)
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, mode
+}
+
+// tmuxSessions lists the tmux sessions on e's private server, asking the
+// real tmux.
+func (e *env) tmuxSessions() []string {
+	out, err := exec.Command("tmux", "-L", e.tmuxSock, "list-sessions", "-F", "#{session_name}").Output()
+	if err != nil {
+		return nil // no server: no session
+	}
+	return strings.Fields(string(out))
+}
+
+// TestDeleteRoleUnderGarbledListings: regression — after `delete role`
+// while tmux's listings were garbled or empty, the role's tmux sessions
+// stayed until the reaper's next pass (30 minutes later), and nothing
+// said so. Now the stop path removes each session on tmux's own check of
+// the pane pid, whatever the listing says, and what it could not remove
+// is retried and reported: once the listings recover, nothing of the
+// role is left within a few seconds.
+func TestDeleteRoleUnderGarbledListings(t *testing.T) {
+	for _, mode := range []string{"empty", "garbage", "trunc", "hang"} {
+		t.Run(mode, func(t *testing.T) {
+			bin, modeFile := garblingTmux(t)
+			e := newEnv(t, fmt.Sprintf("binary = %q\n", bin)+fastRestart)
+			e.start()
+			e.must("run", "gone", "--", "sleep", "300")
+			e.must("scale", "gone", "--replicas", "3")
+			for i := range 3 {
+				e.waitState(herd.SessionName("gone", i), herd.StateRunning, 10*time.Second)
+			}
+			if n := len(e.agentPIDs()); n != 3 {
+				t.Fatalf("expected 3 agents … got %d", n)
+			}
+			if err := os.WriteFile(modeFile, []byte(mode), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, code := e.herd("delete", "role", "gone")
+			t.Logf("delete under %s listings: exit %d: %s%s", mode, code, out, stderr)
+			time.Sleep(500 * time.Millisecond) // a few listings still garbled
+			os.Remove(modeFile)
+			recovered := time.Now()
+			e.waitFor("the role's tmux sessions and processes gone", 10*time.Second, func() bool {
+				return len(e.tmuxSessions()) == 0 && len(e.agentPIDs()) == 0
+			})
+			t.Logf("nothing left %s after the listings recovered", time.Since(recovered).Round(time.Millisecond))
+			if took := time.Since(recovered); took > 5*time.Second {
+				t.Errorf("expected nothing left within 5s of the listings recovering … took %s", took)
+			}
+			if code != 0 {
+				// A delete refused while nothing could be verified is
+				// fine, as long as a retry finishes it.
+				e.must("delete", "role", "gone")
+			}
+			if _, ok := e.session("gone-0"); ok {
+				t.Errorf("expected the role's sessions forgotten")
+			}
+			if mode != "hang" {
+				return
+			}
+			// tmux answered nothing during the stops: each left session
+			// was reported, then removed by a retry.
+			e.waitFor("three leftovers reported removed", 5*time.Second, func() bool {
+				return count(e.events("--kind", herd.EventLeftover), herd.EventLeftover) == 6
+			})
+			for _, ev := range e.events("--kind", herd.EventLeftover) {
+				t.Logf("%s %s %s: %s", ev.Session, ev.Kind, ev.Reason, ev.Message)
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -93,10 +95,15 @@ func killGroup(pidfd, pgid int, sig unix.Signal) error {
 // success the caller owns the pidfd and gets the stat read by the second
 // check.
 func openVerified(fs FS, id herd.Identity, bootID string) (int, Stat, error) {
+	return openVerifiedFlags(fs, id, bootID, 0)
+}
+
+// openVerifiedFlags is openVerified with pidfd_open flags.
+func openVerifiedFlags(fs FS, id herd.Identity, bootID string, flags int) (int, Stat, error) {
 	if _, err := fs.verify(id, bootID); err != nil {
 		return -1, Stat{}, err
 	}
-	pidfd, err := unix.PidfdOpen(id.PID, 0)
+	pidfd, err := unix.PidfdOpen(id.PID, flags)
 	if err != nil {
 		if errors.Is(err, unix.ESRCH) {
 			return -1, Stat{}, fmt.Errorf("proc: pid %d: %w", id.PID, ErrNoProcess)
@@ -137,7 +144,8 @@ func pidfdExited(pidfd, timeoutMS int) (bool, error) {
 	}
 }
 
-// waitTick is how long one poll of WaitExit blocks before it looks at ctx.
+// waitTick is how long one poll of waitPolling blocks before it looks at
+// ctx.
 const waitTick = 100 // milliseconds
 
 // WaitExit blocks until the process recorded as id exits or ctx is done.
@@ -145,7 +153,61 @@ const waitTick = 100 // milliseconds
 // gone), an error wrapping ErrIdentityMismatch when the pid is not the
 // recorded process, and ctx.Err() when ctx is done first. It notices the
 // death of processes that are not herd's children at once.
+//
+// The pidfd is opened non-blocking and parked on Go's netpoller: a waiter
+// holds no OS thread and wakes only when its process exits or ctx ends,
+// so thousands of waiters cost nothing while their processes live. A
+// kernel without PIDFD_NONBLOCK (before 5.10), or a pidfd the netpoller
+// cannot take, is polled on a timer instead.
 func WaitExit(ctx context.Context, fs FS, id herd.Identity, bootID string) error {
+	pidfd, _, err := openVerifiedFlags(fs, id, bootID, unix.PIDFD_NONBLOCK)
+	if errors.Is(err, unix.EINVAL) {
+		return waitPolling(ctx, fs, id, bootID)
+	}
+	if errors.Is(err, ErrNoProcess) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("proc: wait: %w", err)
+	}
+	f := os.NewFile(uintptr(pidfd), "pidfd")
+	defer f.Close()
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		// Not pollable: keep the pidfd (the identity stays pinned) and
+		// poll it on a timer.
+		return pollPidfd(ctx, int(f.Fd()), id)
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("proc: wait pid %d: %w", id.PID, err)
+	}
+	// A deadline in the past wakes the parked read when ctx ends.
+	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var pollErr error
+	err = rc.Read(func(fd uintptr) bool {
+		exited, err := pidfdExited(int(fd), 0)
+		if err != nil {
+			pollErr = err
+			return true
+		}
+		return exited
+	})
+	switch {
+	case pollErr != nil:
+		return fmt.Errorf("proc: wait pid %d: %w", id.PID, pollErr)
+	case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return fmt.Errorf("proc: wait pid %d: %w", id.PID, err)
+	}
+	return nil
+}
+
+// waitPolling is WaitExit on a blocking pidfd polled every waitTick: one
+// goroutine holding one OS thread per waiter, woken ten times a second.
+// Only kernels without PIDFD_NONBLOCK need it.
+func waitPolling(ctx context.Context, fs FS, id herd.Identity, bootID string) error {
 	pidfd, _, err := openVerified(fs, id, bootID)
 	if errors.Is(err, ErrNoProcess) {
 		return nil
@@ -154,6 +216,12 @@ func WaitExit(ctx context.Context, fs FS, id herd.Identity, bootID string) error
 		return fmt.Errorf("proc: wait: %w", err)
 	}
 	defer unix.Close(pidfd)
+	return pollPidfd(ctx, pidfd, id)
+}
+
+// pollPidfd polls pidfd every waitTick until its process exits or ctx is
+// done.
+func pollPidfd(ctx context.Context, pidfd int, id herd.Identity) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

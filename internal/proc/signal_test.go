@@ -204,6 +204,19 @@ func TestKillGroupFallback(t *testing.T) {
 }
 
 func TestWaitExitReal(t *testing.T) {
+	waits := []struct {
+		name string
+		wait func(context.Context, FS, herd.Identity, string) error
+	}{
+		{"netpoll", WaitExit},
+		{"polling", waitPolling},
+	}
+	for _, w := range waits {
+		t.Run(w.name, func(t *testing.T) { testWaitExit(t, w.wait) })
+	}
+}
+
+func testWaitExit(t *testing.T, waitExit func(context.Context, FS, herd.Identity, string) error) {
 	boot := realBoot(t)
 	fs := Real()
 	cmd, _ := startCmd(t, "inc-w", false, "sleep", "30")
@@ -212,12 +225,12 @@ func TestWaitExitReal(t *testing.T) {
 	// Cancellation is honoured while the process lives.
 	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
 	defer cancel()
-	if err := WaitExit(ctx, fs, id, boot); !errors.Is(err, context.DeadlineExceeded) {
+	if err := waitExit(ctx, fs, id, boot); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("[cancelled] expected deadline exceeded, got %v", err)
 	}
 
 	done := make(chan error, 1)
-	go func() { done <- WaitExit(t.Context(), fs, id, boot) }()
+	go func() { done <- waitExit(t.Context(), fs, id, boot) }()
 	// Make sure WaitExit is blocked in its poll loop before the kill.
 	select {
 	case err := <-done:
@@ -241,7 +254,7 @@ func TestWaitExitReal(t *testing.T) {
 	}
 
 	// Already gone: returns at once.
-	if err := WaitExit(t.Context(), fs, id, boot); err != nil {
+	if err := waitExit(t.Context(), fs, id, boot); err != nil {
 		t.Errorf("[gone] expected nil, got %v", err)
 	}
 }

@@ -113,9 +113,10 @@ func (p *Prober) watchingPID(inc string, pid int) bool {
 // is lost.
 func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, who herd.Identity) {
 	if inc.RuntimeKind == herd.RuntimeTmux {
-		// The pane holds the exit status; the prober reads it right away.
+		// The pane holds the exit status; the prober reads it right away,
+		// for this session alone.
 		p.dropWatch(inc.ID, who.PID)
-		p.Kick()
+		p.kickDeath(session)
 		return
 	}
 	if who == inc.Root && p.agentOutlivesWrapper(session, inc.ID) {
@@ -166,9 +167,8 @@ func (p *Prober) agentOutlivesWrapper(session, incID string) bool {
 	p.dropWatch(cur.ID, cur.Root.PID)
 	// Under the session's lock and only while the incarnation is current,
 	// so that a stop that ended it meanwhile leaves no watcher behind.
-	p.update(p.ctx, session, cur.ID, "watch the agent", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
-		p.Watch(session, cur, nil)
+	p.updateThen(p.ctx, session, cur.ID, "watch the agent", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
 		return nil, nil
-	})
+	}, func() { p.Watch(session, cur, nil) })
 	return true
 }

@@ -96,12 +96,23 @@ func (m *Manager) LockCtx(ctx context.Context, name string) (func(), error) {
 // changed it, and the events fn returns are appended in the same
 // transaction.
 func (m *Manager) Update(ctx context.Context, name, inc string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error)) error {
+	return m.UpdateThen(ctx, name, inc, fn, nil)
+}
+
+// UpdateThen is Update followed by after, called once the transaction has
+// committed with inc current, still under the session's lock. What must
+// follow only a committed write (a watcher of the incarnation) goes there:
+// a transaction the deadline rolled back leaves nothing behind, and a stop
+// that ends the incarnation cannot slip in between.
+func (m *Manager) UpdateThen(ctx context.Context, name, inc string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error), after func()) error {
 	unlock, err := m.locks.LockCtx(ctx, name)
 	if err != nil {
 		return err // busy (a stop in progress): the caller looks again later
 	}
 	defer unlock()
-	return m.st.Update(ctx, func(tx store.Tx) error {
+	current := false
+	err = m.st.Update(ctx, func(tx store.Tx) error {
+		current = false
 		s, err := tx.Session(name)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -127,8 +138,13 @@ func (m *Manager) Update(ctx context.Context, name, inc string, fn func(tx store
 				return err
 			}
 		}
+		current = true
 		return nil
 	})
+	if err == nil && current && after != nil {
+		after()
+	}
+	return err
 }
 
 // BeginTakedown registers a takedown of incarnation inc that records its
@@ -211,6 +227,36 @@ func (m *Manager) Live(ctx context.Context) (all []herd.Session, live []Live, er
 		return nil
 	})
 	return all, live, err
+}
+
+// LiveOne reads one session of this host and, when it is live, its open
+// incarnation; ok is false when it is neither.
+func (m *Manager) LiveOne(ctx context.Context, name string) (l Live, ok bool, err error) {
+	err = m.st.View(ctx, func(tx store.Tx) error {
+		l, ok = Live{}, false
+		s, err := tx.Session(name)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if s.Host != m.host || !s.State.Live() || s.Incarnation == "" {
+			return nil
+		}
+		inc, err := tx.Incarnation(s.Incarnation)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if inc.EndedAt == nil {
+			l, ok = Live{S: s, Inc: inc}, true
+		}
+		return nil
+	})
+	return l, ok, err
 }
 
 // Role reads one role.

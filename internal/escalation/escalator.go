@@ -165,7 +165,7 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 				add(Key(s.Name, r), s.Name, r)
 			}
 		}
-		index, err := e.escalationIndex(tx)
+		index, whole, err := e.readIndex(tx)
 		if err != nil {
 			return err
 		}
@@ -174,13 +174,24 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 				add(key, name, r)
 			}
 		}
-		for _, t := range targets {
-			raw, ok, err := tx.KV(t.key)
+		// Every stored episode is in the index (both are written in one
+		// transaction), so only indexed keys are read: one read per open
+		// episode, not one per session and rule. An unreadable index
+		// falls back to reading every key.
+		keys := index
+		if !whole {
+			keys = keys[:0:0]
+			for _, t := range targets {
+				keys = append(keys, t.key)
+			}
+		}
+		for _, key := range keys {
+			raw, ok, err := tx.KV(key)
 			if err != nil {
 				return err
 			}
 			if ok {
-				stored[t.key] = raw
+				stored[key] = raw
 			}
 		}
 		return nil
@@ -390,17 +401,25 @@ func (e *Escalator) decodeEpisode(key, raw string, ok bool) Episode {
 // escalationIndex reads this host's index of stored episode keys; a
 // garbled index is logged and rebuilt from what the rules see.
 func (e *Escalator) escalationIndex(tx store.Tx) ([]string, error) {
+	keys, _, err := e.readIndex(tx)
+	return keys, err
+}
+
+// readIndex is escalationIndex also reporting whether the index was read
+// whole (false when it was garbled: stored episodes may be missing from
+// it).
+func (e *Escalator) readIndex(tx store.Tx) (keys []string, whole bool, err error) {
 	raw, _, err := tx.KV(IndexKey(e.host))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	keys, err := DecodeIndex(raw)
+	keys, err = DecodeIndex(raw)
 	if err != nil {
 		e.log.Error("escalation: unreadable index; rebuilding", "err", err)
-		return nil, nil
+		return nil, false, nil
 	}
 	slices.Sort(keys)
-	return slices.Compact(keys), nil
+	return slices.Compact(keys), true, nil
 }
 
 func addKey(keys []string, key string) []string {

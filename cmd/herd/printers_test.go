@@ -166,3 +166,32 @@ func TestWatchLoopPrintsOnChange(t *testing.T) {
 		t.Errorf("expected one table per change and no terminal codes %q, got %q", want, out.String())
 	}
 }
+
+// writeCounter counts the writes it receives, as write(2) calls on stdout.
+type writeCounter struct{ n, bytes int }
+
+func (c *writeCounter) Write(p []byte) (int, error) {
+	c.n++
+	c.bytes += len(p)
+	return len(p), nil
+}
+
+// TestPrintSessionsFewWrites: a table of 1000 sessions reaches its writer
+// in a few large writes, not cell by cell.
+func TestPrintSessionsFewWrites(t *testing.T) {
+	var views []api.SessionView
+	for i := range 1000 {
+		v := sessionsFixture()[i%3]
+		v.Name = herd.SessionName("w", i)
+		views = append(views, v)
+	}
+	for _, wide := range []bool{false, true} {
+		var c writeCounter
+		if err := printSessions(&c, views, printOpts{wide: wide, now: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if max := c.bytes/(64<<10) + 1; c.n > max {
+			t.Errorf("[wide=%v] expected at most %d writes for %d bytes, got %d", wide, max, c.bytes, c.n)
+		}
+	}
+}

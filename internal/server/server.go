@@ -73,9 +73,19 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
+		// The live sessions' pids come from one query over the open
+		// incarnations, not one per session.
+		open, err := tx.OpenIncarnations()
+		if err != nil {
+			return err
+		}
+		byID := make(map[string]herd.Incarnation, len(open))
+		for _, inc := range open {
+			byID[inc.ID] = inc
+		}
 		views = make([]api.SessionView, 0, len(sessions))
 		for _, s := range sessions {
-			views = append(views, sv.view(tx, s))
+			views = append(views, sv.viewOf(tx, s, byID))
 		}
 		return nil
 	})
@@ -89,6 +99,12 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 
 // view renders a session; tx is used for the incarnation's pid.
 func (sv *Server) view(tx store.Tx, s herd.Session) api.SessionView {
+	return sv.viewOf(tx, s, nil)
+}
+
+// viewOf is view with the open incarnations already read, by id; tx is
+// read only for one that is missing there.
+func (sv *Server) viewOf(tx store.Tx, s herd.Session, open map[string]herd.Incarnation) api.SessionView {
 	v := api.SessionView{
 		Name: s.Name, Role: s.Role, Index: s.Index, Host: s.Host, Incarnation: s.Incarnation,
 		RuntimeKind: s.RuntimeKind, State: s.State, Runtime: s.Runtime, Process: s.Process,
@@ -100,7 +116,13 @@ func (sv *Server) view(tx store.Tx, s herd.Session) api.SessionView {
 		v.Activity = herd.ActivityUnknown
 	}
 	if s.State.Live() && s.Incarnation != "" {
-		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
+		inc, ok := open[s.Incarnation]
+		if !ok {
+			var err error
+			inc, err = tx.Incarnation(s.Incarnation)
+			ok = err == nil
+		}
+		if ok {
 			v.PID = inc.Identity.PID
 			if v.PID == 0 {
 				v.PID = inc.Root.PID

@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// benchDaemons numbers the daemons started, for their tmux sockets.
+var benchDaemons int
+
 type daemon struct {
 	dir, tmux string
 	cmd       *exec.Cmd
@@ -46,11 +49,18 @@ type daemon struct {
 }
 
 func startDaemon(b *testing.B, config string) *daemon {
+	return startDaemonBin(b, bin, config)
+}
+
+// startDaemonBin starts the daemon binary path with config in a state
+// directory and tmux server of its own.
+func startDaemonBin(b *testing.B, path, config string) *daemon {
 	b.Helper()
-	d := &daemon{dir: b.TempDir(), tmux: fmt.Sprintf("herd-bench-%d", os.Getpid())}
+	benchDaemons++
+	d := &daemon{dir: b.TempDir(), tmux: fmt.Sprintf("herd-bench-%d-%d", os.Getpid(), benchDaemons)}
 	cfg := fmt.Sprintf("[tmux]\nsocket = %q\n%s", d.tmux, config)
 	os.WriteFile(filepath.Join(d.dir, "herd.toml"), []byte(cfg), 0o600)
-	d.cmd = exec.Command(bin, "daemon", "--state-dir", d.dir)
+	d.cmd = exec.Command(path, "daemon", "--state-dir", d.dir)
 	d.cmd.Env = append(os.Environ(), "HERD_CONFIG=")
 	if err := d.cmd.Start(); err != nil {
 		b.Fatal(err)

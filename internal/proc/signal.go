@@ -204,6 +204,40 @@ func WaitExit(ctx context.Context, fs FS, id herd.Identity, bootID string) error
 	return nil
 }
 
+// ParkChild blocks until this process's own child pid has exited, parked
+// on the netpoller, so that a wait(2) that follows returns at once instead
+// of holding an OS thread for the child's whole life. An unreaped child's
+// pid cannot be reused, so the pid is identity enough. It returns an error
+// when the child cannot be parked on (the caller then just waits).
+func ParkChild(pid int) error {
+	pidfd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("proc: pidfd_open %d: %w", pid, err)
+	}
+	f := os.NewFile(uintptr(pidfd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("proc: park on pid %d: %w", pid, err)
+	}
+	var pollErr error
+	err = rc.Read(func(fd uintptr) bool {
+		exited, err := pidfdExited(int(fd), 0)
+		if err != nil {
+			pollErr = err
+			return true
+		}
+		return exited
+	})
+	if pollErr != nil {
+		err = pollErr
+	}
+	if err != nil {
+		return fmt.Errorf("proc: park on pid %d: %w", pid, err)
+	}
+	return nil
+}
+
 // waitPolling is WaitExit on a blocking pidfd polled every waitTick: one
 // goroutine holding one OS thread per waiter, woken ten times a second.
 // Only kernels without PIDFD_NONBLOCK need it.

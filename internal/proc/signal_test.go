@@ -258,3 +258,16 @@ func testWaitExit(t *testing.T, waitExit func(context.Context, FS, herd.Identity
 		t.Errorf("[gone] expected nil, got %v", err)
 	}
 }
+
+// TestParkChild returns once the child exits, after which its wait(2)
+// does not block.
+func TestParkChild(t *testing.T) {
+	cmd, _ := startCmd(t, "inc-p", false, "sleep", "0.2")
+	start := time.Now()
+	if err := ParkChild(cmd.Process.Pid); err != nil {
+		t.Fatalf("park: %v", err)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("expected ParkChild to block while the child lives, returned after %v", d)
+	}
+}

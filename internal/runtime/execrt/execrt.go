@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"herd"
+	"herd/internal/proc"
 	"herd/internal/runtime"
 )
 
@@ -68,6 +69,9 @@ func (p *Proc) Captured() <-chan struct{} { return p.captured }
 
 // Wait blocks until the process exits and returns how it ended.
 func (p *Proc) Wait() herd.Exit {
+	// Parked on the netpoller first: the wait(2) below then holds no OS
+	// thread while the agent lives.
+	_ = proc.ParkChild(p.cmd.Process.Pid)
 	err := p.cmd.Wait()
 	return ExitOf(p.cmd.ProcessState, err)
 }
@@ -179,6 +183,7 @@ func (r *Runtime) startCaptured(cmd *exec.Cmd, outPath, errPath string, captured
 		return fmt.Errorf("exec: start capture %q: %w", argv[0], err)
 	}
 	go func() {
+		_ = proc.ParkChild(capture.Process.Pid)
 		_ = capture.Wait()
 		close(captured)
 	}()

@@ -27,17 +27,21 @@ func binaries(b *testing.B) map[string]string {
 	}
 	if baseBin == "" {
 		dir := b.TempDir()
+		top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+		if err != nil {
+			b.Fatalf("git rev-parse: %v", err)
+		}
 		archive := exec.Command("git", "archive", ref)
+		archive.Dir = string(bytes.TrimSpace(top))
 		tar := exec.Command("tar", "-x", "-C", dir)
-		var err error
 		if tar.Stdin, err = archive.StdoutPipe(); err != nil {
 			b.Fatal(err)
 		}
 		if err := tar.Start(); err != nil {
 			b.Fatal(err)
 		}
-		if out, err := archive.Output(); err != nil {
-			b.Fatalf("git archive %s: %v %s", ref, err, out)
+		if err := archive.Run(); err != nil {
+			b.Fatalf("git archive %s: %v", ref, err)
 		}
 		if err := tar.Wait(); err != nil {
 			b.Fatal(err)

@@ -69,23 +69,21 @@ func (sv *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	var views []api.SessionView
 	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
-		sessions, err := tx.Sessions()
+		// Sessions and their pids in one query, not one more per session.
+		rows, err := tx.SessionsWithPIDs()
 		if err != nil {
 			return err
 		}
-		// The live sessions' pids come from one query over the open
-		// incarnations, not one per session.
-		open, err := tx.OpenIncarnations()
-		if err != nil {
-			return err
-		}
-		byID := make(map[string]herd.Incarnation, len(open))
-		for _, inc := range open {
-			byID[inc.ID] = inc
-		}
-		views = make([]api.SessionView, 0, len(sessions))
-		for _, s := range sessions {
-			views = append(views, sv.viewOf(tx, s, byID))
+		snap := sv.o.Prober.Last()
+		views = make([]api.SessionView, 0, len(rows))
+		for _, r := range rows {
+			v := baseView(r.Session)
+			if r.Session.State.Live() {
+				v.PID = r.PID
+			}
+			v.Attached = snap.Attached(v.Name)
+			v.Escalated = sv.o.Escalator.Escalated(v.Name)
+			views = append(views, v)
 		}
 		return nil
 	})
@@ -99,12 +97,22 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 
 // view renders a session; tx is used for the incarnation's pid.
 func (sv *Server) view(tx store.Tx, s herd.Session) api.SessionView {
-	return sv.viewOf(tx, s, nil)
+	v := baseView(s)
+	if s.State.Live() && s.Incarnation != "" {
+		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
+			v.PID = inc.Identity.PID
+			if v.PID == 0 {
+				v.PID = inc.Root.PID
+			}
+		}
+	}
+	v.Attached = sv.o.Prober.Last().Attached(v.Name)
+	v.Escalated = sv.o.Escalator.Escalated(v.Name)
+	return v
 }
 
-// viewOf is view with the open incarnations already read, by id; tx is
-// read only for one that is missing there.
-func (sv *Server) viewOf(tx store.Tx, s herd.Session, open map[string]herd.Incarnation) api.SessionView {
+// baseView renders what a session's own row says.
+func baseView(s herd.Session) api.SessionView {
 	v := api.SessionView{
 		Name: s.Name, Role: s.Role, Index: s.Index, Host: s.Host, Incarnation: s.Incarnation,
 		RuntimeKind: s.RuntimeKind, State: s.State, Runtime: s.Runtime, Process: s.Process,
@@ -115,22 +123,6 @@ func (sv *Server) viewOf(tx store.Tx, s herd.Session, open map[string]herd.Incar
 	if v.Activity == "" {
 		v.Activity = herd.ActivityUnknown
 	}
-	if s.State.Live() && s.Incarnation != "" {
-		inc, ok := open[s.Incarnation]
-		if !ok {
-			var err error
-			inc, err = tx.Incarnation(s.Incarnation)
-			ok = err == nil
-		}
-		if ok {
-			v.PID = inc.Identity.PID
-			if v.PID == 0 {
-				v.PID = inc.Root.PID
-			}
-		}
-	}
-	v.Attached = sv.o.Prober.Last().Attached(v.Name)
-	v.Escalated = sv.o.Escalator.Escalated(v.Name)
 	return v
 }
 

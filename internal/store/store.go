@@ -54,6 +54,13 @@ type EventFilter struct {
 	Limit   int   // 0 = no limit; with Limit the newest Limit events are returned
 }
 
+// SessionPID is a session with the pid of its open incarnation (0 when
+// it has none).
+type SessionPID struct {
+	Session herd.Session
+	PID     int
+}
+
 // Tx is one transaction. Lists are ordered by name (roles, sessions),
 // start time (incarnations) or id (events).
 type Tx interface {
@@ -68,6 +75,10 @@ type Tx interface {
 	Sessions() ([]herd.Session, error)
 	// SessionsOnHost lists the sessions recorded on host.
 	SessionsOnHost(host string) ([]herd.Session, error)
+	// SessionsWithPIDs lists every session by name, each with the pid of
+	// its incarnation while that is open (the agent's, else the launched
+	// root's; 0 when none): one query, for listings.
+	SessionsWithPIDs() ([]SessionPID, error)
 	PutSession(s herd.Session) error
 	DeleteSession(name string) error
 

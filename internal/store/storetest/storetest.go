@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"HostsOrderedAndReplaced", testHostsOrderedAndReplaced},
 		{"SessionsOnHost", testSessionsOnHost},
 		{"OpenIncarnationsOnHost", testOpenIncarnationsOnHost},
+		{"SessionsWithPIDs", testSessionsWithPIDs},
 		{"KV", testKV},
 		{"ClaimKVOnce", testClaimKVOnce},
 		{"ClaimKVConcurrent", testClaimKVConcurrent},

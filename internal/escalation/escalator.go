@@ -41,6 +41,10 @@ type Escalator struct {
 	BackoffMin, BackoffMax time.Duration
 	// Workers is the size of the delivery pool.
 	Workers int
+	// Sessions, when set, lists this host's sessions (the status
+	// component's live set) instead of a read of the sessions table every
+	// tick.
+	Sessions func(ctx context.Context) ([]herd.Session, error)
 	// Metrics counts escalations and deliveries; nil counts nothing.
 	Metrics *metrics.Metrics
 	// jobs carries episode keys due for delivery to the workers.
@@ -144,10 +148,23 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 		episodes = map[string]Episode{}
 		stored   = map[string]string{}
 	)
-	err := e.st.View(ctx, func(tx store.Tx) error {
-		all, err := tx.SessionsOnHost(e.host)
-		if err != nil {
+	var listed []herd.Session
+	if e.Sessions != nil {
+		var err error
+		if listed, err = e.Sessions(ctx); err != nil {
 			return err
+		}
+	}
+	err := e.st.View(ctx, func(tx store.Tx) error {
+		targets = targets[:0]
+		clear(sessions)
+		clear(stored)
+		all := listed
+		if e.Sessions == nil {
+			var err error
+			if all, err = tx.SessionsOnHost(e.host); err != nil {
+				return err
+			}
 		}
 		seen := map[string]bool{}
 		add := func(key, session string, r Rule) {

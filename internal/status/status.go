@@ -37,6 +37,9 @@ type Manager struct {
 	seen  func(inc string) map[string]any
 	ended func(inc string)
 
+	// live is the in-memory live set the loops read (see live.go).
+	live liveSet
+
 	// locks serializes every state change of one session (launch, death,
 	// stop), so that two paths never act on the same slot at once. A
 	// session's lock is taken before any lock of a component.
@@ -54,7 +57,9 @@ type Manager struct {
 // New returns the state writer of host's sessions. defaults is the
 // restart policy of a session whose role is gone.
 func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Logger) *Manager {
-	return &Manager{st: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
+	m := &Manager{host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
+	m.st = countingStore{Store: st, gen: &m.live.gen}
+	return m
 }
 
 // Observe sets the watchdog's summary source and the listener of accounted
@@ -197,12 +202,15 @@ type Live struct {
 	Inc herd.Incarnation
 }
 
-// Live reads this host's sessions and, for the live ones, their open
-// incarnation: two queries in one transaction, whatever the number of
-// sessions.
-func (m *Manager) Live(ctx context.Context) (all []herd.Session, live []Live, err error) {
+// readLive reads this host's roles, its sessions and, for the live ones,
+// their open incarnation: three queries in one transaction, whatever the
+// number of sessions.
+func (m *Manager) readLive(ctx context.Context) (roles []herd.Role, all []herd.Session, live []Live, err error) {
 	err = m.st.View(ctx, func(tx store.Tx) error {
 		all, live = nil, nil
+		if roles, err = tx.Roles(); err != nil {
+			return err
+		}
 		sessions, err := tx.SessionsOnHost(m.host)
 		if err != nil {
 			return err
@@ -226,7 +234,7 @@ func (m *Manager) Live(ctx context.Context) (all []herd.Session, live []Live, er
 		}
 		return nil
 	})
-	return all, live, err
+	return roles, all, live, err
 }
 
 // LiveOne reads one session of this host and, when it is live, its open

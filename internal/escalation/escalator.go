@@ -223,6 +223,12 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 		ep := e.decodeEpisode(t.key, raw, ok)
 		s, live := sessions[t.session]
 		c := e.condition(t, s, live)
+		if !ok && !c.Active {
+			// Nothing stored and nothing that can fire: the common case,
+			// decided without evaluating or encoding anything.
+			e.noteClear(t.key, c, now)
+			continue
+		}
 		fire, next := Evaluate(c, ep, now, e.thresholds.For(t.rule))
 		e.settle(&next)
 		enc, encErr := next.Encode()

@@ -59,6 +59,9 @@ type incWatch struct {
 	winActivity time.Time
 	paneHash    uint64
 	paneHashed  bool
+	// capturedAt is when the agent's pane was last captured: captures of
+	// one agent are spaced by a quarter of its stall threshold.
+	capturedAt time.Time
 	// ended is set once the summary was taken: the tick stops tailing.
 	ended bool
 }

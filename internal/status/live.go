@@ -14,7 +14,7 @@ import (
 // liveMaxAge bounds how long the live set is served from memory without a
 // write of this daemon: writes from elsewhere (another daemon sharing a
 // PostgreSQL store) are seen within it.
-const liveMaxAge = 5 * time.Second
+const liveMaxAge = 10 * time.Second
 
 // liveSet is this host's roles, sessions and open incarnations as last
 // read, served to the loops (prober, watchdog, reconcile, escalation)

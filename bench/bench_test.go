@@ -60,13 +60,27 @@ func startDaemonBin(b *testing.B, path, config string) *daemon {
 	d := &daemon{dir: b.TempDir(), tmux: fmt.Sprintf("herd-bench-%d-%d", os.Getpid(), benchDaemons)}
 	cfg := fmt.Sprintf("[tmux]\nsocket = %q\n%s", d.tmux, config)
 	os.WriteFile(filepath.Join(d.dir, "herd.toml"), []byte(cfg), 0o600)
+	d.start(b, path)
+	b.Cleanup(func() {
+		d.client.Do(context.Background(), "DELETE", "/v1/roles/lat", nil, nil, nil)
+		d.cmd.Process.Kill()
+		d.cmd.Wait()
+		exec.Command("tmux", "-L", d.tmux, "kill-server").Run()
+	})
+	return d
+}
+
+// start runs the daemon binary path on d's state directory and waits for
+// it to answer.
+func (d *daemon) start(b *testing.B, path string) {
+	b.Helper()
 	d.cmd = exec.Command(path, "daemon", "--state-dir", d.dir)
 	d.cmd.Env = append(os.Environ(), "HERD_CONFIG=")
 	if err := d.cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	d.client = api.NewClient(filepath.Join(d.dir, "herd.sock"))
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := d.client.Ping(context.Background(), time.Second); err == nil {
 			break
@@ -76,13 +90,15 @@ func startDaemonBin(b *testing.B, path, config string) *daemon {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	b.Cleanup(func() {
-		d.client.Do(context.Background(), "DELETE", "/v1/roles/lat", nil, nil, nil)
-		d.cmd.Process.Kill()
-		d.cmd.Wait()
-		exec.Command("tmux", "-L", d.tmux, "kill-server").Run()
-	})
-	return d
+}
+
+// restart stops the daemon with SIGTERM (its agents keep running) and
+// starts binary path in its place.
+func (d *daemon) restart(b *testing.B, path string) {
+	b.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.cmd.Wait()
+	d.start(b, path)
 }
 
 func (d *daemon) session(b *testing.B, name string) api.SessionView {

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,7 +158,78 @@ func idleFleet(b *testing.B, path, rt string, n int, window time.Duration) {
 	if tmuxPID > 0 {
 		b.ReportMetric(tcpu.Seconds()/window.Minutes(), "tmux-cpu-s/min")
 	}
+
+	// Adoption: the same binary restarted adopts every agent, each with
+	// one adopted event.
+	restarted := time.Now()
+	d.restart(b, path)
+	deadline = time.Now().Add(time.Duration(n)*100*time.Millisecond + 30*time.Second)
+	for {
+		var events []herd.Event
+		q := map[string][]string{"kind": {herd.EventAdopted}, "limit": {strconv.Itoa(2 * n)}}
+		if err := d.client.Do(context.Background(), "GET", "/v1/events", q, nil, &events); err != nil {
+			b.Fatal(err)
+		}
+		adopted := map[string]bool{}
+		for _, e := range events {
+			if !e.Time.Before(restarted) {
+				adopted[e.Session] = true
+			}
+		}
+		if len(adopted) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Errorf("expected %d sessions adopted, got %d", n, len(adopted))
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.ReportMetric(time.Since(restarted).Seconds(), "adopt-s")
+
+	// SIGKILL of one agent -> its crashed event, with the others present.
+	var views []api.SessionView
+	if err := d.client.Do(context.Background(), "GET", "/v1/sessions", nil, nil, &views); err != nil {
+		b.Fatal(err)
+	}
+	var lat []time.Duration
+	for _, v := range views {
+		if len(lat) == deathKills {
+			break
+		}
+		if v.State != herd.StateRunning || v.PID == 0 {
+			continue
+		}
+		killed := time.Now()
+		syscall.Kill(v.PID, syscall.SIGKILL)
+		var crashedAt time.Time
+		for crashedAt.IsZero() && time.Since(killed) < 10*time.Second {
+			var events []herd.Event
+			q := map[string][]string{"session": {v.Name}, "kind": {herd.EventCrashed}}
+			d.client.Do(context.Background(), "GET", "/v1/events", q, nil, &events)
+			for _, e := range events {
+				if e.Incarnation == v.Incarnation {
+					crashedAt = e.Time
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if crashedAt.IsZero() {
+			b.Errorf("[%s] expected a crashed event within 10s of SIGKILL", v.Name)
+			continue
+		}
+		lat = append(lat, crashedAt.Sub(killed))
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "kill-p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "kill-p99-ms")
+	}
 }
+
+// deathKills is how many agents of the idle fleet are killed, one at a
+// time, to measure SIGKILL -> crashed with the rest present.
+const deathKills = 20
 
 // cpuOf is the user plus system CPU time of pid (0: none).
 func cpuOf(b *testing.B, pid int) time.Duration {

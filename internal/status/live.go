@@ -19,9 +19,11 @@ const liveMaxAge = 10 * time.Second
 // liveSet is this host's roles, sessions and open incarnations as last
 // read, served to the loops (prober, watchdog, reconcile, escalation)
 // instead of a read of the whole sessions table by each, every second.
-// Every write goes through the manager's store, which counts it, so a
-// read after any write of this daemon reads the store again: the set is
-// written through, never stale by a write of ours.
+// The manager's store counts every write through it, and the backend
+// counts every write of this process (store.WriteCounter), so a read after
+// any write of this daemon reads the store again: the set is never stale
+// by a write of ours. Writes of other processes (other hosts sharing a
+// PostgreSQL store) are seen within liveMaxAge.
 type liveSet struct {
 	// gen counts the write transactions run through the manager's store.
 	gen atomic.Uint64
@@ -62,6 +64,10 @@ func (m *Manager) Live(ctx context.Context) (all []herd.Session, live []Live, er
 func (m *Manager) Listing(ctx context.Context) (roles []herd.Role, all []herd.Session, live []Live, err error) {
 	ls := &m.live
 	gen := ls.gen.Load()
+	if wc, ok := m.raw.(store.WriteCounter); ok {
+		// Also the writes that bypass the manager (the escalator's own).
+		gen += wc.Writes()
+	}
 	ls.mu.Lock()
 	if ls.ok && ls.readGen == gen && time.Since(ls.readAt) < liveMaxAge {
 		roles, all, live = slices.Clone(ls.roles), slices.Clone(ls.all), slices.Clone(ls.live)

@@ -25,6 +25,9 @@ func (v *viewCounter) View(ctx context.Context, fn func(store.Tx) error) error {
 	return v.Store.View(ctx, fn)
 }
 
+// Writes passes on the backend's count of its write transactions.
+func (v *viewCounter) Writes() uint64 { return v.Store.(store.WriteCounter).Writes() }
+
 // TestLiveSetWrittenThrough: repeated reads with no write in between are
 // served from memory; any write through the manager's store is seen by the
 // next read.
@@ -73,5 +76,13 @@ func TestLiveSetWrittenThrough(t *testing.T) {
 	}
 	if got := vc.views.Load() - before; got != 1 {
 		t.Errorf("[after write] expected one store read, got %d", got)
+	}
+	// A write of this process that bypasses the manager is seen too.
+	err = db.Update(ctx, func(tx store.Tx) error { return tx.DeleteSession("w-1") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, _, err := m.Live(ctx); err != nil || len(all) != 1 {
+		t.Errorf("[write around the manager] expected 1 session, got %d (%v)", len(all), err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 // what they saw through it; nothing else writes a session's state.
 type Manager struct {
 	st       store.Store
+	raw      store.Store // st without the manager's write count
 	host     string
 	log      *slog.Logger
 	defaults herd.RestartPolicy
@@ -57,7 +58,7 @@ type Manager struct {
 // New returns the state writer of host's sessions. defaults is the
 // restart policy of a session whose role is gone.
 func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Logger) *Manager {
-	m := &Manager{host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
+	m := &Manager{raw: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
 	m.st = countingStore{Store: st, gen: &m.live.gen}
 	return m
 }

@@ -44,6 +44,16 @@ type Store interface {
 	Close() error
 }
 
+// WriteCounter is implemented by a Store that counts the write
+// transactions it has run, once each has ended (committed or not). A
+// reader that keeps what it read in memory reads again once the count
+// moved: every write of this process is then seen at once. Writes of
+// other processes (other hosts sharing a PostgreSQL store) are not
+// counted.
+type WriteCounter interface {
+	Writes() uint64
+}
+
 // EventFilter selects events. Zero fields do not filter.
 type EventFilter struct {
 	Host    string

@@ -137,6 +137,10 @@ func New(o Options) (*Daemon, error) {
 		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Log: log,
 	})
 	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
+	d.escalator.Sessions = func(ctx context.Context) ([]herd.Session, error) {
+		all, _, err := d.status.Live(ctx)
+		return all, err
+	}
 	d.escalator.Metrics = d.metrics
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	d.server = server.New(server.Options{

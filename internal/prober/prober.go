@@ -57,23 +57,64 @@ type Prober struct {
 	tmux tmuxMemory
 	// lastRound is when the last probe round ended.
 	lastRound time.Time
+	// fullWanted: a full round was asked for (Kick) since the last one.
+	fullWanted bool
+	// deaths holds the tmux sessions whose agent's pidfd fired since the
+	// last round: probed alone unless a full round is due anyway.
+	deaths map[string]bool
+	// launching holds, by name, when a tmux launch began: its session
+	// exists before its record, and is not reported as unmanaged meanwhile.
+	launching map[string]time.Time
 }
+
+// maxTargeted is the most sessions a death-triggered probe decides on
+// their own; more deaths at once get a full round (and its mass-death
+// breaker).
+const maxTargeted = 4
 
 // New returns a prober; Run starts its loop. Watchers may be added before
 // Run (launches of the reboot sweep).
 func New(o Options) *Prober {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Prober{o: o, st: o.Status, trig: make(chan struct{}, 1), ctx: ctx, cancel: cancel, watched: map[string]*watchSet{}}
+	p := &Prober{o: o, st: o.Status, trig: make(chan struct{}, 1), ctx: ctx, cancel: cancel, watched: map[string]*watchSet{},
+		deaths: map[string]bool{}, launching: map[string]time.Time{}}
 	p.group.Log = o.Log
 	return p
 }
 
 // Run probes every interval, and at once when kicked, until ctx is done.
+// A wake-up for a few pidfd deaths alone probes only their sessions: the
+// full round stays on its own period.
 func (p *Prober) Run(ctx context.Context) {
+	var lastFull time.Time
 	loop.Loop{Name: "probe", Log: p.o.Log, Every: p.o.Interval, First: p.o.Interval, Trigger: p.trig}.Run(ctx, func(ctx context.Context) time.Duration {
+		full, deaths := p.takeRequests()
+		nextFull := lastFull.Add(p.o.Interval)
+		if !full && len(deaths) > 0 && len(deaths) <= maxTargeted && time.Now().Before(nextFull) {
+			p.probeDeaths(ctx, deaths)
+			return max(time.Until(nextFull), time.Millisecond)
+		}
+		if !full && len(deaths) == 0 && time.Now().Before(nextFull.Add(-p.o.Interval/10)) {
+			// A wake-up whose request a targeted probe already served.
+			return max(time.Until(nextFull), time.Millisecond)
+		}
+		lastFull = time.Now()
 		p.Once(ctx)
 		return 0
 	})
+}
+
+// takeRequests returns and clears what was asked for since the last round.
+func (p *Prober) takeRequests() (full bool, deaths []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	full = p.fullWanted
+	p.fullWanted = false
+	for name := range p.deaths {
+		deaths = append(deaths, name)
+	}
+	clear(p.deaths)
+	return full, deaths
 }
 
 // Close stops every watcher and waits for the prober's goroutines. Agents
@@ -83,8 +124,22 @@ func (p *Prober) Close() {
 	p.group.Wait()
 }
 
-// Kick asks for a probe round now.
-func (p *Prober) Kick() { loop.Wake(p.trig) }
+// Kick asks for a full probe round now.
+func (p *Prober) Kick() {
+	p.mu.Lock()
+	p.fullWanted = true
+	p.mu.Unlock()
+	loop.Wake(p.trig)
+}
+
+// kickDeath asks for a probe of one tmux session now: its agent's pidfd
+// fired, and the pane holds the exit status.
+func (p *Prober) kickDeath(session string) {
+	p.mu.Lock()
+	p.deaths[session] = true
+	p.mu.Unlock()
+	loop.Wake(p.trig)
+}
 
 // Once runs one probe round over this host's live sessions. The round ends
 // on time: a call still running then (a hung tmux) goes on in the
@@ -160,6 +215,13 @@ func (p *Prober) update(ctx context.Context, name, inc, what string, fn func(tx 
 	}
 }
 
+// updateThen is status.UpdateThen with its error logged.
+func (p *Prober) updateThen(ctx context.Context, name, inc, what string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error), after func()) {
+	if err := p.st.UpdateThen(ctx, name, inc, fn, after); err != nil && ctx.Err() == nil {
+		p.o.Log.Warn("probe: "+what, "session", name, "err", err)
+	}
+}
+
 // findAgent looks for the agent under a wrapper and returns the
 // incarnation with its identity when found; the wrapper dying first is a
 // death of the incarnation.
@@ -198,7 +260,7 @@ func (p *Prober) findAgent(ctx context.Context, s herd.Session, inc herd.Incarna
 // markAlive records that an incarnation's agent is alive and watches it.
 // kind is the event to record (adopted, or none).
 func (p *Prober) markAlive(ctx context.Context, s herd.Session, inc herd.Incarnation, kind string) {
-	p.update(ctx, s.Name, inc.ID, "mark alive", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+	p.updateThen(ctx, s.Name, inc.ID, "mark alive", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
 		var events []*herd.Event
 		stored, err := tx.Incarnation(inc.ID)
 		if err != nil {
@@ -221,10 +283,13 @@ func (p *Prober) markAlive(ctx context.Context, s herd.Session, inc herd.Incarna
 			cur.StateSince = time.Now().UTC()
 		}
 		cur.Process = herd.Alive
-		// Under the session's lock and only while inc is current: a stop
-		// or death that ended it meanwhile leaves no watcher behind.
-		p.Watch(s.Name, inc, nil)
 		return events, nil
+	}, func() {
+		// Only once committed (a rolled-back write must leave no watcher,
+		// or later rounds would take the agent as adopted already), under
+		// the session's lock and only while inc is current: a stop or
+		// death that ended it meanwhile leaves no watcher behind.
+		p.Watch(s.Name, inc, nil)
 	})
 }
 

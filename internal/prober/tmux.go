@@ -113,12 +113,52 @@ func (p *Prober) breakMassDeath(ctx context.Context, ds []tmuxVerdict) {
 	}
 }
 
+// launchGrace is how long a tmux session whose launch began is not taken
+// for unmanaged: its record is written once the launch returns.
+const launchGrace = 30 * time.Second
+
 // Launched forgets what earlier listings said of session name: a fresh
-// launch starts its count of missing listings over.
+// launch starts its count of missing listings over. Its tmux session,
+// which exists before its record, is not reported as unmanaged meanwhile.
 func (p *Prober) Launched(name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.tmux.missing, name)
+	p.launching[name] = time.Now()
+}
+
+// probeDeaths probes only the named tmux sessions, whose agents' pidfds
+// fired: one listing, no /proc read and no store read for any other
+// session. A listing that fails leaves them to a full round.
+func (p *Prober) probeDeaths(ctx context.Context, names []string) {
+	if p.o.Tmux == nil {
+		return
+	}
+	tickCtx, cancel := context.WithTimeout(ctx, p.o.Interval)
+	defer cancel()
+	var lives []status.Live
+	for _, name := range names {
+		l, ok, err := p.st.LiveOne(tickCtx, name)
+		if err != nil {
+			p.o.Log.Warn("probe: read session", "session", name, "err", err)
+			p.Kick()
+			return
+		}
+		if ok && l.S.RuntimeKind == herd.RuntimeTmux {
+			lives = append(lives, l)
+		}
+	}
+	if len(lives) == 0 {
+		return
+	}
+	snap := p.o.Tmux.Observe(tickCtx)
+	if snap.Err != nil {
+		p.Kick() // never unknown on the word of a listing raced by a full round
+		return
+	}
+	for _, l := range lives {
+		p.actTmux(tickCtx, p.decideTmux(tickCtx, l.S, l.Inc, snap))
+	}
 }
 
 // tmuxExpected reports whether a tmux listing is wanted even with no live
@@ -138,6 +178,13 @@ func (p *Prober) remember(snap runtime.Snapshot, all []herd.Session) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for name, at := range p.launching {
+		if time.Since(at) < launchGrace {
+			known[name] = true
+		} else {
+			delete(p.launching, name)
+		}
+	}
 	m := &p.tmux
 	unattributed := snap.Unattributed != nil
 	if unattributed && !m.unattributed {
@@ -210,7 +257,12 @@ func (p *Prober) decideTmux(ctx context.Context, s herd.Session, inc herd.Incarn
 		identified = !inc.Identity.Zero()
 	}
 	process := herd.Unknown
-	if identified {
+	switch {
+	case identified && rt.Axis == herd.Alive && p.isWatched(inc):
+		// Its pidfd watcher reports the death the moment it happens (and
+		// is dropped then): no /proc read on every round.
+		process = herd.Alive
+	case identified:
 		process = fs.Check(inc.Identity, boot)
 	}
 	if rt.Axis == herd.Alive && process == herd.Dead && inc.Identity.PID == inc.Root.PID {

@@ -115,12 +115,12 @@ func (p *Prober) watchingPID(inc string, pid int) bool {
 // is lost.
 func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, who herd.Identity) {
 	if inc.RuntimeKind == herd.RuntimeTmux {
-		// The pane holds the exit status; the prober reads it right away.
-		// The death itself is proven: it is accounted whatever tmux
-		// says, at once if tmux does not answer.
+		// The pane holds the exit status; the prober reads it right away,
+		// for this session alone. The death itself is proven: it is
+		// accounted whatever tmux says, at once if tmux does not answer.
 		p.dropWatch(inc.ID, who.PID)
 		p.group.Go("proven death", func() { p.confirmDeath(session, inc, who) })
-		p.Kick()
+		p.kickDeath(session)
 		return
 	}
 	if who == inc.Root && p.agentOutlivesWrapper(session, inc.ID) {
@@ -171,10 +171,9 @@ func (p *Prober) agentOutlivesWrapper(session, incID string) bool {
 	p.dropWatch(cur.ID, cur.Root.PID)
 	// Under the session's lock and only while the incarnation is current,
 	// so that a stop that ended it meanwhile leaves no watcher behind.
-	p.update(p.ctx, session, cur.ID, "watch the agent", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
-		p.Watch(session, cur, nil)
+	p.updateThen(p.ctx, session, cur.ID, "watch the agent", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
 		return nil, nil
-	})
+	}, func() { p.Watch(session, cur, nil) })
 	return true
 }
 

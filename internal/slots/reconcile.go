@@ -150,23 +150,13 @@ func (sl *Slots) resetFailedTx(tx store.Tx, role string) error {
 
 // read returns the roles this host reconciles and this host's sessions.
 func (sl *Slots) read(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
-	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
-		if roles, err = tx.Roles(); err != nil {
-			return err
-		}
-		roles = sl.ownedRoles(roles)
-		all, err := tx.SessionsOnHost(sl.st.Host())
-		if err != nil {
-			return err
-		}
-		for _, s := range all {
-			if s.Host == sl.st.Host() {
-				sessions = append(sessions, s)
-			}
-		}
-		return nil
-	})
-	return roles, sessions, err
+	// The live set status keeps: no read of the whole table while
+	// nothing was written.
+	roles, sessions, _, err = sl.st.Listing(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sl.ownedRoles(roles), sessions, nil
 }
 
 // StopSlotsHeld is the number of bounded stops running now.

@@ -60,6 +60,13 @@ type incWatch struct {
 	winActivity time.Time
 	paneHash    uint64
 	paneHashed  bool
+	// outGap is the spacing of output polls while the exec agent is
+	// quiet, and outNext when the next one is due.
+	outGap  time.Duration
+	outNext time.Time
+	// capturedAt is when the agent's pane was last captured: captures of
+	// one agent are spaced by a quarter of its stall threshold.
+	capturedAt time.Time
 	// ended is set once the summary was taken: the tick stops tailing.
 	ended bool
 }

@@ -54,8 +54,11 @@ func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time
 			// A pane hash compares captures of one silent spell only.
 			m.paneHashed = false
 		}
+		// At most one capture per agent per quarter threshold: a silent
+		// fleet costs a trickle of captures, never one each per tick.
+		due := looksSilent && now.Sub(m.capturedAt) >= threshold/4
 		m.mu.Unlock()
-		if looksSilent {
+		if due {
 			quiet = append(quiet, silent{it, silence})
 		}
 	}
@@ -70,6 +73,9 @@ func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time
 		if !ok {
 			return // not in the last listing: nothing to compare
 		}
+		q.it.m.mu.Lock()
+		q.it.m.capturedAt = now
+		q.it.m.mu.Unlock()
 		b, err := w.o.Tmux.CapturePane(ctx, pane.ID)
 		if err != nil {
 			return // the prober reports an unreachable tmux

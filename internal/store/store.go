@@ -62,6 +62,16 @@ type Listener interface {
 	Listen(ctx context.Context, fn func(channel, payload string)) error
 }
 
+// WriteCounter is implemented by a Store that counts the write
+// transactions it has run, once each has ended (committed or not). A
+// reader that keeps what it read in memory reads again once the count
+// moved: every write of this process is then seen at once. Writes of
+// other processes (other hosts sharing a PostgreSQL store) are not
+// counted.
+type WriteCounter interface {
+	Writes() uint64
+}
+
 // EventFilter selects events. Zero fields do not filter.
 type EventFilter struct {
 	Host    string
@@ -70,6 +80,13 @@ type EventFilter struct {
 	Since   time.Time
 	AfterID int64 // only events with a greater id
 	Limit   int   // 0 = no limit; with Limit the newest Limit events are returned
+}
+
+// SessionPID is a session with the pid of its open incarnation (0 when
+// it has none).
+type SessionPID struct {
+	Session herd.Session
+	PID     int
 }
 
 // Tx is one transaction. Lists are ordered by name (roles, sessions),
@@ -86,6 +103,10 @@ type Tx interface {
 	Sessions() ([]herd.Session, error)
 	// SessionsOnHost lists the sessions recorded on host.
 	SessionsOnHost(host string) ([]herd.Session, error)
+	// SessionsWithPIDs lists every session by name, each with the pid of
+	// its incarnation while that is open (the agent's, else the launched
+	// root's; 0 when none): one query, for listings.
+	SessionsWithPIDs() ([]SessionPID, error)
 	PutSession(s herd.Session) error
 	DeleteSession(name string) error
 

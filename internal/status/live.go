@@ -12,8 +12,9 @@ import (
 )
 
 // liveMaxAge bounds how long the live set is served from memory without a
-// write of this daemon: writes from elsewhere (another daemon sharing a
-// PostgreSQL store) are seen within it.
+// write of this daemon or a hint: a backstop for a write no hint announced
+// (nothing of this host's own rows is written elsewhere in normal
+// operation).
 const liveMaxAge = 10 * time.Second
 
 // liveSet is this host's roles, sessions and open incarnations as last
@@ -22,10 +23,18 @@ const liveMaxAge = 10 * time.Second
 // The manager's store counts every write through it, and the backend
 // counts every write of this process (store.WriteCounter), so a read after
 // any write of this daemon reads the store again: the set is never stale
-// by a write of ours. Writes of other processes (other hosts sharing a
-// PostgreSQL store) are seen within liveMaxAge.
+// by a write of ours.
+//
+// The set is authoritative for this host's sessions and incarnations: in a
+// fleet only this host's daemon writes them (another host's request
+// arrives as a command row, which this daemon claims and executes: its own
+// writes). Other hosts' changes reach it as hints (Invalidate, from the
+// store's notifications), and readers of other hosts' rows (the API's
+// fleet-wide views) read the store, never this set. liveMaxAge is the
+// backstop for a write no hint announced.
 type liveSet struct {
-	// gen counts the write transactions run through the manager's store.
+	// gen counts the write transactions run through the manager's store
+	// (when the backend does not count them) and the hints (Invalidate).
 	gen atomic.Uint64
 
 	mu sync.Mutex // guards the fields below
@@ -50,6 +59,11 @@ func (c countingStore) Update(ctx context.Context, fn func(store.Tx) error) erro
 	defer c.gen.Add(1)
 	return c.Store.Update(ctx, fn)
 }
+
+// Invalidate makes the next read of the live set read the store: a hint
+// that another process (another host's daemon) committed something that
+// may bear on this host (a command for it, a role it reconciles).
+func (m *Manager) Invalidate() { m.live.gen.Add(1) }
 
 // Live returns this host's sessions and, for the live ones, their open
 // incarnation, from memory when no write happened since the last read

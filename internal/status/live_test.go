@@ -86,3 +86,75 @@ func TestLiveSetWrittenThrough(t *testing.T) {
 		t.Errorf("[write around the manager] expected 1 session, got %d (%v)", len(all), err)
 	}
 }
+
+// listeningStore is a backend that counts its writes and notifies.
+type listeningStore struct {
+	store.Store
+}
+
+func (listeningStore) Writes() uint64 { return 0 }
+func (listeningStore) Listen(ctx context.Context, fn func(channel, payload string)) error {
+	return nil
+}
+
+// TestStoreKeepsListener: regression — the manager wrapped every store to
+// count its writes, which hid the backend's store.Listener: the daemon
+// listened to nothing, and a command from another host waited for the
+// runner's 10s poll. A backend that counts its own writes is used as it
+// is; one that does not is counted by the manager.
+func TestStoreKeepsListener(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := New(listeningStore{}, "h", herd.RestartPolicy{}, log)
+	if _, ok := m.Store().(store.Listener); !ok {
+		t.Errorf("[counting backend] expected Store() to keep store.Listener, got %T", m.Store())
+	}
+	type plain struct{ store.Store }
+	m = New(plain{}, "h", herd.RestartPolicy{}, log)
+	if _, ok := m.Store().(countingStore); !ok {
+		t.Errorf("[plain backend] expected the manager to count its writes, got %T", m.Store())
+	}
+}
+
+// TestLiveSetInvalidated: a write by another process (here another handle
+// on the same database, whose writes this one does not count) is not seen
+// from memory until a hint says so; after Invalidate the next read reads
+// the store.
+func TestLiveSetInvalidated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "herd.db")
+	ctx := context.Background()
+	open := func() store.Store {
+		db, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	mine, other := open(), open()
+	m := New(mine, "h", herd.RestartPolicy{Policy: herd.PolicyNever}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	put := func(st store.Store, name string) {
+		t.Helper()
+		now := time.Now().UTC()
+		err := st.Update(ctx, func(tx store.Tx) error {
+			if err := tx.PutIncarnation(herd.Incarnation{ID: "inc-" + name, Session: name, Host: "h", StartedAt: now}); err != nil {
+				return err
+			}
+			return tx.PutSession(herd.Session{Name: name, Role: "w", Host: "h", State: herd.StateRunning, Incarnation: "inc-" + name, StateSince: now})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(mine, "w-0")
+	if all, _, err := m.Live(ctx); err != nil || len(all) != 1 {
+		t.Fatalf("[first read] expected 1 session, got %d (%v)", len(all), err)
+	}
+	put(other, "w-1")
+	if all, _, _ := m.Live(ctx); len(all) != 1 {
+		t.Fatalf("[no hint] expected the set served from memory (1 session), got %d", len(all))
+	}
+	m.Invalidate()
+	if all, live, err := m.Live(ctx); err != nil || len(all) != 2 || len(live) != 2 {
+		t.Errorf("[after Invalidate] expected 2 sessions, 2 live, got %d, %d (%v)", len(all), len(live), err)
+	}
+}

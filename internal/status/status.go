@@ -23,7 +23,7 @@ import (
 // what they saw through it; nothing else writes a session's state.
 type Manager struct {
 	st       store.Store
-	raw      store.Store // st without the manager's write count
+	raw      store.Store // st without the manager's write count (the same store when the backend counts)
 	host     string
 	log      *slog.Logger
 	defaults herd.RestartPolicy
@@ -58,8 +58,13 @@ type Manager struct {
 // New returns the state writer of host's sessions. defaults is the
 // restart policy of a session whose role is gone.
 func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Logger) *Manager {
-	m := &Manager{raw: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
-	m.st = countingStore{Store: st, gen: &m.live.gen}
+	m := &Manager{st: st, raw: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
+	if _, counts := st.(store.WriteCounter); !counts {
+		// A store that does not count its writes is counted here. A
+		// backend that does is used as it is, so that what else it
+		// implements (store.Listener) stays visible through Store().
+		m.st = countingStore{Store: st, gen: &m.live.gen}
+	}
 	return m
 }
 

@@ -43,12 +43,14 @@ type Options struct {
 
 // Prober watches this host's live sessions.
 type Prober struct {
-	o      Options
-	st     *status.Manager
-	trig   chan struct{}
-	group  loop.Group
-	ctx    context.Context // parents every watcher; never used to kill agents
-	cancel context.CancelFunc
+	o    Options
+	st   *status.Manager
+	trig chan struct{}
+	// targeted holds a token per death being confirmed (maxTargeted).
+	targeted chan struct{}
+	group    loop.Group
+	ctx      context.Context // parents every watcher; never used to kill agents
+	cancel   context.CancelFunc
 
 	mu sync.Mutex // guards the fields below
 	// watched maps an incarnation id to its watchers.
@@ -57,19 +59,14 @@ type Prober struct {
 	tmux tmuxMemory
 	// lastRound is when the last probe round ended.
 	lastRound time.Time
-	// fullWanted: a full round was asked for (Kick) since the last one.
-	fullWanted bool
-	// deaths holds the tmux sessions whose agent's pidfd fired since the
-	// last round: probed alone unless a full round is due anyway.
-	deaths map[string]bool
 	// launching holds, by name, when a tmux launch began: its session
 	// exists before its record, and is not reported as unmanaged meanwhile.
 	launching map[string]time.Time
 }
 
-// maxTargeted is the most sessions a death-triggered probe decides on
-// their own; more deaths at once get a full round (and its mass-death
-// breaker).
+// maxTargeted bounds the deaths proven by pidfds that are confirmed at
+// once, each by a listing of its session alone; more wait their turn (a
+// full round accounts most of them first).
 const maxTargeted = 4
 
 // New returns a prober; Run starts its loop. Watchers may be added before
@@ -77,44 +74,17 @@ const maxTargeted = 4
 func New(o Options) *Prober {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Prober{o: o, st: o.Status, trig: make(chan struct{}, 1), ctx: ctx, cancel: cancel, watched: map[string]*watchSet{},
-		deaths: map[string]bool{}, launching: map[string]time.Time{}}
+		launching: map[string]time.Time{}, targeted: make(chan struct{}, maxTargeted)}
 	p.group.Log = o.Log
 	return p
 }
 
 // Run probes every interval, and at once when kicked, until ctx is done.
-// A wake-up for a few pidfd deaths alone probes only their sessions: the
-// full round stays on its own period.
 func (p *Prober) Run(ctx context.Context) {
-	var lastFull time.Time
 	loop.Loop{Name: "probe", Log: p.o.Log, Every: p.o.Interval, First: p.o.Interval, Trigger: p.trig}.Run(ctx, func(ctx context.Context) time.Duration {
-		full, deaths := p.takeRequests()
-		nextFull := lastFull.Add(p.o.Interval)
-		if !full && len(deaths) > 0 && len(deaths) <= maxTargeted && time.Now().Before(nextFull) {
-			p.probeDeaths(ctx, deaths)
-			return max(time.Until(nextFull), time.Millisecond)
-		}
-		if !full && len(deaths) == 0 && time.Now().Before(nextFull.Add(-p.o.Interval/10)) {
-			// A wake-up whose request a targeted probe already served.
-			return max(time.Until(nextFull), time.Millisecond)
-		}
-		lastFull = time.Now()
 		p.Once(ctx)
 		return 0
 	})
-}
-
-// takeRequests returns and clears what was asked for since the last round.
-func (p *Prober) takeRequests() (full bool, deaths []string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	full = p.fullWanted
-	p.fullWanted = false
-	for name := range p.deaths {
-		deaths = append(deaths, name)
-	}
-	clear(p.deaths)
-	return full, deaths
 }
 
 // Close stops every watcher and waits for the prober's goroutines. Agents
@@ -124,22 +94,8 @@ func (p *Prober) Close() {
 	p.group.Wait()
 }
 
-// Kick asks for a full probe round now.
-func (p *Prober) Kick() {
-	p.mu.Lock()
-	p.fullWanted = true
-	p.mu.Unlock()
-	loop.Wake(p.trig)
-}
-
-// kickDeath asks for a probe of one tmux session now: its agent's pidfd
-// fired, and the pane holds the exit status.
-func (p *Prober) kickDeath(session string) {
-	p.mu.Lock()
-	p.deaths[session] = true
-	p.mu.Unlock()
-	loop.Wake(p.trig)
-}
+// Kick asks for a probe round now.
+func (p *Prober) Kick() { loop.Wake(p.trig) }
 
 // Once runs one probe round over this host's live sessions. The round ends
 // on time: a call still running then (a hung tmux) goes on in the

@@ -127,40 +127,6 @@ func (p *Prober) Launched(name string) {
 	p.launching[name] = time.Now()
 }
 
-// probeDeaths probes only the named tmux sessions, whose agents' pidfds
-// fired: one listing, no /proc read and no store read for any other
-// session. A listing that fails leaves them to a full round.
-func (p *Prober) probeDeaths(ctx context.Context, names []string) {
-	if p.o.Tmux == nil {
-		return
-	}
-	tickCtx, cancel := context.WithTimeout(ctx, p.o.Interval)
-	defer cancel()
-	var lives []status.Live
-	for _, name := range names {
-		l, ok, err := p.st.LiveOne(tickCtx, name)
-		if err != nil {
-			p.o.Log.Warn("probe: read session", "session", name, "err", err)
-			p.Kick()
-			return
-		}
-		if ok && l.S.RuntimeKind == herd.RuntimeTmux {
-			lives = append(lives, l)
-		}
-	}
-	if len(lives) == 0 {
-		return
-	}
-	snap := p.o.Tmux.Observe(tickCtx)
-	if snap.Err != nil {
-		p.Kick() // never unknown on the word of a listing raced by a full round
-		return
-	}
-	for _, l := range lives {
-		p.actTmux(tickCtx, p.decideTmux(tickCtx, l.S, l.Inc, snap))
-	}
-}
-
 // tmuxExpected reports whether a tmux listing is wanted even with no live
 // sessions (unmanaged sessions to report).
 func (p *Prober) tmuxExpected() bool {

@@ -1,0 +1,96 @@
+package prober
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"herd"
+	"herd/internal/proc"
+	"herd/internal/runtime"
+	"herd/internal/runtime/tmux"
+	"herd/internal/store"
+)
+
+// TestPidfdDeathListsItsSessionAlone: a SIGKILL of a tmux agent that a
+// pidfd watches is accounted from a listing of its own session, with the
+// pane's signal, while no probe round runs (nor lists the whole server);
+// the other agents are neither listed nor touched.
+func TestPidfdDeathListsItsSessionAlone(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	c := &tmux.Client{Socket: fmt.Sprintf("herd-prober-%d", os.Getpid()), Timeout: 5 * time.Second}
+	t.Cleanup(func() { c.KillServer(context.Background()) })
+	rt := tmux.New(c)
+	p, st := newStatusProber(t)
+	p.o.Tmux = rt
+	boot, err := proc.BootID()
+	if err != nil {
+		t.Skipf("no boot id: %v", err)
+	}
+	ctx := context.Background()
+	var incs []herd.Incarnation
+	for i := range 3 {
+		name := fmt.Sprintf("w-%d", i)
+		id := fmt.Sprintf("inc-%d", i)
+		started, err := rt.Start(ctx, runtime.Spec{Session: name, Incarnation: id, Argv: []string{"sleep", "300"}, Workdir: t.TempDir(),
+			Env: map[string]string{herd.EnvIncarnation: id}}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		who, err := proc.Real().Identify(started.RootPID, boot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inc := herd.Incarnation{ID: id, Session: name, Host: "h", RuntimeKind: herd.RuntimeTmux, Root: who, Identity: who, StartedAt: time.Now().UTC()}
+		seedSession(t, st, name, inc)
+		p.Watch(name, inc, nil)
+		incs = append(incs, inc)
+	}
+	killed := time.Now()
+	if err := syscall.Kill(incs[1].Identity.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var got herd.Session
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err = st.Session(ctx, "w-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != herd.StateRunning || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	took := time.Since(killed)
+	if got.Exit == nil || got.Exit.Signal == nil || *got.Exit.Signal != int(syscall.SIGKILL) {
+		t.Fatalf("expected w-1 accounted with the pane's signal 9, got %s %+v", got.State, got.Exit)
+	}
+	t.Logf("SIGKILL -> accounted in %v", took)
+	p.mu.Lock()
+	full := p.tmux.observed
+	p.mu.Unlock()
+	if full != 0 {
+		t.Errorf("expected no full listing, got %d", full)
+	}
+	for _, name := range []string{"w-0", "w-2"} {
+		s, _ := st.Session(ctx, name)
+		if s.State != herd.StateRunning {
+			t.Errorf("expected %s untouched (running), got %s", name, s.State)
+		}
+	}
+	var crashed []herd.Event
+	st.Store().View(ctx, func(tx store.Tx) (err error) {
+		crashed, err = tx.Events(store.EventFilter{Kind: herd.EventCrashed})
+		return err
+	})
+	if len(crashed) != 1 || crashed[0].Session != "w-1" {
+		t.Errorf("expected one crashed event, of w-1, got %+v", crashed)
+	}
+}

@@ -80,6 +80,9 @@ type EventFilter struct {
 	Since   time.Time
 	AfterID int64 // only events with a greater id
 	Limit   int   // 0 = no limit; with Limit the newest Limit events are returned
+	// Page, with no Limit, returns only the oldest Page events: one page
+	// of a long read, read on with AfterID set to the last id returned.
+	Page int
 }
 
 // SessionPID is a session with the pid of its open incarnation (0 when
@@ -122,6 +125,10 @@ type Tx interface {
 	// new event with an id at or below N (EventFilter.AfterID is a cursor).
 	AppendEvent(e *herd.Event) error
 	Events(f EventFilter) ([]herd.Event, error)
+	// NewestEventsAfter returns the id just below the n newest events f
+	// selects (its Limit and Page aside), or f.AfterID when no more than
+	// n match: the cursor from which those n are read in pages.
+	NewestEventsAfter(f EventFilter, n int) (int64, error)
 	// DeleteEventsBefore deletes the oldest events whose time is before
 	// before, at most limit of them (limit > 0), and returns how many it
 	// deleted: fewer than limit means none is left.

@@ -13,6 +13,7 @@ import (
 	"herd/internal/proc"
 	"herd/internal/runtime"
 	"herd/internal/runtime/tmux"
+	"herd/internal/status"
 	"herd/internal/store"
 )
 
@@ -92,5 +93,53 @@ func TestPidfdDeathListsItsSessionAlone(t *testing.T) {
 	})
 	if len(crashed) != 1 || crashed[0].Session != "w-1" {
 		t.Errorf("expected one crashed event, of w-1, got %+v", crashed)
+	}
+}
+
+// TestQuietListings: while a pidfd watches every live tmux agent, the
+// full listing runs every quietListings intervals only; a kick, a session
+// no pidfd watches, or the end of the quiet period makes it due.
+func TestQuietListings(t *testing.T) {
+	p, _ := newStatusProber(t)
+	boot, err := proc.BootID()
+	if err != nil {
+		t.Skipf("no boot id: %v", err)
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	id, err := proc.Real().Identify(cmd.Process.Pid, boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := herd.Incarnation{ID: "inc-w", Session: "w-0", Host: "h", RuntimeKind: herd.RuntimeTmux, Root: id, Identity: id}
+	p.Watch("w-0", watched, nil)
+	running := status.Live{S: herd.Session{Name: "w-0", State: herd.StateRunning}, Inc: watched}
+	pending := status.Live{S: herd.Session{Name: "w-1", State: herd.StatePending}, Inc: herd.Incarnation{ID: "inc-p"}}
+	unwatched := status.Live{S: herd.Session{Name: "w-2", State: herd.StateRunning}, Inc: herd.Incarnation{ID: "inc-u", Identity: id}}
+	cases := []struct {
+		name     string
+		listedAt time.Duration // ago
+		kicked   bool
+		failed   bool
+		sessions []status.Live
+		want     bool
+	}{
+		{"all watched, listed just now", 0, false, false, []status.Live{running}, false},
+		{"all watched, quiet period over", quietListings * time.Second, false, false, []status.Live{running}, true},
+		{"kicked", 0, true, false, []status.Live{running}, true},
+		{"last listing failed", 0, false, true, []status.Live{running}, true},
+		{"a pending session", 0, false, false, []status.Live{running, pending}, true},
+		{"a session no pidfd watches", 0, false, false, []status.Live{running, unwatched}, true},
+	}
+	for _, c := range cases {
+		p.mu.Lock()
+		p.tmux.listedAt, p.tmux.kicked, p.tmux.failed = time.Now().Add(-c.listedAt), c.kicked, c.failed
+		p.mu.Unlock()
+		if got := p.listingDue(c.sessions); got != c.want {
+			t.Errorf("[%s] expected due %v, got %v", c.name, c.want, got)
+		}
 	}
 }

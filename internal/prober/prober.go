@@ -94,8 +94,13 @@ func (p *Prober) Close() {
 	p.group.Wait()
 }
 
-// Kick asks for a probe round now.
-func (p *Prober) Kick() { loop.Wake(p.trig) }
+// Kick asks for a probe round now, with a full tmux listing.
+func (p *Prober) Kick() {
+	p.mu.Lock()
+	p.tmux.kicked = true
+	p.mu.Unlock()
+	loop.Wake(p.trig)
+}
 
 // Once runs one probe round over this host's live sessions. The round ends
 // on time: a call still running then (a hung tmux) goes on in the

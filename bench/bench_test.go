@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// benchDaemons numbers the daemons started, for their tmux sockets.
+var benchDaemons int
+
 type daemon struct {
 	dir, tmux string
 	cmd       *exec.Cmd
@@ -46,17 +49,38 @@ type daemon struct {
 }
 
 func startDaemon(b *testing.B, config string) *daemon {
+	return startDaemonBin(b, bin, config)
+}
+
+// startDaemonBin starts the daemon binary path with config in a state
+// directory and tmux server of its own.
+func startDaemonBin(b *testing.B, path, config string) *daemon {
 	b.Helper()
-	d := &daemon{dir: b.TempDir(), tmux: fmt.Sprintf("herd-bench-%d", os.Getpid())}
+	benchDaemons++
+	d := &daemon{dir: b.TempDir(), tmux: fmt.Sprintf("herd-bench-%d-%d", os.Getpid(), benchDaemons)}
 	cfg := fmt.Sprintf("[tmux]\nsocket = %q\n%s", d.tmux, config)
 	os.WriteFile(filepath.Join(d.dir, "herd.toml"), []byte(cfg), 0o600)
-	d.cmd = exec.Command(bin, "daemon", "--state-dir", d.dir)
+	d.start(b, path)
+	b.Cleanup(func() {
+		d.client.Do(context.Background(), "DELETE", "/v1/roles/lat", nil, nil, nil)
+		d.cmd.Process.Kill()
+		d.cmd.Wait()
+		exec.Command("tmux", "-L", d.tmux, "kill-server").Run()
+	})
+	return d
+}
+
+// start runs the daemon binary path on d's state directory and waits for
+// it to answer.
+func (d *daemon) start(b *testing.B, path string) {
+	b.Helper()
+	d.cmd = exec.Command(path, "daemon", "--state-dir", d.dir)
 	d.cmd.Env = append(os.Environ(), "HERD_CONFIG=")
 	if err := d.cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	d.client = api.NewClient(filepath.Join(d.dir, "herd.sock"))
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := d.client.Ping(context.Background(), time.Second); err == nil {
 			break
@@ -66,13 +90,15 @@ func startDaemon(b *testing.B, config string) *daemon {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	b.Cleanup(func() {
-		d.client.Do(context.Background(), "DELETE", "/v1/roles/lat", nil, nil, nil)
-		d.cmd.Process.Kill()
-		d.cmd.Wait()
-		exec.Command("tmux", "-L", d.tmux, "kill-server").Run()
-	})
-	return d
+}
+
+// restart stops the daemon with SIGTERM (its agents keep running) and
+// starts binary path in its place.
+func (d *daemon) restart(b *testing.B, path string) {
+	b.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.cmd.Wait()
+	d.start(b, path)
 }
 
 func (d *daemon) session(b *testing.B, name string) api.SessionView {
@@ -155,22 +181,24 @@ func BenchmarkGetSessions1000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	host, _ := os.Hostname()
+	// Live sessions of another host: listed with their pids like local
+	// ones, and left alone by this daemon.
+	host := "bench-elsewhere"
 	now := time.Now().UTC()
-	states := []herd.State{herd.StateStopped, herd.StateFailed, herd.StateSucceeded}
+	states := []herd.State{herd.StateRunning, herd.StateRunning, herd.StateStalled}
 	err = st.Update(ctx, func(tx store.Tx) error {
 		tx.PutRole(herd.Role{Name: "w", Command: []string{"true"}, Workdir: dir, Runtime: herd.RuntimeExec, Agent: herd.AgentGeneric,
 			Restart: herd.RestartPolicy{Policy: herd.PolicyNever, InitialBackoff: time.Second, MaxBackoff: time.Second, ResetAfter: time.Minute}})
 		for i := range 1000 {
 			code := 1
 			name := herd.SessionName("w", i)
-			inc := herd.Incarnation{ID: fmt.Sprintf("inc-%d", i), Session: name, Host: host, RuntimeKind: herd.RuntimeExec, Argv: []string{"true"}, Workdir: dir, StartedAt: now, EndedAt: &now,
-				Exit: &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now}}
+			inc := herd.Incarnation{ID: fmt.Sprintf("inc-%d", i), Session: name, Host: host, RuntimeKind: herd.RuntimeExec, Argv: []string{"true"}, Workdir: dir, StartedAt: now,
+				Root: herd.Identity{PID: 100000 + i, StartTime: 1, BootID: "elsewhere"}}
 			if err := tx.PutIncarnation(inc); err != nil {
 				return err
 			}
-			s := herd.Session{Name: name, Role: "w", Index: i, Host: host, State: states[i%3], Incarnation: inc.ID, RuntimeKind: herd.RuntimeExec, Exit: inc.Exit, StartedAt: &now, StateSince: now,
-				Snapshot: &herd.Snapshot{Argv: []string{"true"}, Workdir: dir, Agent: herd.AgentGeneric}}
+			s := herd.Session{Name: name, Role: "w", Index: i, Host: host, State: states[i%3], Incarnation: inc.ID, RuntimeKind: herd.RuntimeExec, StartedAt: &now, StateSince: now,
+				Exit: &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now}}
 			if err := tx.PutSession(s); err != nil {
 				return err
 			}
@@ -181,9 +209,22 @@ func BenchmarkGetSessions1000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "daemon", "--state-dir", dir)
+	for _, which := range []string{"base", "head"} {
+		if path, ok := binaries(b)[which]; ok {
+			b.Run(which, func(b *testing.B) { getSessions(b, path, dir) })
+		}
+	}
+}
+
+// getSessions measures the API and the CLI of binary path against the
+// store in dir.
+func getSessions(b *testing.B, path, dir string) {
+	ctx := context.Background()
+	cmd := exec.Command(path, "daemon", "--state-dir", dir)
 	cmd.Env = append(os.Environ(), "HERD_CONFIG=")
-	cmd.Start()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	c := api.NewClient(filepath.Join(dir, "herd.sock"))
 	for range 500 {
@@ -194,7 +235,7 @@ func BenchmarkGetSessions1000(b *testing.B) {
 	}
 	run := func(b *testing.B, args ...string) {
 		for b.Loop() {
-			out, err := exec.Command(bin, append(args, "--state-dir", dir)...).Output()
+			out, err := exec.Command(path, append(args, "--state-dir", dir)...).Output()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"herd/internal/cells"
 	"io"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -17,6 +16,14 @@ import (
 
 	"github.com/spf13/cobra"
 )
+
+// defaultEventsLimit is how many of the newest events herd events shows
+// unless --limit says otherwise.
+const defaultEventsLimit = 1000
+
+// eventsBlock is how many table rows are aligned together: a long log is
+// printed as it is read.
+const eventsBlock = 512
 
 func newEventsCmd(g *globals) *cobra.Command {
 	var (
@@ -74,8 +81,30 @@ func newEventsCmd(g *globals) *cobra.Command {
 					q.Del("limit")
 					q.Set("wait", "25s")
 				}
-				var events []herd.Event
-				if err := c.Do(cmd.Context(), http.MethodGet, "/v1/events", q, nil, &events); err != nil {
+				rows := 0
+				err := c.Each(cmd.Context(), "/v1/events", q, func(raw json.RawMessage) error {
+					var e herd.Event
+					if err := json.Unmarshal(raw, &e); err != nil {
+						return fmt.Errorf("events: %w", err)
+					}
+					if header {
+						if fleet {
+							fmt.Fprintln(tw, "TIME\tHOST\tSESSION\tKIND\tREASON\tMESSAGE")
+						} else {
+							fmt.Fprintln(tw, "TIME\tSESSION\tKIND\tREASON\tMESSAGE")
+						}
+						header = false
+					}
+					printEvent(tw, w, e, output, fleet)
+					after = max(after, e.ID)
+					// Printed as they arrive, aligned a block at a time: a
+					// long log is never held whole in memory.
+					if rows++; rows%eventsBlock == 0 {
+						tw.Flush()
+					}
+					return nil
+				})
+				if err != nil {
 					if cmd.Context().Err() != nil {
 						return nil
 					}
@@ -88,10 +117,6 @@ func newEventsCmd(g *globals) *cobra.Command {
 						fmt.Fprintln(tw, "TIME\tSESSION\tKIND\tREASON\tMESSAGE")
 					}
 					header = false
-				}
-				for _, e := range events {
-					printEvent(tw, w, e, output, fleet)
-					after = max(after, e.ID)
 				}
 				tw.Flush()
 				if !follow {
@@ -107,7 +132,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 	f.StringVar(&host, "host", "", "only events of this host (default: every host of the fleet)")
 	f.StringVar(&since, "since", "", "only events newer than this duration, e.g. 10m or 2h (default: all)")
 	f.StringVarP(&output, "output", "o", "", "output format: json, one object per line (default: a table)")
-	f.IntVar(&limit, "limit", 0, "only the newest N events (default 0: no limit)")
+	f.IntVar(&limit, "limit", defaultEventsLimit, "only the newest N events; 0: the whole log (printed as it is read)")
 	cmd.RegisterFlagCompletionFunc("session", completeSessions(g))
 	cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(herd.EventKinds, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -135,7 +160,7 @@ func checkEventFilter(session, kind, since string, limit int) error {
 		}
 	}
 	if limit < 0 {
-		return fmt.Errorf("events: --limit %d: want 0 (no limit) or more", limit)
+		return fmt.Errorf("events: --limit %d: want 0 (the whole log) or more", limit)
 	}
 	return nil
 }

@@ -43,41 +43,11 @@ func (c *Client) Socket() string { return c.socket }
 // into out (when non-nil; a *[]byte receives the raw body). A non-2xx reply becomes an error carrying the
 // daemon's message.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	u := "http://herd" + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	resp, err := c.send(ctx, method, path, query, body)
 	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if isNoDaemon(err) {
-			return fmt.Errorf("%w: nothing answers on %s", ErrNoDaemon, c.socket)
-		}
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		var e Error
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return &StatusError{Code: resp.StatusCode, Message: e.Error}
-		}
-		return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(b))}
-	}
 	if out == nil {
 		_, err = io.Copy(io.Discard, resp.Body)
 		return err
@@ -87,6 +57,76 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		return err
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// Each GETs path, whose reply is a JSON array, and calls fn with each
+// element as it is read: a long reply is never held whole in memory.
+func (c *Client) Each(ctx context.Context, path string, query url.Values, fn func(json.RawMessage) error) error {
+	resp, err := c.send(ctx, http.MethodGet, path, query, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	if tok, err := dec.Token(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	} else if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return fmt.Errorf("%s: expected a JSON array, got %v", path, tok)
+	}
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if err := fn(raw); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("%s: reply cut short: %w", path, err)
+	}
+	return nil
+}
+
+// send sends one request and returns its 2xx reply; any other reply is a
+// *StatusError.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := "http://herd" + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if isNoDaemon(err) {
+			return nil, fmt.Errorf("%w: nothing answers on %s", ErrNoDaemon, c.socket)
+		}
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		var e Error
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return nil, &StatusError{Code: resp.StatusCode, Message: e.Error}
+		}
+		return nil, &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(b))}
+	}
+	return resp, nil
 }
 
 // StatusError is a non-2xx reply.

@@ -35,8 +35,7 @@ func Marked(fsys proc.FS, bootID, marker string) ([]herd.Identity, error) {
 		if pid == self {
 			continue
 		}
-		env, err := fsys.Environ(pid)
-		if err != nil || env[herd.EnvIncarnation] != marker {
+		if ok, err := fsys.HasEnv(pid, herd.EnvIncarnation, marker); err != nil || !ok {
 			continue
 		}
 		// Identify reads the start time around the marker, so a pid

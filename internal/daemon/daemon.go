@@ -153,6 +153,10 @@ func New(o Options) (*Daemon, error) {
 	})
 	d.slots.SetBinaryUpdated(d.stalls.BinaryUpdated)
 	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
+	d.escalator.Sessions = func(ctx context.Context) ([]herd.Session, error) {
+		all, _, err := d.status.Live(ctx)
+		return all, err
+	}
 	d.escalator.Metrics = d.metrics
 	d.notify = notify.New(notify.Options{Store: o.Store, Host: host, Config: cfg.Notify, Log: log, Tick: min(time.Second, cfg.Probe.Interval)})
 	d.continuer = autocontinue.New(autocontinue.Options{

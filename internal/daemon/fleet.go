@@ -37,8 +37,8 @@ func (d *Daemon) runHeartbeat(ctx context.Context) {
 }
 
 // listen turns the store's notifications (PostgreSQL LISTEN/NOTIFY) into
-// wake-ups: a command for this host runs at once, and `events -f` readers
-// read at once. A hint only: the loops poll anyway, so a lost notification
+// wake-ups: a command for this host runs at once (and the live set status
+// keeps is read again), and `events -f` readers read at once. A hint only: the loops poll anyway, so a lost notification
 // or a broken listening connection delays things, never loses them. A
 // store that cannot notify (SQLite) leaves nothing to do.
 func (d *Daemon) listen(ctx context.Context, st store.Store) {
@@ -52,6 +52,7 @@ func (d *Daemon) listen(ctx context.Context, st store.Store) {
 			switch channel {
 			case store.ChannelCommands:
 				if payload == d.host {
+					d.status.Invalidate()
 					d.commands.Kick()
 				}
 			case store.ChannelEvents:

@@ -43,6 +43,10 @@ type Escalator struct {
 	BackoffMin, BackoffMax time.Duration
 	// Workers is the size of the delivery pool.
 	Workers int
+	// Sessions, when set, lists this host's sessions (the status
+	// component's live set) instead of a read of the sessions table every
+	// tick.
+	Sessions func(ctx context.Context) ([]herd.Session, error)
 	// Metrics counts escalations and deliveries; nil counts nothing.
 	Metrics *metrics.Metrics
 	// jobs carries episode keys due for delivery to the workers.
@@ -146,10 +150,23 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 		episodes = map[string]Episode{}
 		stored   = map[string]string{}
 	)
-	err := e.st.View(ctx, func(tx store.Tx) error {
-		all, err := tx.SessionsOnHost(e.host)
-		if err != nil {
+	var listed []herd.Session
+	if e.Sessions != nil {
+		var err error
+		if listed, err = e.Sessions(ctx); err != nil {
 			return err
+		}
+	}
+	err := e.st.View(ctx, func(tx store.Tx) error {
+		targets = targets[:0]
+		clear(sessions)
+		clear(stored)
+		all := listed
+		if e.Sessions == nil {
+			var err error
+			if all, err = tx.SessionsOnHost(e.host); err != nil {
+				return err
+			}
 		}
 		seen := map[string]bool{}
 		add := func(key, session string, r Rule) {
@@ -167,7 +184,7 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 				add(Key(s.Name, r), s.Name, r)
 			}
 		}
-		index, err := e.escalationIndex(tx)
+		index, whole, err := e.readIndex(tx)
 		if err != nil {
 			return err
 		}
@@ -176,13 +193,24 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 				add(key, name, r)
 			}
 		}
-		for _, t := range targets {
-			raw, ok, err := tx.KV(t.key)
+		// Every stored episode is in the index (both are written in one
+		// transaction), so only indexed keys are read: one read per open
+		// episode, not one per session and rule. An unreadable index
+		// falls back to reading every key.
+		keys := index
+		if !whole {
+			keys = keys[:0:0]
+			for _, t := range targets {
+				keys = append(keys, t.key)
+			}
+		}
+		for _, key := range keys {
+			raw, ok, err := tx.KV(key)
 			if err != nil {
 				return err
 			}
 			if ok {
-				stored[t.key] = raw
+				stored[key] = raw
 			}
 		}
 		return nil
@@ -197,6 +225,12 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 		ep := e.decodeEpisode(t.key, raw, ok)
 		s, live := sessions[t.session]
 		c := e.condition(t, s, live)
+		if !ok && !c.Active {
+			// Nothing stored and nothing that can fire: the common case,
+			// decided without evaluating or encoding anything.
+			e.noteClear(t.key, c, now)
+			continue
+		}
 		fire, next := Evaluate(c, ep, now, e.th().For(t.rule))
 		e.settle(&next)
 		enc, encErr := next.Encode()
@@ -392,17 +426,25 @@ func (e *Escalator) decodeEpisode(key, raw string, ok bool) Episode {
 // escalationIndex reads this host's index of stored episode keys; a
 // garbled index is logged and rebuilt from what the rules see.
 func (e *Escalator) escalationIndex(tx store.Tx) ([]string, error) {
+	keys, _, err := e.readIndex(tx)
+	return keys, err
+}
+
+// readIndex is escalationIndex also reporting whether the index was read
+// whole (false when it was garbled: stored episodes may be missing from
+// it).
+func (e *Escalator) readIndex(tx store.Tx) (keys []string, whole bool, err error) {
 	raw, _, err := tx.KV(IndexKey(e.host))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	keys, err := DecodeIndex(raw)
+	keys, err = DecodeIndex(raw)
 	if err != nil {
 		e.log.Error("escalation: unreadable index; rebuilding", "err", err)
-		return nil, nil
+		return nil, false, nil
 	}
 	slices.Sort(keys)
-	return slices.Compact(keys), nil
+	return slices.Compact(keys), true, nil
 }
 
 func addKey(keys []string, key string) []string {

@@ -43,12 +43,14 @@ type Options struct {
 
 // Prober watches this host's live sessions.
 type Prober struct {
-	o      Options
-	st     *status.Manager
-	trig   chan struct{}
-	group  loop.Group
-	ctx    context.Context // parents every watcher; never used to kill agents
-	cancel context.CancelFunc
+	o    Options
+	st   *status.Manager
+	trig chan struct{}
+	// targeted holds a token per death being confirmed (maxTargeted).
+	targeted chan struct{}
+	group    loop.Group
+	ctx      context.Context // parents every watcher; never used to kill agents
+	cancel   context.CancelFunc
 
 	mu sync.Mutex // guards the fields below
 	// watched maps an incarnation id to its watchers.
@@ -57,13 +59,22 @@ type Prober struct {
 	tmux tmuxMemory
 	// lastRound is when the last probe round ended.
 	lastRound time.Time
+	// launching holds, by name, when a tmux launch began: its session
+	// exists before its record, and is not reported as unmanaged meanwhile.
+	launching map[string]time.Time
 }
+
+// maxTargeted bounds the deaths proven by pidfds that are confirmed at
+// once, each by a listing of its session alone; more wait their turn (a
+// full round accounts most of them first).
+const maxTargeted = 4
 
 // New returns a prober; Run starts its loop. Watchers may be added before
 // Run (launches of the reboot sweep).
 func New(o Options) *Prober {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Prober{o: o, st: o.Status, trig: make(chan struct{}, 1), ctx: ctx, cancel: cancel, watched: map[string]*watchSet{}}
+	p := &Prober{o: o, st: o.Status, trig: make(chan struct{}, 1), ctx: ctx, cancel: cancel, watched: map[string]*watchSet{},
+		launching: map[string]time.Time{}, targeted: make(chan struct{}, maxTargeted)}
 	p.group.Log = o.Log
 	return p
 }
@@ -83,8 +94,13 @@ func (p *Prober) Close() {
 	p.group.Wait()
 }
 
-// Kick asks for a probe round now.
-func (p *Prober) Kick() { loop.Wake(p.trig) }
+// Kick asks for a probe round now, with a full tmux listing.
+func (p *Prober) Kick() {
+	p.mu.Lock()
+	p.tmux.kicked = true
+	p.mu.Unlock()
+	loop.Wake(p.trig)
+}
 
 // Once runs one probe round over this host's live sessions. The round ends
 // on time: a call still running then (a hung tmux) goes on in the
@@ -160,6 +176,13 @@ func (p *Prober) update(ctx context.Context, name, inc, what string, fn func(tx 
 	}
 }
 
+// updateThen is status.UpdateThen with its error logged.
+func (p *Prober) updateThen(ctx context.Context, name, inc, what string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error), after func()) {
+	if err := p.st.UpdateThen(ctx, name, inc, fn, after); err != nil && ctx.Err() == nil {
+		p.o.Log.Warn("probe: "+what, "session", name, "err", err)
+	}
+}
+
 // findAgent looks for the agent under a wrapper and returns the
 // incarnation with its identity when found; the wrapper dying first is a
 // death of the incarnation.
@@ -198,7 +221,7 @@ func (p *Prober) findAgent(ctx context.Context, s herd.Session, inc herd.Incarna
 // markAlive records that an incarnation's agent is alive and watches it.
 // kind is the event to record (adopted, or none).
 func (p *Prober) markAlive(ctx context.Context, s herd.Session, inc herd.Incarnation, kind string) {
-	p.update(ctx, s.Name, inc.ID, "mark alive", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+	p.updateThen(ctx, s.Name, inc.ID, "mark alive", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
 		var events []*herd.Event
 		stored, err := tx.Incarnation(inc.ID)
 		if err != nil {
@@ -221,10 +244,13 @@ func (p *Prober) markAlive(ctx context.Context, s herd.Session, inc herd.Incarna
 			cur.StateSince = time.Now().UTC()
 		}
 		cur.Process = herd.Alive
-		// Under the session's lock and only while inc is current: a stop
-		// or death that ended it meanwhile leaves no watcher behind.
-		p.Watch(s.Name, inc, nil)
 		return events, nil
+	}, func() {
+		// Only once committed (a rolled-back write must leave no watcher,
+		// or later rounds would take the agent as adopted already), under
+		// the session's lock and only while inc is current: a stop or
+		// death that ended it meanwhile leaves no watcher behind.
+		p.Watch(s.Name, inc, nil)
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"herd"
 	"herd/internal/liveness"
 	"herd/internal/proc"
+	"herd/internal/runtime"
 	"herd/internal/runtime/tmux"
 	"herd/internal/status"
 	"herd/internal/store"
@@ -204,5 +205,72 @@ func TestUnfinishedLaunchResolved(t *testing.T) {
 	inc2, _ := st.Incarnation(context.Background(), young.ID)
 	if s2.State != herd.StatePending || inc2.EndedAt != nil {
 		t.Errorf("[young] expected the running launch's record left alone … got %s", s2.State)
+	}
+}
+
+// TestLaunchingNotUnmanaged: a herd-named tmux session whose launch has
+// begun, and whose record is not written yet, is not reported unmanaged;
+// one nobody launched is.
+func TestLaunchingNotUnmanaged(t *testing.T) {
+	p, _ := newStatusProber(t)
+	p.Launched("w-1")
+	snap := runtime.Snapshot{Panes: map[string][]runtime.Pane{
+		"w-0": {{Session: "w-0", ID: "%1", PID: 11}},
+		"w-1": {{Session: "w-1", ID: "%2", PID: 12}},
+	}}
+	p.remember(snap, nil)
+	var got []string
+	for _, u := range p.Unmanaged() {
+		got = append(got, u.Session)
+	}
+	if len(got) != 1 || got[0] != "w-0" {
+		t.Errorf("expected only w-0 unmanaged, got %v", got)
+	}
+}
+
+// TestMarkAliveWatchesAfterCommit: a mark-alive write that rolls back
+// registers no watcher (a later round must still adopt the agent, with its
+// event); one that commits does.
+func TestMarkAliveWatchesAfterCommit(t *testing.T) {
+	p, st := newStatusProber(t)
+	boot, err := proc.BootID()
+	if err != nil {
+		t.Skipf("no boot id: %v", err)
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	id, err := proc.Real().Identify(cmd.Process.Pid, boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := herd.Incarnation{ID: "inc-a", Session: "w-0", Host: "h", RuntimeKind: herd.RuntimeTmux, Root: id, Identity: id, StartedAt: time.Now().UTC()}
+	// The session points at inc-a, whose row is missing: the write fails
+	// and rolls back.
+	err = st.Store().Update(context.Background(), func(tx store.Tx) error {
+		return tx.PutSession(herd.Session{Name: "w-0", Role: "w", Host: "h", RuntimeKind: herd.RuntimeTmux, State: herd.StatePending, Incarnation: inc.ID, StateSince: time.Now().UTC()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := herd.Session{Name: "w-0"}
+	p.markAlive(context.Background(), s, inc, herd.EventAdopted)
+	if p.isWatched(inc) {
+		t.Fatal("[rolled back] expected no watcher, got one")
+	}
+	seedSession(t, st, "w-0", inc)
+	p.markAlive(context.Background(), s, inc, herd.EventAdopted)
+	if !p.isWatched(inc) {
+		t.Fatal("[committed] expected a watcher, got none")
+	}
+	var adopted []herd.Event
+	st.Store().View(context.Background(), func(tx store.Tx) (err error) {
+		adopted, err = tx.Events(store.EventFilter{Session: "w-0", Kind: herd.EventAdopted})
+		return err
+	})
+	if len(adopted) != 1 {
+		t.Errorf("expected one adopted event, got %d", len(adopted))
 	}
 }

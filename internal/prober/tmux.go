@@ -33,6 +33,37 @@ type tmuxMemory struct {
 	// (tmux hung, unreachable).
 	observed int
 	failed   bool
+	// listedAt is when the last full listing ran; kicked: a round was
+	// asked for (Kick) since.
+	listedAt time.Time
+	kicked   bool
+}
+
+// quietListings is how many probe intervals apart the full listing runs
+// while a pidfd watches every live tmux agent: each agent's death is
+// then reported the moment it happens, and the listing only catches what
+// no pidfd sees (a pane closed under an agent that ignores SIGHUP, a
+// changed attachment, window activity, unmanaged sessions).
+const quietListings = 5
+
+// listingDue reports whether this round lists the tmux server: when a
+// round was asked for, when the last listing failed (every round then
+// reads its sessions unknown, as without pidfds), when a session is not watched by a pidfd (pending,
+// unidentified, unknown), or when the quiet period is over.
+func (p *Prober) listingDue(sessions []status.Live) bool {
+	p.mu.Lock()
+	kicked, failed, since := p.tmux.kicked, p.tmux.failed, time.Since(p.tmux.listedAt)
+	p.tmux.kicked = false
+	p.mu.Unlock()
+	if kicked || failed || since >= quietListings*p.o.Interval {
+		return true
+	}
+	for _, l := range sessions {
+		if (l.S.State != herd.StateRunning && l.S.State != herd.StateStalled) || l.Inc.Identity.Zero() || !p.isWatched(l.Inc) {
+			return true
+		}
+	}
+	return false
 }
 
 // tmuxCatchUp is how long tmux gets to report the pane of an agent that
@@ -47,12 +78,16 @@ func (p *Prober) probeTmux(ctx context.Context, sessions []status.Live, all []he
 	if p.o.Tmux == nil || (len(sessions) == 0 && !p.tmuxExpected()) {
 		return
 	}
+	if !p.listingDue(sessions) {
+		return
+	}
 	start := time.Now()
 	snap := p.o.Tmux.Observe(ctx)
 	p.st.Metrics.Probe(herd.RuntimeTmux, time.Since(start), snap.Err != nil && ctx.Err() != nil)
 	p.mu.Lock()
 	p.tmux.observed++
 	p.tmux.failed = snap.Err != nil
+	p.tmux.listedAt = time.Now()
 	p.mu.Unlock()
 	if snap.Err == nil {
 		p.remember(snap, all)
@@ -113,12 +148,18 @@ func (p *Prober) breakMassDeath(ctx context.Context, ds []tmuxVerdict) {
 	}
 }
 
+// launchGrace is how long a tmux session whose launch began is not taken
+// for unmanaged: its record is written once the launch returns.
+const launchGrace = 30 * time.Second
+
 // Launched forgets what earlier listings said of session name: a fresh
-// launch starts its count of missing listings over.
+// launch starts its count of missing listings over. Its tmux session,
+// which exists before its record, is not reported as unmanaged meanwhile.
 func (p *Prober) Launched(name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.tmux.missing, name)
+	p.launching[name] = time.Now()
 }
 
 // tmuxExpected reports whether a tmux listing is wanted even with no live
@@ -138,6 +179,13 @@ func (p *Prober) remember(snap runtime.Snapshot, all []herd.Session) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for name, at := range p.launching {
+		if time.Since(at) < launchGrace {
+			known[name] = true
+		} else {
+			delete(p.launching, name)
+		}
+	}
 	m := &p.tmux
 	unattributed := snap.Unattributed != nil
 	if unattributed && !m.unattributed {
@@ -210,7 +258,12 @@ func (p *Prober) decideTmux(ctx context.Context, s herd.Session, inc herd.Incarn
 		identified = !inc.Identity.Zero()
 	}
 	process := herd.Unknown
-	if identified {
+	switch {
+	case identified && rt.Axis == herd.Alive && p.isWatched(inc):
+		// Its pidfd watcher reports the death the moment it happens (and
+		// is dropped then): no /proc read on every round.
+		process = herd.Alive
+	case identified:
 		process = fs.Check(inc.Identity, boot)
 	}
 	if rt.Axis == herd.Alive && process == herd.Dead && inc.Identity.PID == inc.Root.PID {

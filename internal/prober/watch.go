@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/liveness"
 	"herd/internal/proc"
 	"herd/internal/status"
 	"herd/internal/store"
@@ -115,12 +116,11 @@ func (p *Prober) watchingPID(inc string, pid int) bool {
 // is lost.
 func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, who herd.Identity) {
 	if inc.RuntimeKind == herd.RuntimeTmux {
-		// The pane holds the exit status; the prober reads it right away.
-		// The death itself is proven: it is accounted whatever tmux
-		// says, at once if tmux does not answer.
+		// The pane holds the exit status; the prober reads it right away,
+		// listing this session alone. The death itself is proven: it is
+		// accounted whatever tmux says, at once if tmux does not answer.
 		p.dropWatch(inc.ID, who.PID)
 		p.group.Go("proven death", func() { p.confirmDeath(session, inc, who) })
-		p.Kick()
 		return
 	}
 	if who == inc.Root && p.agentOutlivesWrapper(session, inc.ID) {
@@ -171,41 +171,56 @@ func (p *Prober) agentOutlivesWrapper(session, incID string) bool {
 	p.dropWatch(cur.ID, cur.Root.PID)
 	// Under the session's lock and only while the incarnation is current,
 	// so that a stop that ended it meanwhile leaves no watcher behind.
-	p.update(p.ctx, session, cur.ID, "watch the agent", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
-		p.Watch(session, cur, nil)
+	p.updateThen(p.ctx, session, cur.ID, "watch the agent", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
 		return nil, nil
-	})
+	}, func() { p.Watch(session, cur, nil) })
 	return true
 }
 
-// confirmDeath accounts the death of a tmux agent that its pidfd proved:
-// the prober's next listing usually records it first, with the pane's exit
-// status; when that listing fails (a hung or unreachable tmux), or tmux
-// still shows the pane running after tmuxCatchUp, the death is accounted
-// as it is (process_gone) through the one crash path. Either way it is
-// counted once.
+// confirmDeath accounts the death of a tmux agent that its pidfd proved,
+// from a listing of its session alone: the pane's exit status when tmux
+// has reaped the agent, the first listings nudging tmux to do so. When
+// tmux does not answer, or still shows the pane running after
+// tmuxCatchUp, the death is accounted as it is (process_gone) through the
+// one crash path. Either way it is counted once, and no other session is
+// read or listed.
 func (p *Prober) confirmDeath(session string, inc herd.Incarnation, who herd.Identity) {
-	deadline := time.Now().Add(tmuxCatchUp)
-	p.mu.Lock()
-	seen := p.tmux.observed
-	p.mu.Unlock()
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-		cur, err := p.st.Incarnation(p.ctx, inc.ID)
-		if err == nil && cur.EndedAt != nil {
-			return // accounted, with the pane's word
-		}
-		p.mu.Lock()
-		listed, failed := p.tmux.observed > seen, p.tmux.failed
-		p.mu.Unlock()
-		if listed && failed {
-			break // tmux does not answer: the pidfd's word stands alone
-		}
+	select {
+	case p.targeted <- struct{}{}:
+		defer func() { <-p.targeted }()
+	case <-p.ctx.Done():
+		return
 	}
-	p.recordDeath(p.ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: herd.Exit{Reason: herd.ReasonProcessGone},
+	ctx := p.ctx
+	deadline := time.Now().Add(tmuxCatchUp)
+	wait := time.Millisecond
+	for {
+		l, ok, err := p.st.LiveOne(ctx, session)
+		if err == nil && (!ok || l.Inc.ID != inc.ID) {
+			return // accounted meanwhile (a full round, a stop)
+		}
+		if err == nil {
+			callCtx, cancel := context.WithTimeout(ctx, p.o.Interval)
+			snap := p.o.Tmux.ObserveSession(callCtx, session)
+			cancel()
+			if snap.Err != nil {
+				break // tmux does not answer: the pidfd's word stands alone
+			}
+			if d := p.decideTmux(ctx, l.S, l.Inc, snap); d.v.Action == liveness.Crash {
+				p.actTmux(ctx, d)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+	p.recordDeath(ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: herd.Exit{Reason: herd.ReasonProcessGone},
 		Message: fmt.Sprintf("agent process %d exited (its pidfd fired); tmux did not report its pane", who.PID)})
 }

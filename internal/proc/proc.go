@@ -105,6 +105,29 @@ func (fs FS) Environ(pid int) (map[string]string, error) {
 	return env, nil
 }
 
+// HasEnv reports whether the process's environment sets key to value (its
+// first key= entry, as Environ and getenv(3) read it), without building
+// the map: a scan of every process for one marker reads each block once
+// and allocates nothing per entry.
+func (fs FS) HasEnv(pid int, key, value string) (bool, error) {
+	b, err := fs.readPidFile(pid, "environ")
+	if err != nil {
+		return false, err
+	}
+	for len(b) > 0 {
+		entry := b
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			entry, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if len(entry) > len(key) && entry[len(key)] == '=' && string(entry[:len(key)]) == key {
+			return string(entry[len(key)+1:]) == value, nil
+		}
+	}
+	return false, nil
+}
+
 // Cmdline returns the argument vector of the process; empty for kernel
 // threads and zombies.
 func (fs FS) Cmdline(pid int) ([]string, error) {

@@ -1,11 +1,17 @@
 package server
 
 import (
-	"herd"
-	"herd/internal/store"
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
+
+	"herd"
+	"herd/internal/store"
 )
 
 // handleEvents answers the event log, filtered, long-polling with wait
@@ -41,20 +47,20 @@ func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	wait, _ := time.ParseDuration(q.Get("wait"))
 	deadline := time.Now().Add(min(wait, time.Minute))
 	for {
-		var events []herd.Event
-		err := sv.st.Store().View(r.Context(), func(tx store.Tx) (err error) {
-			events, err = tx.Events(f)
-			return err
-		})
+		n, err := sv.streamEvents(r.Context(), w, f)
 		if err != nil {
-			fail(w, err)
+			if n == 0 {
+				fail(w, err)
+			}
+			// Else part of the array is sent: the reply ends cut short,
+			// which the client reads as an error.
 			return
 		}
-		if len(events) > 0 || time.Now().After(deadline) {
-			if events == nil {
-				events = []herd.Event{}
-			}
-			reply(w, http.StatusOK, events)
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			reply(w, http.StatusOK, []herd.Event{})
 			return
 		}
 		select {
@@ -64,4 +70,68 @@ func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// eventsPage is how many events one read of the store takes while an
+// answer is streamed.
+const eventsPage = 512
+
+// streamEvents writes the events f selects to w as one JSON array, read
+// from the store a page at a time, each page in a short read of its own:
+// neither the rows nor the reply are ever held whole in memory, and no
+// transaction stays open while a slow client reads. With f.Limit, the
+// newest Limit events are sent (oldest first). Nothing is written when
+// none match; n is how many were sent.
+func (sv *Server) streamEvents(ctx context.Context, w http.ResponseWriter, f store.EventFilter) (n int, err error) {
+	cursor := f.AfterID
+	if f.Limit > 0 {
+		err := sv.st.Store().View(ctx, func(tx store.Tx) (err error) {
+			cursor, err = tx.NewestEventsAfter(f, f.Limit)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for {
+		page := eventsPage
+		if f.Limit > 0 {
+			page = min(page, f.Limit-n)
+		}
+		pf := f
+		pf.Limit, pf.Page, pf.AfterID = 0, page, cursor
+		var events []herd.Event
+		err := sv.st.Store().View(ctx, func(tx store.Tx) (err error) {
+			events, err = tx.Events(pf)
+			return err
+		})
+		if err != nil {
+			return n, errors.Join(err, bw.Flush())
+		}
+		for _, e := range events {
+			b, err := json.Marshal(e)
+			if err != nil {
+				return n, errors.Join(fmt.Errorf("events: event %d: %w", e.ID, err), bw.Flush())
+			}
+			if n == 0 {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				bw.WriteByte('[')
+			} else {
+				bw.WriteByte(',')
+			}
+			bw.Write(b)
+			n++
+			cursor = e.ID
+		}
+		if len(events) < page || (f.Limit > 0 && n >= f.Limit) {
+			break
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	bw.WriteString("]\n")
+	return n, bw.Flush()
 }

@@ -22,47 +22,6 @@ func (sv *Server) fleet(tx store.Tx) (hosts.Fleet, error) {
 	return hosts.NewFleet(sv.st.Host(), sv.o.Config.Fleet.HostTimeout, time.Now(), hs), nil
 }
 
-// viewRead is what rendering many sessions reads once: the fleet's hosts,
-// and the open incarnations (one query rather than one per session, which
-// a fleet's store pays a round trip for).
-type viewRead struct {
-	fleet hosts.Fleet
-	// open holds the open incarnations by id; nil: read each from tx.
-	open map[string]herd.Incarnation
-}
-
-// incarnation returns incarnation id from the open ones read, else from tx.
-func (rd viewRead) incarnation(tx store.Tx, id string) (herd.Incarnation, error) {
-	if inc, ok := rd.open[id]; ok {
-		return inc, nil
-	}
-	return tx.Incarnation(id)
-}
-
-// manyViews is from how many sessions on the open incarnations are read
-// at once for a listing.
-const manyViews = 16
-
-// readForViews reads what rendering n sessions needs.
-func (sv *Server) readForViews(tx store.Tx, n int) (viewRead, error) {
-	f, err := sv.fleet(tx)
-	if err != nil {
-		return viewRead{}, err
-	}
-	rd := viewRead{fleet: f}
-	if n >= manyViews {
-		open, err := tx.OpenIncarnations()
-		if err != nil {
-			return viewRead{}, err
-		}
-		rd.open = make(map[string]herd.Incarnation, len(open))
-		for _, inc := range open {
-			rd.open[inc.ID] = inc
-		}
-	}
-	return rd, nil
-}
-
 // wakeup is a broadcast: every waiter's channel closes at the next wake.
 type wakeup struct {
 	mu sync.Mutex    // guards ch

@@ -14,6 +14,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/hosts"
 	"herd/internal/runtime/execrt"
 	"herd/internal/slots"
 	"herd/internal/store"
@@ -73,17 +74,27 @@ func (sv *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	var views []api.SessionView
 	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
-		sessions, err := tx.Sessions()
+		// Sessions and their pids in one query, not one more per session.
+		rows, err := tx.SessionsWithPIDs()
 		if err != nil {
 			return err
 		}
-		rd, err := sv.readForViews(tx, len(sessions))
+		f, err := sv.fleet(tx)
 		if err != nil {
 			return err
 		}
-		views = make([]api.SessionView, 0, len(sessions))
-		for _, s := range sessions {
-			views = append(views, sv.view(tx, rd, s))
+		snap := sv.o.Prober.Last()
+		views = make([]api.SessionView, 0, len(rows))
+		for _, r := range rows {
+			s, _ := f.Mask(r.Session)
+			v := baseView(s)
+			if s.State.Live() {
+				v.PID = r.PID
+			}
+			v.Attached = snap.Attached(v.Name)
+			v.Escalated = sv.o.Escalator.Escalated(v.Name)
+			v.Notified = sv.o.Notify != nil && sv.o.Notify.Open(v.Name)
+			views = append(views, v)
 		}
 		return nil
 	})
@@ -97,10 +108,27 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, views)
 }
 
-// view renders a session as the fleet sees it (a stale host's live
-// sessions are unknown); the incarnation's pid comes from rd, else tx.
-func (sv *Server) view(tx store.Tx, rd viewRead, s herd.Session) api.SessionView {
-	s, _ = rd.fleet.Mask(s)
+// view renders a session as the fleet f sees it (a stale host's live
+// sessions are unknown); tx is used for the incarnation's pid.
+func (sv *Server) view(tx store.Tx, f hosts.Fleet, s herd.Session) api.SessionView {
+	s, _ = f.Mask(s)
+	v := baseView(s)
+	if s.State.Live() && s.Incarnation != "" {
+		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
+			v.PID = inc.Identity.PID
+			if v.PID == 0 {
+				v.PID = inc.Root.PID
+			}
+		}
+	}
+	v.Attached = sv.o.Prober.Last().Attached(v.Name)
+	v.Escalated = sv.o.Escalator.Escalated(v.Name)
+	v.Notified = sv.o.Notify != nil && sv.o.Notify.Open(v.Name)
+	return v
+}
+
+// baseView renders what a session's own row says.
+func baseView(s herd.Session) api.SessionView {
 	v := api.SessionView{
 		Name: s.Name, Role: s.Role, Index: s.Index, Host: s.Host, Incarnation: s.Incarnation,
 		RuntimeKind: s.RuntimeKind, State: s.State, Runtime: s.Runtime, Process: s.Process,
@@ -111,17 +139,6 @@ func (sv *Server) view(tx store.Tx, rd viewRead, s herd.Session) api.SessionView
 	if v.Activity == "" {
 		v.Activity = herd.ActivityUnknown
 	}
-	if s.State.Live() && s.Incarnation != "" {
-		if inc, err := rd.incarnation(tx, s.Incarnation); err == nil {
-			v.PID = inc.Identity.PID
-			if v.PID == 0 {
-				v.PID = inc.Root.PID
-			}
-		}
-	}
-	v.Attached = sv.o.Prober.Last().Attached(v.Name)
-	v.Escalated = sv.o.Escalator.Escalated(v.Name)
-	v.Notified = sv.o.Notify != nil && sv.o.Notify.Open(v.Name)
 	return v
 }
 
@@ -150,7 +167,7 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		det.SessionView = sv.view(tx, viewRead{fleet: f}, s)
+		det.SessionView = sv.view(tx, f, s)
 		det.Snapshot = s.Snapshot
 		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
 			det.Identity, det.Root = &inc.Identity, &inc.Root

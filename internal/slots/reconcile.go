@@ -169,24 +169,10 @@ func (sl *Slots) read(ctx context.Context) (roles []herd.Role, sessions []herd.S
 	return roles, sessions, pl, err
 }
 
-// readAll returns every role and this host's sessions.
+// readAll returns every role and this host's sessions, from the live set
+// status keeps: no read of the whole table while nothing was written.
 func (sl *Slots) readAll(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
-	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
-		if roles, err = tx.Roles(); err != nil {
-			return err
-		}
-		sessions = nil
-		all, err := tx.SessionsOnHost(sl.st.Host())
-		if err != nil {
-			return err
-		}
-		for _, s := range all {
-			if s.Host == sl.st.Host() {
-				sessions = append(sessions, s)
-			}
-		}
-		return nil
-	})
+	roles, sessions, _, err = sl.st.Listing(ctx)
 	return roles, sessions, err
 }
 

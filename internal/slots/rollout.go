@@ -50,44 +50,33 @@ type RolloutReport struct {
 // Outdated returns the verdict for each of this host's sessions of role
 // (every role when "") that runs an older template than its role's.
 func (sl *Slots) Outdated(ctx context.Context, role string) (map[string]rollout.Verdict, error) {
+	// The live set status keeps: the sessions that can be outdated with
+	// their open incarnations, no query per session (get sessions asks
+	// on every call).
+	roles, _, live, err := sl.st.Listing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]herd.Role, len(roles))
+	for _, r := range roles {
+		byName[r.Name] = r
+	}
 	out := map[string]rollout.Verdict{}
 	updated := sl.binaryUpdated()
-	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
-		roles, err := tx.Roles()
-		if err != nil {
-			return err
+	for _, l := range live {
+		r, ok := byName[l.S.Role]
+		if !ok || (role != "" && l.S.Role != role) {
+			continue
 		}
-		byName := map[string]herd.Role{}
-		for _, r := range roles {
-			byName[r.Name] = r
+		v := rollout.Judge(l.S, l.Inc.Template, r)
+		if id, ok := updated[l.S.Name]; ok && id == l.S.Incarnation && l.S.State.Live() {
+			v = withBinaryUpdated(v)
 		}
-		sessions, err := tx.SessionsOnHost(sl.st.Host())
-		if err != nil {
-			return err
+		if v.Outdated {
+			out[l.S.Name] = v
 		}
-		for _, s := range sessions {
-			r, ok := byName[s.Role]
-			if !ok || (role != "" && s.Role != role) || s.Incarnation == "" {
-				continue
-			}
-			inc, err := tx.Incarnation(s.Incarnation)
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			v := rollout.Judge(s, inc.Template, r)
-			if id, ok := updated[s.Name]; ok && id == s.Incarnation && s.State.Live() {
-				v = withBinaryUpdated(v)
-			}
-			if v.Outdated {
-				out[s.Name] = v
-			}
-		}
-		return nil
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // Rollout replaces a role's outdated sessions through Restart, at most

@@ -74,6 +74,10 @@ type incWatch struct {
 	screenIdle  bool
 	// transcript is what the watchdog follows of the agent's transcript.
 	transcript transcriptWatch
+	// outGap is the spacing of output polls while the exec agent is
+	// quiet, and outNext when the next one is due.
+	outGap  time.Duration
+	outNext time.Time
 	// ended is set once the summary was taken: the tick stops tailing.
 	ended bool
 	// exeReplaced is the agent's executable once it was seen replaced on

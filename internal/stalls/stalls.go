@@ -161,8 +161,8 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 // changed, and acts on the stall classification.
 func (w *Stalls) watchOne(ctx context.Context, it watchItem, now time.Time) {
 	m := it.m
-	if it.Inc.RuntimeKind != herd.RuntimeTmux {
-		w.pollOutput(m, now)
+	if it.Inc.RuntimeKind != herd.RuntimeTmux && w.outputDue(m, now) {
+		w.notePoll(m, now, w.pollOutput(m, now))
 	}
 	w.persistActivity(ctx, it)
 
@@ -261,14 +261,14 @@ func (w *Stalls) sampleTree(inc herd.Incarnation, prev *diag.Diagnostics, now ti
 
 // pollOutput reads what an exec agent appended to its stdout and stderr
 // files, and keeps the files capped.
-func (w *Stalls) pollOutput(m *incWatch, now time.Time) {
+func (w *Stalls) pollOutput(m *incWatch, now time.Time) (got bool) {
 	m.tailMu.Lock()
 	defer m.tailMu.Unlock()
 	m.mu.Lock()
 	ended := m.ended
 	m.mu.Unlock()
 	if ended {
-		return
+		return false
 	}
 	if m.stdout == nil {
 		out, errPath := w.o.Exec.Paths(m.session, m.id)
@@ -278,6 +278,7 @@ func (w *Stalls) pollOutput(m *incWatch, now time.Time) {
 	kind := m.kind
 	m.mu.Unlock()
 	onOut := func(b []byte, at time.Time) {
+		got = true
 		sig := agents.ParseLine(kind, b, at)
 		m.tracker.Observe(sig, at)
 		if !sig.Progress {
@@ -287,7 +288,10 @@ func (w *Stalls) pollOutput(m *incWatch, now time.Time) {
 		m.noteActivityLocked(at)
 		m.mu.Unlock()
 	}
-	onErr := func(b []byte, at time.Time) { m.tracker.ObserveStderr(string(b), at) }
+	onErr := func(b []byte, at time.Time) {
+		got = true
+		m.tracker.ObserveStderr(string(b), at)
+	}
 	capBytes := w.o.Exec.MaxLogBytes
 	if capBytes <= 0 {
 		capBytes = execrt.DefaultMaxLogBytes
@@ -308,6 +312,35 @@ func (w *Stalls) pollOutput(m *incWatch, now time.Time) {
 			w.o.Log.Warn("watchdog: agent output came faster than it is read; bytes skipped", "session", m.session, "path", f.t.Path, "skipped", f.t.Lost-lost, "skipped_total", f.t.Lost)
 		}
 	}
+	return got
+}
+
+// maxOutputGap bounds the spacing of the output polls of a quiet exec
+// agent.
+const maxOutputGap = 5 * time.Second
+
+// outputDue reports whether an exec agent's output files are read this
+// tick: every tick while it writes; once quiet, at a spacing that doubles
+// up to maxOutputGap (and a quarter of its stall threshold), so a silent
+// fleet is not read a thousand files a second.
+func (w *Stalls) outputDue(m *incWatch, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !now.Before(m.outNext)
+}
+
+// notePoll spaces the next output poll after one that found output (got)
+// or none.
+func (w *Stalls) notePoll(m *incWatch, now time.Time, got bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if got {
+		m.outGap, m.outNext = 0, time.Time{}
+		return
+	}
+	limit := min(maxOutputGap, watchdog.Threshold(w.wdConfig(), m.hook.InTool)/4)
+	m.outGap = min(max(2*m.outGap, w.o.Config.Probe.Interval), limit)
+	m.outNext = now.Add(m.outGap)
 }
 
 // cfg is the configuration in force.

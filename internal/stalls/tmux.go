@@ -73,7 +73,10 @@ func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time
 			want = (moved && since >= gap) || confirm || since >= quietEvery
 		} else {
 			threshold := watchdog.Threshold(w.wdConfig(), m.hook.InTool)
-			want = threshold > 0 && now.Sub(m.lastActivity) >= threshold/2
+			// At most one capture per agent per quarter threshold: a
+			// silent fleet costs a trickle of captures, never one each
+			// per tick.
+			want = threshold > 0 && now.Sub(m.lastActivity) >= threshold/2 && now.Sub(m.capturedAt) >= threshold/4
 			if !want {
 				// A pane hash compares captures of one silent spell only.
 				m.paneHashed = false

@@ -23,6 +23,7 @@ import (
 // what they saw through it; nothing else writes a session's state.
 type Manager struct {
 	st       store.Store
+	raw      store.Store // st without the manager's write count (the same store when the backend counts)
 	host     string
 	log      *slog.Logger
 	defaults herd.RestartPolicy
@@ -45,6 +46,9 @@ type Manager struct {
 	// reason oom. Set before the daemon runs.
 	OOMKilled func(inc string) bool
 
+	// live is the in-memory live set the loops read (see live.go).
+	live liveSet
+
 	// locks serializes every state change of one session (launch, death,
 	// stop), so that two paths never act on the same slot at once. A
 	// session's lock is taken before any lock of a component.
@@ -62,7 +66,14 @@ type Manager struct {
 // New returns the state writer of host's sessions. defaults is the
 // restart policy of a session whose role is gone.
 func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Logger) *Manager {
-	return &Manager{st: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
+	m := &Manager{st: st, raw: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
+	if _, counts := st.(store.WriteCounter); !counts {
+		// A store that does not count its writes is counted here. A
+		// backend that does is used as it is, so that what else it
+		// implements (store.Listener) stays visible through Store().
+		m.st = countingStore{Store: st, gen: &m.live.gen}
+	}
+	return m
 }
 
 // Observe sets the watchdog's summary source and the listener of accounted
@@ -110,14 +121,23 @@ func (m *Manager) LockCtx(ctx context.Context, name string) (func(), error) {
 // changed it, and the events fn returns are appended in the same
 // transaction.
 func (m *Manager) Update(ctx context.Context, name, inc string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error)) error {
+	return m.UpdateThen(ctx, name, inc, fn, nil)
+}
+
+// UpdateThen is Update followed by after, called once the transaction has
+// committed with inc current, still under the session's lock. What must
+// follow only a committed write (a watcher of the incarnation) goes there:
+// a transaction the deadline rolled back leaves nothing behind, and a stop
+// that ends the incarnation cannot slip in between.
+func (m *Manager) UpdateThen(ctx context.Context, name, inc string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error), after func()) error {
 	unlock, err := m.locks.LockCtx(ctx, name)
 	if err != nil {
 		return err // busy (a stop in progress): the caller looks again later
 	}
 	defer unlock()
-	wrote := false
+	wrote, current := false, false
 	err = m.st.Update(ctx, func(tx store.Tx) error {
-		wrote = false
+		wrote, current = false, false
 		s, err := tx.Session(name)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -144,8 +164,12 @@ func (m *Manager) Update(ctx context.Context, name, inc string, fn func(tx store
 				return err
 			}
 		}
+		current = true
 		return nil
 	})
+	if err == nil && current && after != nil {
+		after()
+	}
 	if err == nil && wrote && m.changed != nil {
 		m.changed()
 	}
@@ -202,12 +226,15 @@ type Live struct {
 	Inc herd.Incarnation
 }
 
-// Live reads this host's sessions and, for the live ones, their open
-// incarnation: two queries in one transaction, whatever the number of
-// sessions.
-func (m *Manager) Live(ctx context.Context) (all []herd.Session, live []Live, err error) {
+// readLive reads this host's roles, its sessions and, for the live ones,
+// their open incarnation: three queries in one transaction, whatever the
+// number of sessions.
+func (m *Manager) readLive(ctx context.Context) (roles []herd.Role, all []herd.Session, live []Live, err error) {
 	err = m.st.View(ctx, func(tx store.Tx) error {
 		all, live = nil, nil
+		if roles, err = tx.Roles(); err != nil {
+			return err
+		}
 		sessions, err := tx.SessionsOnHost(m.host)
 		if err != nil {
 			return err
@@ -231,7 +258,37 @@ func (m *Manager) Live(ctx context.Context) (all []herd.Session, live []Live, er
 		}
 		return nil
 	})
-	return all, live, err
+	return roles, all, live, err
+}
+
+// LiveOne reads one session of this host and, when it is live, its open
+// incarnation; ok is false when it is neither.
+func (m *Manager) LiveOne(ctx context.Context, name string) (l Live, ok bool, err error) {
+	err = m.st.View(ctx, func(tx store.Tx) error {
+		l, ok = Live{}, false
+		s, err := tx.Session(name)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if s.Host != m.host || !s.State.Live() || s.Incarnation == "" {
+			return nil
+		}
+		inc, err := tx.Incarnation(s.Incarnation)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if inc.EndedAt == nil {
+			l, ok = Live{S: s, Inc: inc}, true
+		}
+		return nil
+	})
+	return l, ok, err
 }
 
 // Role reads one role.

@@ -197,3 +197,59 @@ func TestRetentionPrunes(t *testing.T) {
 		t.Errorf("expected the newest events kept … last id %d", evs[len(evs)-1].ID)
 	}
 }
+
+// TestUpdateThenOnlyAfterCommit: after runs once the write committed with
+// the incarnation current, and never after a rollback or a skipped write.
+func TestUpdateThenOnlyAfterCommit(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	cases := []struct {
+		name      string
+		ctx       context.Context
+		inc       string
+		fnErr     bool
+		wantAfter bool
+		wantErr   bool
+	}{
+		{name: "committed", ctx: context.Background(), inc: "inc-1", wantAfter: true},
+		{name: "fn fails: rolled back", ctx: context.Background(), inc: "inc-1", fnErr: true, wantErr: true},
+		{name: "not the current incarnation", ctx: context.Background(), inc: "inc-0"},
+		{name: "deadline already past", ctx: cancelled, inc: "inc-1", wantErr: true},
+	}
+	for _, c := range cases {
+		m := newManager(t)
+		after := 0
+		err := m.UpdateThen(c.ctx, "w-0", c.inc, func(tx store.Tx, s *herd.Session) ([]*herd.Event, error) {
+			if c.fnErr {
+				return nil, context.DeadlineExceeded
+			}
+			s.Process = herd.Unknown
+			return nil, nil
+		}, func() { after++ })
+		if (err != nil) != c.wantErr {
+			t.Errorf("[%s] expected error %v, got %v", c.name, c.wantErr, err)
+		}
+		if want := map[bool]int{true: 1, false: 0}[c.wantAfter]; after != want {
+			t.Errorf("[%s] expected after called %d times, got %d", c.name, want, after)
+		}
+	}
+}
+
+// TestLiveOne reads one live session with its open incarnation, and
+// nothing for a session that is not live or not there.
+func TestLiveOne(t *testing.T) {
+	m := newManager(t)
+	l, ok, err := m.LiveOne(context.Background(), "w-0")
+	if err != nil || !ok || l.S.Name != "w-0" || l.Inc.ID != "inc-1" {
+		t.Fatalf("[live] expected w-0 with inc-1, got %+v %v %v", l, ok, err)
+	}
+	if _, ok, err := m.LiveOne(context.Background(), "w-9"); err != nil || ok {
+		t.Errorf("[absent] expected nothing, got %v %v", ok, err)
+	}
+	if _, err := m.RecordDeath(context.Background(), Death{Session: "w-0", Incarnation: "inc-1", Exit: herd.Exit{Reason: herd.ReasonProcessGone}}); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok, err := m.LiveOne(context.Background(), "w-0"); err != nil || ok {
+		t.Errorf("[dead] expected nothing, got %+v %v %v", l, ok, err)
+	}
+}

@@ -81,6 +81,16 @@ type Lock interface {
 	Release()
 }
 
+// WriteCounter is implemented by a Store that counts the write
+// transactions it has run, once each has ended (committed or not). A
+// reader that keeps what it read in memory reads again once the count
+// moved: every write of this process is then seen at once. Writes of
+// other processes (other hosts sharing a PostgreSQL store) are not
+// counted.
+type WriteCounter interface {
+	Writes() uint64
+}
+
 // EventFilter selects events. Zero fields do not filter.
 type EventFilter struct {
 	Host    string
@@ -89,6 +99,16 @@ type EventFilter struct {
 	Since   time.Time
 	AfterID int64 // only events with a greater id
 	Limit   int   // 0 = no limit; with Limit the newest Limit events are returned
+	// Page, with no Limit, returns only the oldest Page events: one page
+	// of a long read, read on with AfterID set to the last id returned.
+	Page int
+}
+
+// SessionPID is a session with the pid of its open incarnation (0 when
+// it has none).
+type SessionPID struct {
+	Session herd.Session
+	PID     int
 }
 
 // Tx is one transaction. Lists are ordered by name (roles, sessions),
@@ -105,6 +125,10 @@ type Tx interface {
 	Sessions() ([]herd.Session, error)
 	// SessionsOnHost lists the sessions recorded on host.
 	SessionsOnHost(host string) ([]herd.Session, error)
+	// SessionsWithPIDs lists every session by name, each with the pid of
+	// its incarnation while that is open (the agent's, else the launched
+	// root's; 0 when none): one query, for listings.
+	SessionsWithPIDs() ([]SessionPID, error)
 	PutSession(s herd.Session) error
 	DeleteSession(name string) error
 
@@ -126,6 +150,10 @@ type Tx interface {
 	// new event with an id at or below N (EventFilter.AfterID is a cursor).
 	AppendEvent(e *herd.Event) error
 	Events(f EventFilter) ([]herd.Event, error)
+	// NewestEventsAfter returns the id just below the n newest events f
+	// selects (its Limit and Page aside), or f.AfterID when no more than
+	// n match: the cursor from which those n are read in pages.
+	NewestEventsAfter(f EventFilter, n int) (int64, error)
 	// DeleteEventsBefore deletes the oldest events whose time is before
 	// before, at most limit of them (limit > 0), and returns how many it
 	// deleted: fewer than limit means none is left.

@@ -716,3 +716,26 @@ func TestEmptyServerAnswers(t *testing.T) {
 		t.Errorf("[list-panes] expected no panes, no error … got %v, %v", panes, err)
 	}
 }
+
+// TestListSession: a listing of one session names its panes only, even
+// beside a session whose name it prefixes; a session that does not exist
+// is a good, empty listing; no server is ErrNoServer.
+func TestListSession(t *testing.T) {
+	c := newClient(t)
+	ctx := ctxT(t)
+	if _, err := c.ListSession(ctx, "w-1"); !errors.Is(err, ErrNoServer) {
+		t.Errorf("[no server] expected ErrNoServer, got %v", err)
+	}
+	for _, name := range []string{"w-1", "w-10"} {
+		if _, err := c.NewSession(ctx, name, t.TempDir(), nil, []string{"sleep", "100"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	panes, err := c.ListSession(ctx, "w-1")
+	if err != nil || len(panes) != 1 || panes[0].Session != "w-1" || panes[0].Err != nil {
+		t.Errorf("[w-1] expected its one pane, got %+v (%v)", panes, err)
+	}
+	if panes, err := c.ListSession(ctx, "w-2"); err != nil || len(panes) != 0 {
+		t.Errorf("[no such session] expected an empty listing, got %+v (%v)", panes, err)
+	}
+}

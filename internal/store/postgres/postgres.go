@@ -76,6 +76,8 @@ type Store struct {
 	db *sql.DB
 	// retries counts the runs of fn after a conflict.
 	retries atomic.Uint64
+	// writes counts the write transactions run (see Writes).
+	writes atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -139,10 +141,15 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // loses a serialization conflict or a deadlock, fn runs again in a new one
 // (see Store). fn's error is returned as is.
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	defer s.writes.Add(1)
 	return s.retry(ctx, func() error {
 		return s.run(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}, fn)
 	})
 }
+
+// Writes counts the write transactions this Store has run, once each
+// has ended (committed or not); see store.WriteCounter.
+func (s *Store) Writes() uint64 { return s.writes.Load() }
 
 // View runs fn in a read-only transaction that sees one snapshot.
 func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -44,6 +45,8 @@ var dialect = sqltx.Dialect{Name: "sqlite"}
 type Store struct {
 	w *sql.DB // one connection, BEGIN IMMEDIATE
 	r *sql.DB // read-only connections, deferred BEGIN
+	// writes counts the write transactions run (see Writes).
+	writes atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -155,6 +158,7 @@ func migrate(ctx context.Context, db *sql.DB, lockPath string) (err error) {
 // Update runs fn in a write transaction, committed if fn returns nil and
 // rolled back otherwise (also when fn panics). fn's error is returned as is.
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	defer s.writes.Add(1)
 	t, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
@@ -174,6 +178,10 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	return nil
 }
+
+// Writes counts the write transactions this Store has run, once each
+// has ended (committed or not); see store.WriteCounter.
+func (s *Store) Writes() uint64 { return s.writes.Load() }
 
 // View runs fn in a read-only transaction that sees one consistent snapshot.
 func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {

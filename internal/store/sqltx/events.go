@@ -51,12 +51,9 @@ func (t *tx) AppendEvent(e *herd.Event) error {
 	return nil
 }
 
-// Events returns the events selected by f in ascending id order; with a
-// Limit, the newest Limit of them.
-func (t *tx) Events(f store.EventFilter) ([]herd.Event, error) {
-	if f.Limit < 0 {
-		return nil, fmt.Errorf("%s: events: negative limit %d", t.name, f.Limit)
-	}
+// eventWhere is the WHERE clause (with its arguments) of what f selects,
+// "" when it selects every event.
+func eventWhere(f store.EventFilter) (string, []any) {
 	var (
 		where []string
 		args  []any
@@ -81,15 +78,29 @@ func (t *tx) Events(f store.EventFilter) ([]herd.Event, error) {
 		where = append(where, "id > ?")
 		args = append(args, f.AfterID)
 	}
-	q := eventSelect
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	if len(where) == 0 {
+		return "", nil
 	}
-	if f.Limit > 0 {
+	return " WHERE " + strings.Join(where, " AND "), args
+}
+
+// Events returns the events selected by f in ascending id order; with a
+// Limit, the newest Limit of them; with a Page, the oldest Page of them.
+func (t *tx) Events(f store.EventFilter) ([]herd.Event, error) {
+	if f.Limit < 0 || f.Page < 0 {
+		return nil, fmt.Errorf("%s: events: negative limit %d or page %d", t.name, f.Limit, f.Page)
+	}
+	where, args := eventWhere(f)
+	q := eventSelect + where
+	switch {
+	case f.Limit > 0:
 		// Newest first so the index stops after Limit rows; reversed below.
 		q += " ORDER BY id DESC LIMIT ?"
 		args = append(args, f.Limit)
-	} else {
+	case f.Page > 0:
+		q += " ORDER BY id LIMIT ?"
+		args = append(args, f.Page)
+	default:
 		q += " ORDER BY id"
 	}
 	out, err := collect(t, "events", scanEvent, q, args...)
@@ -100,6 +111,25 @@ func (t *tx) Events(f store.EventFilter) ([]herd.Event, error) {
 		slices.Reverse(out)
 	}
 	return out, nil
+}
+
+// NewestEventsAfter returns the id just below the n newest events f
+// selects (its Limit and Page aside), or f.AfterID when no more than n
+// match: the cursor from which those n are read in pages.
+func (t *tx) NewestEventsAfter(f store.EventFilter, n int) (int64, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("%s: newest events: n %d, want > 0", t.name, n)
+	}
+	where, args := eventWhere(f)
+	var id int64
+	err := t.queryRow("SELECT id FROM events"+where+" ORDER BY id DESC LIMIT 1 OFFSET ?", append(args, n)...).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f.AfterID, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s: newest events: %w", t.name, err)
+	}
+	return id, nil
 }
 
 // DeleteEventsBefore deletes at most limit of the oldest events whose

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"herd"
+	"herd/internal/store"
 )
 
 var sessionCols = []string{
@@ -38,6 +39,33 @@ func (t *tx) Sessions() ([]herd.Session, error) {
 func (t *tx) SessionsOnHost(host string) ([]herd.Session, error) {
 	return collect(t, "sessions on "+host, scanSession,
 		sessionSelect+" WHERE host = ? ORDER BY name", host)
+}
+
+// SessionsWithPIDs lists every session by name with the pid of its open
+// incarnation, in one query (a left join).
+func (t *tx) SessionsWithPIDs() ([]store.SessionPID, error) {
+	cols := make([]string, len(sessionCols))
+	for i, c := range sessionCols {
+		cols[i] = "s." + c
+	}
+	q := "SELECT " + strings.Join(cols, ", ") + ", COALESCE(NULLIF(i.pid, 0), i.root_pid, 0)" +
+		" FROM sessions s LEFT JOIN incarnations i ON i.id = s.incarnation AND i.ended_at IS NULL ORDER BY s.name"
+	return collect(t, "sessions with pids", func(sc scanner) (store.SessionPID, error) {
+		var sp store.SessionPID
+		var err error
+		sp.Session, err = scanSession(pidScanner{sc, &sp.PID})
+		return sp, err
+	}, q)
+}
+
+// pidScanner scans one more column, a pid, after the session's.
+type pidScanner struct {
+	scanner
+	pid *int
+}
+
+func (p pidScanner) Scan(dest ...any) error {
+	return p.scanner.Scan(append(dest, p.pid)...)
 }
 
 func scanSession(sc scanner) (herd.Session, error) {

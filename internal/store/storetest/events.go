@@ -81,6 +81,9 @@ func testEventFilters(t *testing.T, s store.Store) {
 		{"host", store.EventFilter{Host: "h1"}, []int{0, 6}},
 		{"host and kind", store.EventFilter{Host: "h2", Kind: herd.EventSpawned}, []int{1}},
 		{"unknown host", store.EventFilter{Host: "h9"}, nil},
+		{"page keeps the oldest", store.EventFilter{Page: 3}, []int{0, 1, 2}},
+		{"page after id", store.EventFilter{AfterID: ev[2].ID, Page: 2}, []int{3, 4}},
+		{"page with session", store.EventFilter{Session: "a-0", Page: 3}, []int{0, 2, 3}},
 	}
 	view(t, s, func(tx store.Tx) error {
 		for _, c := range cases {
@@ -97,6 +100,24 @@ func testEventFilters(t *testing.T, s store.Store) {
 				continue
 			}
 			diff(t, c.name, want, got)
+		}
+		// The cursor below the n newest events a filter selects.
+		cursors := []struct {
+			name string
+			f    store.EventFilter
+			n    int
+			want int64
+		}{
+			{"newest 3", store.EventFilter{}, 3, ev[3].ID},
+			{"newest 2 of a session", store.EventFilter{Session: "a-0"}, 2, ev[2].ID},
+			{"more than match", store.EventFilter{Kind: herd.EventCrashed}, 5, 0},
+			{"more than match after id", store.EventFilter{AfterID: ev[4].ID}, 5, ev[4].ID},
+		}
+		for _, c := range cursors {
+			got, err := tx.NewestEventsAfter(c.f, c.n)
+			if err != nil || got != c.want {
+				t.Errorf("[cursor %s] expected %d, got %d (%v)", c.name, c.want, got, err)
+			}
 		}
 		return nil
 	})

@@ -144,3 +144,45 @@ func testOpenIncarnationsOnHost(t *testing.T, s store.Store) {
 		return nil
 	})
 }
+
+func testSessionsWithPIDs(t *testing.T, s store.Store) {
+	open := openIncarnation("open", "w-0", "a", at(10))
+	rootOnly := openIncarnation("root", "w-1", "a", at(11))
+	rootOnly.Identity = herd.Identity{}
+	ended := openIncarnation("ended", "w-2", "a", at(12))
+	ended.EndedAt = ptr(at(13))
+	mk := func(name, inc string) herd.Session {
+		se := minimalSession(name, "w")
+		se.Incarnation = inc
+		return se
+	}
+	sessions := []herd.Session{mk("w-2", "ended"), mk("w-0", "open"), mk("w-3", ""), mk("w-1", "root")}
+	update(t, s, func(tx store.Tx) error {
+		for _, inc := range []herd.Incarnation{open, rootOnly, ended} {
+			if err := tx.PutIncarnation(inc); err != nil {
+				return err
+			}
+		}
+		for _, se := range sessions {
+			if err := tx.PutSession(se); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	want := []store.SessionPID{
+		{Session: sessions[1], PID: open.Identity.PID},
+		{Session: sessions[3], PID: rootOnly.Root.PID},
+		{Session: sessions[0]},
+		{Session: sessions[2]},
+	}
+	view(t, s, func(tx store.Tx) error {
+		got, err := tx.SessionsWithPIDs()
+		if err != nil {
+			t.Errorf("unexpected error %v", err)
+			return nil
+		}
+		diff(t, "sessions with pids", want, got)
+		return nil
+	})
+}

@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CommandRoundTrip", testCommandRoundTrip},
 		{"CommandsOnHost", testCommandsOnHost},
 		{"ClaimCommands", testClaimCommands},
+		{"SessionsWithPIDs", testSessionsWithPIDs},
 		{"KV", testKV},
 		{"ClaimKVOnce", testClaimKVOnce},
 		{"ClaimKVConcurrent", testClaimKVConcurrent},

@@ -113,28 +113,39 @@ func (n *Notifier) Post(ctx context.Context, payload []byte) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.Webhook, bytes.NewReader(payload))
-	if err != nil {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	if err := PostHTTP(ctx, n.Client, n.Webhook, h, payload); err != nil {
 		return fmt.Errorf("webhook: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	return nil
+}
+
+// PostHTTP POSTs body to url with headers h (and herd's User-Agent) through
+// client (http.DefaultClient when nil); only a 2xx answer is a success, and
+// the error of another names the status and the start of the answer.
+func PostHTTP(ctx context.Context, client *http.Client, url string, h http.Header, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header = h.Clone()
 	req.Header.Set("User-Agent", "herd")
-	client := n.Client
 	if client == nil {
 		client = http.DefaultClient
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
+		return err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg := strings.TrimSpace(string(body))
+		msg := strings.TrimSpace(string(answer))
 		if msg != "" {
 			msg = ": " + msg
 		}
-		return fmt.Errorf("webhook: %s%s", resp.Status, msg)
+		return errors.New(resp.Status + msg)
 	}
 	return nil
 }

@@ -1,12 +1,9 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -197,27 +194,5 @@ func Event(m Message, channel string) herd.Event {
 func post(ctx context.Context, client *http.Client, url string, h http.Header, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header = h
-	req.Header.Set("User-Agent", "herd")
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg := strings.TrimSpace(string(answer))
-		if msg != "" {
-			msg = ": " + msg
-		}
-		return errors.New(resp.Status + msg)
-	}
-	return nil
+	return escalation.PostHTTP(ctx, client, url, h, body)
 }

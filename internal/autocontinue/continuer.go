@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -119,8 +120,20 @@ func Plan(s herd.Session, role herd.Role, last herd.Event) (at time.Time, ok boo
 // before the usual tick).
 func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, error) {
 	host := c.o.Status.Host()
+	// The live set first (memory, no query): almost always nothing is
+	// blocked, and then the store is not read at all.
+	_, live, err := c.o.Status.Live(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if !slices.ContainsFunc(live, func(l status.Live) bool { return l.S.Activity == herd.ActivityBlocked }) {
+		c.mu.Lock()
+		clear(c.tried) // every episode is over
+		c.mu.Unlock()
+		return 0, nil
+	}
 	var plans []due
-	err := c.o.Status.Store().View(ctx, func(tx store.Tx) error {
+	err = c.o.Status.Store().View(ctx, func(tx store.Tx) error {
 		sessions, err := tx.SessionsOnHost(host)
 		if err != nil {
 			return err

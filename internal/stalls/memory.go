@@ -85,6 +85,8 @@ type incWatch struct {
 	// restart_on_update restart of it runs.
 	exeReplaced   string
 	updateRestart bool
+	// exeCheckedAt is when the executable was last read.
+	exeCheckedAt time.Time
 }
 
 // watchFor returns the memory of s's current incarnation inc, creating it

@@ -20,12 +20,17 @@ const updateRestartTimeout = 2 * time.Minute
 // with its role's restart_on_update it is restarted, resuming its
 // conversation, at its first idle moment (never mid-turn).
 func (w *Stalls) watchBinaries(ctx context.Context, items []watchItem, roles map[string]herd.Role) {
+	now := time.Now()
 	for _, it := range items {
 		m := it.m
 		m.mu.Lock()
 		exe, restarting := m.exeReplaced, m.updateRestart
+		check := exe == "" && now.Sub(m.exeCheckedAt) >= binaryCheckEvery
+		if check {
+			m.exeCheckedAt = now
+		}
 		m.mu.Unlock()
-		if exe == "" {
+		if check {
 			exe = w.checkBinary(ctx, it)
 		}
 		if exe == "" || restarting || !roles[it.S.Role].RestartOnUpdate {
@@ -37,9 +42,20 @@ func (w *Stalls) watchBinaries(ctx context.Context, items []watchItem, roles map
 		m.mu.Lock()
 		m.updateRestart = true
 		m.mu.Unlock()
-		w.kills.Go("restart on update", func() { w.restartUpdated(ctx, it, exe) })
+		w.goRestartUpdated(ctx, it, exe)
 	}
 }
+
+// goRestartUpdated runs restartUpdated in the background. A function of
+// its own so that only this path moves the item to the heap, not every
+// item of every tick.
+func (w *Stalls) goRestartUpdated(ctx context.Context, it watchItem, exe string) {
+	w.kills.Go("restart on update", func() { w.restartUpdated(ctx, it, exe) })
+}
+
+// binaryCheckEvery spaces the reads of one agent's executable: an update
+// is not urgent, and a thousand agents are not read every tick.
+const binaryCheckEvery = 5 * time.Second
 
 // checkBinary reads the agent's executable and, when it was replaced,
 // remembers it and records the outdated event; it returns its path, or ""

@@ -92,7 +92,9 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 	e.waitFor("the first turn answered", 60*time.Second, func() bool { return sawUser(mock, "say hello") })
 	e.waitIdle(name)
 
-	// A tool that needs permission: dialog on screen -> notification.
+	// A tool that needs permission: dialog on screen -> notification (the
+	// first one after the prompt: the trust dialog at start had its own).
+	asked := time.Now()
 	e.typeLine(name, "run the "+mockapi.TriggerTool)
 	var screenAt time.Time
 	e.waitFor("the permission dialog", 60*time.Second, func() bool {
@@ -102,8 +104,16 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 		}
 		return false
 	})
-	e.waitFor("the notification", 30*time.Second, func() bool { return len(hook.requests()) > 0 })
-	got := hook.requests()[0]
+	var got hookRequest
+	e.waitFor("the notification", 30*time.Second, func() bool {
+		for _, r := range hook.requests() {
+			if r.at.After(asked) {
+				got = r
+				return true
+			}
+		}
+		return false
+	})
 	var toolAt time.Time
 	for _, r := range mock.Records() {
 		if r.Tool {
@@ -125,7 +135,20 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 	if !strings.Contains(got.body, `"reason":"waiting"`) || !strings.Contains(got.body, "herd attach "+name) {
 		t.Errorf("expected a waiting notification naming herd attach, got %s", got.body)
 	}
-	e.must("inject", name, "") // Enter: the preselected "Yes"
+	// Enter: the preselected "Yes". Claude Code ignores keys for a moment
+	// after a dialog appears (no typed-ahead Enter accepts a prompt), and
+	// the notification came sooner than that: press again while the
+	// dialog stays, as a person would.
+	for i := 0; strings.Contains(e.capture(name), "Do you want to proceed?"); i++ {
+		if i == 5 {
+			t.Fatalf("the permission dialog stayed after 5 Enters:\n%s", e.capture(name))
+		}
+		e.must("inject", name, "")
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) && strings.Contains(e.capture(name), "Do you want to proceed?") {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	e.waitIdle(name)
 
 	// A crash: the relaunch resumes the conversation.

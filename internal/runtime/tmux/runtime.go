@@ -1,6 +1,7 @@
 package tmux
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -226,7 +227,41 @@ func (r *Runtime) InjectCleared(ctx context.Context, inc herd.Incarnation, clear
 	if err := r.client.SendKeysPane(ctx, pane, clear...); err != nil {
 		return err
 	}
-	return r.client.SendTextPane(ctx, pane, text, enter)
+	if text == "" || !enter {
+		return r.client.SendTextPane(ctx, pane, text, enter)
+	}
+	// The text, then Enter once the pane has taken it: a TUI (Claude
+	// Code) takes keys that arrive together for a paste and drops an
+	// Enter that comes with them.
+	before, _ := r.client.CapturePane(ctx, pane, 0)
+	if err := r.client.SendTextPane(ctx, pane, text, false); err != nil {
+		return err
+	}
+	r.waitChanged(ctx, pane, before)
+	return r.client.SendTextPane(ctx, pane, "", true)
+}
+
+// typedWait bounds the wait for a pane to show typed text; a pane that
+// does not change within it gets its Enter anyway.
+const typedWait = 2 * time.Second
+
+// waitChanged polls the pane until it shows something other than before
+// (the typed text was read), typedWait or ctx's end.
+func (r *Runtime) waitChanged(ctx context.Context, pane string, before []byte) {
+	ctx, cancel := context.WithTimeout(ctx, typedWait)
+	defer cancel()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if out, err := r.client.CapturePane(ctx, pane, 0); err == nil && !bytes.Equal(out, before) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // agentPane resolves, from a fresh listing, the id (%N) of the pane herd

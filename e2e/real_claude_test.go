@@ -206,14 +206,12 @@ func (e *env) waitIdle(name string) {
 	})
 }
 
-// typeLine types text through herd inject, waits for it on screen, then
-// presses Enter: Claude Code 2.1.330 drops an Enter that follows typed
-// text at once.
+// typeLine submits text through one herd inject, as a user would: herd
+// presses Enter only once the pane took the text (Claude Code drops an
+// Enter that arrives with the text).
 func (e *env) typeLine(name, text string) {
 	e.t.Helper()
-	e.must("inject", "--no-enter", name, text)
-	e.waitFor("typed text on screen", 20*time.Second, func() bool { return strings.Contains(e.capture(name), text) })
-	e.must("inject", name, "")
+	e.must("inject", name, text) // one call: herd presses Enter once the pane took the text
 }
 
 // capture is the session's pane as shown.

@@ -231,12 +231,14 @@ func TestE2EHooks(t *testing.T) {
 	e.run("hooked", "--interval", "400ms", "--session-id", sid,
 		"--hooks", "SessionStart,PreToolUse:Bash,PermissionRequest:Bash,Notification:permission_prompt,PostToolUse:Bash,Stop")
 	var seen []herd.Activity
+	// Idle after waiting: the Stop hook's idle. (The agent's output may
+	// make it working before SessionStart's idle: not the end.)
 	e.poll("idle after the hooks", func() bool {
 		a := e.session("hooked-0").Activity
 		if len(seen) == 0 || seen[len(seen)-1] != a {
 			seen = append(seen, a)
 		}
-		return a == herd.ActivityIdle && slices.Contains(seen, herd.ActivityWorking)
+		return a == herd.ActivityIdle && slices.Contains(seen, herd.ActivityWaiting)
 	})
 	want := []herd.Activity{herd.ActivityWorking, herd.ActivityWaiting, herd.ActivityWorking, herd.ActivityIdle}
 	if !isSubsequence(want, seen) {

@@ -233,7 +233,10 @@ func (p *Prober) markAlive(ctx context.Context, s herd.Session, inc herd.Incarna
 				return nil, err
 			}
 		}
-		if kind != "" {
+		// Under the session's lock: a second probe path that saw it
+		// unwatched before the first one's watch was registered records
+		// no second adoption.
+		if kind != "" && !(kind == herd.EventAdopted && p.isWatched(inc)) {
 			events = append(events, p.st.Event(*cur, inc.ID, kind, "", "identity verified: pid, start time, boot id", map[string]any{"pid": inc.Identity.PID}))
 		}
 		if cur.State == herd.StatePending || cur.State == herd.StateUnknown {

@@ -23,7 +23,7 @@ import (
 // what they saw through it; nothing else writes a session's state.
 type Manager struct {
 	st       store.Store
-	raw      store.Store // st without the manager's write count (the same store when the backend counts)
+	raw      store.Store // the backend st writes through to
 	host     string
 	log      *slog.Logger
 	defaults herd.RestartPolicy
@@ -66,13 +66,12 @@ type Manager struct {
 // New returns the state writer of host's sessions. defaults is the
 // restart policy of a session whose role is gone.
 func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Logger) *Manager {
-	m := &Manager{st: st, raw: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
-	if _, counts := st.(store.WriteCounter); !counts {
-		// A store that does not count its writes is counted here. A
-		// backend that does is used as it is, so that what else it
-		// implements (store.Listener) stays visible through Store().
-		m.st = countingStore{Store: st, gen: &m.live.gen}
+	m := &Manager{raw: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
+	m.live.host = host
+	if wc, ok := st.(store.WriteCounter); ok {
+		m.live.backendSeen = wc.Writes()
 	}
+	m.st = wrap(st, &m.live)
 	return m
 }
 
@@ -88,8 +87,10 @@ func (m *Manager) Observe(seen func(inc string) map[string]any, ended func(inc s
 // runs.
 func (m *Manager) OnChange(fn func()) { m.changed = fn }
 
-// Store is the store the manager writes through (read-only callers use it
-// for views).
+// Store is the store the manager writes through. Every write of the
+// daemon goes through it: what a committed transaction puts or deletes
+// reaches the live set without a read (a write around it costs the next
+// reader a read of the store).
 func (m *Manager) Store() store.Store { return m.st }
 
 // Host is this daemon's host name.
@@ -226,44 +227,9 @@ type Live struct {
 	Inc herd.Incarnation
 }
 
-// readLive reads this host's roles, its sessions and, for the live ones,
-// their open incarnation: three queries in one transaction, whatever the
-// number of sessions.
-func (m *Manager) readLive(ctx context.Context) (roles []herd.Role, all []herd.Session, live []Live, err error) {
-	err = m.st.View(ctx, func(tx store.Tx) error {
-		all, live = nil, nil
-		if roles, err = tx.Roles(); err != nil {
-			return err
-		}
-		sessions, err := tx.SessionsOnHost(m.host)
-		if err != nil {
-			return err
-		}
-		open, err := tx.OpenIncarnationsOnHost(m.host)
-		if err != nil {
-			return err
-		}
-		byID := make(map[string]herd.Incarnation, len(open))
-		for _, inc := range open {
-			byID[inc.ID] = inc
-		}
-		for _, s := range sessions {
-			if s.Host != m.host {
-				continue
-			}
-			all = append(all, s)
-			if inc, ok := byID[s.Incarnation]; ok && s.State.Live() {
-				live = append(live, Live{S: s, Inc: inc})
-			}
-		}
-		return nil
-	})
-	return roles, all, live, err
-}
-
-// LiveOne reads one session of this host and, when it is live, its open
-// incarnation; ok is false when it is neither.
-func (m *Manager) LiveOne(ctx context.Context, name string) (l Live, ok bool, err error) {
+// liveOneStored reads one session of this host and, when it is live, its
+// open incarnation from the store; ok is false when it is neither.
+func (m *Manager) liveOneStored(ctx context.Context, name string) (l Live, ok bool, err error) {
 	err = m.st.View(ctx, func(tx store.Tx) error {
 		l, ok = Live{}, false
 		s, err := tx.Session(name)

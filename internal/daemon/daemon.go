@@ -125,6 +125,9 @@ func New(o Options) (*Daemon, error) {
 		}
 	}
 	d := &Daemon{log: log, cfg: cfg, proc: o.Proc, host: host, bootID: boot, live: config.NewLive(cfg), load: o.Load}
+	// Every write of the daemon goes through the status manager's store,
+	// which applies it to the live set (a write around it costs the next
+	// reader a read of the store).
 	d.status = status.New(o.Store, host, cfg.Restart, log)
 	if cfg.Metrics.Listen != "" {
 		d.metrics = metrics.New(d.metricsSnapshot)
@@ -152,13 +155,13 @@ func New(o Options) (*Daemon, error) {
 		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,
 	})
 	d.slots.SetBinaryUpdated(d.stalls.BinaryUpdated)
-	d.escalator = escalation.NewEscalator(o.Store, host, cfg, log)
+	d.escalator = escalation.NewEscalator(d.status.Store(), host, cfg, log)
 	d.escalator.Sessions = func(ctx context.Context) ([]herd.Session, error) {
 		all, _, err := d.status.Live(ctx)
 		return all, err
 	}
 	d.escalator.Metrics = d.metrics
-	d.notify = notify.New(notify.Options{Store: o.Store, Host: host, Config: cfg.Notify, Log: log, Tick: min(time.Second, cfg.Probe.Interval)})
+	d.notify = notify.New(notify.Options{Store: d.status.Store(), Host: host, Config: cfg.Notify, Log: log, Tick: min(time.Second, cfg.Probe.Interval)})
 	d.continuer = autocontinue.New(autocontinue.Options{
 		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Timeout: 4 * cfg.Probe.Timeout,
 		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
@@ -170,7 +173,7 @@ func New(o Options) (*Daemon, error) {
 		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
 		Reload: d.Reload,
 	})
-	d.commands = commands.NewRunner(o.Store, host, d.server.Execute, commands.PollEvery, log)
+	d.commands = commands.NewRunner(d.status.Store(), host, d.server.Execute, commands.PollEvery, log)
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}

@@ -48,8 +48,9 @@ type liveSet struct {
 	reads atomic.Uint64
 
 	// applyMu serializes this daemon's write transactions, each with
-	// the apply of its writes (held across the backend's Update).
-	applyMu sync.Mutex
+	// the apply of its writes (held across the backend's Update): a
+	// mutex of capacity one whose wait can end with a context.
+	applyMu chan struct{}
 
 	mu sync.Mutex // guards the fields below
 	// ok: the set holds a read (taken at readAt, after hintsAt hints) and

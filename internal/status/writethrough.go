@@ -94,8 +94,14 @@ func wrap(st store.Store, ls *liveSet) store.Store {
 // store.
 func (w writeThrough) Update(ctx context.Context, fn func(store.Tx) error) error {
 	ls := w.ls
-	ls.applyMu.Lock()
-	defer ls.applyMu.Unlock()
+	// A turn that waits past ctx gives up, as the backend's own wait for
+	// its writer does.
+	select {
+	case ls.applyMu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-ls.applyMu }()
 	ls.begin(w.Store)
 	var rec recorder
 	fnOK := false

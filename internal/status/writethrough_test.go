@@ -60,7 +60,8 @@ type fleetGen struct {
 	r    *rand.Rand
 	host string
 	now  time.Time
-	n    int // ids made
+	n    int    // ids made
+	id   string // prefix of the ids made
 }
 
 func (g *fleetGen) role() string { return []string{"alpha", "beta", "w", "w-x"}[g.r.IntN(4)] }
@@ -86,7 +87,7 @@ func (g *fleetGen) write() (string, func(tx store.Tx) error) {
 	name := g.sessionName()
 	role := name[:len(name)-2]
 	g.n++
-	incID := fmt.Sprintf("inc-%d", g.n)
+	incID := fmt.Sprintf("inc-%s%d", g.id, g.n)
 	switch k := g.r.IntN(9); k {
 	case 0, 1: // a launch: an open incarnation and its running session
 		at := g.at()
@@ -193,7 +194,7 @@ func checkFresh(t *testing.T, m *Manager, step string) {
 		}
 		for _, s := range wantAll {
 			inc, err := tx.Incarnation(s.Incarnation)
-			if err == nil && inc.EndedAt == nil && s.State.Live() {
+			if err == nil && inc.EndedAt == nil && inc.Host == m.host && s.State.Live() {
 				wantLive = append(wantLive, Live{S: s, Inc: inc})
 			}
 		}
@@ -290,7 +291,7 @@ func TestLiveSetConcurrentWrites(t *testing.T) {
 			var wg sync.WaitGroup
 			for w := range 4 {
 				wg.Go(func() {
-					g := &fleetGen{r: rand.New(rand.NewPCG(uint64(w), 99)), host: "h", now: time.Now()}
+					g := &fleetGen{r: rand.New(rand.NewPCG(uint64(w), 99)), host: "h", now: time.Now(), id: fmt.Sprint(w, "-")}
 					for range 60 {
 						kind, fn := g.write()
 						if err := m.Store().Update(ctx, fn); err != nil {

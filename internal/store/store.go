@@ -129,6 +129,10 @@ type Tx interface {
 	// its incarnation while that is open (the agent's, else the launched
 	// root's; 0 when none): one query, for listings.
 	SessionsWithPIDs() ([]SessionPID, error)
+	// SessionsWithPIDsNotOnHost is SessionsWithPIDs of every host but
+	// host, each without its snapshot (Session.Snapshot nil): the rows a
+	// listing shows of other hosts, in one query.
+	SessionsWithPIDsNotOnHost(host string) ([]SessionPID, error)
 	PutSession(s herd.Session) error
 	DeleteSession(name string) error
 

@@ -48,14 +48,34 @@ func (t *tx) SessionsWithPIDs() ([]store.SessionPID, error) {
 	for i, c := range sessionCols {
 		cols[i] = "s." + c
 	}
+	return t.sessionsWithPIDs("sessions with pids", cols, "")
+}
+
+// SessionsWithPIDsNotOnHost lists the sessions of every host but host by
+// name, with the pids of their open incarnations and without their
+// snapshots (a NULL in the snapshot's place: no JSON to decode).
+func (t *tx) SessionsWithPIDsNotOnHost(host string) ([]store.SessionPID, error) {
+	cols := make([]string, len(sessionCols))
+	for i, c := range sessionCols {
+		cols[i] = "s." + c
+		if c == "snapshot" {
+			cols[i] = "CAST(NULL AS TEXT)"
+		}
+	}
+	return t.sessionsWithPIDs("sessions with pids not on "+host, cols, " WHERE s.host <> ?", host)
+}
+
+// sessionsWithPIDs selects cols of the sessions where says, with the pid
+// of each one's open incarnation.
+func (t *tx) sessionsWithPIDs(what string, cols []string, where string, args ...any) ([]store.SessionPID, error) {
 	q := "SELECT " + strings.Join(cols, ", ") + ", COALESCE(NULLIF(i.pid, 0), i.root_pid, 0)" +
-		" FROM sessions s LEFT JOIN incarnations i ON i.id = s.incarnation AND i.ended_at IS NULL ORDER BY s.name"
-	return collect(t, "sessions with pids", func(sc scanner) (store.SessionPID, error) {
+		" FROM sessions s LEFT JOIN incarnations i ON i.id = s.incarnation AND i.ended_at IS NULL" + where + " ORDER BY s.name"
+	return collect(t, what, func(sc scanner) (store.SessionPID, error) {
 		var sp store.SessionPID
 		var err error
 		sp.Session, err = scanSession(pidScanner{sc, &sp.PID})
 		return sp, err
-	}, q)
+	}, q, args...)
 }
 
 // pidScanner scans one more column, a pid, after the session's.

@@ -185,4 +185,36 @@ func testSessionsWithPIDs(t *testing.T, s store.Store) {
 		diff(t, "sessions with pids", want, got)
 		return nil
 	})
+
+	// Another host's rows, without their snapshots (the rows above
+	// are of host "").
+	other := mk("v-0", "elsewhere")
+	other.Host, other.Snapshot = "b", &herd.Snapshot{Argv: []string{"agent"}, Agent: "claude"}
+	otherInc := openIncarnation("elsewhere", "v-0", "b", at(14))
+	update(t, s, func(tx store.Tx) error {
+		if err := tx.PutIncarnation(otherInc); err != nil {
+			return err
+		}
+		return tx.PutSession(other)
+	})
+	bare := other
+	bare.Snapshot = nil
+	view(t, s, func(tx store.Tx) error {
+		for _, c := range []struct {
+			host string
+			want []store.SessionPID
+		}{
+			{"", []store.SessionPID{{Session: bare, PID: otherInc.Identity.PID}}},
+			{"b", []store.SessionPID{want[0], want[1], want[2], want[3]}},
+			{"a", []store.SessionPID{{Session: bare, PID: otherInc.Identity.PID}, want[0], want[1], want[2], want[3]}},
+		} {
+			got, err := tx.SessionsWithPIDsNotOnHost(c.host)
+			if err != nil {
+				t.Errorf("[not on %s] unexpected error %v", c.host, err)
+				continue
+			}
+			diff(t, "sessions with pids not on "+c.host, c.want, got)
+		}
+		return nil
+	})
 }

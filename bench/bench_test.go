@@ -173,32 +173,60 @@ max_restarts = 0
 
 // BenchmarkGetSessions1000: one `herd get sessions` CLI call with 1000
 // sessions in the store, against `herd version` (process start, no daemon
-// call) in the same run.
+// call) in the same run: another host's sessions (read from the store),
+// and this host's (served from the daemon's live set).
 func BenchmarkGetSessions1000(b *testing.B) {
+	here, err := os.Hostname()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, host string
+		states     []herd.State
+	}{
+		// Live sessions of another host: listed with their pids like
+		// local ones, and left alone by this daemon.
+		{"elsewhere", "bench-elsewhere", []herd.State{herd.StateRunning, herd.StateRunning, herd.StateStalled}},
+		// This host's sessions, ended (a live one would be probed and
+		// found dead): nothing relaunches a failed or succeeded slot.
+		{"here", here, []herd.State{herd.StateSucceeded, herd.StateSucceeded, herd.StateFailed}},
+	} {
+		dir := fillSessions(b, c.host, c.states)
+		for _, which := range []string{"base", "head"} {
+			if path, ok := binaries(b)[which]; ok {
+				b.Run(c.name+"/"+which, func(b *testing.B) { getSessions(b, path, dir) })
+			}
+		}
+	}
+}
+
+// fillSessions makes a state directory whose store holds a role of 1000
+// replicas and its 1000 sessions on host, in states by turns.
+func fillSessions(b *testing.B, host string, states []herd.State) string {
 	dir := b.TempDir()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "herd.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Live sessions of another host: listed with their pids like local
-	// ones, and left alone by this daemon.
-	host := "bench-elsewhere"
 	now := time.Now().UTC()
-	states := []herd.State{herd.StateRunning, herd.StateRunning, herd.StateStalled}
 	err = st.Update(ctx, func(tx store.Tx) error {
-		tx.PutRole(herd.Role{Name: "w", Command: []string{"true"}, Workdir: dir, Runtime: herd.RuntimeExec, Agent: herd.AgentGeneric,
+		tx.PutRole(herd.Role{Name: "w", Replicas: 1000, Command: []string{"true"}, Workdir: dir, Runtime: herd.RuntimeExec, Agent: herd.AgentGeneric, Host: host,
 			Restart: herd.RestartPolicy{Policy: herd.PolicyNever, InitialBackoff: time.Second, MaxBackoff: time.Second, ResetAfter: time.Minute}})
 		for i := range 1000 {
 			code := 1
 			name := herd.SessionName("w", i)
 			inc := herd.Incarnation{ID: fmt.Sprintf("inc-%d", i), Session: name, Host: host, RuntimeKind: herd.RuntimeExec, Argv: []string{"true"}, Workdir: dir, StartedAt: now,
 				Root: herd.Identity{PID: 100000 + i, StartTime: 1, BootID: "elsewhere"}}
+			if !states[i%len(states)].Live() {
+				inc.EndedAt = &now
+			}
 			if err := tx.PutIncarnation(inc); err != nil {
 				return err
 			}
-			s := herd.Session{Name: name, Role: "w", Index: i, Host: host, State: states[i%3], Incarnation: inc.ID, RuntimeKind: herd.RuntimeExec, StartedAt: &now, StateSince: now,
-				Exit: &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now}}
+			s := herd.Session{Name: name, Role: "w", Index: i, Host: host, State: states[i%len(states)], Incarnation: inc.ID, RuntimeKind: herd.RuntimeExec, StartedAt: &now, StateSince: now,
+				Exit: &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now},
+				Snapshot: &herd.Snapshot{Argv: []string{"true"}, Workdir: dir, EnvNames: []string{"HOME", "PATH"}, Agent: herd.AgentGeneric, RuntimeKind: herd.RuntimeExec}}
 			if err := tx.PutSession(s); err != nil {
 				return err
 			}
@@ -209,11 +237,7 @@ func BenchmarkGetSessions1000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, which := range []string{"base", "head"} {
-		if path, ok := binaries(b)[which]; ok {
-			b.Run(which, func(b *testing.B) { getSessions(b, path, dir) })
-		}
-	}
+	return dir
 }
 
 // getSessions measures the API and the CLI of binary path against the

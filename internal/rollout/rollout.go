@@ -52,11 +52,20 @@ func hash(v any) string {
 // env. A fingerprint that is empty (an incarnation recorded before
 // fingerprints) or unreadable is not judged: nil.
 func Changed(recorded string, r herd.Role) []string {
+	return ChangedFrom(recorded, Fingerprint(r))
+}
+
+// ChangedFrom is Changed against the role's current fingerprint, computed
+// once by a caller judging many sessions of one role.
+func ChangedFrom(recorded, current string) []string {
+	if recorded == current {
+		return nil
+	}
 	old, ok := parse(recorded)
 	if !ok {
 		return nil
 	}
-	cur, _ := parse(Fingerprint(r))
+	cur, _ := parse(current)
 	var out []string
 	for _, p := range []string{PartCommand, PartWorkdir, PartEnv} {
 		if old[p] != cur[p] {
@@ -99,10 +108,24 @@ type Verdict struct {
 // holding a live incarnation (or waiting to relaunch one) are judged: a
 // stopped or failed session runs nothing.
 func Judge(s herd.Session, recorded string, r herd.Role) Verdict {
-	if !s.State.CountsTowardReplicas() || s.State == herd.StateBackoff {
+	if !judged(s) {
 		return Verdict{}
 	}
-	changed := Changed(recorded, r)
+	return JudgeFrom(s, recorded, Fingerprint(r))
+}
+
+// judged reports whether s is judged at all.
+func judged(s herd.Session) bool {
+	return s.State.CountsTowardReplicas() && s.State != herd.StateBackoff
+}
+
+// JudgeFrom is Judge against the role's current fingerprint, computed
+// once by a caller judging many sessions of one role.
+func JudgeFrom(s herd.Session, recorded, current string) Verdict {
+	if !judged(s) {
+		return Verdict{}
+	}
+	changed := ChangedFrom(recorded, current)
 	if len(changed) == 0 {
 		return Verdict{}
 	}

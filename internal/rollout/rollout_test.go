@@ -68,5 +68,9 @@ func TestJudge(t *testing.T) {
 		if got := Judge(herd.Session{State: tt.state}, fp, tt.role); got != tt.want {
 			t.Errorf("[%s, %v] expected %+v … got %+v", tt.state, tt.role.Command, tt.want, got)
 		}
+		// The role's fingerprint computed once by the caller.
+		if got := JudgeFrom(herd.Session{State: tt.state}, fp, Fingerprint(tt.role)); got != tt.want {
+			t.Errorf("[%s, %v, JudgeFrom] expected %+v … got %+v", tt.state, tt.role.Command, tt.want, got)
+		}
 	}
 }

@@ -72,39 +72,11 @@ func (sv *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
-	var views []api.SessionView
-	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
-		// Sessions and their pids in one query, not one more per session.
-		rows, err := tx.SessionsWithPIDs()
-		if err != nil {
-			return err
-		}
-		f, err := sv.fleet(tx)
-		if err != nil {
-			return err
-		}
-		snap := sv.o.Prober.Last()
-		views = make([]api.SessionView, 0, len(rows))
-		for _, r := range rows {
-			s, _ := f.Mask(r.Session)
-			v := baseView(s)
-			if s.State.Live() {
-				v.PID = r.PID
-			}
-			v.Attached = snap.Attached(v.Name)
-			v.Escalated = sv.o.Escalator.Escalated(v.Name)
-			v.Notified = sv.o.Notify != nil && sv.o.Notify.Open(v.Name)
-			views = append(views, v)
-		}
-		return nil
-	})
+	views, err := sv.sessionViews(r.Context())
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	sv.markOutdated(r.Context(), views)
-	sv.markWorktrees(r.Context(), views)
-	views = append(views, sv.unmanagedViews()...)
 	reply(w, http.StatusOK, views)
 }
 

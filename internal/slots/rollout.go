@@ -10,6 +10,7 @@ import (
 
 	"herd"
 	"herd/internal/rollout"
+	"herd/internal/status"
 	"herd/internal/store"
 )
 
@@ -57,18 +58,26 @@ func (sl *Slots) Outdated(ctx context.Context, role string) (map[string]rollout.
 	if err != nil {
 		return nil, err
 	}
-	byName := make(map[string]herd.Role, len(roles))
+	return sl.OutdatedIn(roles, live, role), nil
+}
+
+// OutdatedIn is Outdated over a listing of the live set the caller read
+// (status.Manager.Listing). Each role's fingerprint is computed once.
+func (sl *Slots) OutdatedIn(roles []herd.Role, live []status.Live, role string) map[string]rollout.Verdict {
+	current := make(map[string]string, len(roles))
 	for _, r := range roles {
-		byName[r.Name] = r
+		if role == "" || r.Name == role {
+			current[r.Name] = rollout.Fingerprint(r)
+		}
 	}
 	out := map[string]rollout.Verdict{}
 	updated := sl.binaryUpdated()
 	for _, l := range live {
-		r, ok := byName[l.S.Role]
-		if !ok || (role != "" && l.S.Role != role) {
+		fp, ok := current[l.S.Role]
+		if !ok {
 			continue
 		}
-		v := rollout.Judge(l.S, l.Inc.Template, r)
+		v := rollout.JudgeFrom(l.S, l.Inc.Template, fp)
 		if id, ok := updated[l.S.Name]; ok && id == l.S.Incarnation && l.S.State.Live() {
 			v = withBinaryUpdated(v)
 		}
@@ -76,7 +85,7 @@ func (sl *Slots) Outdated(ctx context.Context, role string) (map[string]rollout.
 			out[l.S.Name] = v
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Rollout replaces a role's outdated sessions through Restart, at most

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"herd"
-	"herd/internal/store"
 	"herd/internal/worktree"
 )
 
@@ -20,32 +19,25 @@ func (sl *Slots) WorktreeStatus(ctx context.Context, names []string) map[string]
 	}
 	var opts []worktree.Options
 	var all []string
-	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
-		roles, err := tx.Roles()
-		if err != nil {
-			return err
-		}
+	// The live set: roles and this host's sessions with no query (get
+	// sessions asks on every call).
+	roles, sessions, _, err := sl.st.Listing(ctx)
+	if err == nil {
 		byName := map[string]herd.Role{}
 		for _, r := range roles {
 			if r.Worktree {
 				byName[r.Name] = r
 			}
 		}
-		if len(byName) == 0 {
-			return nil
-		}
-		sessions, err := tx.SessionsOnHost(sl.st.Host())
-		if err != nil {
-			return err
-		}
-		for _, s := range sessions {
-			all = append(all, s.Name)
-			if r, ok := byName[s.Role]; ok && want[s.Name] {
-				opts = append(opts, worktreeOptions(r, s.Name))
+		if len(byName) > 0 {
+			for _, s := range sessions {
+				all = append(all, s.Name)
+				if r, ok := byName[s.Role]; ok && want[s.Name] {
+					opts = append(opts, worktreeOptions(r, s.Name))
+				}
 			}
 		}
-		return nil
-	})
+	}
 	out := map[string]*worktree.Status{}
 	if err != nil || len(opts) == 0 {
 		return out

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"herd"
+	"herd/internal/api"
+	"herd/internal/hosts"
+	"herd/internal/store"
+)
+
+// sessionViews is get sessions: this host's sessions from the live set
+// status keeps (written through, no query), every other host's from the
+// store (one query, without the snapshots a listing does not show), by
+// name; then the markers and the unmanaged tmux sessions.
+func (sv *Server) sessionViews(ctx context.Context) ([]api.SessionView, error) {
+	roles, local, live, err := sv.st.Listing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		f      hosts.Fleet
+		others []store.SessionPID
+	)
+	err = sv.st.Store().View(ctx, func(tx store.Tx) (err error) {
+		if f, err = sv.fleet(tx); err != nil {
+			return err
+		}
+		others, err = tx.SessionsWithPIDsNotOnHost(sv.st.Host())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	pids := make(map[string]int, len(live))
+	for _, l := range live {
+		pid := l.Inc.Identity.PID
+		if pid == 0 {
+			pid = l.Inc.Root.PID
+		}
+		pids[l.S.Name] = pid
+	}
+	// Both in Go's order of names (a PostgreSQL collation may order
+	// them otherwise), merged.
+	slices.SortFunc(others, func(a, b store.SessionPID) int { return strings.Compare(a.Session.Name, b.Session.Name) })
+	snap := sv.o.Prober.Last()
+	views := make([]api.SessionView, 0, len(local)+len(others))
+	add := func(s herd.Session, pid int) {
+		s, _ = f.Mask(s)
+		v := baseView(s)
+		if s.State.Live() {
+			v.PID = pid
+		}
+		v.Attached = snap.Attached(v.Name)
+		v.Escalated = sv.o.Escalator.Escalated(v.Name)
+		v.Notified = sv.o.Notify != nil && sv.o.Notify.Open(v.Name)
+		views = append(views, v)
+	}
+	i, j := 0, 0
+	for i < len(local) || j < len(others) {
+		switch {
+		case j == len(others) || (i < len(local) && local[i].Name < others[j].Session.Name):
+			add(local[i], pids[local[i].Name])
+			i++
+		case i < len(local) && local[i].Name == others[j].Session.Name:
+			// Moved to another host since the set was read: the
+			// store's row.
+			i++
+		default:
+			add(others[j].Session, others[j].PID)
+			j++
+		}
+	}
+	if verdicts := sv.o.Slots.OutdatedIn(roles, live, ""); len(verdicts) > 0 {
+		for i := range views {
+			if v, ok := verdicts[views[i].Name]; ok && views[i].Host == sv.st.Host() {
+				views[i].Outdated, views[i].OutdatedReason = true, v.Reason
+			}
+		}
+	}
+	sv.markWorktrees(ctx, views)
+	return append(views, sv.unmanagedViews()...), nil
+}

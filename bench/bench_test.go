@@ -225,7 +225,7 @@ func fillSessions(b *testing.B, host string, states []herd.State) string {
 				return err
 			}
 			s := herd.Session{Name: name, Role: "w", Index: i, Host: host, State: states[i%len(states)], Incarnation: inc.ID, RuntimeKind: herd.RuntimeExec, StartedAt: &now, StateSince: now,
-				Exit: &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now},
+				Exit:     &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now},
 				Snapshot: &herd.Snapshot{Argv: []string{"true"}, Workdir: dir, EnvNames: []string{"HOME", "PATH"}, Agent: herd.AgentGeneric, RuntimeKind: herd.RuntimeExec}}
 			if err := tx.PutSession(s); err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,8 +16,20 @@ import (
 )
 
 // BenchmarkListSessions1000 measures GET /v1/sessions with 1000 sessions
-// in the store: what one `herd get sessions` costs the daemon.
+// in the store: what one `herd get sessions` costs the daemon, for
+// another host's sessions (read from the store) and this host's (served
+// from the live set).
 func BenchmarkListSessions1000(b *testing.B) {
+	here, err := os.Hostname()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, host string }{{"other-host", "h"}, {"this-host", here}} {
+		b.Run(c.name, func(b *testing.B) { listSessions(b, c.host) })
+	}
+}
+
+func listSessions(b *testing.B, host string) {
 	dir := b.TempDir()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "herd.db"))
@@ -29,7 +42,7 @@ func BenchmarkListSessions1000(b *testing.B) {
 		for i := range 1000 {
 			code := 1
 			exit := &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now}
-			s := herd.Session{Name: herd.SessionName("w", i), Role: "w", Index: i, Host: "h", State: herd.StateFailed,
+			s := herd.Session{Name: herd.SessionName("w", i), Role: "w", Index: i, Host: host, State: herd.StateFailed,
 				Incarnation: fmt.Sprint(i), RuntimeKind: herd.RuntimeExec, Exit: exit, StartedAt: &now, StateSince: now,
 				Snapshot: &herd.Snapshot{Argv: []string{"true"}, Workdir: dir}}
 			if err := tx.PutSession(s); err != nil {

@@ -132,6 +132,7 @@ func New(o Options) (*Daemon, error) {
 	if cfg.Metrics.Listen != "" {
 		d.metrics = metrics.New(d.metricsSnapshot)
 		d.status.Metrics = d.metrics
+		d.metrics.CountLiveReads(d.status.LiveReads)
 	}
 	d.tmux = tmux.New(&tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket, Timeout: cfg.Probe.Timeout})
 	d.exec = &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs"), CaptureCommand: o.CaptureCommand}

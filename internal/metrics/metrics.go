@@ -150,6 +150,21 @@ func (m *Metrics) Tick(d time.Duration) {
 	}
 }
 
+// CountLiveReads exports herd_live_set_reads_total from reads, the count of
+// the reads of the store that filled the live set (status.Manager's
+// LiveReads): with the set written through it moves only for hints, for
+// writes around the daemon's store and for the set's age backstop. Called
+// once, before the daemon runs.
+func (m *Metrics) CountLiveReads(reads func() uint64) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: "herd", Name: "live_set_reads_total",
+		Help: "Reads of the store that filled the in-memory live set (hints, writes around the daemon's store, the age backstop).",
+	}, func() float64 { return float64(reads()) }))
+}
+
 // sessionsCollector reports herd_sessions from a snapshot taken at scrape
 // time, so the gauge is never stale and needs no bookkeeping on each
 // state change.

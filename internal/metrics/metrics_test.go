@@ -79,6 +79,7 @@ func TestScrape(t *testing.T) {
 	m.Probe("tmux", 3*time.Millisecond, false)
 	m.Probe("tmux", 2*time.Second, true)
 	m.Tick(40 * time.Millisecond)
+	m.CountLiveReads(func() uint64 { return 7 })
 
 	base := serve(t, m)
 	body, code := get(t, base+"/metrics")
@@ -127,6 +128,7 @@ func TestScrape(t *testing.T) {
 		{"herd_probe_duration_seconds", "runtime=tmux", 2},
 		{"herd_probe_timeouts_total", "runtime=tmux", 1},
 		{"herd_tick_duration_seconds", "", 1},
+		{"herd_live_set_reads_total", "", 7},
 	} {
 		got, ok := value(tc.name, tc.labels)
 		if !ok || got != tc.want {
@@ -176,6 +178,7 @@ func TestNilRecordsNothing(t *testing.T) {
 	m.Notification("c", true)
 	m.Probe("tmux", time.Second, true)
 	m.Tick(time.Second)
+	m.CountLiveReads(func() uint64 { return 1 })
 }
 
 func TestRunStopsWithContext(t *testing.T) {

@@ -77,7 +77,7 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	reply(w, http.StatusOK, views)
+	replyViews(w, views)
 }
 
 // view renders a session as the fleet f sees it (a stale host's live

@@ -109,7 +109,7 @@ func scanSession(sc scanner) (herd.Session, error) {
 	s.Archived = archived != 0
 	if exit.Valid {
 		s.Exit = new(herd.Exit)
-		if err := decode(exit.String, s.Exit); err != nil {
+		if err := decodeExit(exit.String, s.Exit); err != nil {
 			return s, fmt.Errorf("session %q exit: %w", s.Name, err)
 		}
 		// JSON keeps the writer's zone; every time the store returns is UTC.

@@ -103,8 +103,16 @@ func (w writeThrough) Update(ctx context.Context, fn func(store.Tx) error) error
 	}
 	defer func() { <-ls.applyMu }()
 	ls.begin(w.Store)
-	var rec recorder
-	fnOK := false
+	var (
+		rec  recorder
+		fnOK bool
+		done bool
+	)
+	defer func() {
+		if !done { // fn panicked: the backend rolled back
+			ls.commit(w.Store, nil)
+		}
+	}()
 	err := w.Store.Update(ctx, func(tx store.Tx) error {
 		// A backend may run fn again (a serialization conflict): only the
 		// last run's writes are the transaction's.
@@ -116,6 +124,7 @@ func (w writeThrough) Update(ctx context.Context, fn func(store.Tx) error) error
 		fnOK = true
 		return nil
 	})
+	done = true
 	switch {
 	case err == nil:
 		ls.commit(w.Store, rec.ops)

@@ -367,3 +367,41 @@ func TestIdleTickReadsNothing(t *testing.T) {
 	}
 	checkFresh(t, m, "end")
 }
+
+// TestLiveSetPanicAppliesNothing: a transaction whose fn panics after a
+// write is rolled back by the backend and applies nothing; the manager's
+// next writes are applied with no read.
+func TestLiveSetPanicAppliesNothing(t *testing.T) {
+	db := backends(t)["sqlite"](t)
+	m := New(db, "h", herd.RestartPolicy{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	g := &fleetGen{r: rand.New(rand.NewPCG(3, 4)), host: "h", now: time.Now()}
+	if _, _, err := m.Live(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reads := m.LiveReads()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("expected the panic to reach the caller")
+			}
+		}()
+		m.Store().Update(ctx, func(tx store.Tx) error {
+			if err := tx.PutSession(herd.Session{Name: "p-0", Role: "p", Host: "h", State: herd.StateRunning}); err != nil {
+				return err
+			}
+			panic("in the middle of a transaction")
+		})
+	}()
+	checkFresh(t, m, "after the panic")
+	for range 20 {
+		_, fn := g.write()
+		if err := m.Store().Update(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkFresh(t, m, "after the writes")
+	if got := m.LiveReads() - reads; got != 0 {
+		t.Errorf("expected no read of the store, got %d", got)
+	}
+}

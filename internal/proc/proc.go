@@ -110,9 +110,18 @@ func (fs FS) Environ(pid int) (map[string]string, error) {
 // the map: a scan of every process for one marker reads each block once
 // and allocates nothing per entry.
 func (fs FS) HasEnv(pid int, key, value string) (bool, error) {
+	v, ok, err := fs.EnvValue(pid, key)
+	return ok && v == value, err
+}
+
+// EnvValue returns the value of key in the process's environment (its
+// first key= entry, as Environ and getenv(3) read it) and whether it is
+// set, without building the map: a scan of every process for several
+// markers at once reads each block once.
+func (fs FS) EnvValue(pid int, key string) (string, bool, error) {
 	b, err := fs.readPidFile(pid, "environ")
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
 	for len(b) > 0 {
 		entry := b
@@ -122,10 +131,10 @@ func (fs FS) HasEnv(pid int, key, value string) (bool, error) {
 			b = nil
 		}
 		if len(entry) > len(key) && entry[len(key)] == '=' && string(entry[:len(key)]) == key {
-			return string(entry[len(key)+1:]) == value, nil
+			return string(entry[len(key)+1:]), true, nil
 		}
 	}
-	return false, nil
+	return "", false, nil
 }
 
 // Cmdline returns the argument vector of the process; empty for kernel

@@ -28,7 +28,13 @@ func binaries(b *testing.B) map[string]string {
 		return bins
 	}
 	if baseBin == "" {
-		dir := b.TempDir()
+		// Built once for every benchmark of the run: next to this tree's
+		// binary, removed with it (a benchmark's TempDir is removed when
+		// that benchmark ends).
+		dir, err := os.MkdirTemp(filepath.Dir(bin), "base-")
+		if err != nil {
+			b.Fatal(err)
+		}
 		top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 		if err != nil {
 			b.Fatalf("git rev-parse: %v", err)

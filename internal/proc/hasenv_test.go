@@ -1,6 +1,9 @@
 package proc
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestHasEnv: HasEnv and EnvValue read an environment block as Environ does (the
 // first key= entry wins, entries without '=' are skipped, a key that only
@@ -18,6 +21,7 @@ func TestHasEnv(t *testing.T) {
 		{"a key it ends", "XHERD_INCARNATION=inc-1\x00", false},
 		{"not a K=V entry", "HERD_INCARNATION\x00HERD_INCARNATION=inc-1\x00", true},
 		{"empty", "", false},
+		{"a block larger than the read buffer", strings.Repeat("PAD=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\x00", 1000) + "HERD_INCARNATION=inc-1\x00", true},
 	}
 	f := newFakeProc(t)
 	for i, c := range cases {

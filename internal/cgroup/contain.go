@@ -166,6 +166,7 @@ func (l *Launch) Close() error {
 // StopReport says how a stop ended the tree.
 type StopReport struct {
 	Mode   Mode
+	Group  bool // the incarnation had a cgroup (ended with it)
 	Killed bool // something outlived the grace period and was SIGKILLed
 	Swept  int  // marked processes outside the cgroup (or all of them, in ModeMarker)
 	Took   time.Duration
@@ -175,35 +176,48 @@ type StopReport struct {
 // the group, grace, cgroup.kill, then the group is removed; in both modes
 // the processes carrying the marker are then ended (in ModeMarker with
 // the grace period, in ModeCgroup with none left of it: they escaped the
-// group before it existed). Call it after the agent's own process group
-// was signalled, on stop and after a crash, before the incarnation is
-// forgotten.
+// group before it existed). Call it on stop, after the agent's own
+// process group was signalled, before the incarnation is forgotten. The
+// crash cleanup calls StopGroup and leaves the marker to a Sweeper.
 func (c *Containment) Stop(ctx context.Context, incarnation string, grace time.Duration) (StopReport, error) {
 	start := time.Now()
-	rep := StopReport{Mode: c.Mode()}
-	var errs []error
-	if c.cg != nil {
-		if g, err := c.cg.Open(incarnation); err == nil {
-			killed, err := g.Stop(ctx, grace)
-			rep.Killed = killed
-			if err != nil {
-				errs = append(errs, err)
-			} else if err := g.Remove(ctx); err != nil {
-				errs = append(errs, err)
-			}
-			grace = 0
-		} else if !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
+	rep, err := c.StopGroup(ctx, incarnation, grace)
+	errs := []error{err}
+	if rep.Group {
+		grace = 0 // what is outside the group escaped it: no grace left to give
 	}
 	res, err := StopMarked(ctx, c.fs, c.bootID, incarnation, grace)
 	rep.Swept = res.Found
 	rep.Killed = rep.Killed || res.Killed > 0
-	if err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, err)
 	rep.Took = time.Since(start)
 	return rep, errors.Join(errs...)
+}
+
+// StopGroup is the cgroup half of Stop: in ModeCgroup the incarnation's
+// group gets SIGTERM, up to grace to empty, cgroup.kill, and is removed;
+// in ModeMarker (or when the incarnation has no group) nothing happens.
+// It reads only the group's own files, never every process: the crash
+// cleanup calls it at each death and queues the marker to a Sweeper,
+// which scans /proc once for every incarnation queued.
+func (c *Containment) StopGroup(ctx context.Context, incarnation string, grace time.Duration) (StopReport, error) {
+	start := time.Now()
+	rep := StopReport{Mode: c.Mode()}
+	var err error
+	if c.cg != nil {
+		var g *Group
+		if g, err = c.cg.Open(incarnation); err == nil {
+			rep.Group = true
+			rep.Killed, err = g.Stop(ctx, grace)
+			if err == nil {
+				err = g.Remove(ctx)
+			}
+		} else if errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+	}
+	rep.Took = time.Since(start)
+	return rep, err
 }
 
 // Usage is an incarnation's resource use, from its cgroup or, in

@@ -8,9 +8,10 @@ import (
 )
 
 // BenchmarkMarkerScan: one scan of every process on this machine for a
-// marker nobody carries, as each accounted death's sweep runs it: the
-// environment block searched in place (Marked) side by side with the map
-// each block was parsed into before.
+// marker nobody carries, as a stop's sweep or a crash cleanup pass runs
+// it: each environment block read into a reused buffer and searched in
+// place (Marked) side by side with the map each block was parsed into
+// before.
 func BenchmarkMarkerScan(b *testing.B) {
 	fs := proc.Real()
 	boot, err := proc.BootID()

@@ -25,26 +25,39 @@ func Marked(fsys proc.FS, bootID, marker string) ([]herd.Identity, error) {
 	if marker == "" {
 		return nil, errors.New("cgroup: empty incarnation marker")
 	}
+	found, err := MarkedAny(fsys, bootID, map[string]bool{marker: true})
+	return found[marker], err
+}
+
+// MarkedAny is Marked for several markers in one scan of every process:
+// each environment block is read once, and each process is counted toward
+// the marker it carries (only markers in set; an empty marker never
+// matches).
+func MarkedAny(fsys proc.FS, bootID string, set map[string]bool) (map[string][]herd.Identity, error) {
+	out := make(map[string][]herd.Identity, len(set))
+	if len(set) == 0 {
+		return out, nil
+	}
 	pids, err := fsys.PIDs()
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
 	self := os.Getpid()
-	var out []herd.Identity
 	for _, pid := range pids {
 		if pid == self {
 			continue
 		}
-		if ok, err := fsys.HasEnv(pid, herd.EnvIncarnation, marker); err != nil || !ok {
+		m, ok, err := fsys.EnvValue(pid, herd.EnvIncarnation)
+		if err != nil || !ok || m == "" || !set[m] {
 			continue
 		}
 		// Identify reads the start time around the marker, so a pid
 		// reused meanwhile is not mistaken for ours.
 		id, err := fsys.Identify(pid, bootID)
-		if err != nil || id.Marker != marker {
+		if err != nil || id.Marker != m {
 			continue
 		}
-		out = append(out, id)
+		out[m] = append(out[m], id)
 	}
 	return out, nil
 }

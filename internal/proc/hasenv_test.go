@@ -1,8 +1,11 @@
 package proc
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
-// TestHasEnv: HasEnv reads an environment block as Environ does (the
+// TestHasEnv: HasEnv and EnvValue read an environment block as Environ does (the
 // first key= entry wins, entries without '=' are skipped, a key that only
 // prefixes another does not match), without building the map.
 func TestHasEnv(t *testing.T) {
@@ -18,6 +21,7 @@ func TestHasEnv(t *testing.T) {
 		{"a key it ends", "XHERD_INCARNATION=inc-1\x00", false},
 		{"not a K=V entry", "HERD_INCARNATION\x00HERD_INCARNATION=inc-1\x00", true},
 		{"empty", "", false},
+		{"a block larger than the read buffer", strings.Repeat("PAD=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\x00", 1000) + "HERD_INCARNATION=inc-1\x00", true},
 	}
 	f := newFakeProc(t)
 	for i, c := range cases {
@@ -31,8 +35,16 @@ func TestHasEnv(t *testing.T) {
 		if (env["HERD_INCARNATION"] == "inc-1") != c.want {
 			t.Errorf("[%s] expected HasEnv to agree with Environ (%q)", c.name, env["HERD_INCARNATION"])
 		}
+		v, set, err := f.fs().EnvValue(pid, "HERD_INCARNATION")
+		wantV, wantSet := env["HERD_INCARNATION"]
+		if err != nil || v != wantV || set != wantSet {
+			t.Errorf("[%s] expected EnvValue %q %v as Environ reads it, got %q %v (%v)", c.name, wantV, wantSet, v, set, err)
+		}
 	}
 	if _, err := f.fs().HasEnv(999, "HERD_INCARNATION", "inc-1"); err == nil {
 		t.Errorf("[no process] expected an error")
+	}
+	if _, _, err := f.fs().EnvValue(999, "HERD_INCARNATION"); err == nil {
+		t.Errorf("[no process, EnvValue] expected an error")
 	}
 }

@@ -18,9 +18,9 @@ func (fs FS) Identify(pid int, bootID string) (herd.Identity, error) {
 	if st.Zombie() {
 		return herd.Identity{}, fmt.Errorf("proc: identify pid %d: exited: %w", pid, ErrNoProcess)
 	}
-	marker := ""
-	if env, err := fs.Environ(pid); err == nil {
-		marker = env[herd.EnvIncarnation]
+	marker, _, err := fs.EnvValue(pid, herd.EnvIncarnation)
+	if err != nil {
+		marker = ""
 	}
 	// The pid may have been reused between the two reads; then the marker
 	// belongs to another process. Re-reading the start time closes that gap.

@@ -10,7 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // EnvBootIDFile names a file that replaces /proc/sys/kernel/random/boot_id,
@@ -72,16 +75,61 @@ func (fs FS) readPidFile(pid int, name string) ([]byte, error) {
 		return nil, fmt.Errorf("proc: invalid pid %d", pid)
 	}
 	b, err := os.ReadFile(fs.path(pid, name))
-	if err == nil {
-		return b, nil
+	if err != nil {
+		return nil, fs.pidFileErr(pid, name, err)
 	}
+	return b, nil
+}
+
+// pidFileErr is the error of reading /proc/<pid>/<name>: ErrNoProcess for
+// a process that is gone, something else when Root itself is unreadable.
+func (fs FS) pidFileErr(pid int, name string, err error) error {
 	if errors.Is(err, os.ErrNotExist) || isESRCH(err) {
 		if _, rerr := os.Stat(fs.Root); rerr != nil {
-			return nil, fmt.Errorf("proc: root unreadable: %w", rerr)
+			return fmt.Errorf("proc: root unreadable: %w", rerr)
 		}
-		return nil, fmt.Errorf("proc: pid %d: %w", pid, ErrNoProcess)
+		return fmt.Errorf("proc: pid %d: %w", pid, ErrNoProcess)
 	}
-	return nil, fmt.Errorf("proc: read %s of pid %d: %w", name, pid, err)
+	return fmt.Errorf("proc: read %s of pid %d: %w", name, pid, err)
+}
+
+// envBufs holds the buffers EnvValue reads environment blocks into: a
+// scan of every process reads thousands of them, and each read through
+// os.ReadFile costs a stat, a second read and a fresh buffer.
+var envBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
+// maxPooledEnv is the largest buffer envBufs keeps.
+const maxPooledEnv = 256 << 10
+
+// readPidFileInto reads /proc/<pid>/<name> into *buf (grown when the file
+// is larger) with open, read and close only, and returns the bytes read.
+func (fs FS) readPidFileInto(pid int, name string, buf *[]byte) ([]byte, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("proc: invalid pid %d", pid)
+	}
+	path := fs.Root + "/" + strconv.Itoa(pid) + "/" + name
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fs.pidFileErr(pid, name, err)
+	}
+	defer unix.Close(fd)
+	b, n := *buf, 0
+	for {
+		if n == len(b) {
+			b = append(b, make([]byte, len(b))...)
+			*buf = b
+		}
+		m, err := unix.Read(fd, b[n:])
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, fs.pidFileErr(pid, name, err)
+		case m == 0:
+			return b[:n], nil
+		}
+		n += m
+	}
 }
 
 // Environ returns the environment the process was started with (or has
@@ -110,9 +158,24 @@ func (fs FS) Environ(pid int) (map[string]string, error) {
 // the map: a scan of every process for one marker reads each block once
 // and allocates nothing per entry.
 func (fs FS) HasEnv(pid int, key, value string) (bool, error) {
-	b, err := fs.readPidFile(pid, "environ")
+	v, ok, err := fs.EnvValue(pid, key)
+	return ok && v == value, err
+}
+
+// EnvValue returns the value of key in the process's environment (its
+// first key= entry, as Environ and getenv(3) read it) and whether it is
+// set, without building the map: a scan of every process for several
+// markers at once reads each block once.
+func (fs FS) EnvValue(pid int, key string) (string, bool, error) {
+	buf := envBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledEnv {
+			envBufs.Put(buf) // a rare huge block is not kept
+		}
+	}()
+	b, err := fs.readPidFileInto(pid, "environ", buf)
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
 	for len(b) > 0 {
 		entry := b
@@ -122,10 +185,10 @@ func (fs FS) HasEnv(pid int, key, value string) (bool, error) {
 			b = nil
 		}
 		if len(entry) > len(key) && entry[len(key)] == '=' && string(entry[:len(key)]) == key {
-			return string(entry[len(key)+1:]) == value, nil
+			return string(entry[len(key)+1:]), true, nil
 		}
 	}
-	return false, nil
+	return "", false, nil
 }
 
 // Cmdline returns the argument vector of the process; empty for kernel

@@ -97,6 +97,10 @@ func (sl *Slots) sweep(ctx context.Context, inc string, grace time.Duration) err
 // Ended cleans up after a death the crash path accounted: what is left of
 // the incarnation's tree (children that outlived the agent, in or out of
 // its process group) is ended in the background, each identity-checked.
+// The incarnation's cgroup is ended at once (its own files name its
+// members); the processes carrying its marker outside the group (all of
+// them in marker mode) are left to the sweeper, whose one scan of /proc
+// serves every death of the last second.
 func (sl *Slots) Ended(inc string) {
 	if sl.o.Contain == nil || !sl.ops.begin() {
 		return
@@ -105,7 +109,19 @@ func (sl *Slots) Ended(inc string) {
 		defer sl.ops.end()
 		ctx, cancel := sl.KillContext(context.Background())
 		defer cancel()
-		sl.sweep(ctx, inc, sl.o.Grace)
+		rep, err := sl.o.Contain.StopGroup(ctx, inc, sl.o.Grace)
+		if err != nil {
+			sl.o.Log.Warn("cgroup of an ended incarnation not ended", "incarnation", inc, "err", err)
+		}
+		if rep.Killed {
+			sl.o.Log.Info("ended what was left of an incarnation's cgroup", "incarnation", inc,
+				"killed", rep.Killed, "took", rep.Took.Round(time.Millisecond))
+		}
+		grace := sl.o.Grace
+		if rep.Group {
+			grace = 0 // outside its group: it escaped, and the group had its grace
+		}
+		sl.cleanup.Queue(inc, grace)
 	})
 }
 

@@ -73,6 +73,9 @@ type Slots struct {
 	defs defaults
 	// left retries what stops left behind.
 	left leftovers
+	// cleanup ends, after deaths, the processes carrying the dead
+	// incarnations' markers: one scan of /proc for all of them.
+	cleanup *cgroup.Sweeper
 	// wtStatus caches the worktree status views show.
 	wtStatus worktree.StatusCache
 	// updated reports the sessions whose agent binary was replaced on
@@ -91,6 +94,7 @@ func New(o Options) *Slots {
 		stopSlots: make(chan struct{}, maxParallelStops), stopsUnderWay: map[string]chan struct{}{},
 	}
 	s.left.wake = make(chan struct{}, 1)
+	s.cleanup = cgroup.NewSweeper(cgroup.SweeperOptions{FS: o.Proc, BootID: o.BootID, Log: o.Log})
 	s.group.Log = o.Log
 	s.defs.p = o.Defaults
 	if s.o.Worktrees == nil {
@@ -107,6 +111,7 @@ func (s *Slots) Kick() { loop.Wake(s.kick) }
 // backoff expires, and retries what stops left behind, until ctx is done.
 func (s *Slots) Run(ctx context.Context) {
 	s.group.Go("leftovers", func() { s.runLeftovers(ctx) })
+	s.group.Go("crash cleanup", func() { s.cleanup.Run(ctx) })
 	loop.Loop{Name: "reconcile", Log: s.o.Log, Every: s.o.Interval, Trigger: s.kick}.Run(ctx, func(ctx context.Context) time.Duration {
 		next := s.Reconcile(ctx)
 		if next.IsZero() {
@@ -116,11 +121,17 @@ func (s *Slots) Run(ctx context.Context) {
 	})
 }
 
-// Close refuses new launches and stops, and waits for those in flight and
-// for every goroutine Slots started.
+// Close refuses new launches and stops, waits for those in flight and
+// for every goroutine Slots started, and then finishes the crash
+// cleanups queued (within a takedown's bound).
 func (s *Slots) Close() {
 	s.ops.closeAndWait()
 	s.group.Wait()
+	ctx, cancel := s.KillContext(context.Background())
+	defer cancel()
+	if err := s.cleanup.Drain(ctx); err != nil {
+		s.o.Log.Warn("crash cleanup not finished at shutdown", "err", err)
+	}
 }
 
 // stopSlack bounds a takedown beyond its grace period: the SIGKILL wait,

@@ -135,6 +135,14 @@ func (c *Client) connect() (*conn, error) {
 	}
 }
 
+// ended reports whether cn has ended (or is ending): calls go through
+// exec meanwhile.
+func (cn *conn) ended() bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.err != nil
+}
+
 // cause is why cn ended.
 func (cn *conn) cause() error {
 	cn.mu.Lock()

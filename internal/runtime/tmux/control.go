@@ -149,7 +149,7 @@ func (c *Client) callControl(ctx context.Context, cmds [][]string) (out []byte, 
 	k.mu.Lock()
 	cn := k.conn
 	k.mu.Unlock()
-	if cn == nil {
+	if cn == nil || cn.ended() {
 		return nil, false, nil
 	}
 	line, ok := controlLine(cmds)

@@ -248,6 +248,7 @@ func lyingTmux(t *testing.T) (bin, mode, pidFile string) {
 	dir := t.TempDir()
 	mode, pidFile, bin = filepath.Join(dir, "mode"), filepath.Join(dir, "pid"), filepath.Join(dir, "tmux")
 	script := fmt.Sprintf(`#!/bin/sh
+case " $* " in *" -C "*) echo "no control mode" >&2; exit 1 ;; esac
 m="$(cat %[2]q 2>/dev/null)"
 if [ "$m" = hang ]; then
   case " $* " in

@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/runtime/tmux"
 )
 
 // garblingTmux writes a tmux that runs the real one, except that while the
 // file mode exists its listings (list-panes, list-sessions) answer as the
 // file says: "empty" (nothing, exit 0), "garbage" (a line of noise),
 // "trunc" (every line cut short); and "hang" makes every command but
-// new-session hang while the file exists. It returns the script and the
-// file.
+// new-session hang while the file exists. It refuses control mode, so
+// every call goes through it. It returns the script and the file.
 func garblingTmux(t *testing.T) (bin, mode string) {
 	t.Helper()
 	real, err := exec.LookPath("tmux")
@@ -28,6 +29,7 @@ func garblingTmux(t *testing.T) (bin, mode string) {
 	mode = filepath.Join(dir, "mode")
 	bin = filepath.Join(dir, "tmux")
 	script := fmt.Sprintf(`#!/bin/sh
+case " $* " in *" -C "*) echo "no control mode" >&2; exit 1 ;; esac
 if [ "$(cat %[2]q 2>/dev/null)" = hang ]; then
   case " $* " in
     *" new-session "*) ;;
@@ -61,7 +63,13 @@ func (e *env) tmuxSessions() []string {
 	if err != nil {
 		return nil // no server: no session
 	}
-	return strings.Fields(string(out))
+	var names []string
+	for _, n := range strings.Fields(string(out)) {
+		if n != tmux.ControlSession { // the daemon's control connection's
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // TestDeleteRoleUnderGarbledListings: regression — after `delete role`

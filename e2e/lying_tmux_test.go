@@ -15,8 +15,9 @@ import (
 
 // fakeTmux writes a tmux that runs the real one, except that while the
 // file lie exists new-session prints its content instead of the pane pid,
-// and while the file hang exists list-panes hangs. It returns the path of
-// the script and of both files.
+// and while the file hang exists list-panes hangs. It refuses control
+// mode, so every call goes through it. It returns the path of the script
+// and of both files.
 func fakeTmux(t *testing.T) (bin, lie, hang string) {
 	t.Helper()
 	real, err := exec.LookPath("tmux")
@@ -27,6 +28,7 @@ func fakeTmux(t *testing.T) (bin, lie, hang string) {
 	lie, hang = filepath.Join(dir, "lie"), filepath.Join(dir, "hang")
 	bin = filepath.Join(dir, "tmux")
 	script := fmt.Sprintf(`#!/bin/sh
+case " $* " in *" -C "*) echo "no control mode" >&2; exit 1 ;; esac
 for a in "$@"; do
   case "$a" in
     new-session)

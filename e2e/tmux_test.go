@@ -104,7 +104,7 @@ func TestTmuxHungListing(t *testing.T) {
 	script := filepath.Join(dir, "tmux")
 	real, _ := exec.LookPath("tmux")
 	pids := filepath.Join(dir, "hung.pids")
-	os.WriteFile(script, []byte("#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = list-panes ] && [ -e "+flag+" ]; then echo $$ >> "+pids+"; exec sleep 3600; fi\ndone\nexec "+real+" \"$@\"\n"), 0o755)
+	os.WriteFile(script, []byte("#!/bin/sh\ncase \" $* \" in *\" -C \"*) exit 1 ;; esac\nfor a in \"$@\"; do\n  if [ \"$a\" = list-panes ] && [ -e "+flag+" ]; then echo $$ >> "+pids+"; exec sleep 3600; fi\ndone\nexec "+real+" \"$@\"\n"), 0o755)
 	e := newEnv(t, "[probe]\ninterval = \"200ms\"\ntimeout = \"500ms\"\n"+fastRestart+"\n")
 	// The binary is a tmux key: rewrite the config's [tmux] section.
 	cfgPath := filepath.Join(e.dir, "herd.toml")

@@ -29,7 +29,7 @@ func newTestDaemon(t *testing.T) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.slots.Close(); d.prober.Close() })
+	t.Cleanup(func() { d.slots.Close(); d.prober.Close(); d.tmux.Close(context.Background()) })
 	return d
 }
 

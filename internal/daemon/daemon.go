@@ -134,7 +134,9 @@ func New(o Options) (*Daemon, error) {
 		d.status.Metrics = d.metrics
 		d.metrics.CountLiveReads(d.status.LiveReads)
 	}
-	d.tmux = tmux.New(&tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket, Timeout: cfg.Probe.Timeout})
+	// The hot-path calls (listings, launches, kills) go over one
+	// control-mode connection once a server runs; Run closes it.
+	d.tmux = tmux.New(&tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket, Timeout: cfg.Probe.Timeout, Control: true})
 	d.exec = &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs"), CaptureCommand: o.CaptureCommand}
 	d.prober = prober.New(prober.Options{
 		Status: d.status, Proc: o.Proc, BootID: boot, Tmux: d.tmux,
@@ -252,6 +254,13 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Wait()
 	d.slots.Close()
 	d.prober.Close()
+	// The control connection's session goes, so a server left with no
+	// agent exits as it would have without it.
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), d.cfg.Probe.Timeout)
+	defer cancelClose()
+	if err := d.tmux.Close(closeCtx); err != nil {
+		d.log.Warn("tmux control connection", "err", err)
+	}
 	return nil
 }
 

@@ -20,7 +20,9 @@ import (
 
 // rowWrapper runs the real tmux; the session name of listed rows matching
 // the awk regex in the file "blank" is emptied, as a garbled line would be.
+// It refuses control mode, so every call goes through it.
 const rowWrapper = `#!/bin/sh
+case " $* " in *" -C "*) echo "no control mode" >&2; exit 1 ;; esac
 dir=$(dirname "$0")
 case " $* " in
 *" list-panes "*)

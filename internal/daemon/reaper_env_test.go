@@ -151,8 +151,10 @@ func newReapEnv(t *testing.T, mut func(*config.Config)) *reapEnv {
 	return e
 }
 
-// reapWrapper runs the real tmux; listings can be garbled or failed.
+// reapWrapper runs the real tmux; listings can be garbled or failed. It
+// refuses control mode, so every call goes through it.
 const reapWrapper = `#!/bin/sh
+case " $* " in *" -C "*) echo "no control mode" >&2; exit 1 ;; esac
 dir=$(dirname "$0")
 case " $* " in
 *" list-panes "*)

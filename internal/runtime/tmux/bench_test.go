@@ -3,6 +3,7 @@ package tmux
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -70,4 +71,70 @@ func BenchmarkHasSessionEach(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkOneCall is one call with 1000 sessions on the server, through
+// a tmux process of its own and over the control connection: a listing of
+// one session (the confirmation of a death) and a launch (new-session and
+// set-option). Besides ns/op it reports the p50 and p99 of the calls.
+func BenchmarkOneCall(b *testing.B) {
+	c := benchServer(b, 1000)
+	ctl := &Client{Socket: c.Socket, Timeout: time.Minute, Control: true}
+	b.Cleanup(func() { ctl.Close(context.Background()) })
+	connected(b, ctl)
+	ctx := context.Background()
+	for _, tr := range []struct {
+		name string
+		c    *Client
+	}{{"exec", c}, {"control", ctl}} {
+		b.Run(tr.name+"/list-session", func(b *testing.B) {
+			var took []time.Duration
+			i := 0
+			for b.Loop() {
+				start := time.Now()
+				panes, err := tr.c.ListSession(ctx, benchName(i%1000))
+				took = append(took, time.Since(start))
+				if err != nil || len(panes) != 1 {
+					b.Fatalf("expected one pane … got %d, %v", len(panes), err)
+				}
+				i++
+			}
+			reportPercentiles(b, took)
+		})
+		b.Run(tr.name+"/new-session", func(b *testing.B) {
+			var took []time.Duration
+			var names []string
+			for b.Loop() {
+				name := fmt.Sprintf("%s-new-%d", tr.name, len(names))
+				start := time.Now()
+				_, err := tr.c.NewSession(ctx, name, "", nil, []string{"sleep", "3600"})
+				took = append(took, time.Since(start))
+				if err != nil {
+					b.Fatalf("new session: %v", err)
+				}
+				names = append(names, name)
+			}
+			b.StopTimer()
+			for _, n := range names {
+				tr.c.KillSession(ctx, n)
+			}
+			reportPercentiles(b, took)
+		})
+	}
+	if s := ctl.Stats(); s.Exec > 2 {
+		b.Errorf("expected the control client's calls over its connection … got %+v", s)
+	}
+}
+
+// reportPercentiles reports the p50 and p99 of took in milliseconds.
+func reportPercentiles(b *testing.B, took []time.Duration) {
+	if len(took) == 0 {
+		return
+	}
+	slices.Sort(took)
+	at := func(q float64) float64 {
+		return float64(took[min(len(took)-1, int(q*float64(len(took))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
 }

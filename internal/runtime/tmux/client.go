@@ -72,11 +72,18 @@ func (emptyServer) Is(target error) bool {
 const serverExitRetries = 3
 
 // Client runs tmux commands against one server. Its zero value (plus Binary)
-// works; it holds no state, so one Client may be used from many goroutines.
+// works, and one Client may be used from many goroutines; with Control it
+// holds a connection, so it is used through a pointer and never copied.
 type Client struct {
 	Binary  string        // tmux executable; "" means "tmux"
 	Socket  string        // -L value; "" means the user's default server
 	Timeout time.Duration // per call, applied when ctx has no earlier deadline; 0 means DefaultTimeout
+	// Control sends calls over one long-lived control-mode client once a
+	// server runs (see control.go); Close ends it. Without it every call
+	// is a tmux process of its own.
+	Control bool
+
+	ctl control
 }
 
 // CallError is a failed tmux call: its arguments, tmux's stderr and the cause.
@@ -311,13 +318,31 @@ func (c *Client) run(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]
 	}
 }
 
-// runOnce is one tmux invocation. It is bounded by the client's timeout; on
-// timeout the whole process group of the client is killed, so a wedged
-// wrapper and its children cannot hold the call open.
+// runOnce is one call, over the control connection when there is one and
+// the commands may go there, else through a tmux process. It is bounded
+// by the client's timeout; on timeout the whole process group of the
+// tmux process is killed, so a wedged wrapper and its children cannot
+// hold the call open, and a connection that did not answer is closed.
 func (c *Client) runOnce(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 
+	if c.Control && stdin == nil {
+		if out, handled, err := c.callControl(ctx, cmds); handled {
+			return out, err
+		}
+	}
+	out, err := c.execOnce(ctx, stdin, cmds...)
+	if c.Control && ctx.Err() == nil && !errors.Is(err, ErrNoServer) {
+		// A server answered: the control connection may be set up.
+		c.kick()
+	}
+	return out, err
+}
+
+// execOnce is one call through a tmux process of its own.
+func (c *Client) execOnce(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]byte, error) {
+	c.ctl.stats.exec.Add(1)
 	args := append(c.globalArgs(), commandLine(cmds)...)
 	cmd := exec.CommandContext(ctx, c.binary(), args...)
 	cmd.Env = clientEnv()

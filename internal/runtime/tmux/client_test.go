@@ -263,15 +263,15 @@ func TestBadInputNeverRunsTmux(t *testing.T) {
 
 func TestAttachCommand(t *testing.T) {
 	tests := []struct {
-		c    Client
+		c    *Client
 		want []string
 	}{
-		{Client{Socket: "herd"}, []string{"tmux", "-L", "herd", "attach-session", "-t", "=w-0"}},
-		{Client{Binary: "/usr/bin/tmux"}, []string{"/usr/bin/tmux", "attach-session", "-t", "=w-0"}},
+		{&Client{Socket: "herd"}, []string{"tmux", "-L", "herd", "attach-session", "-t", "=w-0"}},
+		{&Client{Binary: "/usr/bin/tmux"}, []string{"/usr/bin/tmux", "attach-session", "-t", "=w-0"}},
 	}
 	for _, tt := range tests {
 		if got := tt.c.AttachCommand("w-0").Args; !slices.Equal(got, tt.want) {
-			t.Errorf("[%+v] expected %q … got %q", tt.c, tt.want, got)
+			t.Errorf("[%q %q] expected %q … got %q", tt.c.Binary, tt.c.Socket, tt.want, got)
 		}
 	}
 }

@@ -374,6 +374,13 @@ func Parse(panes []Pane, err error, lastServer int) runtime.Snapshot {
 		return s
 	}
 	for _, p := range panes {
+		if p.Session == ControlSession {
+			// The control connection's own session: no agent's.
+			if p.Err == nil && s.ServerPID == 0 {
+				s.ServerPID = p.ServerPID
+			}
+			continue
+		}
 		if p.Session == "" {
 			if s.Unattributed == nil {
 				s.Unattributed = p.Err

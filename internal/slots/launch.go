@@ -260,6 +260,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 // awaited briefly. A pid already gone keeps what could be read.
 func (s *Slots) identifyLaunched(pid int, marker string) (herd.Identity, bool) {
 	deadline := time.Now().Add(time.Second)
+	wait := 500 * time.Microsecond
 	for {
 		id, err := s.o.Proc.Identify(pid, s.o.BootID)
 		if err != nil {
@@ -277,7 +278,10 @@ func (s *Slots) identifyLaunched(pid int, marker string) (herd.Identity, bool) {
 			id.Marker = ""
 			return id, false
 		}
-		time.Sleep(5 * time.Millisecond)
+		// Most processes have exec'd within a millisecond or two: look
+		// again soon, then less often.
+		time.Sleep(wait)
+		wait = min(2*wait, 8*time.Millisecond)
 	}
 }
 

@@ -39,6 +39,7 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 		byName[r.Name] = r
 	}
 	sl.endMoved(ctx, pl.moved)
+	var launches []reconcile.Action
 	for _, a := range append(reconcile.Plan(roles, pl.unplaced(sessions), now), reconcile.PlanPlaced(pl.roles, pl.mine, pl.placed(sessions), now)...) {
 		if ctx.Err() != nil {
 			return time.Time{}
@@ -48,14 +49,11 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 			sl.stopInBackground(ctx, a)
 			continue
 		}
-		if byName[a.Role].Placed() {
-			err = sl.launchPlaced(ctx, byName[a.Role], a)
-		} else {
-			err = sl.launch(ctx, reconcileLaunch(byName[a.Role], a))
-		}
-		if err != nil && ctx.Err() == nil && !errors.Is(err, errShuttingDown) {
-			sl.o.Log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
-		}
+		launches = append(launches, a)
+	}
+	sl.launchWave(ctx, byName, launches)
+	if ctx.Err() != nil {
+		return time.Time{}
 	}
 	return next
 }

@@ -36,15 +36,26 @@ type Tailer struct {
 	// rotated copy keeps only the end) or beyond maxPollRead in it.
 	Lost int64
 	// held is the file last read: when Path names another one, the
-	// capture process rotated it to Path.1 (see RotatingFile).
-	held os.FileInfo
+	// capture process rotated it to Path.1 (see RotatingFile). heldAt is
+	// the now of the poll that saw it.
+	held   os.FileInfo
+	heldAt time.Time
 }
 
 // Poll reads what was appended since the last poll and calls line for each
 // complete line with the time it was written (the file's mtime, never in
 // the future). The first poll starts at most adoptWindow from the end, at
 // a line start, so output from before the daemon started is not replayed.
+//
+// A file that neither grew nor was rotated since the last poll costs one
+// stat: a quiet agent's files are not opened at every poll.
 func (t *Tailer) Poll(now time.Time, line func(b []byte, at time.Time)) error {
+	if t.held != nil {
+		if info, err := os.Stat(t.Path); err == nil && os.SameFile(t.held, info) && info.Size() == t.off {
+			t.held, t.heldAt = info, now
+			return nil
+		}
+	}
 	f, err := os.Open(t.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -67,7 +78,7 @@ func (t *Tailer) Poll(now time.Time, line func(b []byte, at time.Time)) error {
 		t.readRenamed(now, line)
 		t.off = 0
 	}
-	t.held = info
+	t.held, t.heldAt = info, now
 	size := info.Size()
 	if !t.started {
 		t.started = true
@@ -130,9 +141,18 @@ func (t *Tailer) feed(b []byte, at time.Time, line func([]byte, time.Time)) {
 // rotated copy, so no line is lost to an ordinary rotation. A flood is
 // bounded: the rotated copy keeps only the file's last max bytes, and at
 // most maxPollRead of it is read; the rest counts as lost.
+//
+// Right after a Poll with the same now, the size that poll saw decides
+// (no second stat).
 func (t *Tailer) CapFile(max int64, now time.Time, line func([]byte, time.Time)) error {
-	info, err := os.Stat(t.Path)
-	if err != nil || info.Size() <= max {
+	info := t.held
+	if info == nil || !t.heldAt.Equal(now) {
+		var err error
+		if info, err = os.Stat(t.Path); err != nil {
+			return nil
+		}
+	}
+	if info.Size() <= max {
 		return nil
 	}
 	if err := t.Poll(now, line); err != nil {

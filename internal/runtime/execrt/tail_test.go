@@ -235,11 +235,18 @@ func TestTailerFollowsRenameRotation(t *testing.T) {
 // from its start, and bytes appended after quiet polls are read.
 func TestTailerQuietFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out")
-	appendFile(t, path, []byte("one\n"))
 	tl := &Tailer{Path: path}
 	var got []string
 	collect := func(b []byte, _ time.Time) { got = append(got, string(b)) }
 	now := time.Now()
+	// Not written yet: nothing read, nothing capped.
+	if err := tl.Poll(now.Add(-time.Second), collect); err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.CapFile(1, now.Add(-time.Second), collect); err != nil || len(got) != 0 {
+		t.Fatalf("[absent] expected nothing, got %q (%v)", got, err)
+	}
+	appendFile(t, path, []byte("one\n"))
 	for i := range 3 {
 		if err := tl.Poll(now.Add(time.Duration(i)*time.Second), collect); err != nil {
 			t.Fatal(err)

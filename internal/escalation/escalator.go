@@ -286,15 +286,9 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 
 // quiet is the tick of an idle host, decided without the store: no stored
 // episode (the index, known empty) and no condition holding on any of
-// listed. It keeps the clear sightings and the published set as a full
-// tick would.
+// listed. It keeps the clear sightings as a full tick would, and builds
+// nothing per session.
 func (e *Escalator) quiet(listed []herd.Session, now time.Time) bool {
-	e.mu.Lock()
-	known := e.indexOK && len(e.index) == 0
-	e.mu.Unlock()
-	if !known {
-		return false
-	}
 	for _, s := range listed {
 		if s.Host != e.host {
 			continue
@@ -305,17 +299,28 @@ func (e *Escalator) quiet(listed []herd.Session, now time.Time) bool {
 			}
 		}
 	}
-	sessions := make(map[string]herd.Session, len(listed))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.indexOK || len(e.index) > 0 {
+		return false
+	}
 	for _, s := range listed {
 		if s.Host != e.host {
 			continue
 		}
-		sessions[s.Name] = s
 		for _, r := range Rules {
-			e.noteClear(s.Name, r, Observe(s, r), now)
+			if c := Observe(s, r); !c.Exact {
+				e.clearSeen[clearKey{s.Name, r}] = now
+			}
 		}
 	}
-	e.publish(sessions, nil, now)
+	// What was not seen clear now belongs to a session gone.
+	for key, at := range e.clearSeen {
+		if !at.Equal(now) {
+			delete(e.clearSeen, key)
+		}
+	}
+	clear(e.fired) // no episode is stored, so none is open
 	return true
 }
 

@@ -40,8 +40,13 @@ type Options struct {
 	// Runtimes inject by runtime kind; a kind missing has no inject.
 	Runtimes map[string]Injector
 	Log      *slog.Logger
-	// Tick is the loop's period; Kick runs a look at once.
+	// Tick is the loop's period while a session is blocked; Kick runs a
+	// look at once (at most one per Tick).
 	Tick time.Duration
+	// Idle is the loop's period while no session is blocked (Tick when
+	// zero): a session becoming blocked kicks the loop (status.OnChange),
+	// so an idle fleet is not looked at every Tick; Idle is the backstop.
+	Idle time.Duration
 	// Timeout bounds one inject.
 	Timeout time.Duration
 }
@@ -68,6 +73,9 @@ func New(o Options) *Continuer {
 	if o.Tick <= 0 {
 		o.Tick = time.Second
 	}
+	if o.Idle < o.Tick {
+		o.Idle = o.Tick
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
 	}
@@ -77,12 +85,19 @@ func New(o Options) *Continuer {
 // Kick asks for a look now, without blocking.
 func (c *Continuer) Kick() { loop.Wake(c.kick) }
 
-// Run looks every tick and at each kick until ctx is done.
+// Run looks every Tick while a session is blocked, every Idle while none
+// is, and at each kick (at most once per Tick), until ctx is done.
 func (c *Continuer) Run(ctx context.Context) {
-	loop.Loop{Name: "auto-continue", Log: c.o.Log, Every: c.o.Tick, Trigger: c.kick}.Run(ctx, func(ctx context.Context) time.Duration {
-		wait, err := c.Tick(ctx, time.Now())
+	var last time.Time
+	loop.Loop{Name: "auto-continue", Log: c.o.Log, Every: c.o.Idle, Trigger: c.kick}.Run(ctx, func(ctx context.Context) time.Duration {
+		if since := time.Since(last); since < c.o.Tick {
+			return c.o.Tick - since // a burst of kicks: one look for all of them
+		}
+		last = time.Now()
+		wait, err := c.Tick(ctx, last)
 		if err != nil && ctx.Err() == nil {
 			c.o.Log.Error("auto-continue: look", "err", err)
+			return c.o.Tick
 		}
 		return wait
 	})
@@ -116,8 +131,8 @@ func Plan(s herd.Session, role herd.Role, last herd.Event) (at time.Time, ok boo
 }
 
 // Tick is one look at now: each blocked session whose reset time has
-// come is continued. It returns how soon the next reset comes (0: none
-// before the usual tick).
+// come is continued. It returns how soon the next reset comes (0: none;
+// a change of a session kicks the loop).
 func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, error) {
 	host := c.o.Status.Host()
 	// The live set first (memory, no query): almost always nothing is
@@ -132,6 +147,7 @@ func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, err
 		c.mu.Unlock()
 		return 0, nil
 	}
+	var next time.Duration
 	var plans []due
 	err = c.o.Status.Store().View(ctx, func(tx store.Tx) error {
 		sessions, err := tx.SessionsOnHost(host)
@@ -184,7 +200,6 @@ func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, err
 	}
 	c.tried = keep // episodes over are forgotten
 	c.mu.Unlock()
-	var next time.Duration
 	for _, p := range plans {
 		c.mu.Lock()
 		done := c.tried[p.eventID]

@@ -171,3 +171,42 @@ func TestCancelledWhenNoLongerBlocked(t *testing.T) {
 		t.Errorf("expected nothing typed into a session that left blocked, got %v", inj.texts)
 	}
 }
+
+// TestKickedWhenBlocked: with an idle period far longer than the test,
+// a session becoming blocked (a change status announces) is looked at
+// at once and continued at its reset time.
+func TestKickedWhenBlocked(t *testing.T) {
+	reset := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	m, inj, _ := setup(t, reset)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	setActivity := func(a herd.Activity) {
+		t.Helper()
+		err := m.Update(ctx, "w-0", "i1", func(_ store.Tx, s *herd.Session) ([]*herd.Event, error) {
+			s.Activity = a
+			return nil, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setActivity(herd.ActivityWorking)
+	c := New(Options{Status: m, Runtimes: map[string]Injector{herd.RuntimeTmux: inj}, Log: slog.New(slog.DiscardHandler),
+		Tick: 20 * time.Millisecond, Idle: time.Hour})
+	m.OnChange(c.Kick)
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	setActivity(herd.ActivityBlocked)
+	deadline := time.Now().Add(10 * time.Second)
+	for inj.count() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if inj.count() != 1 {
+		t.Fatalf("expected one continue at the reset, got %v", inj.texts)
+	}
+	if now := time.Now(); now.Before(reset) {
+		t.Errorf("expected the continue at the reset %v, not before (now %v)", reset, now)
+	}
+}

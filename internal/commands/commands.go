@@ -63,10 +63,27 @@ func (r *Runner) Run(ctx context.Context) {
 // Round claims every pending command of the host, executes them (at most
 // MaxParallel at once) and records each result; it returns how many it
 // executed. A claim is a serializable write: of racing claimers (a daemon
-// restarted over its predecessor), each command goes to one.
+// restarted over its predecessor), each command goes to one. A round that
+// finds nothing pending writes nothing: the steady state is one read-only
+// transaction (a write would also make every loop read the live set again).
 func (r *Runner) Round(ctx context.Context) int {
+	var pending bool
+	err := r.st.View(ctx, func(tx store.Tx) error {
+		cs, err := tx.CommandsOnHost(r.host, herd.CommandPending)
+		pending = len(cs) > 0
+		return err
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("commands: look", "err", err)
+		}
+		return 0
+	}
+	if !pending {
+		return 0
+	}
 	var claimed []herd.Command
-	err := r.st.Update(ctx, func(tx store.Tx) error {
+	err = r.st.Update(ctx, func(tx store.Tx) error {
 		claimed = claimed[:0] // fn may run again after a conflict
 		pending, err := tx.CommandsOnHost(r.host, herd.CommandPending)
 		if err != nil {

@@ -140,3 +140,32 @@ func TestRacingSubmitters(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleRoundWritesNothing: a round with no pending command for the host
+// (one pending for another host) runs no write transaction; one with a
+// command claims and executes it.
+func TestIdleRoundWritesNothing(t *testing.T) {
+	st := open(t)
+	wc, ok := st.(store.WriteCounter)
+	if !ok {
+		t.Fatal("expected the SQLite store to count its writes")
+	}
+	if err := st.Update(t.Context(), func(tx store.Tx) error {
+		return tx.AddCommand(&herd.Command{Host: "a", From: "b", Kind: herd.CommandStop, Session: "w-0", State: herd.CommandPending, CreatedAt: time.Now().UTC()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	r := NewRunner(st, "b", func(context.Context, herd.Command) (string, error) { ran.Add(1); return "ok", nil }, time.Hour, quiet)
+	before := wc.Writes()
+	if n := r.Round(t.Context()); n != 0 {
+		t.Errorf("[no command for b] expected 0 executed, got %d", n)
+	}
+	if got := wc.Writes() - before; got != 0 {
+		t.Errorf("[no command for b] expected no write transaction, got %d", got)
+	}
+	a := NewRunner(st, "a", func(context.Context, herd.Command) (string, error) { ran.Add(1); return "ok", nil }, time.Hour, quiet)
+	if n := a.Round(t.Context()); n != 1 || ran.Load() != 1 {
+		t.Errorf("[a command for a] expected 1 executed, got %d (ran %d)", n, ran.Load())
+	}
+}

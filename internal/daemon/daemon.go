@@ -166,10 +166,16 @@ func New(o Options) (*Daemon, error) {
 	d.escalator.Metrics = d.metrics
 	d.notify = notify.New(notify.Options{Store: d.status.Store(), Host: host, Config: cfg.Notify, Log: log, Tick: min(time.Second, cfg.Probe.Interval)})
 	d.continuer = autocontinue.New(autocontinue.Options{
-		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Timeout: 4 * cfg.Probe.Timeout,
+		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Idle: continueIdle, Timeout: 4 * cfg.Probe.Timeout,
 		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
 	})
-	d.status.OnChange(d.notify.Kick)
+	// A session changing (blocked, waiting, failed...) wakes the notifier
+	// and auto-continue at once: neither looks every tick while nothing
+	// needs it.
+	d.status.OnChange(func() {
+		d.notify.Kick()
+		d.continuer.Kick()
+	})
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	d.server = server.New(server.Options{
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator, Notify: d.notify,
@@ -188,6 +194,10 @@ func New(o Options) (*Daemon, error) {
 	})
 	return d, nil
 }
+
+// continueIdle is auto-continue's backstop period while no session is
+// blocked (a session becoming blocked kicks it).
+const continueIdle = 30 * time.Second
 
 // Run supervises until ctx is done, serving the API on ln. Agents keep
 // running after Run returns; takedowns under way are finished first.

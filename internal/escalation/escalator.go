@@ -58,9 +58,25 @@ type Escalator struct {
 	// inflight holds the episode keys being delivered: one delivery per
 	// escalation at a time.
 	inflight map[string]bool
-	// clearSeen is when the timer last saw each episode key's condition
-	// clear: a condition seen since cannot have begun earlier.
-	clearSeen map[string]time.Time
+	// clearSeen is when the timer last saw each rule's condition of a
+	// session clear: a condition seen since cannot have begun earlier.
+	// Only conditions whose start is a hint (not Exact) are kept.
+	clearSeen map[clearKey]time.Time
+	// index is this host's index of stored episode keys as last read
+	// (indexOK; a write of it forgets it). The escalator is its only
+	// writer, so while it is empty and no condition holds, a tick reads
+	// nothing from the store.
+	index   []string
+	indexOK bool
+	// indexGen counts the writes of the index begun (forgetIndex): a read
+	// that raced one is not kept.
+	indexGen uint64
+}
+
+// clearKey names one rule of one session.
+type clearKey struct {
+	session string
+	rule    Rule
 }
 
 // NewEscalator returns the escalator of host's sessions; Run starts it.
@@ -84,7 +100,7 @@ func NewEscalator(st store.Store, host string, cfg *config.Config, log *slog.Log
 		Workers:    escalationWorkers,
 		fired:      map[string]bool{},
 		inflight:   map[string]bool{},
-		clearSeen:  map[string]time.Time{},
+		clearSeen:  map[clearKey]time.Time{},
 	}
 }
 
@@ -156,7 +172,13 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 		if listed, err = e.Sessions(ctx); err != nil {
 			return err
 		}
+		if e.quiet(listed, now) {
+			return nil
+		}
 	}
+	e.mu.Lock()
+	gen := e.indexGen
+	e.mu.Unlock()
 	err := e.st.View(ctx, func(tx store.Tx) error {
 		targets = targets[:0]
 		clear(sessions)
@@ -188,6 +210,11 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return err
 		}
+		e.mu.Lock()
+		if e.indexGen == gen {
+			e.index, e.indexOK = slices.Clone(index), whole
+		}
+		e.mu.Unlock()
 		for _, key := range index {
 			if name, r, ok := ParseKey(key); ok {
 				add(key, name, r)
@@ -228,7 +255,7 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 		if !ok && !c.Active {
 			// Nothing stored and nothing that can fire: the common case,
 			// decided without evaluating or encoding anything.
-			e.noteClear(t.key, c, now)
+			e.noteClear(t.session, t.rule, c, now)
 			continue
 		}
 		fire, next := Evaluate(c, ep, now, e.th().For(t.rule))
@@ -242,9 +269,10 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 			changed = append(changed, t)
 		}
 		episodes[t.key] = next
-		e.noteClear(t.key, c, now)
+		e.noteClear(t.session, t.rule, c, now)
 	}
 	if len(changed) > 0 {
+		e.forgetIndex()
 		err = e.st.Update(ctx, func(tx store.Tx) error {
 			return e.escalateTx(tx, changed, now, episodes)
 		})
@@ -254,6 +282,55 @@ func (e *Escalator) escalateOnce(ctx context.Context, now time.Time) error {
 	}
 	e.publish(sessions, episodes, now)
 	return nil
+}
+
+// quiet is the tick of an idle host, decided without the store: no stored
+// episode (the index, known empty) and no condition holding on any of
+// listed. It keeps the clear sightings as a full tick would, and builds
+// nothing per session.
+func (e *Escalator) quiet(listed []herd.Session, now time.Time) bool {
+	for _, s := range listed {
+		if s.Host != e.host {
+			continue
+		}
+		for _, r := range Rules {
+			if Observe(s, r).Active {
+				return false
+			}
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.indexOK || len(e.index) > 0 {
+		return false
+	}
+	for _, s := range listed {
+		if s.Host != e.host {
+			continue
+		}
+		for _, r := range Rules {
+			if c := Observe(s, r); !c.Exact {
+				e.clearSeen[clearKey{s.Name, r}] = now
+			}
+		}
+	}
+	// What was not seen clear now belongs to a session gone.
+	for key, at := range e.clearSeen {
+		if !at.Equal(now) {
+			delete(e.clearSeen, key)
+		}
+	}
+	clear(e.fired) // no episode is stored, so none is open
+	return true
+}
+
+// forgetIndex makes the next tick read the index again: a write of it is
+// under way.
+func (e *Escalator) forgetIndex() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.indexOK = false
+	e.indexGen++
 }
 
 // escalateTx re-evaluates the changed targets from fresh rows and writes
@@ -339,7 +416,7 @@ func (e *Escalator) condition(t target, s herd.Session, live bool) Condition {
 	}
 	c := Observe(s, t.rule)
 	e.mu.Lock()
-	c.NotBefore = e.clearSeen[t.key]
+	c.NotBefore = e.clearSeen[clearKey{t.session, t.rule}]
 	e.mu.Unlock()
 	return c
 }
@@ -352,14 +429,15 @@ func (e *Escalator) settle(ep *Episode) {
 	}
 }
 
-// noteClear remembers when a condition was last seen clear.
-func (e *Escalator) noteClear(key string, c Condition, now time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c.Active {
+// noteClear remembers when a condition was last seen clear; one whose
+// start is exact needs no lower bound.
+func (e *Escalator) noteClear(session string, r Rule, c Condition, now time.Time) {
+	if c.Active || c.Exact {
 		return
 	}
-	e.clearSeen[key] = now
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.clearSeen[clearKey{session, r}] = now
 }
 
 // publish updates the fired set and hands due deliveries to the workers.
@@ -381,7 +459,7 @@ func (e *Escalator) publish(sessions map[string]herd.Session, episodes map[strin
 	e.mu.Lock()
 	e.fired = fired
 	for key := range e.clearSeen {
-		if name, _, _ := ParseKey(key); sessions[name].Name == "" {
+		if sessions[key.session].Name == "" {
 			delete(e.clearSeen, key)
 		}
 	}

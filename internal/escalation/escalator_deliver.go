@@ -63,6 +63,7 @@ func (e *Escalator) deliver(ctx context.Context, key string) {
 	}
 
 	var next Episode
+	e.forgetIndex()
 	err = e.st.Update(ctx, func(tx store.Tx) error {
 		raw, ok, err := tx.KV(key)
 		if err != nil || !ok {

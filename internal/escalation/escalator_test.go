@@ -87,3 +87,101 @@ func TestEscalateOnceReadsOnlyOpenEpisodes(t *testing.T) {
 		t.Error("expected w-0 still escalated on the next tick")
 	}
 }
+
+// viewCountingStore counts the read-only transactions it runs.
+type viewCountingStore struct {
+	store.Store
+	views *atomic.Int64
+}
+
+func (c viewCountingStore) View(ctx context.Context, fn func(store.Tx) error) error {
+	c.views.Add(1)
+	return c.Store.View(ctx, fn)
+}
+
+// TestQuietTickReadsNoStore: with the sessions from the live set, a tick
+// over sessions where no condition holds and no episode is stored reads
+// the store once (the index), then never again while it stays so; a
+// session starting to wait is read and escalated after waiting_after as
+// before, and once its episode is gone the ticks are quiet again.
+func TestQuietTickReadsNoStore(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Now().UTC()
+	var sessions []herd.Session
+	for i := range 20 {
+		sessions = append(sessions, herd.Session{Name: herd.SessionName("w", i), Role: "w", Index: i, Host: "h", State: herd.StateRunning,
+			Activity: herd.ActivityIdle, Incarnation: fmt.Sprintf("inc-%d", i), StateSince: now})
+	}
+	err = db.Update(context.Background(), func(tx store.Tx) error {
+		for _, s := range sessions {
+			if err := tx.PutSession(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var views atomic.Int64
+	cfg := config.Default()
+	e := NewEscalator(viewCountingStore{db, &views}, "h", cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e.Sessions = func(context.Context) ([]herd.Session, error) { return append([]herd.Session(nil), sessions...), nil }
+	tick := func(at time.Time) {
+		t.Helper()
+		if err := e.escalateOnce(context.Background(), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		tick(now.Add(time.Duration(i) * time.Second))
+	}
+	if got := views.Load(); got != 1 {
+		t.Errorf("[quiet] expected 1 read (the index) over 5 ticks, got %d", got)
+	}
+
+	// w-3 waits for a permission: read every tick, escalated after
+	// waiting_after, measured from when it was last seen clear.
+	waitFrom := now.Add(4 * time.Second)
+	put := func(s herd.Session) {
+		t.Helper()
+		if err := db.Update(context.Background(), func(tx store.Tx) error { return tx.PutSession(s) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sessions[3].Activity = herd.ActivityWaiting
+	put(sessions[3])
+	views.Store(0)
+	tick(now.Add(5 * time.Second))
+	if views.Load() == 0 {
+		t.Error("[waiting] expected the store read while a condition holds")
+	}
+	if e.Escalated("w-3") {
+		t.Fatal("[waiting] expected no escalation before waiting_after")
+	}
+	tick(waitFrom.Add(cfg.Escalation.WaitingAfter + 5*time.Second))
+	if !e.Escalated("w-3") {
+		t.Fatal("[waiting past waiting_after] expected w-3 escalated")
+	}
+
+	// Answered: the episode is closed and deleted, then quiet again.
+	sessions[3].Activity = herd.ActivityWorking
+	put(sessions[3])
+	later := waitFrom.Add(cfg.Escalation.WaitingAfter + 6*time.Second)
+	tick(later)
+	tick(later.Add(time.Second))
+	if e.Escalated("w-3") {
+		t.Error("[answered] expected w-3 no longer escalated")
+	}
+	views.Store(0)
+	for i := range 3 {
+		tick(later.Add(time.Duration(2+i) * time.Second))
+	}
+	if got := views.Load(); got != 0 {
+		t.Errorf("[quiet again] expected no read over 3 ticks, got %d", got)
+	}
+}

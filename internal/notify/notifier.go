@@ -26,6 +26,10 @@ const (
 	// minGap spaces looks: kicks that come faster (a burst of session
 	// changes) are served together, at most this late.
 	minGap = 50 * time.Millisecond
+	// idleEvery is the loop's period while no channel is configured:
+	// nothing can be notified until a reload sets one (Reconfigure kicks
+	// the loop), so an idle daemon is not woken every tick for nothing.
+	idleEvery = time.Minute
 )
 
 // Options configure a Notifier.
@@ -144,11 +148,12 @@ func (n *Notifier) Describe(session string) *api.Notification {
 func kvKey(host string) string { return "notify/" + host }
 
 // Run looks at this host's sessions every tick and at each kick until
-// ctx is done; deliveries under way are waited for.
+// ctx is done (with no channel configured, every idleEvery); deliveries
+// under way are waited for.
 func (n *Notifier) Run(ctx context.Context) {
 	defer n.deliveries.Wait()
 	var last time.Time
-	loop.Loop{Name: "notify", Log: n.log, Every: n.o.Tick, Trigger: n.kick}.Run(ctx, func(ctx context.Context) time.Duration {
+	loop.Loop{Name: "notify", Log: n.log, Every: max(n.o.Tick, idleEvery), Trigger: n.kick}.Run(ctx, func(ctx context.Context) time.Duration {
 		if since := time.Since(last); since < minGap {
 			return minGap - since // a burst of kicks: one look for all of them
 		}
@@ -158,8 +163,12 @@ func (n *Notifier) Run(ctx context.Context) {
 		wait, err := n.Tick(tickCtx, time.Now())
 		if err != nil && ctx.Err() == nil {
 			n.log.Error("notify: look", "err", err)
+			wait = n.o.Tick // looked at again as before
 		}
 		n.start(ctx, time.Now())
+		if (wait == 0 || wait > n.o.Tick) && len(n.channels.Load().channels) > 0 {
+			wait = n.o.Tick // channels to serve: the usual tick
+		}
 		return wait
 	})
 }

@@ -203,3 +203,22 @@ func TestNoChannelNoEpisode(t *testing.T) {
 		t.Errorf("expected a reload adding a channel to notify the failed session, got %d requests", len(got))
 	}
 }
+
+// TestIdleLoopWokenByReload: with no channel the loop sleeps its idle
+// period; a reload adding a channel wakes it at once, and from then on it
+// looks every tick: a session failing later is notified without a kick.
+func TestIdleLoopWokenByReload(t *testing.T) {
+	st := openStore(t)
+	put(t, st, session(herd.StateRunning, herd.ActivityIdle))
+	n := newNotifier(st, config.Notify{})
+	run(t, n)
+	hook, got := recorder(t)
+	n.Reconfigure(config.Notify{Webhook: hook.URL})
+	put(t, st, session(herd.StateFailed, herd.ActivityUnknown)) // no kick: found by the tick
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("expected the failed session notified within the tick after a reload")
+	}
+	waitFor(t, "the notified event", func() bool { return len(notified(t, st, "w-0")) == 1 })
+}

@@ -51,6 +51,13 @@ type Leader struct {
 	// Locker).
 	lock    store.Lock
 	leading bool
+	// bare: the last pass, begun when the store had counted bareWrites
+	// writes, found no placed role and no placement. On a store that
+	// cannot elect (one daemon, which writes every row itself) nothing
+	// can be placed until its next write, so passes are skipped till
+	// then: an idle daemon reads no roles every interval.
+	bare       bool
+	bareWrites uint64
 }
 
 // NewLeader returns a Leader; Run elects and assigns.
@@ -169,9 +176,24 @@ func (l *Leader) resign(why string) {
 func (l *Leader) Pass(ctx context.Context) (Change, error) {
 	var c Change
 	var write bool
+	writes, counted := l.lonelyWrites()
+	if counted {
+		l.mu.Lock()
+		skip := l.bare && l.bareWrites == writes
+		l.mu.Unlock()
+		if skip {
+			return c, nil
+		}
+	}
 	err := l.o.Store.View(ctx, func(tx store.Tx) error {
 		var err error
-		c, write, err = l.plan(tx)
+		var bare bool
+		c, write, bare, err = l.plan(tx)
+		if err == nil && counted {
+			l.mu.Lock()
+			l.bare, l.bareWrites = bare, writes
+			l.mu.Unlock()
+		}
 		return err
 	})
 	if err != nil || !write {
@@ -179,7 +201,7 @@ func (l *Leader) Pass(ctx context.Context) (Change, error) {
 	}
 	err = l.o.Store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		if c, write, err = l.plan(tx); err != nil || !write {
+		if c, write, _, err = l.plan(tx); err != nil || !write {
 			return err
 		}
 		if _, elected := l.o.Store.(store.Locker); elected {
@@ -202,41 +224,55 @@ func (l *Leader) Pass(ctx context.Context) (Change, error) {
 	return c, err
 }
 
+// lonelyWrites returns the count of writes of a store that cannot elect
+// (this daemon is its one writer) and that counts them; counted is false
+// otherwise.
+func (l *Leader) lonelyWrites() (n uint64, counted bool) {
+	if _, elected := l.o.Store.(store.Locker); elected {
+		return 0, false
+	}
+	wc, ok := l.o.Store.(store.WriteCounter)
+	if !ok {
+		return 0, false
+	}
+	return wc.Writes(), true
+}
+
 // plan reads what a pass needs and returns its change, and whether
 // anything is to be written (the change, or kv not naming this leader).
-// A store with no placed role and no placement reads no hosts.
-func (l *Leader) plan(tx store.Tx) (c Change, write bool, err error) {
+// A store with no placed role and no placement (bare) reads no hosts.
+func (l *Leader) plan(tx store.Tx) (c Change, write, bare bool, err error) {
 	if _, elected := l.o.Store.(store.Locker); elected {
 		// Named only where there is an election: a lone daemon leads
 		// trivially.
 		v, ok, err := tx.KV(KVLeader)
 		if err != nil {
-			return c, false, err
+			return c, false, false, err
 		}
 		write = !ok || v != l.o.Host
 	}
 	roles, err := tx.Roles()
 	if err != nil {
-		return c, false, err
+		return c, false, false, err
 	}
 	current, err := tx.Placements()
 	if err != nil {
-		return c, false, err
+		return c, false, false, err
 	}
 	placed := false
 	for _, r := range roles {
 		placed = placed || r.Placed()
 	}
 	if !placed && len(current) == 0 {
-		return c, write, nil
+		return c, write, true, nil
 	}
 	all, err := tx.Hosts()
 	if err != nil {
-		return c, false, err
+		return c, false, false, err
 	}
 	now := time.Now().UTC()
 	c = Assign(roles, current, Live(l.o.Host, all, now, l.o.HostTimeout), now)
-	return c, write || !c.Empty(), nil
+	return c, write || !c.Empty(), false, nil
 }
 
 // Live is the set of hosts up at now: a heartbeat within timeout, and

@@ -132,3 +132,56 @@ func TestLeaderSQLite(t *testing.T) {
 	l, _ := runLeader(t, st, "solo")
 	waitUntil(t, "the one daemon leading", 5*time.Second, l.Leading)
 }
+
+// viewCounter counts the read-only transactions of a store that counts its
+// writes.
+type viewCounter struct {
+	*sqlite.Store
+	views int
+}
+
+func (v *viewCounter) View(ctx context.Context, fn func(store.Tx) error) error {
+	v.views++
+	return v.Store.View(ctx, fn)
+}
+
+// TestLoneLeaderIdlePasses: on SQLite (one daemon, the one writer) a pass
+// that found nothing placed is not run again until the store is written;
+// a placed role applied then is placed at the next pass.
+func TestLoneLeaderIdlePasses(t *testing.T) {
+	db, err := sqlite.Open(t.Context(), t.TempDir()+"/herd.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	st := &viewCounter{Store: db}
+	l := NewLeader(Options{Store: st, Host: "solo", HostTimeout: 3 * time.Second, Interval: time.Hour, Log: quiet()})
+	for range 3 {
+		if _, err := l.Pass(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.views != 1 {
+		t.Errorf("[nothing placed] expected 1 read over 3 passes, got %d", st.views)
+	}
+	err = st.Update(t.Context(), func(tx store.Tx) error {
+		return tx.PutRole(herd.Role{Name: "w", Replicas: 2, Command: []string{"sleep", "1"}, Workdir: "/", Runtime: herd.RuntimeExec, Hosts: []string{"solo"}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Pass(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Put) != 2 {
+		t.Fatalf("[placed role applied] expected its 2 slots placed, got %+v", c)
+	}
+	views := st.views
+	if _, err := l.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st.views != views+1 {
+		t.Errorf("[a placed role] expected every pass to read, got %d reads for one pass", st.views-views)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"herd/internal/cgroup"
 	"herd/internal/diag"
 	"herd/internal/slots"
-	"herd/internal/store"
 )
 
 // watchMemory enforces memory_max where the kernel does not (no memory
@@ -64,19 +63,6 @@ func (w *Stalls) watchMemory(ctx context.Context, items []watchItem, roles map[s
 			w.memoryKill(ctx, it, max)
 		})
 	}
-}
-
-// roles reads the declared roles, by name.
-func (w *Stalls) roles(ctx context.Context) (map[string]herd.Role, error) {
-	out := map[string]herd.Role{}
-	err := w.st.Store().View(ctx, func(tx store.Tx) error {
-		roles, err := tx.Roles()
-		for _, r := range roles {
-			out[r.Name] = r
-		}
-		return err
-	})
-	return out, err
 }
 
 // memoryKill stops an incarnation whose tree is over its memory_max, after

@@ -8,6 +8,7 @@ import (
 	"herd/internal/activity"
 	"herd/internal/agents"
 	"herd/internal/diag"
+	"herd/internal/proc"
 	"herd/internal/runtime/execrt"
 )
 
@@ -85,8 +86,12 @@ type incWatch struct {
 	// restart_on_update restart of it runs.
 	exeReplaced   string
 	updateRestart bool
-	// exeCheckedAt is when the executable was last read.
+	// exeCheckedAt is when the executable was last read. exePath and
+	// exeID are the file it runs, once known: while the file at exePath
+	// is still exeID the binary is current, and the agent is not read.
 	exeCheckedAt time.Time
+	exePath      string
+	exeID        proc.FileID
 }
 
 // watchFor returns the memory of s's current incarnation inc, creating it

@@ -105,3 +105,34 @@ func readString(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestHashWanted: the pane of an agent herd cannot read is captured for a
+// hash only where no window_activity is listed, once silent half its
+// threshold, at most once per quarter threshold.
+func TestHashWanted(t *testing.T) {
+	now := time.Now()
+	const threshold = 4 * time.Minute
+	tests := []struct {
+		name                  string
+		winActivity           bool
+		silent, sinceCaptured time.Duration
+		threshold             time.Duration
+		want                  bool
+	}{
+		{"window_activity listed, silent long", true, time.Hour, time.Hour, threshold, false},
+		{"no window_activity, silent half the threshold", false, 2 * time.Minute, time.Hour, threshold, true},
+		{"no window_activity, not silent long enough", false, time.Minute, time.Hour, threshold, false},
+		{"no window_activity, captured a moment ago", false, time.Hour, 30 * time.Second, threshold, false},
+		{"no window_activity, captured a quarter threshold ago", false, time.Hour, time.Minute, threshold, true},
+		{"no stall threshold", false, time.Hour, time.Hour, 0, false},
+	}
+	for _, tc := range tests {
+		m := &incWatch{lastActivity: now.Add(-tc.silent), capturedAt: now.Add(-tc.sinceCaptured)}
+		if tc.winActivity {
+			m.winActivity = now.Add(-tc.silent)
+		}
+		if got := hashWantedLocked(m, tc.threshold, now); got != tc.want {
+			t.Errorf("[%s] expected %v, got %v", tc.name, tc.want, got)
+		}
+	}
+}

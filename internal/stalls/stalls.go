@@ -65,6 +65,9 @@ type Stalls struct {
 	incs map[string]*incWatch
 	// memKills holds the incarnations whose memory_max kill is under way.
 	memKills map[string]bool
+	// exeStats holds, by path, the agent binaries last stat'ed (see
+	// fileAt).
+	exeStats map[string]exeStat
 }
 
 // New returns the watchdog; Run starts it.
@@ -113,12 +116,18 @@ func (w *Stalls) wdConfig() watchdog.Config {
 func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 	tickCtx, cancel := context.WithTimeout(ctx, w.cfg().Probe.Interval+w.cfg().Probe.Timeout)
 	defer cancel()
-	_, live, err := w.st.Live(tickCtx)
+	// The roles come with the live set (memory): no read of the roles
+	// table every tick.
+	roleList, _, live, err := w.st.Listing(tickCtx)
 	if err != nil {
 		if ctx.Err() == nil { // a shutdown is no error
 			w.o.Log.Error("watchdog: read store", "err", err)
 		}
 		return
+	}
+	roles := make(map[string]herd.Role, len(roleList))
+	for _, r := range roleList {
+		roles[r.Name] = r
 	}
 	items := make([]watchItem, len(live))
 	for i, it := range live {
@@ -134,7 +143,7 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 		}
 	}
 	w.gc(current)
-	w.agentKinds(tickCtx, items)
+	w.agentKinds(items, roles)
 	w.watchTmux(tickCtx, tmuxes, now)
 	w.watchTranscripts(items, now)
 	for _, it := range items {
@@ -144,13 +153,6 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 		w.watchOne(tickCtx, it, now)
 	}
 	if len(items) == 0 {
-		return
-	}
-	roles, err := w.roles(tickCtx)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.o.Log.Warn("watchdog: memory_max and agent updates not checked: read roles", "err", err)
-		}
 		return
 	}
 	w.watchMemory(tickCtx, items, roles)

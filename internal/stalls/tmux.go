@@ -33,8 +33,11 @@ type capture struct {
 // redrawing is not), the prompt back ends a turn (idle), a startup dialog
 // is waiting. A capture is taken when window_activity moved (at most once
 // per captureGap), once when a prompt seen needs confirming, or once per
-// quietCaptureEvery. For other agents window_activity is output, and a
-// session that looks silent has its pane hashed as before.
+// quietCaptureEvery. For other agents window_activity is output (tmux
+// moves it on every byte the pane prints), so their panes are captured
+// only where the listing shows no window_activity: then a session that
+// looks silent has its pane hashed. An idle fleet of such agents costs no
+// capture-pane at all.
 func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time) {
 	if len(items) == 0 {
 		return
@@ -72,11 +75,7 @@ func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time
 				m.capturedAt.Sub(m.screenSince) < confirmIdle && now.Sub(m.screenSince) >= confirmIdle
 			want = (moved && since >= gap) || confirm || since >= quietEvery
 		} else {
-			threshold := watchdog.Threshold(w.wdConfig(), m.hook.InTool)
-			// At most one capture per agent per quarter threshold: a
-			// silent fleet costs a trickle of captures, never one each
-			// per tick.
-			want = threshold > 0 && now.Sub(m.lastActivity) >= threshold/2 && now.Sub(m.capturedAt) >= threshold/4
+			want = hashWantedLocked(m, watchdog.Threshold(w.wdConfig(), m.hook.InTool), now)
 			if !want {
 				// A pane hash compares captures of one silent spell only.
 				m.paneHashed = false
@@ -119,6 +118,15 @@ func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time
 		}
 		m.paneHash, m.paneHashed = sum, true
 	})
+}
+
+// hashWantedLocked reports whether the pane of an agent herd cannot read
+// (m, locked) is captured and hashed at now: only where the listing shows
+// no window_activity, once it was silent half its stall threshold, at
+// most once per quarter threshold (a silent fleet costs a trickle of
+// captures, never one each per tick).
+func hashWantedLocked(m *incWatch, threshold time.Duration, now time.Time) bool {
+	return m.winActivity.IsZero() && threshold > 0 && now.Sub(m.lastActivity) >= threshold/2 && now.Sub(m.capturedAt) >= threshold/4
 }
 
 // readScreen folds one capture of an agent herd can read into its memory:

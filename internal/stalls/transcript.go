@@ -1,14 +1,12 @@
 package stalls
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"time"
 
 	"herd"
 	"herd/internal/agents"
-	"herd/internal/store"
 )
 
 // transcriptWatch is what the watchdog follows of one agent's transcript:
@@ -29,41 +27,18 @@ var configDirEnv = map[string]string{
 	herd.AgentGemini: "GEMINI_CLI_HOME",
 }
 
-// agentKinds reads the agent kind of the sessions met for the first time,
-// from their roles, in one read.
-func (w *Stalls) agentKinds(ctx context.Context, items []watchItem) {
-	var unknown []watchItem
+// agentKinds sets the agent kind of the sessions met for the first time,
+// from their roles.
+func (w *Stalls) agentKinds(items []watchItem, roles map[string]herd.Role) {
 	for _, it := range items {
 		it.m.mu.Lock()
 		if it.m.kind == "" {
-			unknown = append(unknown, it)
+			k := roles[it.S.Role].Agent
+			if !agents.Known(k) {
+				k = herd.AgentGeneric // the role is gone, or names no agent herd reads
+			}
+			it.m.kind = k
 		}
-		it.m.mu.Unlock()
-	}
-	if len(unknown) == 0 {
-		return
-	}
-	var roles []herd.Role
-	if err := w.st.Store().View(ctx, func(tx store.Tx) (err error) {
-		roles, err = tx.Roles()
-		return err
-	}); err != nil {
-		if ctx.Err() == nil {
-			w.o.Log.Warn("watchdog: read roles", "err", err)
-		}
-		return
-	}
-	kinds := make(map[string]string, len(roles))
-	for _, r := range roles {
-		kinds[r.Name] = r.Agent
-	}
-	for _, it := range unknown {
-		k := kinds[it.S.Role]
-		if !agents.Known(k) {
-			k = herd.AgentGeneric // the role is gone, or names no agent herd reads
-		}
-		it.m.mu.Lock()
-		it.m.kind = k
 		it.m.mu.Unlock()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/proc"
 	"herd/internal/slots"
 	"herd/internal/store"
 )
@@ -19,18 +20,28 @@ const updateRestartTimeout = 2 * time.Minute
 // OUTDATED with reason binary_updated, said once in an outdated event;
 // with its role's restart_on_update it is restarted, resuming its
 // conversation, at its first idle moment (never mid-turn).
+//
+// An agent whose running file is known is not read again while the file at
+// its path is still that file: the path is stat'ed once per
+// binaryCheckEvery for all the agents that run it (a fleet of one binary
+// costs one stat, not one read per agent).
 func (w *Stalls) watchBinaries(ctx context.Context, items []watchItem, roles map[string]herd.Role) {
 	now := time.Now()
 	for _, it := range items {
 		m := it.m
 		m.mu.Lock()
 		exe, restarting := m.exeReplaced, m.updateRestart
-		check := exe == "" && now.Sub(m.exeCheckedAt) >= binaryCheckEvery
-		if check {
-			m.exeCheckedAt = now
-		}
+		path, id := m.exePath, m.exeID
+		check := exe == "" && (!id.Zero() || now.Sub(m.exeCheckedAt) >= binaryCheckEvery)
 		m.mu.Unlock()
+		if check && !id.Zero() {
+			// The agent is read only once its path names another file.
+			check = w.fileAt(path, now) != id
+		}
 		if check {
+			m.mu.Lock()
+			m.exeCheckedAt = now
+			m.mu.Unlock()
 			exe = w.checkBinary(ctx, it)
 		}
 		if exe == "" || restarting || !roles[it.S.Role].RestartOnUpdate {
@@ -67,10 +78,27 @@ func (w *Stalls) checkBinary(ctx context.Context, it watchItem) string {
 		return ""
 	}
 	path, deleted, err := w.o.Proc.Exe(id.PID)
-	if err != nil || !deleted || w.o.Proc.Check(id, w.o.BootID) != herd.Alive {
+	if err != nil {
 		return ""
 	}
 	m := it.m
+	if !deleted {
+		// Remember the file it runs (read before the identity check, so
+		// never a stranger's): later ticks compare it with the file at
+		// its path instead of reading the agent again. Unreadable, the
+		// agent is read every binaryCheckEvery as before.
+		fid, err := w.o.Proc.ExeID(id.PID)
+		if err != nil || w.o.Proc.Check(id, w.o.BootID) != herd.Alive {
+			fid = proc.FileID{}
+		}
+		m.mu.Lock()
+		m.exePath, m.exeID = path, fid
+		m.mu.Unlock()
+		return ""
+	}
+	if w.o.Proc.Check(id, w.o.BootID) != herd.Alive {
+		return ""
+	}
 	m.mu.Lock()
 	m.exeReplaced = path
 	m.mu.Unlock()
@@ -84,6 +112,37 @@ func (w *Stalls) checkBinary(ctx context.Context, it watchItem) string {
 		w.o.Log.Warn("watchdog: record the replaced binary", "session", it.S.Name, "err", err)
 	}
 	return path
+}
+
+// exeStat is what the watchdog last saw at an agent binary's path.
+type exeStat struct {
+	at time.Time
+	id proc.FileID // zero: nothing readable there
+}
+
+// fileAt returns the identity of the file at path, stat'ed at most once
+// per binaryCheckEvery (zero when it cannot be read: gone, replaced by
+// nothing).
+func (w *Stalls) fileAt(path string, now time.Time) proc.FileID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st, ok := w.exeStats[path]; ok && now.Sub(st.at) < binaryCheckEvery {
+		return st.id
+	}
+	id, err := proc.FileIDOf(path)
+	if err != nil {
+		id = proc.FileID{}
+	}
+	if w.exeStats == nil {
+		w.exeStats = map[string]exeStat{}
+	}
+	for p, st := range w.exeStats {
+		if now.Sub(st.at) > time.Hour {
+			delete(w.exeStats, p) // no agent runs it any more
+		}
+	}
+	w.exeStats[path] = exeStat{at: now, id: id}
+	return id
 }
 
 // restartUpdated restarts an idle session whose binary was replaced,

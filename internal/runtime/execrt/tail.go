@@ -38,22 +38,43 @@ type Tailer struct {
 	// held is the file last read: when Path names another one, the
 	// capture process rotated it to Path.1 (see RotatingFile).
 	held os.FileInfo
+	// seenAt is the now of the last poll and seenSize the size of the
+	// file it saw (-1: none), for a CapFile right after it.
+	seenAt   time.Time
+	seenSize int64
 }
 
 // Poll reads what was appended since the last poll and calls line for each
 // complete line with the time it was written (the file's mtime, never in
 // the future). The first poll starts at most adoptWindow from the end, at
 // a line start, so output from before the daemon started is not replayed.
+//
+// A file that does not exist yet, or that neither grew nor was rotated
+// since the last poll, costs one stat: a quiet agent's files are not
+// opened at every poll.
 func (t *Tailer) Poll(now time.Time, line func(b []byte, at time.Time)) error {
+	info, err := os.Stat(t.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.seenAt, t.seenSize = now, -1
+		return nil
+	}
+	if err == nil {
+		t.seenAt, t.seenSize = now, info.Size()
+		if t.held != nil && os.SameFile(t.held, info) && info.Size() == t.off {
+			t.held = info
+			return nil
+		}
+	}
 	f, err := os.Open(t.Path)
 	if errors.Is(err, fs.ErrNotExist) {
+		t.seenAt, t.seenSize = now, -1
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	info, err = f.Stat()
 	if err != nil {
 		return err
 	}
@@ -67,7 +88,7 @@ func (t *Tailer) Poll(now time.Time, line func(b []byte, at time.Time)) error {
 		t.readRenamed(now, line)
 		t.off = 0
 	}
-	t.held = info
+	t.held, t.seenAt, t.seenSize = info, now, info.Size()
 	size := info.Size()
 	if !t.started {
 		t.started = true
@@ -130,9 +151,19 @@ func (t *Tailer) feed(b []byte, at time.Time, line func([]byte, time.Time)) {
 // rotated copy, so no line is lost to an ordinary rotation. A flood is
 // bounded: the rotated copy keeps only the file's last max bytes, and at
 // most maxPollRead of it is read; the rest counts as lost.
+//
+// Right after a Poll with the same now, the size that poll saw decides
+// (no second stat).
 func (t *Tailer) CapFile(max int64, now time.Time, line func([]byte, time.Time)) error {
-	info, err := os.Stat(t.Path)
-	if err != nil || info.Size() <= max {
+	size := t.seenSize
+	if !t.seenAt.Equal(now) {
+		info, err := os.Stat(t.Path)
+		if err != nil {
+			return nil
+		}
+		size = info.Size()
+	}
+	if size <= max {
 		return nil
 	}
 	if err := t.Poll(now, line); err != nil {

@@ -229,3 +229,51 @@ func TestTailerFollowsRenameRotation(t *testing.T) {
 		t.Errorf("[twice] expected only the newest file's line … got %v", got)
 	}
 }
+
+// TestTailerQuietFile: polls of a file that did not change read nothing;
+// a file of the same size put in its place (a rotation) is still read
+// from its start, and bytes appended after quiet polls are read.
+func TestTailerQuietFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out")
+	tl := &Tailer{Path: path}
+	var got []string
+	collect := func(b []byte, _ time.Time) { got = append(got, string(b)) }
+	now := time.Now()
+	// Not written yet: nothing read, nothing capped.
+	if err := tl.Poll(now.Add(-time.Second), collect); err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.CapFile(1, now.Add(-time.Second), collect); err != nil || len(got) != 0 {
+		t.Fatalf("[absent] expected nothing, got %q (%v)", got, err)
+	}
+	appendFile(t, path, []byte("one\n"))
+	for i := range 3 {
+		if err := tl.Poll(now.Add(time.Duration(i)*time.Second), collect); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(got, ",") != "one" {
+		t.Fatalf("[quiet] expected one line once, got %q", got)
+	}
+	// Same size, another file: the capture process rotated it.
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, []byte("two\n"))
+	if err := tl.Poll(now.Add(3*time.Second), collect); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, []byte("three\n"))
+	if err := tl.Poll(now.Add(4*time.Second), collect); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "one,two,three" {
+		t.Errorf("[rotated, appended] expected one,two,three, got %q", got)
+	}
+	if err := tl.CapFile(1, now.Add(4*time.Second), collect); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Size() != 0 {
+		t.Errorf("[cap after a poll] expected the file capped to empty, got %v (%v)", info, err)
+	}
+}

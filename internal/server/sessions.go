@@ -19,23 +19,36 @@ import (
 // store (one query, without the snapshots a listing does not show), by
 // name; then the markers and the unmanaged tmux sessions.
 func (sv *Server) sessionViews(ctx context.Context) ([]api.SessionView, error) {
-	roles, local, live, err := sv.st.Listing(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var (
 		f      hosts.Fleet
 		others []store.SessionPID
+		names  []string
 	)
-	err = sv.st.Store().View(ctx, func(tx store.Tx) (err error) {
+	err := sv.st.Store().View(ctx, func(tx store.Tx) (err error) {
 		if f, err = sv.fleet(tx); err != nil {
 			return err
 		}
-		others, err = tx.SessionsWithPIDsNotOnHost(sv.st.Host())
+		if others, err = tx.SessionsWithPIDsNotOnHost(sv.st.Host()); err != nil {
+			return err
+		}
+		names, err = tx.SessionNamesOnHost(sv.st.Host())
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	roles, local, live, err := sv.st.Listing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !sameNames(local, names) {
+		// Another host deleted or took over some of this host's rows (a
+		// placed role deleted from there, a slot moved): the set is read
+		// again, for every reader.
+		sv.st.Invalidate()
+		if roles, local, live, err = sv.st.Listing(ctx); err != nil {
+			return nil, err
+		}
 	}
 	pids := make(map[string]int, len(live))
 	for _, l := range live {
@@ -104,4 +117,22 @@ func replyViews(w http.ResponseWriter, views []api.SessionView) {
 		*buf = b
 		viewBufs.Put(buf)
 	}
+}
+
+// sameNames reports whether sessions are exactly the sessions called
+// names (in any order).
+func sameNames(sessions []herd.Session, names []string) bool {
+	if len(sessions) != len(names) {
+		return false
+	}
+	have := make(map[string]bool, len(sessions))
+	for _, s := range sessions {
+		have[s.Name] = true
+	}
+	for _, n := range names {
+		if !have[n] {
+			return false
+		}
+	}
+	return true
 }

@@ -66,6 +66,8 @@ type liveSet struct {
 	seq     uint64
 	readers int
 	journal []journalEntry
+	// readingHints is the hint count the last read begun saw.
+	readingHints uint64
 	// inflight: a write transaction of this daemon is under way;
 	// backendSeen is the backend's write count after the last one (see
 	// bypassedLocked).
@@ -193,6 +195,14 @@ func (ls *liveSet) validLocked(backend store.Store) bool {
 	return ls.ok && ls.hintsAt == ls.hints.Load() && time.Since(ls.readAt) < liveMaxAge
 }
 
+// refreshingLocked reports whether the set, too old to be valid but
+// holding every write of this daemon, is being read again after the last
+// hint already: it is served meanwhile rather than read once more by each
+// loop that ticks during the read.
+func (ls *liveSet) refreshingLocked() bool {
+	return ls.ok && ls.readers > 0 && ls.readingHints == ls.hints.Load() && ls.hintsAt == ls.readingHints
+}
+
 // liveLocked returns the live sessions with their incarnation, rebuilt
 // when a write changed them.
 func (ls *liveSet) liveLocked() []Live {
@@ -233,7 +243,7 @@ func (m *Manager) Live(ctx context.Context) (all []herd.Session, live []Live, er
 func (m *Manager) Listing(ctx context.Context) (roles []herd.Role, all []herd.Session, live []Live, err error) {
 	ls := &m.live
 	ls.mu.Lock()
-	if ls.validLocked(m.raw) {
+	if ls.validLocked(m.raw) || ls.refreshingLocked() {
 		roles, all, live = slices.Clone(ls.roles), slices.Clone(ls.sessions), slices.Clone(ls.liveLocked())
 		ls.mu.Unlock()
 		return roles, all, live, nil
@@ -241,6 +251,7 @@ func (m *Manager) Listing(ctx context.Context) (roles []herd.Role, all []herd.Se
 	ls.readers++
 	ls.started++
 	no, from, hints := ls.started, ls.seq, ls.hints.Load()
+	ls.readingHints = hints
 	ls.mu.Unlock()
 
 	at := time.Now()

@@ -133,6 +133,9 @@ type Tx interface {
 	// host, each without its snapshot (Session.Snapshot nil): the rows a
 	// listing shows of other hosts, in one query.
 	SessionsWithPIDsNotOnHost(host string) ([]SessionPID, error)
+	// SessionNamesOnHost lists the names of host's sessions (an index
+	// read: no row decoded), in no particular order.
+	SessionNamesOnHost(host string) ([]string, error)
 	PutSession(s herd.Session) error
 	DeleteSession(name string) error
 

@@ -65,6 +65,15 @@ func (t *tx) SessionsWithPIDsNotOnHost(host string) ([]store.SessionPID, error) 
 	return t.sessionsWithPIDs("sessions with pids not on "+host, cols, " WHERE s.host <> ?", host)
 }
 
+// SessionNamesOnHost lists the names of host's sessions.
+func (t *tx) SessionNamesOnHost(host string) ([]string, error) {
+	return collect(t, "session names on "+host, func(sc scanner) (string, error) {
+		var name string
+		err := sc.Scan(&name)
+		return name, err
+	}, "SELECT name FROM sessions WHERE host = ?", host)
+}
+
 // sessionsWithPIDs selects cols of the sessions where says, with the pid
 // of each one's open incarnation.
 func (t *tx) sessionsWithPIDs(what string, cols []string, where string, args ...any) ([]store.SessionPID, error) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"herd"
@@ -214,6 +215,15 @@ func testSessionsWithPIDs(t *testing.T, s store.Store) {
 				continue
 			}
 			diff(t, "sessions with pids not on "+c.host, c.want, got)
+		}
+		for host, want := range map[string][]string{"": {"w-0", "w-1", "w-2", "w-3"}, "b": {"v-0"}, "c": nil} {
+			got, err := tx.SessionNamesOnHost(host)
+			if err != nil {
+				t.Errorf("[names on %s] unexpected error %v", host, err)
+				continue
+			}
+			slices.Sort(got)
+			diff(t, "session names on "+host, want, got)
 		}
 		return nil
 	})

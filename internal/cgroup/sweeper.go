@@ -70,7 +70,10 @@ type SweeperOptions struct {
 	BootID string
 	// Every is the least time between two passes (SweepEvery when zero).
 	Every time.Duration
-	Log   *slog.Logger
+	// Settle is how long the first pass after an idle spell waits for
+	// more markers (100 ms when zero, at most Every).
+	Settle time.Duration
+	Log    *slog.Logger
 }
 
 // NewSweeper returns an idle Sweeper; Run runs its passes.
@@ -78,11 +81,14 @@ func NewSweeper(o SweeperOptions) *Sweeper {
 	if o.Every <= 0 {
 		o.Every = SweepEvery
 	}
+	if o.Settle <= 0 {
+		o.Settle = sweepSettle
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
 	return &Sweeper{
-		fs: o.FS, bootID: o.BootID, every: o.Every, settle: min(sweepSettle, o.Every), log: o.Log,
+		fs: o.FS, bootID: o.BootID, every: o.Every, settle: min(o.Settle, o.Every), log: o.Log,
 		wake: make(chan struct{}, 1), work: map[string]*sweep{},
 	}
 }

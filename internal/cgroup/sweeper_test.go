@@ -43,7 +43,9 @@ func TestSweeperCoalescesDeaths(t *testing.T) {
 	}
 	for ci, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := NewSweeper(SweeperOptions{FS: proc.Real(), BootID: boot, Every: 250 * time.Millisecond})
+			// A settle long enough that a loaded machine queues all
+			// the deaths before the first pass.
+			s := NewSweeper(SweeperOptions{FS: proc.Real(), BootID: boot, Every: time.Second, Settle: time.Second})
 			var children []*started
 			markers := make([]string, c.deaths)
 			for i := range markers {

@@ -18,6 +18,10 @@ type watchSet struct {
 	cancel context.CancelFunc
 	ctx    context.Context
 	pids   map[int]bool
+	// others: a process other than the launched root was watched as the
+	// agent at some point (a wrapper's agent). Until then the root's death
+	// is the agent's, with no store read to look for an agent under it.
+	others bool
 }
 
 // Watch notices the death of an incarnation's processes the moment it
@@ -42,6 +46,9 @@ func (p *Prober) Watch(session string, inc herd.Incarnation, wait func() herd.Ex
 	watchAgent := !agent.Zero() && !ws.pids[agent.PID]
 	if watchAgent {
 		ws.pids[agent.PID] = true
+	}
+	if !agent.Zero() && agent != inc.Root {
+		ws.others = true
 	}
 	p.mu.Unlock()
 
@@ -123,7 +130,7 @@ func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 		p.group.Go("proven death", func() { p.confirmDeath(session, inc, who) })
 		return
 	}
-	if who == inc.Root && p.agentOutlivesWrapper(session, inc.ID) {
+	if who == inc.Root && p.mayBeWrapped(inc.ID) && p.agentOutlivesWrapper(session, inc.ID) {
 		return
 	}
 	if who != inc.Root {
@@ -144,6 +151,18 @@ func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 	if who != inc.Root && p.o.Leftover != nil {
 		p.o.Leftover(inc)
 	}
+}
+
+// mayBeWrapped reports whether the incarnation's root may be a wrapper
+// around another agent process: one was watched as its agent, or its
+// watchers are gone (then the store says). The death of a root that is
+// the agent itself is recorded without reading the store first: a read
+// that waits behind the readers of a large fleet delays the crash.
+func (p *Prober) mayBeWrapped(inc string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ws := p.watched[inc]
+	return ws == nil || ws.others
 }
 
 // agentOutlivesWrapper handles the exit of an exec incarnation's launched

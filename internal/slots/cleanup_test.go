@@ -25,7 +25,11 @@ import (
 func TestCrashCleanupSharesOneScan(t *testing.T) {
 	e := newEnv(t)
 	boot := e.sl.o.BootID
-	e.sl.o.Contain = cgroup.New(slog.New(slog.NewTextHandler(io.Discard, nil)), cgroup.Options{Off: "test"}, boot)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e.sl.o.Contain = cgroup.New(log, cgroup.Options{Off: "test"}, boot)
+	// The first pass waits a second for the deaths that come together,
+	// so a loaded machine accounts all 50 before it.
+	e.sl.cleanup = cgroup.NewSweeper(cgroup.SweeperOptions{FS: proc.Real(), BootID: boot, Settle: time.Second, Log: log})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { e.sl.cleanup.Run(ctx) })

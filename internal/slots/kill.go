@@ -114,8 +114,8 @@ func (sl *Slots) Ended(inc string) {
 			sl.o.Log.Warn("cgroup of an ended incarnation not ended", "incarnation", inc, "err", err)
 		}
 		if rep.Killed {
-			sl.o.Log.Info("ended what was left of an incarnation's cgroup", "incarnation", inc,
-				"killed", rep.Killed, "took", rep.Took.Round(time.Millisecond))
+			sl.o.Log.Info("killed what was left in an ended incarnation's cgroup after the grace period", "incarnation", inc,
+				"took", rep.Took.Round(time.Millisecond))
 		}
 		grace := sl.o.Grace
 		if rep.Group {

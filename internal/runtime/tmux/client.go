@@ -1,4 +1,5 @@
-// Package tmux drives herd's tmux server through the tmux binary, one bounded call at a time.
+// Package tmux drives herd's tmux server through the tmux binary: bounded
+// calls over one control-mode connection, or a tmux process each.
 package tmux
 
 import (

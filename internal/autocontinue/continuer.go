@@ -40,11 +40,10 @@ type Options struct {
 	// Runtimes inject by runtime kind; a kind missing has no inject.
 	Runtimes map[string]Injector
 	Log      *slog.Logger
-	// Tick is the loop's period while a session is blocked; Kick runs a
-	// look at once (at most one per Tick).
+	// Tick spaces the looks: Kick runs one at once, at most one per Tick.
 	Tick time.Duration
-	// Idle is the loop's period while no session is blocked (Tick when
-	// zero): a session becoming blocked kicks the loop (status.OnChange),
+	// Idle is the loop's period (at least Tick): a session changing
+	// (status.OnChange) kicks the loop and a named reset time wakes it,
 	// so an idle fleet is not looked at every Tick; Idle is the backstop.
 	Idle time.Duration
 	// Timeout bounds one inject.
@@ -85,8 +84,8 @@ func New(o Options) *Continuer {
 // Kick asks for a look now, without blocking.
 func (c *Continuer) Kick() { loop.Wake(c.kick) }
 
-// Run looks every Tick while a session is blocked, every Idle while none
-// is, and at each kick (at most once per Tick), until ctx is done.
+// Run looks at each kick (at most once per Tick), when a reset time
+// comes, and every Idle, until ctx is done.
 func (c *Continuer) Run(ctx context.Context) {
 	var last time.Time
 	loop.Loop{Name: "auto-continue", Log: c.o.Log, Every: c.o.Idle, Trigger: c.kick}.Run(ctx, func(ctx context.Context) time.Duration {

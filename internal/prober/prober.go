@@ -124,7 +124,9 @@ func (p *Prober) Once(ctx context.Context) {
 		}
 		return
 	}
-	var tmuxes []status.Live
+	// The tmux sessions are moved to the front of live (the caller's
+	// copy): a round allocates nothing per session.
+	tmuxes := live[:0]
 	for _, it := range live {
 		if unconfirmed(it.Inc) || p.unproven(it.Inc) {
 			p.resolveUnconfirmed(tickCtx, it.S, it.Inc)

@@ -38,29 +38,33 @@ type Action struct {
 // stored before the limit existed), and the work is linear in the replicas
 // and sessions.
 func Plan(roles []herd.Role, sessions []herd.Session, now time.Time) []Action {
-	byRole := make(map[string][]herd.Session)
-	for _, s := range sessions {
-		byRole[s.Role] = append(byRole[s.Role], s)
+	// Sessions are referred to by index: a plan over an idle fleet copies
+	// no session.
+	byRole := make(map[string][]int, len(roles))
+	for i := range sessions {
+		byRole[sessions[i].Role] = append(byRole[sessions[i].Role], i)
 	}
 	declared := make(map[string]bool, len(roles))
 	var stops, relaunches, launches []Action
 
+	var holders []int
+	taken := map[int]bool{}
 	for _, r := range roles {
 		declared[r.Name] = true
-		var holders []herd.Session
-		taken := make(map[int]bool)
-		for _, s := range byRole[r.Name] {
-			if s.State.HoldsSlot() {
-				holders = append(holders, s)
-				taken[s.Index] = true
+		holders = holders[:0]
+		clear(taken)
+		for _, i := range byRole[r.Name] {
+			if sessions[i].State.HoldsSlot() {
+				holders = append(holders, i)
+				taken[sessions[i].Index] = true
 			}
 		}
-		sort.Slice(holders, func(i, j int) bool { return holders[i].Index < holders[j].Index })
+		sort.Slice(holders, func(a, b int) bool { return sessions[holders[a]].Index < sessions[holders[b]].Index })
 
 		want := min(r.Replicas, config.MaxReplicas)
 		// Scale down: the highest indices go first.
 		for i := len(holders) - 1; i >= 0 && len(holders) > want; i-- {
-			s := holders[i]
+			s := &sessions[holders[i]]
 			stops = append(stops, Action{Kind: Stop, Role: r.Name, Session: s.Name, Index: s.Index, Reason: herd.ReasonScaledDown})
 			holders = holders[:i]
 		}
@@ -72,15 +76,15 @@ func Plan(roles []herd.Role, sessions []herd.Session, now time.Time) []Action {
 			launches = append(launches, Action{Kind: Launch, Role: r.Name, Session: herd.SessionName(r.Name, idx), Index: idx})
 			n++
 		}
-		for _, s := range holders {
-			if due(s, now) {
+		for _, i := range holders {
+			if s := &sessions[i]; due(*s, now) {
 				relaunches = append(relaunches, Action{Kind: Relaunch, Role: r.Name, Session: s.Name, Index: s.Index})
 			}
 		}
 	}
 	// Live sessions of roles no longer declared.
-	for _, s := range sessions {
-		if !declared[s.Role] && s.State.Live() {
+	for i := range sessions {
+		if s := &sessions[i]; !declared[s.Role] && s.State.Live() {
 			stops = append(stops, Action{Kind: Stop, Role: s.Role, Session: s.Name, Index: s.Index, Reason: herd.ReasonRoleDeleted})
 		}
 	}

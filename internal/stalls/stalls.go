@@ -60,6 +60,15 @@ type Stalls struct {
 	// spool ingests hook reports spooled while no daemon answered.
 	spool *spool.Ingester
 
+	// tick holds the containers of Tick, reused from one tick to the
+	// next (only Tick uses them, under tickMu).
+	tickMu sync.Mutex
+	tick   struct {
+		items   []watchItem
+		roles   map[string]herd.Role
+		current map[string]bool
+	}
+
 	mu sync.Mutex // guards the fields below
 	// incs maps an incarnation id to what was seen of it.
 	incs map[string]*incWatch
@@ -125,26 +134,30 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 		}
 		return
 	}
-	roles := make(map[string]herd.Role, len(roleList))
+	// The tick's containers are kept from one tick to the next: an idle
+	// fleet's ticks allocate nothing per session.
+	w.tickMu.Lock()
+	defer w.tickMu.Unlock()
+	t := &w.tick
+	if t.roles == nil {
+		t.roles, t.current = map[string]herd.Role{}, map[string]bool{}
+	}
+	clear(t.roles)
+	clear(t.current)
 	for _, r := range roleList {
-		roles[r.Name] = r
+		t.roles[r.Name] = r
 	}
-	items := make([]watchItem, len(live))
-	for i, it := range live {
-		items[i].Live = it
+	items := t.items[:0]
+	for _, it := range live {
+		items = append(items, watchItem{Live: it, m: w.watchFor(it.S, it.Inc)})
+		t.current[it.Inc.ID] = true
 	}
-	current := make(map[string]bool, len(items))
-	var tmuxes []watchItem
-	for i := range items {
-		current[items[i].Inc.ID] = true
-		items[i].m = w.watchFor(items[i].S, items[i].Inc)
-		if items[i].Inc.RuntimeKind == herd.RuntimeTmux {
-			tmuxes = append(tmuxes, items[i])
-		}
-	}
-	w.gc(current)
+	t.items = items
+	defer clear(t.items) // no session is held past the tick
+	roles := t.roles
+	w.gc(t.current)
 	w.agentKinds(items, roles)
-	w.watchTmux(tickCtx, tmuxes, now)
+	w.watchTmux(tickCtx, items, now)
 	w.watchTranscripts(items, now)
 	for _, it := range items {
 		if tickCtx.Err() != nil {

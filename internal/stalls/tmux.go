@@ -3,6 +3,7 @@ package stalls
 import (
 	"context"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"time"
 
@@ -39,7 +40,7 @@ type capture struct {
 // looks silent has its pane hashed. An idle fleet of such agents costs no
 // capture-pane at all.
 func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time) {
-	if len(items) == 0 {
+	if !slices.ContainsFunc(items, func(it watchItem) bool { return it.Inc.RuntimeKind == herd.RuntimeTmux }) {
 		return
 	}
 	snap := w.o.Prober.Last()
@@ -48,6 +49,9 @@ func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time
 	quietEvery := quietCaptureEvery(cfg.Watchdog.StallAfter, cfg.Probe.Interval)
 	var caps []capture
 	for _, it := range items {
+		if it.Inc.RuntimeKind != herd.RuntimeTmux {
+			continue
+		}
 		var wa time.Time
 		if p, ok := snap.Own(it.S.Name, it.Inc.Root.PID); ok && !p.Activity.IsZero() {
 			wa = p.Activity

@@ -152,7 +152,7 @@ func New(o Options) (*Daemon, error) {
 		Defaults: cfg.Restart, Log: log, Contain: d.contain, EnterCommand: o.EnterCommand,
 		HostTimeout: cfg.Fleet.HostTimeout,
 	})
-	d.placement = d.newPlacement()
+	d.placement = d.newPlacement(o.Store)
 	d.stalls = stalls.New(stalls.Options{
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
 		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,

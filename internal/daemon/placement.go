@@ -2,15 +2,19 @@ package daemon
 
 import (
 	"herd/internal/placement"
+	"herd/internal/store"
 )
 
 // newPlacement returns the placement leader election of this daemon: the
 // leader assigns the slots of placed roles every probe interval, and its
 // own reconciler runs at once after a change (the others read it on
 // their next round).
-func (d *Daemon) newPlacement() *placement.Leader {
+func (d *Daemon) newPlacement(backend store.Store) *placement.Leader {
+	// The manager's store writes through to the live set; the backend
+	// behind it counts the writes.
+	wc, _ := backend.(store.WriteCounter)
 	return placement.NewLeader(placement.Options{
 		Store: d.status.Store(), Host: d.host, HostTimeout: d.cfg.Fleet.HostTimeout,
-		Interval: d.cfg.Probe.Interval, Changed: d.slots.Kick, Log: d.log,
+		Interval: d.cfg.Probe.Interval, Changed: d.slots.Kick, Log: d.log, Writes: wc,
 	})
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// reconciler runs at once).
 	Changed func()
 	Log     *slog.Logger
+	// Writes counts the writes of the store behind Store when Store is
+	// a wrapper that does not count them itself (nil: Store's own count,
+	// if it keeps one).
+	Writes store.WriteCounter
 }
 
 // Leader is the placement leader election and, while this daemon leads,
@@ -232,6 +236,9 @@ func (l *Leader) lonelyWrites() (n uint64, counted bool) {
 		return 0, false
 	}
 	wc, ok := l.o.Store.(store.WriteCounter)
+	if l.o.Writes != nil {
+		wc, ok = l.o.Writes, true
+	}
 	if !ok {
 		return 0, false
 	}

@@ -124,10 +124,10 @@ func (p *Prober) Once(ctx context.Context) {
 		}
 		return
 	}
-	var tmuxes []status.Live
+	var tmuxes, unfinished []status.Live
 	for _, it := range live {
 		if unconfirmed(it.Inc) || p.unproven(it.Inc) {
-			p.resolveUnconfirmed(tickCtx, it.S, it.Inc)
+			unfinished = append(unfinished, it)
 			continue
 		}
 		if it.S.RuntimeKind == herd.RuntimeTmux {
@@ -137,6 +137,7 @@ func (p *Prober) Once(ctx context.Context) {
 		}
 	}
 	p.probeTmux(tickCtx, tmuxes, all)
+	p.resolveUnconfirmedAll(ctx, unfinished)
 }
 
 // probeExec checks one exec session's agent through /proc.

@@ -144,6 +144,7 @@ func idleFleet(b *testing.B, path, rt string, n int, window time.Duration) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	b.ReportMetric(time.Since(launched).Seconds(), "launch-s")
+	reportLaunchGaps(b, d, n)
 	time.Sleep(3 * time.Second) // settle: adoption writes, first watchdog pass
 	pid := d.cmd.Process.Pid
 	tmuxPID := 0

@@ -125,11 +125,12 @@ func (p *Prober) Once(ctx context.Context) {
 		return
 	}
 	// The tmux sessions are moved to the front of live (the caller's
-	// copy): a round allocates nothing per session.
+	// copy): a round allocates nothing per tmux session.
 	tmuxes := live[:0]
+	var unfinished []status.Live
 	for _, it := range live {
 		if unconfirmed(it.Inc) || p.unproven(it.Inc) {
-			p.resolveUnconfirmed(tickCtx, it.S, it.Inc)
+			unfinished = append(unfinished, it)
 			continue
 		}
 		if it.S.RuntimeKind == herd.RuntimeTmux {
@@ -139,6 +140,7 @@ func (p *Prober) Once(ctx context.Context) {
 		}
 	}
 	p.probeTmux(tickCtx, tmuxes, all)
+	p.resolveUnconfirmedAll(ctx, unfinished)
 }
 
 // probeExec checks one exec session's agent through /proc.

@@ -3,11 +3,12 @@ package prober
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"herd"
 	"herd/internal/agents"
-	"herd/internal/cgroup"
+	"herd/internal/proc"
 	"herd/internal/status"
 	"herd/internal/store"
 )
@@ -34,21 +35,76 @@ func (p *Prober) unproven(inc herd.Incarnation) bool {
 	return err == nil && cur.StartTime == inc.Root.StartTime && cur.Marker != inc.ID
 }
 
+// resolveTimeout bounds the resolution of a round's unfinished launches:
+// their scan of /proc and their writes, which may take longer than a
+// probe interval on a busy machine (bound by the round's deadline, they
+// would fail every round and never be resolved).
+const resolveTimeout = 10 * time.Second
+
+// resolveUnconfirmedAll settles the unfinished launches of one round with
+// one scan of /proc for all of them: a daemon killed during a wave of
+// launches leaves several, and a scan per launch would cost a read of
+// every process's environment each.
+func (p *Prober) resolveUnconfirmedAll(ctx context.Context, items []status.Live) {
+	var due []status.Live
+	markers := map[string]bool{}
+	for _, it := range items {
+		if time.Since(it.Inc.StartedAt) >= unconfirmedGrace {
+			due = append(due, it)
+			markers[it.Inc.ID] = true
+		}
+	}
+	if len(due) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	found, err := markedAll(p.o.Proc, p.o.BootID, markers)
+	for _, it := range due {
+		if err != nil {
+			p.markUnknown(ctx, it.S, it.Inc.ID, fmt.Sprintf("an unfinished launch cannot be resolved: %v", err))
+			continue
+		}
+		p.resolveUnconfirmed(ctx, it.S, it.Inc, found[it.Inc.ID])
+	}
+}
+
+// markedAll returns, by marker, the live processes carrying one of
+// markers as their HERD_INCARNATION: one pass over /proc.
+func markedAll(fs proc.FS, bootID string, markers map[string]bool) (map[string][]herd.Identity, error) {
+	pids, err := fs.PIDs()
+	if err != nil {
+		return nil, fmt.Errorf("prober: %w", err)
+	}
+	self := os.Getpid()
+	out := map[string][]herd.Identity{}
+	for _, pid := range pids {
+		if pid == self {
+			continue
+		}
+		env, err := fs.Environ(pid)
+		if err != nil || !markers[env[herd.EnvIncarnation]] {
+			continue
+		}
+		// Identify reads the start time around the marker, so a pid
+		// reused meanwhile is not mistaken for ours.
+		id, err := fs.Identify(pid, bootID)
+		if err != nil || id.Marker != env[herd.EnvIncarnation] {
+			continue
+		}
+		out[id.Marker] = append(out[id.Marker], id)
+	}
+	return out, nil
+}
+
 // resolveUnconfirmed settles a write-ahead record left by a launch that
 // did not finish (the daemon was killed between the start and its
-// record): the process carrying the incarnation's marker whose parent does
-// not is the launched one, and is adopted; with none, the launch ended
-// without an agent and that is accounted like a failed launch.
-func (p *Prober) resolveUnconfirmed(ctx context.Context, s herd.Session, inc herd.Incarnation) {
-	if time.Since(inc.StartedAt) < unconfirmedGrace {
-		return
-	}
+// record), given the processes carrying its marker (ids): the one whose
+// parent does not is the launched one, and is adopted; with none, the
+// launch ended without an agent and that is accounted like a failed
+// launch.
+func (p *Prober) resolveUnconfirmed(ctx context.Context, s herd.Session, inc herd.Incarnation, ids []herd.Identity) {
 	fs := p.o.Proc
-	ids, err := cgroup.Marked(fs, p.o.BootID, inc.ID)
-	if err != nil {
-		p.markUnknown(ctx, s, inc.ID, fmt.Sprintf("an unfinished launch cannot be resolved: %v", err))
-		return
-	}
 	if len(ids) == 0 {
 		p.recordDeath(ctx, status.Death{Session: s.Name, Incarnation: inc.ID, Exit: herd.Exit{Reason: herd.ReasonLaunchFailed},
 			Message: "the launch did not finish (the daemon stopped during it) and no process carries its marker"})

@@ -694,7 +694,7 @@ func TestEmptyServerAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := c.Reach(ctx); err != nil {
-		t.Fatalf("expected the empty server to answer list-sessions … got %v", err)
+		t.Fatalf("expected the empty server to answer show-options … got %v", err)
 	}
 
 	if ok, err := c.HasSession(ctx, "only"); ok || err != nil {

@@ -90,6 +90,12 @@ func (r *Runtime) socketLost(ctx context.Context) error {
 	if pid == 0 || !ServerRuns(pid) {
 		return nil
 	}
+	if r.client.Connected() {
+		// The launch goes over the control connection, which reaches
+		// the server whatever became of its socket and never starts
+		// one: no tmux process per launch to ask.
+		return nil
+	}
 	if err := r.client.Reach(ctx); !errors.Is(err, ErrNoSocket) {
 		return nil
 	}

@@ -140,7 +140,10 @@ func parsePID(out []byte) (int, error) {
 // an error wrapping ErrNoSocket when its socket file is missing (tmux's own
 // idea of the path), ErrNoServer when nothing listens there.
 func (c *Client) Reach(ctx context.Context) error {
-	_, err := c.run(ctx, nil, []string{"list-sessions", "-F", "#{session_id}"})
+	// A server option: an answer of one line whatever the number of
+	// sessions (list-sessions grew with every one), from an empty server
+	// too.
+	_, err := c.run(ctx, nil, []string{"show-options", "-s", "-v", "escape-time"})
 	return err
 }
 

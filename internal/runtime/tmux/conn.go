@@ -121,7 +121,10 @@ func (c *Client) connect() (*conn, error) {
 	cn.cmd, cn.stdout = cmd, stdout
 	go cn.read(stdout)
 
-	timer := time.NewTimer(c.timeout())
+	// Set up in the background, so it may take longer than one call
+	// (a short per-call timeout on a loaded machine failed every attempt).
+	wait := max(c.timeout(), DefaultTimeout)
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-cn.attached:
@@ -129,7 +132,7 @@ func (c *Client) connect() (*conn, error) {
 	case <-cn.done:
 		return nil, callError(args, cn.stderr.String(), cn.cause(), nil)
 	case <-timer.C:
-		cn.close(fmt.Errorf("%w: not attached within %v", errConnClosed, c.timeout()))
+		cn.close(fmt.Errorf("%w: not attached within %v", errConnClosed, wait))
 		<-cn.done
 		return nil, callError(args, cn.stderr.String(), cn.cause(), context.DeadlineExceeded)
 	}

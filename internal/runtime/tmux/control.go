@@ -44,7 +44,10 @@ var controlHold = []string{"sleep", "2147483647"}
 // Reconnection backoff after a connection failed or ended.
 const (
 	controlBackoffMin = 500 * time.Millisecond
-	controlBackoffMax = 30 * time.Second
+	// Each attempt follows an exec call a server answered, so the cap
+	// stays short: a connection lost under load comes back within
+	// seconds of the server answering again.
+	controlBackoffMax = 5 * time.Second
 )
 
 // controlCommands are the commands sent over the connection: their output

@@ -1,10 +1,11 @@
 package escalation
 
 import (
-	"herd"
-	"herd/internal/store"
 	"slices"
 	"time"
+
+	"herd"
+	"herd/internal/store"
 )
 
 // quiet is the tick of an idle host, decided without the store: no stored

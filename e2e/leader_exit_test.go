@@ -75,18 +75,20 @@ func TestLiveAgentWithExitedLeaderAdopted(t *testing.T) {
 }
 
 func testExitedLeader(t *testing.T, rt string) {
-	e := newEnv(t, fastRestart)
 	boot, err := proc.BootID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	exitFile := filepath.Join(e.dir, "leader-exit")
-	pidsFile := filepath.Join(e.dir, "leader-pids")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Registered before the env's cleanup, so run after it: once the
+	// daemon is gone, nothing relaunches an agent after this kill.
+	pidsFile := filepath.Join(t.TempDir(), "leader-pids")
 	t.Cleanup(func() { killLeaderAgents(pidsFile, boot) })
+	e := newEnv(t, fastRestart)
+	exitFile := filepath.Join(e.dir, "leader-exit")
 	roles := filepath.Join(e.dir, "roles.toml")
 	os.WriteFile(roles, []byte(fmt.Sprintf(`
 [[role]]

@@ -50,6 +50,9 @@ func TestTmuxFleetLaunchAndAdopt(t *testing.T) {
 	for name, c := range adopted {
 		if c != 1 {
 			t.Errorf("[adopt] expected one adopted event for %s, got %d", name, c)
+			for _, ev := range e.events("--session", name) {
+				t.Logf("%s: %s %s %s %s", name, ev.Time.Format("15:04:05.000"), ev.Kind, ev.Reason, ev.Message)
+			}
 		}
 	}
 

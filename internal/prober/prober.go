@@ -237,10 +237,11 @@ func (p *Prober) markAlive(ctx context.Context, s herd.Session, inc herd.Incarna
 				return nil, err
 			}
 		}
-		// Under the session's lock: a second probe path that saw it
-		// unwatched before the first one's watch was registered records
-		// no second adoption.
-		if kind != "" && !(kind == herd.EventAdopted && p.isWatched(inc)) {
+		// Under the session's lock: an incarnation this daemon holds
+		// already (launched, or adopted by another probe path first) is
+		// not adopted again, though its watcher may be down for a moment
+		// (dropped after an unreadable /proc, or a death being confirmed).
+		if kind != "" && !(kind == herd.EventAdopted && p.holds(inc.ID)) {
 			events = append(events, p.st.Event(*cur, inc.ID, kind, "", "identity verified: pid, start time, boot id", map[string]any{"pid": inc.Identity.PID}))
 		}
 		if cur.State == herd.StatePending || cur.State == herd.StateUnknown {

@@ -110,6 +110,15 @@ func (p *Prober) isWatched(inc herd.Incarnation) bool {
 	return ws != nil && !inc.Identity.Zero() && ws.pids[inc.Identity.PID]
 }
 
+// holds reports whether this daemon holds incarnation inc: it launched or
+// adopted it and has not let it go (Unwatch), whether or not a watcher of
+// one of its pids is up.
+func (p *Prober) holds(inc string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.watched[inc] != nil
+}
+
 // watchingPID reports whether pid of incarnation inc has a watcher.
 func (p *Prober) watchingPID(inc string, pid int) bool {
 	p.mu.Lock()
@@ -202,8 +211,17 @@ func (p *Prober) agentOutlivesWrapper(session, incID string) bool {
 // tmux does not answer, or still shows the pane running after
 // tmuxCatchUp, the death is accounted as it is (process_gone) through the
 // one crash path. Either way it is counted once, and no other session is
-// read or listed.
+// read or listed. A process /proc still shows alive is never accounted.
 func (p *Prober) confirmDeath(session string, inc herd.Incarnation, who herd.Identity) {
+	if p.o.Proc.Check(who, p.o.BootID) == herd.Alive {
+		// A pidfd fires only once its process is gone, and then /proc
+		// cannot show it alive with its pid and start time: the watcher's
+		// word was wrong. Unknown is never dead; nothing is accounted,
+		// and the next round watches it again.
+		p.o.Log.Error("a watcher reported an exit, yet the process reads alive; not accounted", "session", session, "pid", who.PID)
+		p.Kick()
+		return
+	}
 	select {
 	case p.targeted <- struct{}{}:
 		defer func() { <-p.targeted }()

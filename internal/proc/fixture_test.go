@@ -72,6 +72,7 @@ type fakeStat struct {
 	comm            string
 	state           byte
 	start           uint64
+	threads         int // defaults to 1
 	marker          string
 	argv            string // NUL-separated; defaults to comm
 }
@@ -99,6 +100,9 @@ func (p fakeStat) line() string {
 	f[13] = "7" // utime
 	f[14] = "3" // stime
 	f[19] = "1" // threads
+	if p.threads > 0 {
+		f[19] = fmt.Sprint(p.threads)
+	}
 	f[21] = fmt.Sprint(p.start)
 	f[23] = "42" // rss
 	return strings.Join(f, " ") + "\n"

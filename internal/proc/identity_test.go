@@ -1,10 +1,12 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -43,6 +45,9 @@ func TestDecide(t *testing.T) {
 		{"start time differs", id, boot, observation{stat: Stat{PID: 100, State: 'S', StartTime: 501}, env: env}, herd.Dead, mismatch},
 		{"zombie", id, boot, observation{stat: Stat{PID: 100, State: 'Z', StartTime: 500}}, herd.Dead, gone},
 		{"dead state", id, boot, observation{stat: Stat{PID: 100, State: 'X', StartTime: 500}}, herd.Dead, gone},
+		{"zombie, its last thread", id, boot, observation{stat: Stat{PID: 100, State: 'Z', StartTime: 500, NumThreads: 1}}, herd.Dead, gone},
+		{"leader exited, other threads run on (an exec from another thread)", id, boot, observation{stat: Stat{PID: 100, State: 'Z', StartTime: 500, NumThreads: 2}}, herd.Alive, alive},
+		{"leader exited, other threads run on, other start time", id, boot, observation{stat: Stat{PID: 100, State: 'Z', StartTime: 501, NumThreads: 2}}, herd.Dead, mismatch},
 		{"marker differs", id, boot, observation{stat: live, env: map[string]string{herd.EnvIncarnation: "inc-2"}}, herd.Dead, mismatch},
 		{"marker missing", id, boot, observation{stat: live, env: map[string]string{"PATH": "/bin"}}, herd.Unknown, mismatch},
 		{"environment empty (mid-exec, or emptied): pid and start time decide", id, boot, observation{stat: live, env: map[string]string{}}, herd.Alive, alive},
@@ -80,6 +85,7 @@ func TestCheckFixture(t *testing.T) {
 	f.file(102, "stat", "102 (x) S garbage\n")
 	f.proc(fakeStat{pid: 103, ppid: 1, comm: "claude", start: 700})
 	f.unreadableEnviron(103)
+	f.proc(fakeStat{pid: 104, ppid: 1, comm: "herd", state: 'Z', start: 800, threads: 3, marker: "inc-1"})
 
 	id := herd.Identity{BootID: boot, PID: 100, StartTime: 500, Marker: "inc-1"}
 	with := func(mod func(*herd.Identity)) herd.Identity {
@@ -101,6 +107,7 @@ func TestCheckFixture(t *testing.T) {
 		{"no marker recorded", f.fs(), with(func(i *herd.Identity) { i.Marker = "" }), boot, herd.Alive},
 		{"pid absent", f.fs(), with(func(i *herd.Identity) { i.PID = 999 }), boot, herd.Dead},
 		{"zombie", f.fs(), herd.Identity{BootID: boot, PID: 101, StartTime: 600, Marker: "inc-1"}, boot, herd.Dead},
+		{"leader exited mid-exec", f.fs(), herd.Identity{BootID: boot, PID: 104, StartTime: 800, Marker: "inc-1"}, boot, herd.Alive},
 		{"garbled stat", f.fs(), herd.Identity{BootID: boot, PID: 102, StartTime: 1}, boot, herd.Unknown},
 		{"environ unreadable", f.fs(), herd.Identity{BootID: boot, PID: 103, StartTime: 700, Marker: "inc-1"}, boot, herd.Alive},
 		{"nonexistent root", FS{Root: filepath.Join(f.root, "missing")}, id, boot, herd.Unknown},
@@ -131,6 +138,12 @@ func TestIdentifyFixture(t *testing.T) {
 	}
 	if _, err := f.fs().Identify(101, "b"); !isNoProcess(err) {
 		t.Errorf("[zombie] expected ErrNoProcess, got %v", err)
+	}
+	f.proc(fakeStat{pid: 104, ppid: 1, comm: "herd", state: 'Z', start: 800, threads: 2})
+	got, err = f.fs().Identify(104, "b")
+	want = herd.Identity{BootID: "b", PID: 104, StartTime: 800}
+	if err != nil || got != want {
+		t.Errorf("[leader exited, threads run on] expected %+v, got %+v, %v", want, got, err)
 	}
 	if _, err := f.fs().Identify(999, "b"); !isNoProcess(err) {
 		t.Errorf("[absent] expected ErrNoProcess, got %v", err)
@@ -210,5 +223,11 @@ func TestCheckRealZombie(t *testing.T) {
 	}
 	if err := Signal(fs, id, boot, unix.SIGTERM); !isNoProcess(err) {
 		t.Errorf("[zombie] expected Signal to report ErrNoProcess, got %v", err)
+	}
+	// Its pidfd is readable: the exit is proven, and WaitExit says so at once.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := WaitExit(ctx, fs, id, boot); err != nil {
+		t.Errorf("[zombie] expected WaitExit to return nil, got %v", err)
 	}
 }

@@ -71,10 +71,23 @@ func (fs FS) path(pid int, name ...string) string {
 // went away while being read) yields ErrNoProcess; a missing or unreadable
 // Root yields a different error, because then nothing is known.
 func (fs FS) readPidFile(pid int, name string) ([]byte, error) {
+	return fs.readPid(pid, name, os.ReadFile)
+}
+
+// readPidMemory is readPidFile for the files the kernel copies out of the
+// process's memory at each read (environ, cmdline): they are read whole
+// in one read(2), see readOnce.
+func (fs FS) readPidMemory(pid int, name string) ([]byte, error) {
+	return fs.readPid(pid, name, readOnce)
+}
+
+// readPid reads /proc/<pid>/<name> with read, mapping the errors as
+// readPidFile says.
+func (fs FS) readPid(pid int, name string, read func(string) ([]byte, error)) ([]byte, error) {
 	if pid <= 0 {
 		return nil, fmt.Errorf("proc: invalid pid %d", pid)
 	}
-	b, err := os.ReadFile(fs.path(pid, name))
+	b, err := read(fs.path(pid, name))
 	if err != nil {
 		return nil, fs.pidFileErr(pid, name, err)
 	}
@@ -102,7 +115,8 @@ var envBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }
 const maxPooledEnv = 256 << 10
 
 // readPidFileInto reads /proc/<pid>/<name> into *buf (grown when the file
-// is larger) with open, read and close only, and returns the bytes read.
+// is larger) with open, one read from its start and close, and returns
+// the bytes read.
 func (fs FS) readPidFileInto(pid int, name string, buf *[]byte) ([]byte, error) {
 	if pid <= 0 {
 		return nil, fmt.Errorf("proc: invalid pid %d", pid)
@@ -113,30 +127,76 @@ func (fs FS) readPidFileInto(pid int, name string, buf *[]byte) ([]byte, error) 
 		return nil, fs.pidFileErr(pid, name, err)
 	}
 	defer unix.Close(fd)
-	b, n := *buf, 0
+	// One read from the start, as readOnce, for the same reason: a
+	// block read in pieces across an exec comes back cut short.
+	b := *buf
 	for {
-		if n == len(b) {
-			b = append(b, make([]byte, len(b))...)
-			*buf = b
-		}
-		m, err := unix.Read(fd, b[n:])
+		n, err := unix.Pread(fd, b, 0)
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
 			return nil, fs.pidFileErr(pid, name, err)
-		case m == 0:
+		case n < len(b):
 			return b[:n], nil
+		case len(b) >= maxMemoryFile:
+			return nil, fmt.Errorf("proc: %s of pid %d: %w: larger than %d bytes", name, pid, errGarbled, maxMemoryFile)
 		}
-		n += m
+		b = make([]byte, 4*len(b))
+		*buf = b
 	}
 }
+
+// readOnce reads a file whole in one read(2) from its start, reading again
+// with a larger buffer while the buffer comes back full. For environ and
+// cmdline each read is a copy of the process's memory at that moment: read
+// in pieces, as os.ReadFile does, a piece read after the process exec'd
+// comes back empty (the image it was opened on is gone), and the content
+// is cut short — an environment without its HERD_INCARNATION marker, or
+// with the marker's value cut, would read as another incarnation's.
+func readOnce(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	for size := 4 << 10; size <= maxMemoryFile; size *= 4 {
+		buf := make([]byte, size)
+		var n int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			for {
+				n, rerr = unix.Pread(int(fd), buf, 0)
+				if !errors.Is(rerr, unix.EINTR) {
+					return true
+				}
+			}
+		}); err != nil {
+			return nil, err
+		}
+		if rerr != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: rerr}
+		}
+		if n < size {
+			return buf[:n], nil
+		}
+	}
+	return nil, fmt.Errorf("proc: %s: %w: larger than %d bytes", path, errGarbled, maxMemoryFile)
+}
+
+// maxMemoryFile bounds what readOnce reads: the kernel limits a process's
+// arguments and environment to a quarter of its stack limit.
+const maxMemoryFile = 64 << 20
 
 // Environ returns the environment the process was started with (or has
 // since written into its environment block). Permission errors are
 // returned as such (errors.Is(err, fs.ErrPermission)).
 func (fs FS) Environ(pid int) (map[string]string, error) {
-	b, err := fs.readPidFile(pid, "environ")
+	b, err := fs.readPidMemory(pid, "environ")
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +254,7 @@ func (fs FS) EnvValue(pid int, key string) (string, bool, error) {
 // Cmdline returns the argument vector of the process; empty for kernel
 // threads and zombies.
 func (fs FS) Cmdline(pid int) ([]string, error) {
-	b, err := fs.readPidFile(pid, "cmdline")
+	b, err := fs.readPidMemory(pid, "cmdline")
 	if err != nil {
 		return nil, err
 	}

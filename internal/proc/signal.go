@@ -95,15 +95,10 @@ func killGroup(pidfd, pgid int, sig unix.Signal) error {
 // success the caller owns the pidfd and gets the stat read by the second
 // check.
 func openVerified(fs FS, id herd.Identity, bootID string) (int, Stat, error) {
-	return openVerifiedFlags(fs, id, bootID, 0)
-}
-
-// openVerifiedFlags is openVerified with pidfd_open flags.
-func openVerifiedFlags(fs FS, id herd.Identity, bootID string, flags int) (int, Stat, error) {
 	if _, err := fs.verify(id, bootID); err != nil {
 		return -1, Stat{}, err
 	}
-	pidfd, err := unix.PidfdOpen(id.PID, flags)
+	pidfd, err := unix.PidfdOpen(id.PID, 0)
 	if err != nil {
 		if errors.Is(err, unix.ESRCH) {
 			return -1, Stat{}, fmt.Errorf("proc: pid %d: %w", id.PID, ErrNoProcess)
@@ -116,6 +111,64 @@ func openVerifiedFlags(fs FS, id herd.Identity, bootID string, flags int) (int, 
 		return -1, Stat{}, err
 	}
 	return pidfd, obs.stat, nil
+}
+
+// openWaitable opens a pidfd on the process recorded as id, to learn of
+// its exit. The identity is checked before and after pidfd_open, as for a
+// signal, except that whether the process has exited is never taken from
+// /proc: a thread-group leader reads Z there while its process lives on
+// (see Stat.Zombie), and a live agent must never be accounted dead. Its
+// exit is proven by the pidfd turning readable, or here by pidfd_open
+// finding no such pid: then the error wraps ErrNoProcess. A pid /proc does
+// not list that pidfd_open finds is refused (nothing showed it to be the
+// recorded process).
+func openWaitable(fs FS, id herd.Identity, bootID string, flags int) (int, error) {
+	before, err := waitable(fs, id, bootID)
+	if err != nil {
+		return -1, err
+	}
+	pidfd, err := unix.PidfdOpen(id.PID, flags)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return -1, fmt.Errorf("proc: pid %d: %w", id.PID, ErrNoProcess)
+		}
+		return -1, fmt.Errorf("proc: pidfd_open %d: %w", id.PID, err)
+	}
+	after, err := waitable(fs, id, bootID)
+	if err == nil && !before && !after {
+		err = fmt.Errorf("%w: pid %d is not in /proc, yet pidfd_open found it", ErrIdentityMismatch, id.PID)
+	}
+	if err != nil {
+		unix.Close(pidfd)
+		return -1, err
+	}
+	// Shown after the open, the recorded process held the pid from its
+	// start until then, so the pidfd is its own. Shown only before, the
+	// pidfd is its own or, had it exited in between, that of a successor
+	// gone again by the second check: either way it fires once the
+	// recorded process is gone, not before.
+	return pidfd, nil
+}
+
+// waitable reads the identity of id for a waiter: shown is true when /proc
+// shows the recorded process, alive or exited (a zombie keeps its pid and
+// start time); false with no error when /proc does not list the pid. The
+// error says the pid is another process, or cannot be shown to be ours.
+func waitable(fs FS, id herd.Identity, bootID string) (shown bool, err error) {
+	var obs observation
+	if id.PID > 0 && bootID != "" && id.BootID == bootID {
+		obs = fs.observe(id)
+	}
+	_, err = decide(id, bootID, obs)
+	switch {
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, ErrNoProcess):
+		return false, err
+	case obs.statErr != nil:
+		return false, nil // not listed
+	}
+	return true, nil // exited, unreaped: the pidfd says so at once
 }
 
 // sendPidfd sends sig through pidfd, mapping "already exited" to
@@ -152,7 +205,9 @@ const waitTick = 100 // milliseconds
 // It returns nil once the process has exited (also when it was already
 // gone), an error wrapping ErrIdentityMismatch when the pid is not the
 // recorded process, and ctx.Err() when ctx is done first. It notices the
-// death of processes that are not herd's children at once.
+// death of processes that are not herd's children at once. An exit is
+// only ever reported proven: by the pidfd, or by pidfd_open finding no
+// such pid, never on /proc's word (see openWaitable).
 //
 // The pidfd is opened non-blocking and parked on Go's netpoller: a waiter
 // holds no OS thread and wakes only when its process exits or ctx ends,
@@ -160,7 +215,7 @@ const waitTick = 100 // milliseconds
 // kernel without PIDFD_NONBLOCK (before 5.10), or a pidfd the netpoller
 // cannot take, is polled on a timer instead.
 func WaitExit(ctx context.Context, fs FS, id herd.Identity, bootID string) error {
-	pidfd, _, err := openVerifiedFlags(fs, id, bootID, unix.PIDFD_NONBLOCK)
+	pidfd, err := openWaitable(fs, id, bootID, unix.PIDFD_NONBLOCK)
 	if errors.Is(err, unix.EINVAL) {
 		return waitPolling(ctx, fs, id, bootID)
 	}
@@ -242,7 +297,7 @@ func ParkChild(pid int) error {
 // goroutine holding one OS thread per waiter, woken ten times a second.
 // Only kernels without PIDFD_NONBLOCK need it.
 func waitPolling(ctx context.Context, fs FS, id herd.Identity, bootID string) error {
-	pidfd, _, err := openVerified(fs, id, bootID)
+	pidfd, err := openWaitable(fs, id, bootID, 0)
 	if errors.Is(err, ErrNoProcess) {
 		return nil
 	}

@@ -26,8 +26,14 @@ type Stat struct {
 }
 
 // Zombie reports whether the process has exited (or is exiting) and only
-// waits to be reaped.
-func (s Stat) Zombie() bool { return s.State == 'Z' || s.State == 'X' || s.State == 'x' }
+// waits to be reaped: its state is Z or X and no other thread of it runs.
+// A thread-group leader that exits before the other threads reads Z while
+// its process lives on: a Go program that execs from another thread shows
+// that for a moment (the leader goes first), one whose main thread called
+// pthread_exit for good.
+func (s Stat) Zombie() bool {
+	return (s.State == 'Z' || s.State == 'X' || s.State == 'x') && s.NumThreads <= 1
+}
 
 // Stat reads and parses /proc/<pid>/stat. It returns an error wrapping
 // ErrNoProcess when the pid does not exist.

@@ -3,12 +3,15 @@ package proc
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"herd"
 )
 
 func TestParseStat(t *testing.T) {
@@ -127,6 +130,38 @@ func TestEnvironCmdlineFixture(t *testing.T) {
 	}
 	if _, err := f.fs().Environ(12); !isNoProcess(err) {
 		t.Errorf("[absent] expected ErrNoProcess, got %v", err)
+	}
+}
+
+// TestEnvironReadWhole: environments and argument vectors larger than the
+// first read buffer are read whole, with the marker at their end (each is
+// read in one read(2): a read in pieces across an exec is cut short).
+func TestEnvironReadWhole(t *testing.T) {
+	pad := strings.Repeat("x", 100<<10)
+	f := newFakeProc(t)
+	f.file(10, "environ", "PAD="+pad+"\x00"+herd.EnvIncarnation+"=inc-big\x00")
+	f.file(10, "cmdline", "agent\x00"+pad+"\x00last\x00")
+	env, err := f.fs().Environ(10)
+	if err != nil || env[herd.EnvIncarnation] != "inc-big" || env["PAD"] != pad {
+		t.Errorf("[fixture] expected the whole environment, got %d entries, marker %q, %v", len(env), env[herd.EnvIncarnation], err)
+	}
+	argv, err := f.fs().Cmdline(10)
+	if err != nil || len(argv) != 3 || argv[2] != "last" {
+		t.Errorf("[fixture] expected 3 arguments ending in last, got %d, %v", len(argv), err)
+	}
+
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), "PAD="+pad[:20<<10], herd.EnvIncarnation+"=inc-real")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	ok, err := Real().HasEnv(cmd.Process.Pid, herd.EnvIncarnation, "inc-real")
+	if err != nil || !ok {
+		t.Errorf("[real] expected the marker at the end of a 20 KiB environment, got %v, %v", ok, err)
 	}
 }
 

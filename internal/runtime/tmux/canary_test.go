@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"herd"
 	"herd/internal/proc"
 )
 
@@ -208,6 +209,26 @@ func TestVerifyServer(t *testing.T) {
 	}
 	if err := c.NudgeServer(can.cmd.Process.Pid); err == nil {
 		t.Errorf("expected no nudge to the canary")
+	}
+	// The proven server is remembered and nudged again without its fd
+	// table read; a remembered pid that is another process now (another
+	// start time) is proven again, and refused.
+	if id, ok := c.server.get(server.ServerPID, boot); !ok || id.StartTime == 0 {
+		t.Errorf("expected the proven server remembered … got %+v", id)
+	}
+	if err := c.NudgeServer(server.ServerPID); err != nil {
+		t.Errorf("expected the nudge to reach the remembered server … got %v", err)
+	}
+	st, err := fs.Stat(can.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.server.set(herd.Identity{BootID: boot, PID: can.cmd.Process.Pid, StartTime: st.StartTime + 1})
+	if err := c.NudgeServer(can.cmd.Process.Pid); err == nil {
+		t.Errorf("expected no nudge to the canary under a remembered pid")
+	}
+	if _, ok := c.server.get(can.cmd.Process.Pid, boot); ok {
+		t.Errorf("expected the wrong identity forgotten")
 	}
 	can.settle(t)
 	if sig := can.signals(); len(sig) != 2 {

@@ -85,6 +85,8 @@ type Client struct {
 	Control bool
 
 	ctl control
+	// server is the last server NudgeServer proved (see server.go).
+	server provenServer
 }
 
 // CallError is a failed tmux call: its arguments, tmux's stderr and the cause.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -186,9 +187,51 @@ func (c *Client) NudgeServer(pid int) error {
 		return fmt.Errorf("tmux: nudge server: %w", err)
 	}
 	fs := proc.Real()
+	if id, ok := c.server.get(pid, bootID); ok {
+		// Proven before: the same process (pid, start time, boot id,
+		// checked again by proc.Signal while a pidfd pins it) still
+		// holds the socket it was proven to hold, and reading its fd
+		// table again (thousands of descriptors with as many sessions)
+		// would put tens of milliseconds on every death it reports.
+		if err := proc.Signal(fs, id, bootID, unix.SIGCHLD); err == nil {
+			return nil
+		}
+		c.server.forget(id)
+	}
 	id, err := c.verifyServer(fs, pid, bootID)
 	if err != nil {
 		return fmt.Errorf("tmux: nudge server: %w", err)
 	}
-	return proc.Signal(fs, id, bootID, unix.SIGCHLD)
+	if err := proc.Signal(fs, id, bootID, unix.SIGCHLD); err != nil {
+		return err
+	}
+	c.server.set(id)
+	return nil
+}
+
+// provenServer remembers the identity of the server last proven to hold
+// the client's socket.
+type provenServer struct {
+	mu sync.Mutex
+	id herd.Identity
+}
+
+func (p *provenServer) get(pid int, bootID string) (herd.Identity, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.id, p.id.PID == pid && p.id.BootID == bootID
+}
+
+func (p *provenServer) set(id herd.Identity) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.id = id
+}
+
+func (p *provenServer) forget(id herd.Identity) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.id == id {
+		p.id = herd.Identity{}
+	}
 }

@@ -22,6 +22,9 @@ type watchSet struct {
 	// agent at some point (a wrapper's agent). Until then the root's death
 	// is the agent's, with no store read to look for an agent under it.
 	others bool
+	// identified: the agent's identity was known and watched at some
+	// point (see holds).
+	identified bool
 }
 
 // Watch notices the death of an incarnation's processes the moment it
@@ -49,6 +52,9 @@ func (p *Prober) Watch(session string, inc herd.Incarnation, wait func() herd.Ex
 	}
 	if !agent.Zero() && agent != inc.Root {
 		ws.others = true
+	}
+	if !agent.Zero() {
+		ws.identified = true
 	}
 	p.mu.Unlock()
 
@@ -110,13 +116,16 @@ func (p *Prober) isWatched(inc herd.Incarnation) bool {
 	return ws != nil && !inc.Identity.Zero() && ws.pids[inc.Identity.PID]
 }
 
-// holds reports whether this daemon holds incarnation inc: it launched or
-// adopted it and has not let it go (Unwatch), whether or not a watcher of
-// one of its pids is up.
+// holds reports whether this daemon holds incarnation inc with its agent
+// identified: it launched or adopted the agent and has not let it go
+// (Unwatch), whether or not a watcher of one of its pids is up. A launch
+// whose process was never proven (a runtime naming another pid) is not
+// held: the agent found later by its marker is adopted.
 func (p *Prober) holds(inc string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.watched[inc] != nil
+	ws := p.watched[inc]
+	return ws != nil && ws.identified
 }
 
 // watchingPID reports whether pid of incarnation inc has a watcher.

@@ -114,6 +114,7 @@ func TestTmuxServerWedgedUnderControl(t *testing.T) {
 	if err := syscall.Kill(server, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	wedged := time.Now()
 	stopped := true
 	t.Cleanup(func() {
 		if stopped {
@@ -134,6 +135,10 @@ func TestTmuxServerWedgedUnderControl(t *testing.T) {
 	if syscall.Kill(v.PID, 0) != nil {
 		t.Fatal("the agent was killed while its runtime was unknown")
 	}
+	// The wedge outlasts a call's timeout (probe.timeout, 500ms) three
+	// times over, so a call over the connection has timed out and the
+	// connection is gone: a slow run must not end it before then.
+	e.waitFor("the wedge outlasting a call's timeout", 5*time.Second, func() bool { return time.Since(wedged) > 1500*time.Millisecond })
 	syscall.Kill(server, syscall.SIGCONT)
 	stopped = false
 	e.waitState("agent-0", herd.StateRunning, 10*time.Second)

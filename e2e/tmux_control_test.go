@@ -72,8 +72,8 @@ func TestTmuxControlConnection(t *testing.T) {
 		n, _ := e.session("agent-2")
 		return n.State == herd.StateRunning && n.Incarnation != v.Incarnation
 	})
-	if n := count(e.events("--session", "agent-2", "--kind", herd.EventCrashed), herd.EventCrashed); n != 1 {
-		t.Errorf("expected one crash … got %d", n)
+	if evs := e.events("--session", "agent-2", "--kind", herd.EventCrashed); count(evs, herd.EventCrashed) != 1 {
+		t.Errorf("expected one crash … got %+v", evs)
 	}
 	for _, ev := range e.events("--kind", herd.EventProbeUnknown) {
 		t.Errorf("expected no probe_unknown event … got %+v", ev)

@@ -79,6 +79,7 @@ max_backoff = "2s"
 	e.waitFor("all three relaunched", 10*time.Second, func() bool {
 		for _, v := range e.sessions() {
 			if v.State != herd.StateRunning || v.Restarts != 1 {
+				t.Logf("not yet: %s %s restarts %d", v.Name, v.State, v.Restarts)
 				return false
 			}
 		}

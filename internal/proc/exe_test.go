@@ -28,18 +28,7 @@ func TestParseExe(t *testing.T) {
 
 func TestExeDeletedReal(t *testing.T) {
 	// A copy of sleep that is replaced while it runs, as an update does.
-	src, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skipf("no sleep binary: %v", err)
-	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "agent")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, b := sleepCopy(t)
 	cmd, _ := startCmd(t, "inc-exe", false, bin, "30")
 	fs := Real()
 	path, deleted, err := fs.Exe(cmd.Process.Pid)
@@ -66,4 +55,24 @@ func TestExeDeletedReal(t *testing.T) {
 	if err != nil || !slices.Contains(pids, cmd.Process.Pid) || !slices.Contains(pids, os.Getpid()) {
 		t.Errorf("expected PIDs to list the child and this process, got %d pids (%v)", len(pids), err)
 	}
+}
+
+// sleepCopy copies the sleep binary to a file of the test's own, which a
+// test may replace (with content) while a process runs it, as an update
+// does.
+func sleepCopy(t *testing.T) (path string, content []byte) {
+	t.Helper()
+	src, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skipf("no sleep binary: %v", err)
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "agent")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, b
 }

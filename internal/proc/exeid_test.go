@@ -2,26 +2,13 @@ package proc
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
 // TestExeIDReal: the file a process runs is the file at its path until the
 // path is replaced by a rename; then the process still runs the old file.
 func TestExeIDReal(t *testing.T) {
-	src, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skipf("no sleep binary: %v", err)
-	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "agent")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, b := sleepCopy(t)
 	cmd, _ := startCmd(t, "inc-exeid", false, bin, "30")
 	fs := Real()
 	running, err := fs.ExeID(cmd.Process.Pid)

@@ -16,15 +16,14 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/attention"
 	"herd/internal/autocontinue"
 	"herd/internal/cgroup"
 	"herd/internal/commands"
 	"herd/internal/config"
-	"herd/internal/escalation"
 	"herd/internal/hosts"
 	"herd/internal/loop"
 	"herd/internal/metrics"
-	"herd/internal/notify"
 	"herd/internal/placement"
 	"herd/internal/prober"
 	"herd/internal/proc"
@@ -81,8 +80,7 @@ type Daemon struct {
 	prober    *prober.Prober
 	slots     *slots.Slots
 	stalls    *stalls.Stalls
-	escalator *escalation.Escalator
-	notify    *notify.Notifier
+	attention *attention.Tracker
 	continuer *autocontinue.Continuer
 	reaper    *reaper.Reaper
 	server    *server.Server
@@ -158,27 +156,26 @@ func New(o Options) (*Daemon, error) {
 		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,
 	})
 	d.slots.SetBinaryUpdated(d.stalls.BinaryUpdated)
-	d.escalator = escalation.NewEscalator(d.status.Store(), host, cfg, log)
-	d.escalator.Sessions = func(ctx context.Context) ([]herd.Session, error) {
-		all, _, err := d.status.Live(ctx)
-		return all, err
-	}
-	d.escalator.Metrics = d.metrics
-	d.notify = notify.New(notify.Options{Store: d.status.Store(), Host: host, Config: cfg.Notify, Log: log, Tick: min(time.Second, cfg.Probe.Interval)})
+	d.attention = attention.New(attention.Options{
+		Store: d.status.Store(), Host: host, Config: cfg, Log: log, Metrics: d.metrics,
+		Sessions: func(ctx context.Context) ([]herd.Session, error) {
+			all, _, err := d.status.Live(ctx)
+			return all, err
+		},
+	})
 	d.continuer = autocontinue.New(autocontinue.Options{
 		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Idle: continueIdle, Timeout: 4 * cfg.Probe.Timeout,
 		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
 	})
-	// A session changing (blocked, waiting, failed...) wakes the notifier
-	// and auto-continue at once: neither looks every tick while nothing
-	// needs it.
+	// A session changing (blocked, waiting, failed...) wakes attention
+	// and auto-continue at once.
 	d.status.OnChange(func() {
-		d.notify.Kick()
+		d.attention.Kick()
 		d.continuer.Kick()
 	})
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	d.server = server.New(server.Options{
-		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator, Notify: d.notify,
+		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Attention: d.attention,
 		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
 		Reload: d.Reload,
 	})
@@ -190,7 +187,7 @@ func New(o Options) (*Daemon, error) {
 		d.prober.Unwatch(inc)
 		d.slots.Ended(inc)
 		d.slots.Kick()
-		d.notify.Kick()
+		d.attention.Kick()
 	})
 	return d, nil
 }
@@ -208,7 +205,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	}
 	srv := &http.Server{Handler: d.server.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	g := loop.Group{Log: d.log}
-	// The API and the loops on their own clocks (escalations, watchdog,
+	// The API and the loops on their own clocks (attention, watchdog,
 	// reaper) start first: a hung runtime during adoption must not hold
 	// them back.
 	g.Go("api", func() {
@@ -220,8 +217,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("notifications", func() { d.listen(ctx, d.status.Store()) })
 	g.Go("watchdog", func() { d.stalls.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
-	g.Go("escalation", func() { d.escalator.Run(ctx) })
-	g.Go("notify", func() { d.notify.Run(ctx) })
+	g.Go("attention", func() { d.attention.Run(ctx) })
 	g.Go("auto-continue", func() { d.continuer.Run(ctx) })
 	if d.metrics != nil {
 		mln, err := net.Listen("tcp", d.cfg.Metrics.Listen)

@@ -20,8 +20,8 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/attention"
 	"herd/internal/config"
-	"herd/internal/escalation"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -58,9 +58,9 @@ func escDir(t *testing.T) string {
 	return dir
 }
 
-// escStart starts a daemon on dir with cfg; tune adjusts its escalator
+// escStart starts a daemon on dir with cfg; tune adjusts its attention tracker
 // before it runs. The daemon stops at cleanup (or by env.stop).
-func escStart(t *testing.T, dir string, cfg *config.Config, tune func(e *escalation.Escalator)) *escEnv {
+func escStart(t *testing.T, dir string, cfg *config.Config, tune func(a *attention.Tracker)) *escEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "herd.db"))
@@ -80,7 +80,7 @@ func escStart(t *testing.T, dir string, cfg *config.Config, tune func(e *escalat
 		t.Fatal(err)
 	}
 	if tune != nil {
-		tune(d.escalator)
+		tune(d.attention)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -163,14 +163,14 @@ func escEvents(t *testing.T, st store.Store, session string) []herd.Event {
 	return evs
 }
 
-func escEpisode(t *testing.T, st store.Store, key string) (ep escalation.Episode, ok bool) {
+func escEpisode(t *testing.T, st store.Store, key string) (ep attention.Episode, ok bool) {
 	err := st.View(context.Background(), func(tx store.Tx) error {
 		raw, found, err := tx.KV(key)
 		if err != nil || !found {
 			return err
 		}
 		ok = true
-		ep, err = escalation.Decode(raw)
+		ep, err = attention.Decode(raw)
 		return err
 	})
 	if err != nil {
@@ -286,7 +286,7 @@ func TestEscalationOnTimeWhileTmuxHangs(t *testing.T) {
 		}
 		return false
 	})
-	if !env.d.escalator.Escalated("agent-0") || env.d.escalator.Escalated("pane-0") {
+	if !env.d.attention.Escalated("agent-0") || env.d.attention.Escalated("pane-0") {
 		t.Error("[escalated] expected agent-0 escalated and pane-0 not")
 	}
 
@@ -299,8 +299,8 @@ func TestEscalationOnTimeWhileTmuxHangs(t *testing.T) {
 		s.Activity = herd.ActivityWorking
 		return tx.PutSession(s)
 	})
-	escWait(t, "escalation cleared", 5*time.Second, func() bool { return !env.d.escalator.Escalated("agent-0") })
-	if _, ok := escEpisode(t, env.st, escalation.Key("agent-0", escalation.RuleWaiting)); ok {
+	escWait(t, "escalation cleared", 5*time.Second, func() bool { return !env.d.attention.Escalated("agent-0") })
+	if _, ok := escEpisode(t, env.st, attention.Key(attention.TrackEscalation, "agent-0", attention.RuleWaiting)); ok {
 		t.Error("[re-armed] expected the delivered, closed episode row gone, it is still stored")
 	}
 	if n := len(escEvents(t, env.st, "agent-0")); n != 1 {
@@ -332,7 +332,7 @@ func TestEscalationCommandTimeout(t *testing.T) {
 	cfg.Escalation.Command = []string{"sh", "-c",
 		`cat > "$2"; sleep 60 & echo $$ $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`, "notify", pidFile, payload}
 	const timeout = 1500 * time.Millisecond
-	env := escStart(t, dir, cfg, func(e *escalation.Escalator) { e.Notifier.CommandTimeout = timeout })
+	env := escStart(t, dir, cfg, func(a *attention.Tracker) { a.Timeout = timeout })
 	escFailing(t, env, "crash")
 
 	escWait(t, "notifier started", 10*time.Second, func() bool {
@@ -362,14 +362,14 @@ func TestEscalationCommandTimeout(t *testing.T) {
 		t.Fatal("[responsive] expected the notifier still running during the health checks; it already ended")
 	}
 
-	key := escalation.Key("crash-0", escalation.RuleFailed)
-	var ep escalation.Episode
+	key := attention.Key(attention.TrackEscalation, "crash-0", attention.RuleFailed)
+	var ep attention.Episode
 	escWait(t, "command outcome recorded", 10*time.Second, func() bool {
 		ep, _ = escEpisode(t, env.st, key)
-		return ep.CommandDone
+		return ep.Channels["command"] != nil && ep.Channels["command"].Attempts > 0
 	})
-	if ep.CommandExit == nil || *ep.CommandExit != -1 || !strings.Contains(ep.LastError, "timed out") || !ep.Delivered {
-		t.Errorf("[recorded] expected exit -1, a timeout error, delivered (the command runs once); got %+v", ep)
+	if cmd := ep.Channels["command"]; !strings.Contains(cmd.LastError, "timed out") || !cmd.Done || ep.Owed() {
+		t.Errorf("[recorded] expected a timeout error, delivered (the command runs once); got %+v %+v", ep, cmd)
 	}
 	for _, pid := range pids {
 		escWait(t, fmt.Sprintf("notifier pid %d killed", pid), 5*time.Second, func() bool {
@@ -435,11 +435,11 @@ func (h *escHook) counts() (requests, ok int) {
 	return h.requests, h.ok
 }
 
-func escFastDelivery(e *escalation.Escalator) {
-	e.Tick = 20 * time.Millisecond
-	e.BackoffMin = 50 * time.Millisecond
-	e.BackoffMax = 200 * time.Millisecond
-	e.Notifier.WebhookTimeout = 2 * time.Second
+func escFastDelivery(a *attention.Tracker) {
+	a.Tick = 20 * time.Millisecond
+	a.BackoffMin = 50 * time.Millisecond
+	a.BackoffMax = 200 * time.Millisecond
+	a.Timeout = 2 * time.Second
 }
 
 // TestEscalationWebhookRetries: a webhook failing twice then succeeding
@@ -452,11 +452,11 @@ func TestEscalationWebhookRetries(t *testing.T) {
 	env := escStart(t, dir, cfg, escFastDelivery)
 	escFailing(t, env, "crash")
 
-	key := escalation.Key("crash-0", escalation.RuleFailed)
-	var ep escalation.Episode
+	key := attention.Key(attention.TrackEscalation, "crash-0", attention.RuleFailed)
+	var ep attention.Episode
 	escWait(t, "delivered", 10*time.Second, func() bool {
 		ep, _ = escEpisode(t, env.st, key)
-		return ep.Delivered
+		return ep.FiredAt != nil && !ep.Owed()
 	})
 	// Many timer periods and backoffs later, nothing more is sent.
 	deadline := time.Now().Add(500 * time.Millisecond)
@@ -469,8 +469,8 @@ func TestEscalationWebhookRetries(t *testing.T) {
 	if n, ok := hook.counts(); n != 3 || ok != 1 {
 		t.Fatalf("[webhook] expected 3 requests and 1 success, got %d and %d", n, ok)
 	}
-	if ep.Attempts != 3 || ep.LastError != "" || !ep.WebhookDone || !ep.Fired() {
-		t.Errorf("[episode] expected 3 attempts, no error, webhook done, still open; got %+v", ep)
+	if hk := ep.Channels["webhook"]; hk == nil || hk.Attempts != 3 || hk.LastError != "" || !hk.Done || !ep.Fired() {
+		t.Errorf("[episode] expected 3 attempts, no error, webhook done, still open; got %+v %+v", ep, hk)
 	}
 	hook.mu.Lock()
 	got := hook.bodies[0]
@@ -492,10 +492,10 @@ func TestEscalationSurvivesRestart(t *testing.T) {
 	cfg.Escalation.Webhook = down.srv.URL
 	env := escStart(t, dir, cfg, escFastDelivery)
 	escFailing(t, env, "crash")
-	key := escalation.Key("crash-0", escalation.RuleFailed)
+	key := attention.Key(attention.TrackEscalation, "crash-0", attention.RuleFailed)
 	escWait(t, "first attempts failed", 10*time.Second, func() bool {
 		ep, _ := escEpisode(t, env.st, key)
-		return ep.Attempts >= 2 && !ep.Delivered
+		return ep.Channels["webhook"] != nil && ep.Channels["webhook"].Attempts >= 2 && ep.Owed()
 	})
 	env.stop()
 
@@ -505,9 +505,9 @@ func TestEscalationSurvivesRestart(t *testing.T) {
 	env2 := escStart(t, dir, cfg2, escFastDelivery)
 	escWait(t, "delivered after restart", 10*time.Second, func() bool {
 		ep, _ := escEpisode(t, env2.st, key)
-		return ep.Delivered
+		return ep.FiredAt != nil && !ep.Owed()
 	})
-	escWait(t, "shown escalated after restart", 5*time.Second, func() bool { return env2.d.escalator.Escalated("crash-0") })
+	escWait(t, "shown escalated after restart", 5*time.Second, func() bool { return env2.d.attention.Escalated("crash-0") })
 	env2.stop()
 
 	// A third start finds it delivered: nothing is sent, nothing fires.
@@ -515,7 +515,7 @@ func TestEscalationSurvivesRestart(t *testing.T) {
 	cfg3 := escConfig()
 	cfg3.Escalation.Webhook = again.srv.URL
 	env3 := escStart(t, dir, cfg3, escFastDelivery)
-	escWait(t, "shown escalated after second restart", 5*time.Second, func() bool { return env3.d.escalator.Escalated("crash-0") })
+	escWait(t, "shown escalated after second restart", 5*time.Second, func() bool { return env3.d.attention.Escalated("crash-0") })
 	env3.stop()
 
 	if n, ok := up.counts(); n != 1 || ok != 1 {
@@ -543,15 +543,15 @@ func TestEscalationDeletedSessionStillDelivered(t *testing.T) {
 	cfg.Escalation.Webhook = hook.srv.URL
 	env := escStart(t, dir, cfg, escFastDelivery)
 	escFailing(t, env, "crash")
-	key := escalation.Key("crash-0", escalation.RuleFailed)
+	key := attention.Key(attention.TrackEscalation, "crash-0", attention.RuleFailed)
 	escWait(t, "first attempt failed", 10*time.Second, func() bool {
 		ep, _ := escEpisode(t, env.st, key)
-		return ep.Attempts >= 1
+		return ep.Channels["webhook"] != nil && ep.Channels["webhook"].Attempts >= 1
 	})
 	escPut(t, env.st, func(tx store.Tx) error { return tx.DeleteRole("crash") })
 	escWait(t, "episode closed", 5*time.Second, func() bool {
 		ep, ok := escEpisode(t, env.st, key)
-		return ok && !ep.Open && !env.d.escalator.Escalated("crash-0")
+		return ok && !ep.Open && !env.d.attention.Escalated("crash-0")
 	})
 
 	hook.mu.Lock()
@@ -566,7 +566,7 @@ func TestEscalationDeletedSessionStillDelivered(t *testing.T) {
 	}
 	var index string
 	env.st.View(context.Background(), func(tx store.Tx) (err error) {
-		index, _, err = tx.KV(escalation.IndexKey(cfg.Daemon.Host))
+		index, _, err = tx.KV(attention.IndexKey(cfg.Daemon.Host))
 		return err
 	})
 	if index != "[]" && index != "null" {

@@ -62,8 +62,7 @@ func (d *Daemon) Reload(ctx context.Context) (api.ReloadResult, error) {
 	}
 	d.live.Store(&merged)
 	d.slots.SetRestartDefaults(merged.Restart)
-	d.escalator.Reconfigure(&merged)
-	d.notify.Reconfigure(merged.Notify)
+	d.attention.Reconfigure(&merged)
 	d.reaper.Reconfigured()
 	res.Message = reloadMessage(res)
 	d.log.Info("config reloaded", "file", path, "applied", strings.Join(res.Applied, ","),

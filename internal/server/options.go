@@ -10,9 +10,8 @@ import (
 	"strconv"
 
 	"herd/internal/api"
+	"herd/internal/attention"
 	"herd/internal/config"
-	"herd/internal/escalation"
-	"herd/internal/notify"
 	"herd/internal/prober"
 	"herd/internal/reaper"
 	"herd/internal/runtime"
@@ -28,9 +27,8 @@ type Options struct {
 	Slots     *slots.Slots
 	Prober    *prober.Prober
 	Stalls    *stalls.Stalls
-	Escalator *escalation.Escalator
-	// Notify tells which sessions have an open notification (nil: none).
-	Notify  *notify.Notifier
+	Attention *attention.Tracker // open escalations and notifications (nil: none)
+	// Reaper runs reaper passes.
 	Reaper  *reaper.Reaper
 	Tmux    runtime.Runtime
 	Exec    *execrt.Runtime

@@ -94,8 +94,8 @@ func (sv *Server) view(tx store.Tx, f hosts.Fleet, s herd.Session) api.SessionVi
 		}
 	}
 	v.Attached = sv.o.Prober.Last().Attached(v.Name)
-	v.Escalated = sv.o.Escalator.Escalated(v.Name)
-	v.Notified = sv.o.Notify != nil && sv.o.Notify.Open(v.Name)
+	v.Escalated = sv.o.Attention != nil && sv.o.Attention.Escalated(v.Name)
+	v.Notified = sv.o.Attention != nil && sv.o.Attention.Notified(v.Name)
 	return v
 }
 
@@ -163,8 +163,8 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	sv.markWorktrees(r.Context(), one)
 	det.SessionView = one[0]
 	sv.o.Stalls.Describe(&det)
-	if sv.o.Notify != nil {
-		det.Notification = sv.o.Notify.Describe(name)
+	if sv.o.Attention != nil {
+		det.Notification = sv.o.Attention.Describe(name)
 	}
 	reply(w, http.StatusOK, det)
 }

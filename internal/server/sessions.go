@@ -70,8 +70,8 @@ func (sv *Server) sessionViews(ctx context.Context) ([]api.SessionView, error) {
 			v.PID = pid
 		}
 		v.Attached = snap.Attached(v.Name)
-		v.Escalated = sv.o.Escalator.Escalated(v.Name)
-		v.Notified = sv.o.Notify != nil && sv.o.Notify.Open(v.Name)
+		v.Escalated = sv.o.Attention != nil && sv.o.Attention.Escalated(v.Name)
+		v.Notified = sv.o.Attention != nil && sv.o.Attention.Notified(v.Name)
 		views = append(views, v)
 	}
 	i, j := 0, 0

@@ -1,6 +1,8 @@
-package escalation
+package attention
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -58,16 +60,14 @@ func TestEvaluate(t *testing.T) {
 	fired := open
 	fired.FiredAt = ptr(at(th))
 	fired.EventID = 7
-	fired.Delivered = true
+	fired.Channels = map[string]*Delivery{"webhook": {Done: true, Attempts: 1}}
 	owed := fired
-	owed.Delivered = false
-	owed.Attempts = 2
-	owed.LastError = "webhook: 500"
-	owed.NextAttempt = ptr(at(time.Hour))
+	owed.Channels = map[string]*Delivery{"webhook": {Attempts: 2, LastError: "webhook: 500", Next: at(time.Hour)}}
+	owed.Message = &Message{Title: "old"}
 
 	firedAt := func(ep Episode, now time.Time) Episode {
 		ep.FiredAt = &now
-		ep.EventID, ep.Delivered, ep.Attempts, ep.NextAttempt, ep.LastError = 0, false, 0, nil, ""
+		ep.EventID, ep.Message, ep.Channels = 0, nil, nil
 		return ep
 	}
 	cases := []struct {
@@ -118,33 +118,42 @@ func TestEvaluate(t *testing.T) {
 }
 
 func TestKeep(t *testing.T) {
+	delivered := map[string]*Delivery{"webhook": {Done: true}}
+	owed := map[string]*Delivery{"webhook": {Done: true}, "command": {Attempts: 1}}
 	cases := []struct {
-		name string
-		ep   Episode
-		want bool
+		name     string
+		ep       Episode
+		keepOwed bool
+		want     bool
 	}{
-		{"zero", Episode{}, false},
-		{"open", Episode{Open: true}, true},
-		{"closed, delivered", Episode{EventID: 3, Delivered: true}, false},
-		{"closed, owed", Episode{EventID: 3}, true},
-		{"closed, never fired", Episode{Since: at(0)}, false},
+		{"zero", Episode{}, true, false},
+		{"open", Episode{Open: true}, true, true},
+		{"open, owed not kept", Episode{Open: true}, false, true},
+		{"closed, delivered", Episode{EventID: 3, FiredAt: ptr(at(0)), Channels: delivered}, true, false},
+		{"closed, no channel", Episode{EventID: 3, FiredAt: ptr(at(0))}, true, false},
+		{"closed, owed", Episode{EventID: 3, FiredAt: ptr(at(0)), Channels: owed}, true, true},
+		{"closed, owed, goes with the need", Episode{FiredAt: ptr(at(0)), Channels: owed}, false, false},
+		{"closed, never fired", Episode{Since: at(0), Channels: owed}, true, false},
 	}
 	for _, c := range cases {
-		if got := c.ep.Keep(); got != c.want {
+		if got := c.ep.Keep(c.keepOwed); got != c.want {
 			t.Errorf("[%s] expected keep %v, got %v", c.name, c.want, got)
 		}
 	}
 }
 
 func TestKeys(t *testing.T) {
-	for _, r := range Rules {
-		s, got, ok := ParseKey(Key("worker-12", r))
-		if !ok || s != "worker-12" || got != r {
-			t.Errorf("[%s] expected worker-12 %s true, got %q %q %v", r, r, s, got, ok)
+	for _, tr := range []Track{TrackEscalation, TrackNotify} {
+		for _, r := range rulesOf(tr) {
+			gotTr, s, got, ok := ParseKey(Key(tr, "worker-12", r))
+			if !ok || gotTr != tr || s != "worker-12" || got != r {
+				t.Errorf("[%s %s] expected %s worker-12 %s true, got %q %q %q %v", tr, r, tr, r, gotTr, s, got, ok)
+			}
 		}
 	}
-	for _, bad := range []string{"", "escalation/", "escalation/x", "escalation//waiting", "escalation/x/", "other/x/waiting", IndexKey("h")} {
-		if _, _, ok := ParseKey(bad); ok {
+	for _, bad := range []string{"", "escalation/", "escalation/x", "escalation//waiting", "escalation/x/", "other/x/waiting", IndexKey("h"),
+		"notify/h" /* the notify episodes' former row */} {
+		if _, _, _, ok := ParseKey(bad); ok {
 			t.Errorf("[%q] expected not a key, got ok", bad)
 		}
 	}
@@ -165,9 +174,9 @@ func TestDecodeBad(t *testing.T) {
 	}
 }
 
-func TestDescribe(t *testing.T) {
+func TestEscalationMessage(t *testing.T) {
 	ep := Episode{Since: at(0)}
-	msg, data := Describe(RuleWaiting, ep, 30*time.Minute, at(31*time.Minute))
+	msg, data := Escalation(RuleWaiting, ep, 30*time.Minute, at(31*time.Minute))
 	if msg != "agent waiting for input for 31m0s (waiting_after 30m0s)" {
 		t.Errorf("[waiting message] got %q", msg)
 	}
@@ -195,9 +204,10 @@ func (s episodes) tick(t *testing.T, r Rule, c Condition, th time.Duration) bool
 	}
 	fire, next := Evaluate(c, ep, time.Now(), th)
 	if fire {
+		next = Fire(next, []string{"webhook"})
 		next.EventID = int64(len(s) + 100)
 	}
-	if !next.Keep() {
+	if !next.Keep(true) {
 		delete(s, r)
 		return fire
 	}
@@ -264,7 +274,7 @@ func TestTimeline(t *testing.T) {
 
 		// Delivered and cleared: the row goes away entirely.
 		ep, _ = Decode(store[RuleWaiting])
-		ep.Delivered = true
+		ep.Channels["webhook"].Done = true
 		v, _ := ep.Encode()
 		store[RuleWaiting] = v
 		fires(clear, time.Second)
@@ -293,8 +303,171 @@ func TestRestartKeepsOwed(t *testing.T) {
 		if err != nil {
 			t.Fatalf("[owed after clear] expected the row kept, got %v", err)
 		}
-		if !ep.Owed() || !Due(ep, time.Now()) || ep.Fired() {
+		if at, due := ep.Due(); !ep.Owed() || !due || at.After(time.Now()) || ep.Fired() {
 			t.Fatalf("[owed after clear] expected owed, due, not fired; got %+v", ep)
 		}
 	})
+}
+
+func TestNeedOf(t *testing.T) {
+	cases := []struct {
+		state    herd.State
+		activity herd.Activity
+		want     Rule
+	}{
+		{herd.StateRunning, herd.ActivityWaiting, RuleWaiting},
+		{herd.StateRunning, herd.ActivityBlocked, RuleBlocked},
+		{herd.StateRunning, herd.ActivityWorking, ""},
+		{herd.StateRunning, herd.ActivityIdle, ""},
+		{herd.StateUnknown, herd.ActivityWaiting, RuleWaiting},
+		{herd.StateStalled, herd.ActivityWorking, RuleStalled},
+		{herd.StateFailed, herd.ActivityUnknown, RuleFailed},
+		{herd.StateBackoff, herd.ActivityWaiting, ""}, // dead: nothing to answer
+		{herd.StateStopped, herd.ActivityWaiting, ""},
+		{herd.StateSucceeded, herd.ActivityIdle, ""},
+	}
+	for _, c := range cases {
+		got := NeedOf(herd.Session{State: c.state, Activity: c.activity})
+		if got != c.want {
+			t.Errorf("[%s/%s] expected %q, got %q", c.state, c.activity, c.want, got)
+		}
+	}
+}
+
+// TestEvaluateNeed: the notify track's episodes, one per need of a
+// session, through the same Evaluate: debounced by after (inclusive),
+// fired once, a new need or incarnation is a new episode, and a need
+// gone takes its episode (and what it owed) with it.
+func TestEvaluateNeed(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	fired := t0.Add(time.Second)
+	open := Episode{Open: true, Incarnation: "i1", Since: t0}
+	done := Episode{Open: true, Incarnation: "i1", Since: t0, FiredAt: &fired, Channels: map[string]*Delivery{"ntfy": {}}}
+	waiting := func(inc string) herd.Session {
+		return herd.Session{Incarnation: inc, State: herd.StateRunning, Activity: herd.ActivityWaiting}
+	}
+	blocked := herd.Session{Incarnation: "i1", State: herd.StateRunning, Activity: herd.ActivityBlocked}
+	working := herd.Session{Incarnation: "i1", State: herd.StateRunning, Activity: herd.ActivityWorking}
+	cases := []struct {
+		name      string
+		s         herd.Session
+		rule      Rule
+		ep        Episode
+		now       time.Time
+		after     time.Duration
+		wantKeep  bool
+		wantFire  bool
+		wantSince time.Time
+	}{
+		{"nothing needed", working, RuleWaiting, Episode{}, t0, 0, false, false, time.Time{}},
+		{"need gone closes, owed dropped", working, RuleWaiting, done, t0, 0, false, false, t0},
+		{"fires at once with after 0", waiting("i1"), RuleWaiting, Episode{}, t0, 0, true, true, t0},
+		{"debounced", waiting("i1"), RuleWaiting, Episode{}, t0, 2 * time.Second, true, false, t0},
+		{"debounce not over", waiting("i1"), RuleWaiting, open, t0.Add(1999 * time.Millisecond), 2 * time.Second, true, false, t0},
+		{"debounce over, inclusive", waiting("i1"), RuleWaiting, open, t0.Add(2 * time.Second), 2 * time.Second, true, true, t0},
+		{"fires once", waiting("i1"), RuleWaiting, done, t0.Add(time.Hour), 0, true, false, t0},
+		{"another need closes this one", blocked, RuleWaiting, done, t0.Add(time.Hour), 0, false, false, t0},
+		{"new need is a new episode", blocked, RuleBlocked, Episode{}, t0.Add(time.Hour), 0, true, true, t0.Add(time.Hour)},
+		{"new incarnation is a new episode", waiting("i2"), RuleWaiting, done, t0.Add(time.Hour), 0, true, true, t0.Add(time.Hour)},
+	}
+	for _, c := range cases {
+		fire, next := Evaluate(ObserveNeed(c.s, c.rule), c.ep, c.now, c.after)
+		if keep := next.Keep(keepOwed(TrackNotify)); keep != c.wantKeep || fire != c.wantFire {
+			t.Errorf("[%s] expected (keep=%v, fire=%v), got (%v, %v) %+v", c.name, c.wantKeep, c.wantFire, keep, fire, next)
+			continue
+		}
+		if !next.Since.Equal(c.wantSince) {
+			t.Errorf("[%s] expected since %s, got %s", c.name, c.wantSince, next.Since)
+		}
+	}
+}
+
+func TestFire(t *testing.T) {
+	ep := Fire(Episode{Open: true, FiredAt: ptr(at(0))}, []string{"command", "webhook"})
+	want := map[string]*Delivery{"command": {}, "webhook": {}}
+	if diff := cmp.Diff(want, ep.Channels); diff != "" {
+		t.Errorf("[two channels] (-expected +got):\n%s", diff)
+	}
+	if at, ok := ep.Due(); !ok || !at.IsZero() {
+		t.Errorf("[two channels] expected due at once, got %s %v", at, ok)
+	}
+	if ep := Fire(ep, nil); ep.Channels != nil || ep.Owed() {
+		t.Errorf("[no channel] expected nothing owed, got %+v", ep)
+	}
+}
+
+func TestEpisodeDue(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ep := Episode{Open: true, FiredAt: &t0, Channels: map[string]*Delivery{
+		"a": {Done: true},
+		"b": {Next: t0.Add(4 * time.Second)},
+		"c": {Next: t0.Add(2 * time.Second)},
+	}}
+	if at, ok := ep.Due(); !ok || !at.Equal(t0.Add(2*time.Second)) {
+		t.Errorf("[two pending] expected due at +2s, got %s %v", at, ok)
+	}
+	ep.Channels["b"].Done, ep.Channels["c"].Done = true, true
+	if _, ok := ep.Due(); ok {
+		t.Error("[all done] expected nothing due once every channel is done")
+	}
+	if _, ok := (Episode{Open: true}).Due(); ok {
+		t.Error("[not fired] expected nothing due before the episode fires")
+	}
+	owed := Episode{FiredAt: &t0, Channels: map[string]*Delivery{"webhook": {}}}
+	if _, ok := owed.Due(); !ok {
+		t.Error("[closed, owed] expected an escalation owed after its condition cleared to be due")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	cases := []struct {
+		attempts int
+		lo, hi   time.Duration
+		want     time.Duration
+	}{
+		{1, time.Second, 5 * time.Minute, time.Second},
+		{2, time.Second, 5 * time.Minute, 2 * time.Second},
+		{3, time.Second, 5 * time.Minute, 4 * time.Second},
+		{9, time.Second, 5 * time.Minute, 256 * time.Second},
+		{10, time.Second, 5 * time.Minute, 5 * time.Minute},
+		{1000, time.Second, 5 * time.Minute, 5 * time.Minute},
+		{0, time.Second, 5 * time.Minute, time.Second},
+		{-3, time.Second, 5 * time.Minute, time.Second},
+		{1, 0, 0, BackoffMin},
+		{4, 10 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond},
+		{3, time.Minute, time.Second, time.Minute},
+	}
+	for _, c := range cases {
+		if got := Backoff(c.attempts, c.lo, c.hi); got != c.want {
+			t.Errorf("[attempts %d, %s..%s] expected %s, got %s", c.attempts, c.lo, c.hi, c.want, got)
+		}
+	}
+}
+
+func TestRecord(t *testing.T) {
+	now := at(0)
+	boom := errors.New("boom")
+	cases := []struct {
+		name string
+		d    Delivery
+		err  error
+		once bool
+		want Delivery
+	}{
+		{"succeeds", Delivery{}, nil, false, Delivery{Done: true, Attempts: 1}},
+		{"once, succeeds", Delivery{}, nil, true, Delivery{Done: true, Attempts: 1}},
+		{"once, fails: recorded, not retried", Delivery{}, boom, true, Delivery{Done: true, Attempts: 1, LastError: "boom"}},
+		{"fails: retried with backoff", Delivery{}, boom, false, Delivery{Attempts: 1, LastError: "boom", Next: now.Add(time.Second)}},
+		{"third failure backs off 4s", Delivery{Attempts: 2, LastError: "boom", Next: now}, boom, false,
+			Delivery{Attempts: 3, LastError: "boom", Next: now.Add(4 * time.Second)}},
+		{"succeeds later: error cleared", Delivery{Attempts: 2, LastError: "boom", Next: now}, nil, false, Delivery{Done: true, Attempts: 3}},
+		{"long error clipped", Delivery{}, errors.New(strings.Repeat("x", 600)), true,
+			Delivery{Done: true, Attempts: 1, LastError: strings.Repeat("x", 512) + "..."}},
+	}
+	for _, c := range cases {
+		got := Record(c.d, c.err, c.once, now, time.Second, 5*time.Minute)
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("[%s] (-expected +got):\n%s", c.name, diff)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package notify
+package attention
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ type Message struct {
 	Role        string `json:"role"`
 	Host        string `json:"host"`
 	Incarnation string `json:"incarnation"`
-	Need        Need   `json:"need"`
+	Need        Rule   `json:"need"`
 	// Reason is the need's cause in one machine word: permission_prompt,
 	// startup_prompt, rate_limited, api_error, stalled, or the exit's
 	// reason.
@@ -32,6 +32,41 @@ type Message struct {
 	Since time.Time `json:"since"`
 }
 
+// Escalation returns the message and data of the escalated event an
+// episode of rule r fires at now.
+func Escalation(r Rule, ep Episode, threshold time.Duration, now time.Time) (string, map[string]any) {
+	held := elapsed(ep.Since, now)
+	var msg string
+	switch r {
+	case RuleWaiting:
+		msg = fmt.Sprintf("agent waiting for input for %s (waiting_after %s)", round(held), threshold)
+	case RuleStalled:
+		msg = fmt.Sprintf("session stalled for %s (liveness_timeout %s)", round(held), threshold)
+	case RuleUnknown:
+		msg = fmt.Sprintf("session unknown for %s (unknown_after %s)", round(held), threshold)
+	case RuleFailed:
+		msg = "session failed: restart budget spent or policy forbids restart"
+	default:
+		msg = fmt.Sprintf("rule %s held for %s", r, round(held))
+	}
+	data := map[string]any{
+		"rule":              string(r),
+		"threshold":         threshold.String(),
+		"threshold_seconds": threshold.Seconds(),
+		"for":               round(held).String(),
+		"for_seconds":       held.Seconds(),
+		"since":             ep.Since.UTC().Format(time.RFC3339Nano),
+	}
+	return msg, data
+}
+
+func round(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
+}
+
 // Cause is what the event log says about a need: the session's last
 // activity event (waiting, blocked) or stalled event.
 type Cause struct {
@@ -43,7 +78,7 @@ type Cause struct {
 
 // Compose writes the notification of need for session s; cause is the
 // event that explains it (zero when none is found).
-func Compose(s herd.Session, need Need, cause Cause, since time.Time) Message {
+func Compose(s herd.Session, need Rule, cause Cause, since time.Time) Message {
 	m := Message{
 		Session: s.Name, Role: s.Role, Host: s.Host, Incarnation: s.Incarnation,
 		Need: need, Since: since.UTC(),
@@ -53,7 +88,7 @@ func Compose(s herd.Session, need Need, cause Cause, since time.Time) Message {
 		attach = "herd logs " + s.Name // an exec agent has no pane to attach to
 	}
 	switch need {
-	case NeedWaiting:
+	case RuleWaiting:
 		m.Action = attach
 		if cause.Reason == "startup_prompt" || str(cause.Data, "reason") == "startup_prompt" {
 			m.Reason = "startup_prompt"
@@ -68,7 +103,7 @@ func Compose(s herd.Session, need Need, cause Cause, since time.Time) Message {
 			m.Body += " to use " + tool
 		}
 		m.Body += " and waits for an answer."
-	case NeedBlocked:
+	case RuleBlocked:
 		m.Action = attach
 		m.Reason = cause.Reason
 		if m.Reason == "" || m.Reason == "hook" {
@@ -89,7 +124,7 @@ func Compose(s herd.Session, need Need, cause Cause, since time.Time) Message {
 			m.ResetAt = &t
 			m.Body += " The limit resets at " + t.Format("15:04 MST") + "."
 		}
-	case NeedStalled:
+	case RuleStalled:
 		m.Action = "herd restart " + s.Name
 		m.Reason = "stalled"
 		m.Title = s.Name + " is stalled"
@@ -98,7 +133,7 @@ func Compose(s herd.Session, need Need, cause Cause, since time.Time) Message {
 			m.Body += ": " + clip(cause.Message, 300)
 		}
 		m.Body += ". Look with: " + attach + "."
-	case NeedFailed:
+	case RuleFailed:
 		m.Action = "herd restart " + s.Name
 		m.Reason = "failed"
 		m.Title = s.Name + " failed"
@@ -120,7 +155,7 @@ func (m Message) Text() string {
 // counts: a person's answer unblocks waiting and failed sessions.
 func (m Message) Priority() int {
 	switch m.Need {
-	case NeedWaiting, NeedFailed:
+	case RuleWaiting, RuleFailed:
 		return 4
 	}
 	return 3

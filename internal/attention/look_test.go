@@ -1,9 +1,8 @@
-package escalation
+package attention
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"sync/atomic"
@@ -40,10 +39,10 @@ func (c countingTx) KV(key string) (string, bool, error) {
 	return c.Tx.KV(key)
 }
 
-// TestEscalateOnceReadsOnlyOpenEpisodes: a tick over many quiet sessions
+// TestLookReadsOnlyOpenEpisodes: a tick over many quiet sessions
 // reads the index and nothing else; a session whose condition fires gets
 // its episode written and read back on the next tick, and only it.
-func TestEscalateOnceReadsOnlyOpenEpisodes(t *testing.T) {
+func TestLookReadsOnlyOpenEpisodes(t *testing.T) {
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herd.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,15 +67,15 @@ func TestEscalateOnceReadsOnlyOpenEpisodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kv atomic.Int64
-	e := NewEscalator(countingStore{db, &kv}, "h", config.Default(), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := e.escalateOnce(context.Background(), now); err != nil {
+	e := New(Options{Store: countingStore{db, &kv}, Host: "h", Config: config.Default(), Log: slog.New(slog.DiscardHandler)})
+	if err := e.look(context.Background(), now); err != nil {
 		t.Fatal(err)
 	}
 	if !e.Escalated("w-0") || e.Escalated("w-1") {
 		t.Fatalf("expected w-0 escalated and w-1 not, got %v %v", e.Escalated("w-0"), e.Escalated("w-1"))
 	}
 	kv.Store(0)
-	if err := e.escalateOnce(context.Background(), now.Add(time.Second)); err != nil {
+	if err := e.look(context.Background(), now.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	// The index, and the one stored episode.
@@ -129,11 +128,11 @@ func TestQuietTickReadsNoStore(t *testing.T) {
 	}
 	var views atomic.Int64
 	cfg := config.Default()
-	e := NewEscalator(viewCountingStore{db, &views}, "h", cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	e.Sessions = func(context.Context) ([]herd.Session, error) { return append([]herd.Session(nil), sessions...), nil }
+	e := New(Options{Store: viewCountingStore{db, &views}, Host: "h", Config: cfg, Log: slog.New(slog.DiscardHandler),
+		Sessions: func(context.Context) ([]herd.Session, error) { return append([]herd.Session(nil), sessions...), nil }})
 	tick := func(at time.Time) {
 		t.Helper()
-		if err := e.escalateOnce(context.Background(), at); err != nil {
+		if err := e.look(context.Background(), at); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -91,6 +91,9 @@ type Tracker struct {
 	// settings are the thresholds and channels in force; a reload swaps
 	// them.
 	settings atomic.Pointer[settings]
+	// migrated: the former notify row was looked for (touched by look
+	// only).
+	migrated bool
 	// kick asks for a look now.
 	kick chan struct{}
 	// jobs carries deliveries due to the workers.

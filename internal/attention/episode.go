@@ -324,13 +324,14 @@ func (e Episode) Encode() (string, error) {
 	return string(b), nil
 }
 
-// Decode parses a stored episode.
+// Decode parses a stored episode (a row of the former escalation layout
+// too).
 func Decode(s string) (Episode, error) {
 	var e Episode
 	if err := json.Unmarshal([]byte(s), &e); err != nil {
 		return Episode{}, fmt.Errorf("attention: decode episode: %w", err)
 	}
-	return e, nil
+	return upgrade(e, []byte(s)), nil
 }
 
 // DecodeIndex parses a stored index; an empty value is an empty index.

@@ -79,10 +79,18 @@ func (t *Tracker) look(ctx context.Context, now time.Time) error {
 	t.mu.Lock()
 	gen := t.indexGen
 	t.mu.Unlock()
+	var legacy string
+	var legacyOK bool
 	err := t.st.View(ctx, func(tx store.Tx) error {
 		targets = targets[:0]
 		clear(sessions)
 		clear(stored)
+		if !t.migrated {
+			var err error
+			if legacy, legacyOK, err = tx.KV(legacyNotifyKey(t.host)); err != nil {
+				return err
+			}
+		}
 		all := listed
 		if t.sessions == nil {
 			var err error
@@ -146,6 +154,17 @@ func (t *Tracker) look(ctx context.Context, now time.Time) error {
 	})
 	if err != nil {
 		return err
+	}
+	if !t.migrated {
+		if legacyOK {
+			t.forgetIndex()
+			if err := t.st.Update(ctx, func(tx store.Tx) error { return t.migrateNotify(tx, legacy) }); err != nil {
+				return err
+			}
+			t.migrated = true
+			return t.look(ctx, now) // with the rows moved
+		}
+		t.migrated = true
 	}
 
 	var changed []target

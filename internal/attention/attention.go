@@ -131,50 +131,6 @@ type job struct {
 	channel string
 }
 
-// settings are the configuration in force.
-type settings struct {
-	// waitingAfter, livenessTimeout and unknownAfter are the escalation
-	// thresholds; after the notify debounce.
-	waitingAfter, livenessTimeout, unknownAfter, after time.Duration
-	// channels are each track's channels.
-	channels map[Track][]Channel
-}
-
-// threshold is how long rule r of track tr must hold before it fires.
-func (s *settings) threshold(tr Track, r Rule) time.Duration {
-	if tr == TrackNotify {
-		return s.after
-	}
-	switch r {
-	case RuleWaiting:
-		return s.waitingAfter
-	case RuleStalled:
-		return s.livenessTimeout
-	case RuleUnknown:
-		return s.unknownAfter
-	}
-	return 0
-}
-
-// channel returns track tr's channel named name, nil when none.
-func (s *settings) channel(tr Track, name string) Channel {
-	for _, ch := range s.channels[tr] {
-		if ch.Name() == name {
-			return ch
-		}
-	}
-	return nil
-}
-
-// names returns the names of track tr's channels.
-func (s *settings) names(tr Track) []string {
-	var out []string
-	for _, ch := range s.channels[tr] {
-		out = append(out, ch.Name())
-	}
-	return out
-}
-
 // New returns the tracker of host's sessions; Run starts it.
 func New(o Options) *Tracker {
 	if o.Log == nil {

@@ -2,41 +2,12 @@ package attention
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
 	"herd"
 	"herd/internal/store"
 )
-
-// rulesOf returns the rules track tr watches.
-func rulesOf(tr Track) []Rule {
-	if tr == TrackNotify {
-		return NotifyRules
-	}
-	return EscalationRules
-}
-
-// keepOwed reports whether track tr keeps a closed episode while its
-// firing is owed: an escalation is delivered even after its condition
-// clears; a notification is about a need that lasts, and goes with it.
-func keepOwed(tr Track) bool { return tr == TrackEscalation }
-
-// hinted reports whether track tr's conditions carry a start hint that a
-// clear sighting bounds (the escalation waiting rule's LastActivityAt).
-func hinted(tr Track) bool { return tr == TrackEscalation }
-
-// tracks returns the tracks that can open episodes under set: the
-// escalation track always (its escalated event is recorded with or
-// without a channel), the notify track only while it has a channel
-// (nobody to tell: no episode, no `!`).
-func (s *settings) tracks() []Track {
-	if len(s.channels[TrackNotify]) == 0 {
-		return []Track{TrackEscalation}
-	}
-	return []Track{TrackEscalation, TrackNotify}
-}
 
 // target is one episode to evaluate.
 type target struct {
@@ -60,12 +31,6 @@ func (tg target) named(ep Episode) Episode {
 func (t *Tracker) look(ctx context.Context, now time.Time) error {
 	set := t.settings.Load()
 	tracks := set.tracks()
-	var (
-		targets  []target
-		sessions = map[string]herd.Session{}
-		episodes = map[string]Episode{}
-		stored   = map[string]string{}
-	)
 	var listed []herd.Session
 	if t.sessions != nil {
 		var err error
@@ -76,18 +41,61 @@ func (t *Tracker) look(ctx context.Context, now time.Time) error {
 			return nil
 		}
 	}
+	snap, err := t.read(ctx, listed, tracks)
+	if err != nil {
+		return err
+	}
+	if !t.migrated {
+		if snap.legacyOK {
+			t.forgetIndex()
+			if err := t.st.Update(ctx, func(tx store.Tx) error { return t.migrateNotify(tx, snap.legacy) }); err != nil {
+				return err
+			}
+			t.migrated = true
+			return t.look(ctx, now) // with the rows moved
+		}
+		t.migrated = true
+	}
+	changed, episodes := t.evaluate(set, snap, now)
+	if len(changed) > 0 {
+		t.forgetIndex()
+		err = t.st.Update(ctx, func(tx store.Tx) error {
+			return t.write(tx, set, changed, now, episodes)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	t.publish(snap.sessions, episodes, now)
+	return nil
+}
+
+// snapshot is what a look read.
+type snapshot struct {
+	// sessions are this host's sessions, by name.
+	sessions map[string]herd.Session
+	// targets are the episodes to evaluate: every rule of every local
+	// session, and every stored episode.
+	targets []target
+	// stored holds the stored rows of targets, by key.
+	stored map[string]string
+	// legacy is the former notify row, read until it was looked for.
+	legacy   string
+	legacyOK bool
+}
+
+// read takes a snapshot in one read transaction: the sessions (listed,
+// or read when there is no live set), the index and the stored rows.
+func (t *Tracker) read(ctx context.Context, listed []herd.Session, tracks []Track) (snapshot, error) {
 	t.mu.Lock()
 	gen := t.indexGen
 	t.mu.Unlock()
-	var legacy string
-	var legacyOK bool
+	var snap snapshot
 	err := t.st.View(ctx, func(tx store.Tx) error {
-		targets = targets[:0]
-		clear(sessions)
-		clear(stored)
+		snap = snapshot{sessions: map[string]herd.Session{}, stored: map[string]string{}}
 		if !t.migrated {
 			var err error
-			if legacy, legacyOK, err = tx.KV(legacyNotifyKey(t.host)); err != nil {
+			if snap.legacy, snap.legacyOK, err = tx.KV(legacyNotifyKey(t.host)); err != nil {
 				return err
 			}
 		}
@@ -102,14 +110,14 @@ func (t *Tracker) look(ctx context.Context, now time.Time) error {
 		add := func(tg target) {
 			if !seen[tg.key] {
 				seen[tg.key] = true
-				targets = append(targets, tg)
+				snap.targets = append(snap.targets, tg)
 			}
 		}
 		for _, s := range all {
 			if s.Host != t.host {
 				continue
 			}
-			sessions[s.Name] = s
+			snap.sessions[s.Name] = s
 			for _, tr := range tracks {
 				for _, r := range rulesOf(tr) {
 					add(target{Key(tr, s.Name, r), tr, s.Name, r})
@@ -137,7 +145,7 @@ func (t *Tracker) look(ctx context.Context, now time.Time) error {
 		keys := index
 		if !whole {
 			keys = keys[:0:0]
-			for _, tg := range targets {
+			for _, tg := range snap.targets {
 				keys = append(keys, tg.key)
 			}
 		}
@@ -147,31 +155,21 @@ func (t *Tracker) look(ctx context.Context, now time.Time) error {
 				return err
 			}
 			if ok {
-				stored[key] = raw
+				snap.stored[key] = raw
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if !t.migrated {
-		if legacyOK {
-			t.forgetIndex()
-			if err := t.st.Update(ctx, func(tx store.Tx) error { return t.migrateNotify(tx, legacy) }); err != nil {
-				return err
-			}
-			t.migrated = true
-			return t.look(ctx, now) // with the rows moved
-		}
-		t.migrated = true
-	}
+	return snap, err
+}
 
-	var changed []target
-	for _, tg := range targets {
-		raw, ok := stored[tg.key]
-		ep := t.decode(tg.key, raw, ok)
-		s, live := sessions[tg.session]
+// evaluate decides every target of snap at now: which change (to be
+// written), and every episode as it would be after this look.
+func (t *Tracker) evaluate(set *settings, snap snapshot, now time.Time) (changed []target, episodes map[string]Episode) {
+	episodes = map[string]Episode{}
+	for _, tg := range snap.targets {
+		raw, ok := snap.stored[tg.key]
+		s, live := snap.sessions[tg.session]
 		c := t.condition(set, tg, s, live)
 		if !ok && !c.Active {
 			// Nothing stored and nothing that can fire: the common case,
@@ -179,14 +177,14 @@ func (t *Tracker) look(ctx context.Context, now time.Time) error {
 			t.noteClear(tg, c, now)
 			continue
 		}
-		fire, next := Evaluate(c, ep, now, set.threshold(tg.track, tg.rule))
+		fire, next := Evaluate(c, t.decode(tg.key, raw, ok), now, set.threshold(tg.track, tg.rule))
 		if fire {
 			next = Fire(next, set.names(tg.track))
 		}
 		prune(&next, set, tg.track)
-		enc, encErr := next.Encode()
-		if encErr != nil {
-			t.log.Error("attention: skip episode", "key", tg.key, "err", encErr)
+		enc, err := next.Encode()
+		if err != nil {
+			t.log.Error("attention: skip episode", "key", tg.key, "err", err)
 			continue
 		}
 		keep := next.Keep(keepOwed(tg.track))
@@ -196,151 +194,7 @@ func (t *Tracker) look(ctx context.Context, now time.Time) error {
 		episodes[tg.key] = tg.named(next)
 		t.noteClear(tg, c, now)
 	}
-	if len(changed) > 0 {
-		t.forgetIndex()
-		err = t.st.Update(ctx, func(tx store.Tx) error {
-			return t.write(tx, set, changed, now, episodes)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	t.publish(sessions, episodes, now)
-	return nil
-}
-
-// write re-evaluates the changed targets from fresh rows and writes them;
-// each firing appends its escalated event (escalations) or composes its
-// message (notifications) in the same transaction as its episode.
-// episodes receives the written state.
-func (t *Tracker) write(tx store.Tx, set *settings, changed []target, now time.Time, episodes map[string]Episode) error {
-	index, _, err := t.readIndex(tx)
-	if err != nil {
-		return err
-	}
-	before := slices.Clone(index)
-	var fired []*herd.Event
-	for _, tg := range changed {
-		s, err := tx.Session(tg.session)
-		live := err == nil && s.Host == t.host
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if !live {
-			s = herd.Session{Name: tg.session}
-		}
-		raw, ok, err := tx.KV(tg.key)
-		if err != nil {
-			return err
-		}
-		ep := t.decode(tg.key, raw, ok)
-		c := t.condition(set, tg, s, live)
-		th := set.threshold(tg.track, tg.rule)
-		fire, next := Evaluate(c, ep, now, th)
-		if _, err := next.Encode(); err != nil {
-			continue // unstorable (logged by the read pass); never fire what cannot be recorded
-		}
-		if fire {
-			next = Fire(next, set.names(tg.track))
-			switch tg.track {
-			case TrackEscalation:
-				msg, data := Escalation(tg.rule, next, th, now)
-				if ep.Owed() {
-					data["supersedes_event"] = ep.EventID
-				}
-				ev := &herd.Event{Time: now, Host: t.host, Session: tg.session, Incarnation: s.Incarnation,
-					Kind: herd.EventEscalated, Reason: string(tg.rule), Message: msg, Data: data}
-				if err := tx.AppendEvent(ev); err != nil {
-					return err
-				}
-				next.EventID = ev.ID
-				fired = append(fired, ev)
-			case TrackNotify:
-				cause, err := causeOf(tx, s, tg.rule)
-				if err != nil {
-					return err
-				}
-				m := Compose(s, tg.rule, cause, next.Since)
-				next.Message = &m
-				t.log.Info("attention: a session needs a person", "session", s.Name, "need", tg.rule, "title", m.Title)
-			}
-		}
-		prune(&next, set, tg.track)
-		if next.Keep(keepOwed(tg.track)) {
-			enc, err := next.Encode()
-			if err != nil {
-				return err
-			}
-			if err := tx.PutKV(tg.key, enc); err != nil {
-				return err
-			}
-			index = addKey(index, tg.key)
-		} else {
-			if ok {
-				if err := tx.DeleteKV(tg.key); err != nil {
-					return err
-				}
-			}
-			index = removeKey(index, tg.key)
-		}
-		episodes[tg.key] = tg.named(next)
-	}
-	if !slices.Equal(before, index) {
-		if err := tx.PutKV(IndexKey(t.host), EncodeIndex(index)); err != nil {
-			return err
-		}
-	}
-	for _, ev := range fired {
-		t.metrics.Escalation(ev.Reason)
-		t.log.Warn("escalated", "session", ev.Session, "rule", ev.Reason, "event", ev.ID, "msg", ev.Message)
-	}
-	return nil
-}
-
-// causeOf reads the event that says why session s needs rule r: its last
-// activity event of the current incarnation (waiting, blocked) or its
-// last stalled event. A failed session's exit is on the session itself.
-func causeOf(tx store.Tx, s herd.Session, r Rule) (Cause, error) {
-	kind := herd.EventActivity
-	switch r {
-	case RuleStalled:
-		kind = herd.EventStalled
-	case RuleFailed:
-		return Cause{}, nil
-	}
-	evs, err := tx.Events(store.EventFilter{Session: s.Name, Kind: kind, Limit: 1})
-	if err != nil {
-		return Cause{}, err
-	}
-	if len(evs) == 1 && evs[0].Incarnation == s.Incarnation {
-		return Cause{Reason: evs[0].Reason, Message: evs[0].Message, Data: evs[0].Data}, nil
-	}
-	return Cause{}, nil
-}
-
-// condition is what target tg sees of session s (live: s is a local
-// session record) at this look under set.
-func (t *Tracker) condition(set *settings, tg target, s herd.Session, live bool) Condition {
-	if !live || !slices.Contains(set.tracks(), tg.track) {
-		return Condition{}
-	}
-	if tg.track == TrackNotify {
-		return ObserveNeed(s, tg.rule)
-	}
-	c := Observe(s, tg.rule)
-	t.mu.Lock()
-	c.NotBefore = t.clearSeen[clearKey{tg.session, tg.rule}]
-	t.mu.Unlock()
-	return c
-}
-
-// prune drops what a firing still owes a channel its track no longer has.
-func prune(ep *Episode, set *settings, tr Track) {
-	for name, d := range ep.Channels {
-		if !d.Done && set.channel(tr, name) == nil {
-			delete(ep.Channels, name)
-		}
-	}
+	return changed, episodes
 }
 
 // noteClear remembers when a hinted condition was last seen clear.

@@ -96,10 +96,10 @@ type Tracker struct {
 	migrated bool
 	// kick asks for a look now.
 	kick chan struct{}
-	// jobs carries deliveries due to the workers.
-	jobs chan job
 
 	mu sync.Mutex // guards the fields below
+	// jobs carries deliveries due to the workers; nil until Run.
+	jobs chan job
 	// open holds every stored episode as the last look left it, by key.
 	open map[string]Episode
 	// inflight holds the deliveries under way: one per channel of an

@@ -352,3 +352,44 @@ func TestOpen(t *testing.T) {
 		t.Errorf("[copies] expected the tracker's episode unchanged, got %+v", d)
 	}
 }
+
+// TestSessionMovedToAnotherHost: when a session moves to another host
+// (failover), the host it left forgets its episode without touching the
+// row the new host now owns: the new incarnation is told once.
+func TestSessionMovedToAnotherHost(t *testing.T) {
+	st := openStore(t)
+	hook, got := recorder(t)
+	tracker := func(host string) *Tracker {
+		return New(Options{Store: st, Host: host, Config: withNotify(config.Notify{Webhook: hook.URL}), Log: slog.New(slog.DiscardHandler)})
+	}
+	a, b := tracker("a"), tracker("b")
+	s := session(herd.StateFailed, herd.ActivityUnknown)
+	s.Host = "a"
+	put(t, st, s)
+	ctx := context.Background()
+	step := func(trs ...*Tracker) {
+		t.Helper()
+		for _, tr := range trs {
+			if err := tr.look(ctx, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.flush(ctx, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	step(a)
+	if len(got) != 1 || !a.Notified("w-0") {
+		t.Fatalf("[on a] expected one notification, got %d", len(got))
+	}
+	s.Host, s.Incarnation = "b", "i2"
+	put(t, st, s)
+	step(b, a, b, a, b)
+	if len(got) != 2 || !b.Notified("w-0") || a.Notified("w-0") {
+		t.Errorf("[moved to b] expected one more notification, by b; got %d requests, notified on a %v, on b %v",
+			len(got), a.Notified("w-0"), b.Notified("w-0"))
+	}
+	if evs := notified(t, st, "w-0"); len(evs) != 2 || evs[1].Host != "b" || evs[1].Incarnation != "i2" {
+		t.Errorf("[events] expected the second notified event from b of i2, got %+v", evs)
+	}
+}

@@ -22,10 +22,19 @@ func (t *Tracker) write(tx store.Tx, set *settings, changed []target, now time.T
 	var fired []*herd.Event
 	for _, tg := range changed {
 		s, err := tx.Session(tg.session)
-		live := err == nil && s.Host == t.host
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		if err == nil && s.Host != t.host {
+			// The session lives on another host now, whose daemon owns
+			// the row (and delivers what it still owes): this host only
+			// forgets it, lest it close that host's episode, which would
+			// then open and tell again.
+			index = removeKey(index, tg.key)
+			delete(episodes, tg.key)
+			continue
+		}
+		live := err == nil
 		if !live {
 			s = herd.Session{Name: tg.session}
 		}

@@ -235,11 +235,15 @@ func (t *Tracker) fired(tr Track, session string) bool {
 	return false
 }
 
-// Open returns every open, fired episode of this host's sessions, by
-// session, track and rule: the needs-you inbox (the console and the MCP
-// server read it). The escalation track says how long a need lasted past
-// its threshold; the notify track carries the message (title, action) of
-// the one need a session has. The episodes are copies.
+// Open returns every open, fired episode of this host's sessions, sorted
+// by track, session and rule: the needs-you inbox (the console and the
+// MCP server read it). A notify episode carries the message (title,
+// reason such as permission_prompt or startup_prompt, action) of the one
+// need a session has; an escalation says a need lasted past its
+// threshold. Notify episodes exist only while [notify] has a channel: an
+// inbox that must list every need at once, channel or not, reads NeedOf
+// over the live set and joins these for what was told. The episodes are
+// copies.
 func (t *Tracker) Open() []Episode {
 	t.mu.Lock()
 	var out []Episode

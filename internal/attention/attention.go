@@ -102,6 +102,9 @@ type Tracker struct {
 	jobs chan job
 	// open holds every stored episode as the last look left it, by key.
 	open map[string]Episode
+	// marked holds, by track, the sessions with an open, fired episode:
+	// the `!` of every listing, without a walk of open per session.
+	marked map[Track]map[string]bool
 	// inflight holds the deliveries under way: one per channel of an
 	// episode at a time.
 	inflight map[job]bool
@@ -227,12 +230,7 @@ func (t *Tracker) Notified(session string) bool { return t.fired(TrackNotify, se
 func (t *Tracker) fired(tr Track, session string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, r := range rulesOf(tr) {
-		if t.open[Key(tr, session, r)].Fired() {
-			return true
-		}
-	}
-	return false
+	return t.marked[tr][session]
 }
 
 // Open returns every open, fired episode of this host's sessions, sorted

@@ -224,7 +224,7 @@ func (t *Tracker) publish(sessions map[string]herd.Session, episodes map[string]
 		}
 	}
 	t.mu.Lock()
-	t.open = open
+	t.open, t.marked = open, marks(open)
 	for key := range t.clearSeen {
 		if sessions[key.session].Name == "" {
 			delete(t.clearSeen, key)
@@ -288,5 +288,21 @@ func (t *Tracker) quiet(listed []herd.Session, tracks []Track, now time.Time) bo
 		}
 	}
 	clear(t.open) // no episode is stored, so none is open
+	clear(t.marked)
 	return true
+}
+
+// marks returns, by track, the sessions with an open, fired episode.
+func marks(open map[string]Episode) map[Track]map[string]bool {
+	m := map[Track]map[string]bool{}
+	for _, ep := range open {
+		if !ep.Fired() {
+			continue
+		}
+		if m[ep.Track] == nil {
+			m[ep.Track] = map[string]bool{}
+		}
+		m[ep.Track][ep.Session] = true
+	}
+	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -131,12 +132,13 @@ func (t *Tracker) deliver(ctx context.Context, j job) {
 	if d.Attempts == 0 {
 		return // nothing recorded
 	}
-	// The readers see the outcome now, not at the next look (unless a look
-	// since holds a newer firing).
+	// The readers see this channel's outcome now, not at the next look
+	// (unless a look since holds a newer firing).
 	t.mu.Lock()
 	if o, ok := t.open[j.key]; ok && o.FiredAt != nil && o.FiredAt.Equal(*written.FiredAt) {
 		if kept {
-			o.Channels = written.Channels
+			o.Channels = maps.Clone(o.Channels)
+			o.Channels[j.channel] = &d
 			t.open[j.key] = o
 		} else {
 			delete(t.open, j.key)

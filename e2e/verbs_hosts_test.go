@@ -186,5 +186,45 @@ func TestVerbsSameOnEveryHost(t *testing.T) {
 		if hs := hostsOf(a, "sp", herd.StateRunning); len(hs) != 2 {
 			t.Errorf("expected two sp sessions running, got %v", hs)
 		}
+		otherVerbsCrossHosts(t, a, b)
 	})
+}
+
+// otherVerbsCrossHosts: signal, reset, restart role/NAME, rollout restart
+// and delete role typed at a for role w of b are carried out by b, as
+// stop and restart are.
+func otherVerbsCrossHosts(t *testing.T, a, b *env) {
+	w2 := a.waitState("w-2", herd.StateRunning, 10*time.Second)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"signal", "w-2", "CONT"}, "SIGCONT sent to session w-2 (pid "},
+		{[]string{"reset", "w-2"}, "session w-2: crash count reset (on host b)"},
+		{[]string{"rollout", "restart", "w", "--all", "--min-ready", "0s"}, "role w: rolled out (2 session(s) replaced) (on host b)"},
+		{[]string{"restart", "role/w"}, "role w: 2 session(s) restarted"},
+	} {
+		if out := a.must(c.args...); !strings.Contains(out, c.want) || !strings.Contains(out, "on host b") && c.args[0] != "restart" {
+			t.Errorf("[%s] expected %q from host b, got %q", strings.Join(c.args, " "), c.want, out)
+		}
+	}
+	a.waitFor("w-2 running a fresh incarnation", 10*time.Second, func() bool {
+		v, ok := a.session("w-2")
+		return ok && v.State == herd.StateRunning && v.Incarnation != w2.Incarnation && v.Host == "b"
+	})
+	evs := a.events("--session", "w-2", "--kind", herd.EventRestarted)
+	if len(eventsOf(evs, herd.EventRestarted, herd.EventRollout)) != 1 || len(eventsOf(evs, herd.EventRestarted, herd.ReasonUser)) != 1 {
+		t.Errorf("expected w-2 restarted once by the rollout and once by restart role/w, got %+v", evs)
+	}
+	for _, ev := range evs {
+		if ev.Host != "b" {
+			t.Errorf("expected every restart written by b, got %+v", ev)
+		}
+	}
+	if out := a.must("delete", "role", "w"); !strings.Contains(out, "role w deleted (2 session(s) stopped) (on host b)") {
+		t.Errorf("expected b to delete its role, got %q", out)
+	}
+	if _, ok := b.session("w-2"); ok {
+		t.Errorf("expected w's sessions forgotten")
+	}
 }

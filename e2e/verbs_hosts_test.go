@@ -192,7 +192,8 @@ func TestVerbsSameOnEveryHost(t *testing.T) {
 
 // otherVerbsCrossHosts: signal, reset, restart role/NAME, rollout restart
 // and delete role typed at a for role w of b are carried out by b, as
-// stop and restart are.
+// stop and restart are; rollout restart of the placed role sp typed at b
+// replaces its live sessions wherever they run.
 func otherVerbsCrossHosts(t *testing.T, a, b *env) {
 	w2 := a.waitState("w-2", herd.StateRunning, 10*time.Second)
 	for _, c := range []struct {
@@ -220,6 +221,12 @@ func otherVerbsCrossHosts(t *testing.T, a, b *env) {
 		if ev.Host != "b" {
 			t.Errorf("expected every restart written by b, got %+v", ev)
 		}
+	}
+	// A placed role is rolled out by each host running its sessions, the
+	// one it is typed at first (spread puts sp-0 and sp-2 on a, sp-1,
+	// stopped, on b).
+	if out := b.must("rollout", "restart", "sp", "--all", "--min-ready", "0s"); !strings.Contains(out, "role sp: rolled out (2 session(s) replaced)") {
+		t.Errorf("expected sp's sessions on a replaced through b, got %q", out)
 	}
 	if out := a.must("delete", "role", "w"); !strings.Contains(out, "role w deleted (2 session(s) stopped) (on host b)") {
 		t.Errorf("expected b to delete its role, got %q", out)

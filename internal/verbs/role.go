@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -184,8 +185,10 @@ func rolloutRequest(role string, a map[string]string, from string) RolloutReques
 
 // Rollout replaces a role's outdated sessions (every live one with All)
 // a batch at a time, each new incarnation running before the next batch
-// stops. A role declared on another host is rolled out by that host. A
-// rollout that stopped part way answers with what it did and Error.
+// stops. A role declared on another host is rolled out by that host; a
+// placed role by each host running its sessions in turn (this one
+// first). A rollout that stopped part way answers with what it did and
+// Error.
 func (v *Verbs) Rollout(ctx context.Context, req RolloutRequest) (RolloutResult, error) {
 	ready, err := parseDuration(req.Ready, 0, 30*time.Minute)
 	if err != nil || req.Ready != "" && ready == 0 {
@@ -195,13 +198,19 @@ func (v *Verbs) Rollout(ctx context.Context, req RolloutRequest) (RolloutResult,
 	if err != nil {
 		return RolloutResult{}, slots.Badf("rollout: --min-ready %q: want a duration from 0 to 10m", req.MinReady)
 	}
+	args := map[string]string{"max_unavailable": strconv.Itoa(req.MaxUnavailable), "ready": req.Ready,
+		"min_ready": req.MinReady, "all": strconv.FormatBool(req.All)}
 	if host, err := v.roleHost(ctx, req.Role, req.From); err != nil || host != "" {
 		if err != nil {
 			return RolloutResult{}, err
 		}
-		args := map[string]string{"max_unavailable": strconv.Itoa(req.MaxUnavailable), "ready": req.Ready,
-			"min_ready": req.MinReady, "all": strconv.FormatBool(req.All)}
 		return forward[RolloutResult](ctx, v, host, herd.CommandRollout, "role", req.Role, args, rolloutTimeout)
+	}
+	var others []string
+	if req.From == "" {
+		if others, err = v.placedElsewhere(ctx, req.Role); err != nil {
+			return RolloutResult{}, err
+		}
 	}
 	ctx, cancel := detach(ctx, rolloutTimeout)
 	defer cancel()
@@ -215,16 +224,54 @@ func (v *Verbs) Rollout(ctx context.Context, req RolloutRequest) (RolloutResult,
 	if res.Replaced == nil {
 		res.Replaced = []slots.RolloutStep{}
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		res.Error = err.Error()
-		res.Message = fmt.Sprintf("role %s: rollout stopped after %d replaced; %d left outdated", req.Role, len(rep.Replaced), len(rep.Left))
-	case len(rep.Replaced) == 0:
+	}
+	// The other hosts of a placed role, one after the other, while all
+	// goes well.
+	for _, h := range others {
+		if res.Error != "" {
+			break
+		}
+		r, err := forward[RolloutResult](ctx, v, h, herd.CommandRollout, "role", req.Role, args, rolloutTimeout)
+		if err != nil {
+			res.Error = err.Error()
+			break
+		}
+		res.Replaced = append(res.Replaced, r.Replaced...)
+		res.Left = append(res.Left, r.Left...)
+		res.Error = r.Error
+	}
+	switch {
+	case res.Error != "":
+		res.Message = fmt.Sprintf("role %s: rollout stopped after %d replaced; %d left outdated", req.Role, len(res.Replaced), len(res.Left))
+	case len(res.Replaced) == 0:
 		res.Message = fmt.Sprintf("role %s: nothing outdated", req.Role)
 	default:
-		res.Message = fmt.Sprintf("role %s: rolled out (%d session(s) replaced)", req.Role, len(rep.Replaced))
+		res.Message = fmt.Sprintf("role %s: rolled out (%d session(s) replaced)", req.Role, len(res.Replaced))
 	}
 	return res, nil
+}
+
+// placedElsewhere returns, for a placed role, the other hosts that run
+// its sessions, by name; nil for a role of one host.
+func (v *Verbs) placedElsewhere(ctx context.Context, role string) ([]string, error) {
+	ro, err := v.o.Reader.Role(ctx, role)
+	if err != nil || !ro.Placed() {
+		return nil, nil // a missing role is the slots' to name
+	}
+	sessions, err := v.o.Reader.Sessions(ctx, role)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range sessions {
+		if s.Host != v.o.Host && s.State.CountsTowardReplicas() && !slices.Contains(out, s.Host) {
+			out = append(out, s.Host)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // Apply validates every role, then upserts them all (herd apply, herd

@@ -3,6 +3,8 @@ package verbs
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,8 +116,8 @@ func (r *fakeReader) Incarnation(ctx context.Context, id string) (herd.Incarnati
 }
 func (r *fakeReader) Sessions(ctx context.Context, role string) ([]herd.Session, error) {
 	var out []herd.Session
-	for _, name := range []string{"w-0", "w-1", "w-2", "x-0"} {
-		if s, ok := r.sessions[name]; ok && (role == "" || s.Role == role) {
+	for _, name := range slices.Sorted(maps.Keys(r.sessions)) {
+		if s := r.sessions[name]; role == "" || s.Role == role {
 			out = append(out, s)
 		}
 	}
@@ -472,5 +474,42 @@ func TestReap(t *testing.T) {
 	}
 	if rp.passes != 2 || rp.logged != 1 {
 		t.Errorf("expected 2 passes, 1 logged, got %d, %d", rp.passes, rp.logged)
+	}
+}
+
+// TestRolloutPlaced: a placed role is rolled out by each host that runs
+// its sessions, this one first, the others through Execute; a stale host
+// stops the rollout there, saying so.
+func TestRolloutPlaced(t *testing.T) {
+	ctx := context.Background()
+	rows := fleet()
+	rows.roles["sp"] = herd.Role{Name: "sp", Replicas: 3, Spread: true}
+	rows.sessions["sp-0"] = herd.Session{Name: "sp-0", Role: "sp", Index: 0, Host: "a", State: herd.StateRunning}
+	rows.sessions["sp-1"] = herd.Session{Name: "sp-1", Role: "sp", Index: 1, Host: "b", State: herd.StateRunning}
+	rows.sessions["sp-2"] = herd.Session{Name: "sp-2", Role: "sp", Index: 2, Host: "c", State: herd.StateRunning}
+	lister := &fakeReader{sessions: rows.sessions, roles: rows.roles, stale: rows.stale}
+	b, bSlots := host("b", lister, noForward(t))
+	c, cSlots := host("c", lister, noForward(t))
+	bSlots.rollout = slots.RolloutReport{Role: "sp", Replaced: []slots.RolloutStep{{Session: "sp-1", From: "1", To: "2"}}}
+	cSlots.rollout = slots.RolloutReport{Role: "sp", Replaced: []slots.RolloutStep{{Session: "sp-2", From: "1", To: "2"}}}
+	a, aSlots := host("a", lister, forwardFunc(func(ctx context.Context, cmd herd.Command, timeout time.Duration) (string, error) {
+		if cmd.Host == "b" {
+			return b.Execute(ctx, cmd)
+		}
+		return c.Execute(ctx, cmd)
+	}))
+	aSlots.rollout = slots.RolloutReport{Role: "sp", Replaced: []slots.RolloutStep{{Session: "sp-0", From: "1", To: "2"}}}
+
+	res, err := a.Rollout(ctx, RolloutRequest{Role: "sp", MaxUnavailable: 1})
+	if err != nil || res.Message != "role sp: rolled out (3 session(s) replaced)" || len(res.Replaced) != 3 || res.Replaced[2].Session != "sp-2" {
+		t.Errorf("expected every host's share replaced, got %+v, %v", res, err)
+	}
+	lister.stale["c"] = true
+	res, err = a.Rollout(ctx, RolloutRequest{Role: "sp", MaxUnavailable: 1})
+	if err != nil || res.Message != "role sp: rollout stopped after 2 replaced; 0 left outdated" || !strings.Contains(res.Error, "host c") {
+		t.Errorf("expected the rollout stopped at stale host c, got %+v, %v", res, err)
+	}
+	if got := strings.Join(bSlots.calls, ","); got != "rollout sp,rollout sp" {
+		t.Errorf("expected b to roll out its share twice, got %s", got)
 	}
 }

@@ -382,6 +382,12 @@ const (
 	CommandInject  = "inject"
 	CommandArchive = "archive"
 	CommandScale   = "scale" // Session names the role; Args["replicas"]
+	CommandRestart = "restart"
+	CommandReset   = "reset"
+	CommandSignal  = "signal" // Args["signal"]
+	// CommandDeleteRole and CommandRollout name the role in Session.
+	CommandDeleteRole = "delete_role"
+	CommandRollout    = "rollout"
 )
 
 // States of a Command.

@@ -1,7 +1,7 @@
 // Package commands carries commands between the hosts of a fleet: a daemon
 // asked to act on another host's session writes a command row and waits for
 // its result; the owning daemon claims its rows and executes them through
-// its usual paths.
+// the same verb functions as its local callers (package verbs).
 package commands
 
 import (
@@ -40,8 +40,26 @@ const MaxParallel = 8
 // makes up for a lost notification.
 const PollEvery = 10 * time.Second
 
-// ExecTimeout bounds one command's execution (a stop's grace included).
+// ExecTimeout bounds one command's execution (a stop's grace included),
+// unless the command asks for longer (ArgExecTimeout).
 const ExecTimeout = 2 * time.Minute
+
+// ArgExecTimeout is the argument by which a command that may take longer
+// than ExecTimeout (a rollout, a stop with a long grace period) asks for
+// more time, as a Go duration; at most MaxExecTimeout.
+const ArgExecTimeout = "exec_timeout"
+
+// MaxExecTimeout bounds what ArgExecTimeout may ask for.
+const MaxExecTimeout = 2 * time.Hour
+
+// execTimeout is how long c may take.
+func execTimeout(c herd.Command) time.Duration {
+	d, err := time.ParseDuration(c.Args[ArgExecTimeout])
+	if err != nil || d <= ExecTimeout {
+		return ExecTimeout
+	}
+	return min(d, MaxExecTimeout)
+}
 
 // NewRunner returns a Runner for host's commands, looking for new ones
 // every interval.
@@ -112,7 +130,7 @@ func (r *Runner) Round(ctx context.Context) int {
 // execute runs c and records its outcome. The outcome is written even when
 // the daemon is stopping: a caller is waiting for it.
 func (r *Runner) execute(ctx context.Context, c herd.Command) {
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ExecTimeout)
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execTimeout(c))
 	defer cancel()
 	res, err := r.exec(ectx, c)
 	c.State, c.Result, c.DoneAt = herd.CommandDone, res, time.Now().UTC()

@@ -169,3 +169,23 @@ func TestIdleRoundWritesNothing(t *testing.T) {
 		t.Errorf("[a command for a] expected 1 executed, got %d (ran %d)", n, ran.Load())
 	}
 }
+
+// TestExecTimeout: a command may ask for more than ExecTimeout (a
+// rollout, a long grace period), up to MaxExecTimeout; never for less.
+func TestExecTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		arg  string
+		want time.Duration
+	}{
+		{"", ExecTimeout},
+		{"soon", ExecTimeout},
+		{"1s", ExecTimeout},
+		{"1h", time.Hour},
+		{"100h", MaxExecTimeout},
+	} {
+		c := herd.Command{Args: map[string]string{ArgExecTimeout: tc.arg}}
+		if got := execTimeout(c); got != tc.want {
+			t.Errorf("[%q] expected %v … got %v", tc.arg, tc.want, got)
+		}
+	}
+}

@@ -37,6 +37,7 @@ import (
 	"herd/internal/stalls"
 	"herd/internal/status"
 	"herd/internal/store"
+	"herd/internal/verbs"
 )
 
 // Options configure a Daemon.
@@ -84,6 +85,7 @@ type Daemon struct {
 	continuer *autocontinue.Continuer
 	reaper    *reaper.Reaper
 	server    *server.Server
+	verbs     *verbs.Verbs
 	heartbeat *hosts.Heartbeat
 	placement *placement.Leader
 	commands  *commands.Runner
@@ -174,12 +176,17 @@ func New(o Options) (*Daemon, error) {
 		d.continuer.Kick()
 	})
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
+	fleet := &verbs.Fleet{Store: d.status.Store(), Host: host, HostTimeout: cfg.Fleet.HostTimeout}
+	d.verbs = verbs.New(verbs.Options{
+		Host: host, Sessions: d.slots, Roles: d.slots, Kicker: d.slots, Reaper: d.reaper, Tmux: d.tmux,
+		Reader: fleet, Forward: fleet, HostTimeout: cfg.Fleet.HostTimeout, CallTimeout: cfg.Probe.Timeout, Log: log,
+	})
 	d.server = server.New(server.Options{
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Attention: d.attention,
-		Reaper: d.reaper, Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
-		Reload: d.Reload,
+		Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
+		Reload: d.Reload, Verbs: d.verbs,
 	})
-	d.commands = commands.NewRunner(d.status.Store(), host, d.server.Execute, commands.PollEvery, log)
+	d.commands = commands.NewRunner(d.status.Store(), host, d.verbs.Execute, commands.PollEvery, log)
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}

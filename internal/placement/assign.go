@@ -29,20 +29,30 @@ type Change struct {
 func (c Change) Empty() bool { return len(c.Put) == 0 && len(c.Delete) == 0 }
 
 // Assign returns what moves current toward the placement roles ask for,
-// given the hosts up now (live, by name). It is deterministic and stable:
+// given the hosts up now (live, by name) and the fleet's sessions. It is
+// deterministic and stable:
 //
 //   - a slot keeps its host while that host is allowed (listed in hosts, or
 //     any host for spread without hosts) and either up or the role has no
 //     failover: no slot moves because a host joined, and a dead host's
 //     slots wait for it unless failover = true;
-//   - a new slot goes, with spread, to the allowed up host holding the
-//     fewest of the role's slots (ties: by name), else to the first up
-//     host of hosts in the order listed; with no allowed host up, to the
-//     first listed host (it starts when that host's daemon does), or
-//     stays unassigned for spread without hosts;
-//   - slots at or beyond the replicas, and every slot of a role that is
-//     no longer placed (or no longer exists), are forgotten.
-func Assign(roles []herd.Role, current []herd.Placement, live map[string]bool, now time.Time) Change {
+//   - a slot whose session is stopped does not count toward the replicas,
+//     as an unplaced role's stopped session does not: stopping one session
+//     (its replica dropped) forgets its slot, and neither relaunches it
+//     nor stops another; while the slot is still wanted (a restart under
+//     way, a reboot's stop) it is kept, placed again after the stop so its
+//     host may relaunch it;
+//   - a live session without a slot (resumed after its slot was
+//     forgotten) gets one where it runs;
+//   - a new slot goes back to the host of a stopped session of its index,
+//     else, with spread, to the allowed up host holding the fewest of the
+//     role's slots (ties: by name), else to the first up host of hosts in
+//     the order listed; with no allowed host up, to the first listed host
+//     (it starts when that host's daemon does), or stays unassigned for
+//     spread without hosts;
+//   - slots beyond the replicas (the highest first), and every slot of a
+//     role that is no longer placed (or no longer exists), are forgotten.
+func Assign(roles []herd.Role, current []herd.Placement, sessions []herd.Session, live map[string]bool, now time.Time) Change {
 	var c Change
 	byRole := map[string][]herd.Placement{}
 	for _, p := range current {
@@ -50,11 +60,22 @@ func Assign(roles []herd.Role, current []herd.Placement, live map[string]bool, n
 	}
 	placed := map[string]bool{}
 	for _, r := range roles {
-		if !r.Placed() {
+		placed[r.Name] = r.Placed()
+	}
+	slots := map[string]map[int]herd.Session{}
+	for _, s := range sessions {
+		if !placed[s.Role] {
 			continue
 		}
-		placed[r.Name] = true
-		assignRole(&c, r, byRole[r.Name], live, now)
+		if slots[s.Role] == nil {
+			slots[s.Role] = map[int]herd.Session{}
+		}
+		slots[s.Role][s.Index] = s
+	}
+	for _, r := range roles {
+		if r.Placed() {
+			assignRole(&c, r, byRole[r.Name], slots[r.Name], live, now)
+		}
 	}
 	for _, p := range current {
 		if !placed[p.Role] {
@@ -68,8 +89,9 @@ func Assign(roles []herd.Role, current []herd.Placement, live map[string]bool, n
 	return c
 }
 
-// assignRole adds to c the changes of one placed role.
-func assignRole(c *Change, r herd.Role, current []herd.Placement, live map[string]bool, now time.Time) {
+// assignRole adds to c the changes of one placed role; sessions are its
+// sessions by index.
+func assignRole(c *Change, r herd.Role, current []herd.Placement, sessions map[int]herd.Session, live map[string]bool, now time.Time) {
 	want := min(r.Replicas, config.MaxReplicas)
 	allowed := func(h string) bool { return len(r.Hosts) == 0 || slices.Contains(r.Hosts, h) }
 	// Candidates: allowed hosts up now, in preference order (the listed
@@ -89,36 +111,105 @@ func assignRole(c *Change, r herd.Role, current []herd.Placement, live map[strin
 		}
 		sort.Strings(up)
 	}
+	stopped := func(idx int) (herd.Session, bool) {
+		s, ok := sessions[idx]
+		return s, ok && s.State == herd.StateStopped
+	}
+	// Slots whose session runs (or will: none yet) come first, then the
+	// unslotted live sessions, then the slots of stopped sessions, each by
+	// index; the first want are kept.
+	var active, idle []herd.Placement
+	slotted := map[int]bool{}
+	for _, p := range current {
+		slotted[p.Index] = true
+		if _, ok := stopped(p.Index); ok {
+			idle = append(idle, p)
+		} else {
+			active = append(active, p)
+		}
+	}
+	byIndex := func(ps []herd.Placement) {
+		sort.Slice(ps, func(i, j int) bool { return ps[i].Index < ps[j].Index })
+	}
+	byIndex(active)
+	byIndex(idle)
+	var unslotted []herd.Session
+	for idx, s := range sessions {
+		if !slotted[idx] && s.State.HoldsSlot() && allowed(s.Host) {
+			unslotted = append(unslotted, s)
+		}
+	}
+	sort.Slice(unslotted, func(i, j int) bool { return unslotted[i].Index < unslotted[j].Index })
+
 	load := map[string]int{}
 	held := make(map[int]bool, len(current))
+	kept := 0
 	var move []int
-	for _, p := range current {
-		switch {
-		case p.Index >= want:
-			c.Delete = append(c.Delete, Slot{r.Name, p.Index})
-		case !allowed(p.Host) || (r.Failover && !live[p.Host] && len(up) > 0):
+	keep := func(p herd.Placement) {
+		kept++
+		held[p.Index] = true
+		if !allowed(p.Host) || (r.Failover && !live[p.Host] && len(up) > 0) {
 			move = append(move, p.Index)
-			held[p.Index] = true
-		default:
-			held[p.Index] = true
-			load[p.Host]++
+			return
+		}
+		load[p.Host]++
+	}
+	for _, p := range active {
+		if kept < want {
+			keep(p)
+		} else {
+			c.Delete = append(c.Delete, Slot{r.Name, p.Index})
+		}
+	}
+	for _, s := range unslotted {
+		if kept < want {
+			kept++
+			held[s.Index] = true
+			load[s.Host]++
+			c.Put = append(c.Put, herd.Placement{Role: r.Name, Index: s.Index, Host: s.Host, AssignedAt: now})
+		}
+	}
+	for _, p := range idle {
+		if kept >= want {
+			c.Delete = append(c.Delete, Slot{r.Name, p.Index})
+			continue
+		}
+		keep(p)
+		// Still wanted after its session stopped: placed again, after the
+		// stop, so that its host relaunches it (a host never relaunches a
+		// slot whose session stopped after it was placed: the stop may
+		// give the slot back).
+		if s, _ := stopped(p.Index); !p.AssignedAt.After(s.StateSince) && !slices.Contains(move, p.Index) {
+			at := now
+			if !at.After(s.StateSince) {
+				at = s.StateSince.Add(time.Millisecond)
+			}
+			c.Put = append(c.Put, herd.Placement{Role: r.Name, Index: p.Index, Host: p.Host, AssignedAt: at})
 		}
 	}
 	var free []int
-	for i := 0; i < want; i++ {
+	for i := 0; kept < want; i++ {
 		if !held[i] {
 			free = append(free, i)
+			kept++
 		}
 	}
 	// Moved slots first (they ran somewhere), then new ones, each by index.
 	sort.Ints(move)
 	for _, idx := range append(move, free...) {
 		h := pick(r, up, load)
+		if s, ok := stopped(idx); ok && allowed(s.Host) && live[s.Host] && !slices.Contains(move, idx) {
+			h = s.Host // back where it ran
+		}
 		if h == "" {
 			continue
 		}
 		load[h]++
-		c.Put = append(c.Put, herd.Placement{Role: r.Name, Index: idx, Host: h, AssignedAt: now})
+		at := now
+		if s, ok := stopped(idx); ok && !at.After(s.StateSince) {
+			at = s.StateSince.Add(time.Millisecond)
+		}
+		c.Put = append(c.Put, herd.Placement{Role: r.Name, Index: idx, Host: h, AssignedAt: at})
 	}
 }
 

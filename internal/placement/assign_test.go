@@ -61,9 +61,74 @@ func TestAssign(t *testing.T) {
 			[]herd.Placement{old("w", 0, "a"), old("gone", 0, "a")}, up("a"), Change{Delete: []Slot{{"gone", 0}, {"w", 0}}}},
 	}
 	for _, c := range cases {
-		got := Assign(c.roles, c.current, c.live, now)
+		got := Assign(c.roles, c.current, nil, c.live, now)
 		if diff := cmp.Diff(c.want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("[%s] change (-want +got):\n%s", c.name, diff)
+		}
+	}
+}
+
+// TestAssignStopped: a slot whose session is stopped does not count
+// toward the replicas (as for an unplaced role): herd stop, which drops a
+// replica, forgets that slot and no other; a slot still wanted is placed
+// again after the stop; a resumed session keeps its host.
+func TestAssignStopped(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	old := func(idx int, host string) herd.Placement {
+		return herd.Placement{Role: "w", Index: idx, Host: host, AssignedAt: now.Add(-time.Hour)}
+	}
+	p := func(idx int, host string) herd.Placement {
+		return herd.Placement{Role: "w", Index: idx, Host: host, AssignedAt: now}
+	}
+	ses := func(idx int, host string, st herd.State) herd.Session {
+		return herd.Session{Name: herd.SessionName("w", idx), Role: "w", Index: idx, Host: host, State: st, StateSince: now.Add(-time.Minute)}
+	}
+	spread := func(n int) []herd.Role { return []herd.Role{{Name: "w", Replicas: n, Spread: true}} }
+	live := map[string]bool{"a": true, "b": true, "c": true}
+	three := []herd.Placement{old(0, "a"), old(1, "b"), old(2, "a")}
+	cases := []struct {
+		name     string
+		roles    []herd.Role
+		current  []herd.Placement
+		sessions []herd.Session
+		want     Change
+	}{
+		{"stop dropped a replica: its slot only is forgotten", spread(2), three,
+			[]herd.Session{ses(0, "a", herd.StateRunning), ses(1, "b", herd.StateStopped), ses(2, "a", herd.StateRunning)},
+			Change{Delete: []Slot{{"w", 1}}}},
+		{"stopped, still wanted: placed again after the stop", spread(3), three,
+			[]herd.Session{ses(1, "b", herd.StateStopped)}, Change{Put: []herd.Placement{p(1, "b")}}},
+		{"stopped, placed again already: nothing", spread(3), []herd.Placement{old(0, "a"), p(1, "b"), old(2, "a")},
+			[]herd.Session{ses(1, "b", herd.StateStopped)}, Change{}},
+		{"resumed without a slot: slotted where it runs", spread(3), []herd.Placement{old(0, "a"), old(2, "a")},
+			[]herd.Session{ses(1, "c", herd.StateRunning)}, Change{Put: []herd.Placement{p(1, "c")}}},
+		{"scaled up: a stopped session's index goes back to its host", spread(3), []herd.Placement{old(0, "b"), old(2, "a")},
+			[]herd.Session{ses(1, "b", herd.StateStopped)}, Change{Put: []herd.Placement{p(1, "b")}}},
+		{"scaled down under a stopped slot: the highest running one goes", spread(1), three,
+			[]herd.Session{ses(0, "a", herd.StateStopped)}, Change{Delete: []Slot{{"w", 0}, {"w", 2}}}},
+	}
+	for _, c := range cases {
+		got := Assign(c.roles, c.current, c.sessions, live, now)
+		if diff := cmp.Diff(c.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("[%s] change (-want +got):\n%s", c.name, diff)
+		}
+		// Applied, the change is a fixed point.
+		next := map[int]herd.Placement{}
+		for _, p := range c.current {
+			next[p.Index] = p
+		}
+		for _, p := range got.Put {
+			next[p.Index] = p
+		}
+		for _, d := range got.Delete {
+			delete(next, d.Index)
+		}
+		var after []herd.Placement
+		for _, p := range next {
+			after = append(after, p)
+		}
+		if again := Assign(c.roles, after, c.sessions, live, now); !again.Empty() {
+			t.Errorf("[%s] expected no change on a second pass, got %+v", c.name, again)
 		}
 	}
 }
@@ -77,7 +142,7 @@ func TestAssignBalanced(t *testing.T) {
 		live[h] = true
 	}
 	roles := []herd.Role{{Name: "w", Replicas: 100, Spread: true}}
-	c := Assign(roles, nil, live, time.Now())
+	c := Assign(roles, nil, nil, live, time.Now())
 	count := map[string]int{}
 	for _, p := range c.Put {
 		count[p.Host]++
@@ -87,7 +152,7 @@ func TestAssignBalanced(t *testing.T) {
 			t.Errorf("[balance] expected 10 slots on %s, got %d", h, count[h])
 		}
 	}
-	if again := Assign(roles, c.Put, live, time.Now()); !again.Empty() {
+	if again := Assign(roles, c.Put, nil, live, time.Now()); !again.Empty() {
 		t.Errorf("[fixed point] expected no change on a second pass, got %+v", again)
 	}
 }

@@ -277,8 +277,12 @@ func (l *Leader) plan(tx store.Tx) (c Change, write, bare bool, err error) {
 	if err != nil {
 		return c, false, false, err
 	}
+	sessions, err := tx.Sessions()
+	if err != nil {
+		return c, false, false, err
+	}
 	now := time.Now().UTC()
-	c = Assign(roles, current, Live(l.o.Host, all, now, l.o.HostTimeout), now)
+	c = Assign(roles, current, sessions, Live(l.o.Host, all, now, l.o.HostTimeout), now)
 	return c, write || !c.Empty(), false, nil
 }
 

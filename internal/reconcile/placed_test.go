@@ -16,22 +16,28 @@ func TestPlanPlaced(t *testing.T) {
 	sess := func(idx int, st herd.State) herd.Session {
 		return herd.Session{Name: herd.SessionName("w", idx), Role: "w", Index: idx, State: st}
 	}
-	slots := func(idx ...int) map[string]map[int]bool {
-		m := map[int]bool{}
+	placedAt := now.Add(-time.Hour)
+	slots := func(idx ...int) map[string]map[int]time.Time {
+		m := map[int]time.Time{}
 		for _, i := range idx {
-			m[i] = true
+			m[i] = placedAt
 		}
-		return map[string]map[int]bool{"w": m}
+		return map[string]map[int]time.Time{"w": m}
 	}
 	launch := func(idx int) Action {
 		return Action{Kind: Launch, Role: "w", Session: herd.SessionName("w", idx), Index: idx}
+	}
+	stoppedSince := func(idx int, at time.Time) herd.Session {
+		s := sess(idx, herd.StateStopped)
+		s.StateSince = at
+		return s
 	}
 	backoff := sess(0, herd.StateBackoff)
 	backoff.BackoffUntil = &past
 	cases := []struct {
 		name     string
 		replicas int
-		mine     map[string]map[int]bool
+		mine     map[string]map[int]time.Time
 		sessions []herd.Session
 		want     []Action
 	}{
@@ -44,8 +50,12 @@ func TestPlanPlaced(t *testing.T) {
 			[]Action{{Kind: Stop, Role: "w", Session: "w-1", Index: 1, Reason: herd.ReasonMoved}}},
 		{"a failed slot moved away stops too", 3, nil, []herd.Session{sess(1, herd.StateFailed)},
 			[]Action{{Kind: Stop, Role: "w", Session: "w-1", Index: 1, Reason: herd.ReasonMoved}}},
-		{"beyond the replicas: scaled down", 1, slots(0, 2), []herd.Session{sess(0, herd.StateRunning), sess(2, herd.StateRunning)},
+		{"no longer placed, beyond the replicas: scaled down", 1, slots(0), []herd.Session{sess(0, herd.StateRunning), sess(2, herd.StateRunning)},
 			[]Action{{Kind: Stop, Role: "w", Session: "w-2", Index: 2, Reason: herd.ReasonScaledDown}}},
+		{"placed here beyond the replicas (a lower slot given back): stays", 2, slots(0, 2),
+			[]herd.Session{sess(0, herd.StateRunning), sess(1, herd.StateStopped), sess(2, herd.StateRunning)}, nil},
+		{"stopped after its slot was placed: waits for the leader", 3, slots(1), []herd.Session{stoppedSince(1, past)}, nil},
+		{"placed again after the stop: launched", 3, slots(1), []herd.Session{stoppedSince(1, placedAt.Add(-time.Minute))}, []Action{launch(1)}},
 	}
 	for _, c := range cases {
 		r := role

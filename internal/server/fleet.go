@@ -5,11 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"herd"
 	"herd/internal/api"
 	"herd/internal/hosts"
 	"herd/internal/placement"
-	"herd/internal/slots"
 	"herd/internal/store"
 )
 
@@ -52,15 +50,6 @@ func (w *wakeup) wake() {
 // (a store notification): they read at once rather than at their next
 // poll. A hint only: they catch up by event id either way.
 func (sv *Server) WakeEvents() { sv.events.wake() }
-
-// local refuses a session of another host: its panes and files are there,
-// and only its own daemon acts on it.
-func (sv *Server) local(s herd.Session) error {
-	if s.Host != sv.st.Host() {
-		return &slots.OtherHostError{What: "session", Name: s.Name, Host: s.Host}
-	}
-	return nil
-}
 
 // handleHosts lists the fleet's daemons: `herd get hosts`.
 func (sv *Server) handleHosts(w http.ResponseWriter, r *http.Request) {

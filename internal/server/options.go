@@ -7,18 +7,17 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strconv"
 
 	"herd/internal/api"
 	"herd/internal/attention"
 	"herd/internal/config"
 	"herd/internal/prober"
-	"herd/internal/reaper"
 	"herd/internal/runtime"
 	"herd/internal/runtime/execrt"
 	"herd/internal/slots"
 	"herd/internal/stalls"
 	"herd/internal/status"
+	"herd/internal/verbs"
 )
 
 // Options are the components the API serves.
@@ -28,15 +27,15 @@ type Options struct {
 	Prober    *prober.Prober
 	Stalls    *stalls.Stalls
 	Attention *attention.Tracker // open escalations and notifications (nil: none)
-	// Reaper runs reaper passes.
-	Reaper  *reaper.Reaper
-	Tmux    runtime.Runtime
-	Exec    *execrt.Runtime
-	Config  *config.Config
-	Version string
-	BootID  string
+	Tmux      runtime.Runtime
+	Exec      *execrt.Runtime
+	Config    *config.Config
+	Version   string
+	BootID    string
 	// Reload reads the daemon's config file again (POST /v1/reload).
 	Reload func(ctx context.Context) (api.ReloadResult, error)
+	// Verbs carries out every verb the API serves.
+	Verbs *verbs.Verbs
 }
 
 // Server serves the API.
@@ -64,40 +63,4 @@ func (sv *Server) handleActivity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(w, http.StatusOK, api.Result{Message: msg})
-}
-
-// handleReap runs one reaper pass now, or a dry run (query dry_run=1 or
-// body {"dry_run": true}) that decides and reports but changes nothing.
-func (sv *Server) handleReap(w http.ResponseWriter, r *http.Request) {
-	var req api.ReapRequest
-	if v := r.URL.Query().Get("dry_run"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			fail(w, badf("reap: dry_run: %q is not a boolean", v))
-			return
-		}
-		req.DryRun = b
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
-	if err != nil {
-		fail(w, badf("reap: read body: %v", err))
-		return
-	}
-	if len(body) > 0 {
-		var b api.ReapRequest
-		if err := json.Unmarshal(body, &b); err != nil {
-			fail(w, badf("reap: bad request body: %v", err))
-			return
-		}
-		req.DryRun = req.DryRun || b.DryRun
-	}
-	rep, err := sv.o.Reaper.Pass(r.Context(), reaper.PassOptions{DryRun: req.DryRun})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	if !req.DryRun {
-		sv.o.Reaper.LogPass(rep)
-	}
-	reply(w, http.StatusOK, rep)
 }

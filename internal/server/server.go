@@ -1,23 +1,20 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/commands"
 	"herd/internal/hosts"
 	"herd/internal/runtime/execrt"
 	"herd/internal/slots"
 	"herd/internal/store"
+	"herd/internal/verbs"
 )
 
 // Handler is the daemon's API. Every handler answers from the store or
@@ -29,18 +26,10 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/sessions/{name}", sv.handleSession)
 	mux.HandleFunc("GET /v1/sessions/{name}/logs", sv.handleLogs)
 	mux.HandleFunc("GET /v1/logs", sv.handleFleetLogs)
-	mux.HandleFunc("POST /v1/sessions/{name}/stop", sv.handleStop)
-	mux.HandleFunc("POST /v1/sessions/{name}/resume", sv.handleResume)
-	mux.HandleFunc("POST /v1/sessions/{name}/archive", sv.handleArchive)
-	mux.HandleFunc("POST /v1/sessions/{name}/inject", sv.handleInject)
 	mux.HandleFunc("GET /v1/hosts", sv.handleHosts)
 	mux.HandleFunc("GET /v1/roles", sv.handleRoles)
-	mux.HandleFunc("POST /v1/roles", sv.handleApply)
-	mux.HandleFunc("POST /v1/roles/{name}/scale", sv.handleScale)
-	mux.HandleFunc("DELETE /v1/roles/{name}", sv.handleDeleteRole)
 	mux.HandleFunc("GET /v1/events", sv.handleEvents)
 	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
-	mux.HandleFunc("POST /v1/reap", sv.handleReap)
 	sv.handleVerbs(mux)
 	sv.handleWorktrees(mux)
 	return mux
@@ -57,6 +46,13 @@ func fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		code = http.StatusNotFound
+	case errors.As(err, new(*verbs.HostDownError)):
+		code = http.StatusServiceUnavailable
+	case errors.As(err, new(*commands.TimeoutError)):
+		code = http.StatusGatewayTimeout
+	case errors.As(err, new(*commands.FailedError)):
+		// Another host refused or could not carry out a forwarded verb.
+		code = http.StatusConflict
 	case errors.Is(err, slots.ErrNotStopped), errors.Is(err, slots.ErrUnverified), errors.As(err, new(*slots.OtherHostError)):
 		code = http.StatusConflict
 	case errors.As(err, new(*slots.BadInput)):
@@ -204,67 +200,6 @@ func (sv *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	sv.serveLogs(w, r, r.PathValue("name"), "", false)
 }
 
-func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if sv.remote(w, r, name, herd.CommandStop, nil) {
-		return
-	}
-	var req api.StopRequest
-	if err := decodeOptional(r, &req); err != nil {
-		fail(w, badf("stop: bad request body: %v", err))
-		return
-	}
-	grace, err := parseGrace("stop", req.Grace)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	ctx, cancel := verbCtx(r, grace, 1)
-	defer cancel()
-	err = sv.o.Slots.Stop(ctx, slots.StopRequest{Name: name, Reason: herd.ReasonUser, DropReplica: true, Message: "stopped by user", Grace: grace})
-	switch {
-	case errors.Is(err, slots.ErrAlreadyStopped):
-		reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s already stopped", name)})
-	case errors.Is(err, store.ErrNotFound):
-		fail(w, slots.Named("session", name, err))
-	case err != nil:
-		fail(w, err)
-	default:
-		sv.o.Slots.Kick()
-		reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s stopped", name)})
-	}
-}
-
-func (sv *Server) handleResume(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if sv.remote(w, r, name, herd.CommandResume, nil) {
-		return
-	}
-	ctx, cancel := opCtx(r)
-	defer cancel()
-	if err := sv.o.Slots.Resume(ctx, name); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			err = slots.Named("session", name, err)
-		}
-		fail(w, err)
-		return
-	}
-	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s resumed", name)})
-}
-
-func (sv *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if sv.remote(w, r, name, herd.CommandArchive, nil) {
-		return
-	}
-	err := sv.o.Slots.Archive(r.Context(), name)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("session %s archived", name)})
-}
-
 func (sv *Server) handleRoles(w http.ResponseWriter, r *http.Request) {
 	var views []api.RoleView
 	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
@@ -315,62 +250,4 @@ func (sv *Server) handleRoles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(w, http.StatusOK, views)
-}
-
-func (sv *Server) handleScale(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	var req api.ScaleRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
-		fail(w, badf("scale: replicas must be a number >= 0"))
-		return
-	}
-	if sv.remoteRole(w, r, name, herd.CommandScale, map[string]string{"replicas": strconv.Itoa(req.Replicas)}) {
-		return
-	}
-	if err := sv.o.Slots.Scale(r.Context(), name, req.Replicas); err != nil {
-		fail(w, err)
-		return
-	}
-	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("role %s scaled to %d", name, req.Replicas)})
-}
-
-// handleDeleteRole stops every session of a role through the stop path
-// and forgets it (see Slots.DeleteRole).
-func (sv *Server) handleDeleteRole(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := opCtx(r)
-	defer cancel()
-	name := r.PathValue("name")
-	stopped, err := sv.o.Slots.DeleteRole(ctx, name)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("role %s deleted (%d session(s) stopped)", name, stopped)})
-}
-
-// opCtx is the context of work a request starts that must finish even if
-// the client goes away (a stop cut short would read as a crash).
-func opCtx(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
-}
-
-// handleInject types text into a tmux session's agent: into the pane herd
-// launched for it, never whichever pane a user attached to it made active.
-func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	var req api.InjectRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&req); err != nil {
-		fail(w, badf("inject: bad request body: %v", err))
-		return
-	}
-	args := map[string]string{"text": req.Text, "enter": strconv.FormatBool(req.Enter), "no_clear": strconv.FormatBool(req.NoClear)}
-	if sv.remote(w, r, name, herd.CommandInject, args) {
-		return
-	}
-	msg, err := sv.inject(r.Context(), name, req.Text, req.Enter, !req.NoClear)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	reply(w, http.StatusOK, api.Result{Message: msg})
 }

@@ -1,48 +1,49 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
-	"herd"
 	"herd/internal/api"
-	"herd/internal/slots"
-	"herd/internal/store"
-
-	"golang.org/x/sys/unix"
+	"herd/internal/verbs"
 )
 
-// handleVerbs registers the pm2-style verbs: restart, reset, signal,
-// rollout.
+// handleVerbs registers the verbs: each handler decodes its request,
+// calls the one verb function (package verbs: forwarded there to another
+// host's daemon when the session or role is that host's) and replies.
 func (sv *Server) handleVerbs(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/sessions/{name}/stop", sv.handleStop)
+	mux.HandleFunc("POST /v1/sessions/{name}/resume", sv.handleResume)
+	mux.HandleFunc("POST /v1/sessions/{name}/archive", sv.handleArchive)
+	mux.HandleFunc("POST /v1/sessions/{name}/inject", sv.handleInject)
 	mux.HandleFunc("POST /v1/sessions/{name}/restart", sv.handleRestart)
-	mux.HandleFunc("POST /v1/roles/{name}/restart", sv.handleRestartRole)
-	mux.HandleFunc("POST /v1/restart", sv.handleRestartAll)
 	mux.HandleFunc("POST /v1/sessions/{name}/reset", sv.handleReset)
 	mux.HandleFunc("POST /v1/sessions/{name}/signal", sv.handleSignal)
+	mux.HandleFunc("POST /v1/roles", sv.handleApply)
+	mux.HandleFunc("POST /v1/roles/{name}/scale", sv.handleScale)
+	mux.HandleFunc("DELETE /v1/roles/{name}", sv.handleDeleteRole)
+	mux.HandleFunc("POST /v1/roles/{name}/restart", sv.handleRestartRole)
+	mux.HandleFunc("POST /v1/restart", sv.handleRestartAll)
 	mux.HandleFunc("POST /v1/roles/{name}/rollout", sv.handleRollout)
+	mux.HandleFunc("POST /v1/reap", sv.handleReap)
 	mux.HandleFunc("POST /v1/reload", sv.handleReload)
 }
 
-// handleReload reads the daemon's config file again (see daemon.Reload).
-func (sv *Server) handleReload(w http.ResponseWriter, r *http.Request) {
-	if sv.o.Reload == nil {
-		fail(w, badf("reload: not supported by this daemon"))
-		return
+// answer returns what replies with a verb's result, or its error:
+// answer(w)(verb(...)).
+func answer(w http.ResponseWriter) func(res any, err error) {
+	return func(res any, err error) {
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		reply(w, http.StatusOK, res)
 	}
-	res, err := sv.o.Reload(r.Context())
-	if err != nil {
-		fail(w, badf("%v", err))
-		return
-	}
-	reply(w, http.StatusOK, res)
 }
 
 // decodeOptional decodes an optional JSON body into v: an empty body
@@ -55,49 +56,39 @@ func decodeOptional(r *http.Request, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// parseGrace reads a grace period: "" is the daemon's.
-func parseGrace(what, v string) (time.Duration, error) {
-	if v == "" {
-		return 0, nil
+func (sv *Server) handleStop(w http.ResponseWriter, r *http.Request) {
+	var req api.StopRequest
+	if err := decodeOptional(r, &req); err != nil {
+		fail(w, badf("stop: bad request body: %v", err))
+		return
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, badf("%s: --grace %q: want a positive duration such as 10s", what, v)
-	}
-	if d > time.Hour {
-		return 0, badf("%s: --grace %s: at most 1h", what, v)
-	}
-	return d, nil
+	answer(w)(sv.o.Verbs.Stop(r.Context(), verbs.StopRequest{Name: r.PathValue("name"), Grace: req.Grace}))
 }
 
-// verbCtx is opCtx with room for a grace period per session.
-func verbCtx(r *http.Request, grace time.Duration, n int) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute+time.Duration(n)*grace)
+func (sv *Server) handleResume(w http.ResponseWriter, r *http.Request) {
+	answer(w)(sv.o.Verbs.Resume(r.Context(), verbs.SessionRequest{Name: r.PathValue("name")}))
+}
+
+func (sv *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
+	answer(w)(sv.o.Verbs.Archive(r.Context(), verbs.SessionRequest{Name: r.PathValue("name")}))
+}
+
+func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
+	var req api.InjectRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&req); err != nil {
+		fail(w, badf("inject: bad request body: %v", err))
+		return
+	}
+	answer(w)(sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: r.PathValue("name"), Text: req.Text, Enter: req.Enter, NoClear: req.NoClear}))
 }
 
 func (sv *Server) handleRestart(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
 	var req api.RestartRequest
 	if err := decodeOptional(r, &req); err != nil {
 		fail(w, badf("restart: bad request body: %v", err))
 		return
 	}
-	grace, err := parseGrace("restart", req.Grace)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	ctx, cancel := verbCtx(r, grace, 1)
-	defer cancel()
-	inc, err := sv.o.Slots.Restart(ctx, slots.RestartRequest{Name: name, Grace: grace})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	reply(w, http.StatusOK, api.RestartResult{
-		Message:   fmt.Sprintf("session %s restarted (incarnation %s)", name, inc),
-		Restarted: []api.Restarted{{Session: name, Incarnation: inc}},
-	})
+	answer(w)(sv.o.Verbs.Restart(r.Context(), verbs.RestartRequest{Name: r.PathValue("name"), Grace: req.Grace}))
 }
 
 func (sv *Server) handleRestartRole(w http.ResponseWriter, r *http.Request) {
@@ -108,165 +99,102 @@ func (sv *Server) handleRestartAll(w http.ResponseWriter, r *http.Request) {
 	sv.restartMany(w, r, "")
 }
 
-// restartMany restarts, one after the other, every session of role (of
-// every role when ""), skipping those stopped on purpose.
 func (sv *Server) restartMany(w http.ResponseWriter, r *http.Request, role string) {
 	var req api.RestartRequest
 	if err := decodeOptional(r, &req); err != nil {
 		fail(w, badf("restart: bad request body: %v", err))
 		return
 	}
-	grace, err := parseGrace("restart", req.Grace)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	if role != "" {
-		if _, err := sv.roleExists(r.Context(), role); err != nil {
-			fail(w, err)
-			return
-		}
-	}
-	sessions, err := sv.o.Slots.Sessions(r.Context(), role)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	ctx, cancel := verbCtx(r, grace+5*time.Second, len(sessions))
-	defer cancel()
-	res := api.RestartResult{Restarted: []api.Restarted{}}
-	failed := 0
-	for _, s := range sessions {
-		if s.State == herd.StateStopped {
-			continue
-		}
-		inc, err := sv.o.Slots.Restart(ctx, slots.RestartRequest{Name: s.Name, Grace: grace})
-		one := api.Restarted{Session: s.Name, Incarnation: inc}
-		if err != nil {
-			one.Error = err.Error()
-			failed++
-		}
-		res.Restarted = append(res.Restarted, one)
-	}
-	what := "all sessions"
-	if role != "" {
-		what = "role " + role
-	}
-	res.Message = fmt.Sprintf("%s: %d session(s) restarted", what, len(res.Restarted)-failed)
-	if failed > 0 {
-		res.Message += fmt.Sprintf(", %d failed", failed)
-	}
-	reply(w, http.StatusOK, res)
-}
-
-// roleExists returns the role, or an error naming it once.
-func (sv *Server) roleExists(ctx context.Context, name string) (ro herd.Role, err error) {
-	err = sv.st.Store().View(ctx, func(tx store.Tx) error {
-		if ro, err = tx.Role(name); err != nil {
-			return slots.Named("role", name, err)
-		}
-		return nil
-	})
-	return ro, err
+	answer(w)(sv.o.Verbs.RestartMany(r.Context(), verbs.RestartManyRequest{Role: role, Grace: req.Grace}))
 }
 
 func (sv *Server) handleReset(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	rearmed, err := sv.o.Slots.Reset(r.Context(), name)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	msg := fmt.Sprintf("session %s: crash count reset", name)
-	if rearmed {
-		msg += "; it was failed and relaunches now"
-	}
-	reply(w, http.StatusOK, api.Result{Message: msg})
-}
-
-// ParseSignal reads a signal as a name (TERM, SIGTERM, term) or a number.
-func ParseSignal(v string) (unix.Signal, error) {
-	if n, err := strconv.Atoi(v); err == nil {
-		if n < 1 || n > 64 {
-			return 0, fmt.Errorf("signal %d: want 1 to 64", n)
-		}
-		return unix.Signal(n), nil
-	}
-	name := strings.ToUpper(v)
-	if !strings.HasPrefix(name, "SIG") {
-		name = "SIG" + name
-	}
-	if sig := unix.SignalNum(name); sig != 0 {
-		return sig, nil
-	}
-	return 0, fmt.Errorf("signal %q: not a signal name (TERM, HUP, INT, USR1, ...) or number", v)
+	answer(w)(sv.o.Verbs.Reset(r.Context(), verbs.SessionRequest{Name: r.PathValue("name")}))
 }
 
 func (sv *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
 	var req api.SignalRequest
 	if err := decodeOptional(r, &req); err != nil {
 		fail(w, badf("signal: bad request body: %v", err))
 		return
 	}
-	sig, err := ParseSignal(req.Signal)
+	answer(w)(sv.o.Verbs.Signal(r.Context(), verbs.SignalRequest{Name: r.PathValue("name"), Signal: req.Signal}))
+}
+
+// handleApply upserts roles. The body is a bare array of roles (herd run)
+// or an api.ApplyRequest (herd apply: inherited restart keys, dry run).
+func (sv *Server) handleApply(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 	if err != nil {
-		fail(w, badf("signal %s: %v", name, err))
+		fail(w, badf("apply: read body: %v", err))
 		return
 	}
-	pid, err := sv.o.Slots.Signal(r.Context(), name, sig)
+	var req api.ApplyRequest
+	if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '[' {
+		err = json.Unmarshal(b, &req.Roles)
+	} else {
+		err = json.Unmarshal(b, &req)
+	}
 	if err != nil {
-		fail(w, err)
+		fail(w, badf("apply: bad request body: %v", err))
 		return
 	}
-	reply(w, http.StatusOK, api.Result{Message: fmt.Sprintf("%s sent to session %s (pid %d)", unix.SignalName(sig), name, pid)})
+	answer(w)(sv.o.Verbs.Apply(r.Context(), verbs.ApplyRequest{Roles: req.Roles, Inherit: req.Inherit, DryRun: req.DryRun}))
+}
+
+func (sv *Server) handleScale(w http.ResponseWriter, r *http.Request) {
+	var req api.ScaleRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		fail(w, badf("scale: replicas must be a number >= 0"))
+		return
+	}
+	answer(w)(sv.o.Verbs.Scale(r.Context(), verbs.ScaleRequest{Role: r.PathValue("name"), Replicas: req.Replicas}))
+}
+
+func (sv *Server) handleDeleteRole(w http.ResponseWriter, r *http.Request) {
+	answer(w)(sv.o.Verbs.DeleteRole(r.Context(), verbs.RoleRequest{Role: r.PathValue("name")}))
 }
 
 func (sv *Server) handleRollout(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
 	req := api.RolloutRequest{MaxUnavailable: 1}
 	if err := decodeOptional(r, &req); err != nil {
 		fail(w, badf("rollout: bad request body: %v", err))
 		return
 	}
-	var ready time.Duration
-	if req.Ready != "" {
-		d, err := time.ParseDuration(req.Ready)
-		if err != nil || d <= 0 || d > 30*time.Minute {
-			fail(w, badf("rollout: --timeout %q: want a positive duration up to 30m", req.Ready))
+	answer(w)(sv.o.Verbs.Rollout(r.Context(), verbs.RolloutRequest{Role: r.PathValue("name"),
+		MaxUnavailable: req.MaxUnavailable, Ready: req.Ready, MinReady: req.MinReady, All: req.All}))
+}
+
+// handleReap runs one reaper pass now, or a dry run (query dry_run=1 or
+// body {"dry_run": true}) that decides and reports but changes nothing.
+func (sv *Server) handleReap(w http.ResponseWriter, r *http.Request) {
+	var req api.ReapRequest
+	if v := r.URL.Query().Get("dry_run"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			fail(w, badf("reap: dry_run: %q is not a boolean", v))
 			return
 		}
-		ready = d
+		req.DryRun = b
 	}
-	var minReady time.Duration
-	if req.MinReady != "" {
-		d, err := time.ParseDuration(req.MinReady)
-		if err != nil || d < 0 || d > 10*time.Minute {
-			fail(w, badf("rollout: --min-ready %q: want a duration from 0 to 10m", req.MinReady))
-			return
-		}
-		minReady = d
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Hour)
-	defer cancel()
-	rep, err := sv.o.Slots.Rollout(ctx, slots.RolloutRequest{Role: name, MaxUnavailable: req.MaxUnavailable, Ready: ready, All: req.All, MinReady: minReady})
-	var bad *slots.BadInput
-	if err != nil && (errors.As(err, &bad) || len(rep.Replaced) == 0 && len(rep.Left) == 0) {
-		fail(w, err)
+	var body api.ReapRequest
+	if err := decodeOptional(r, &body); err != nil {
+		fail(w, badf("reap: bad request body: %v", err))
 		return
 	}
-	res := api.RolloutResult{Replaced: []api.RolloutStep{}, Left: rep.Left}
-	for _, st := range rep.Replaced {
-		res.Replaced = append(res.Replaced, api.RolloutStep(st))
+	answer(w)(sv.o.Verbs.Reap(r.Context(), verbs.ReapRequest{DryRun: req.DryRun || body.DryRun}))
+}
+
+// handleReload reads the daemon's config file again (see daemon.Reload).
+func (sv *Server) handleReload(w http.ResponseWriter, r *http.Request) {
+	if sv.o.Reload == nil {
+		fail(w, badf("reload: not supported by this daemon"))
+		return
 	}
-	switch {
-	case err != nil:
-		res.Error = err.Error()
-		res.Message = fmt.Sprintf("role %s: rollout stopped after %d replaced; %d left outdated", name, len(rep.Replaced), len(rep.Left))
-	case len(rep.Replaced) == 0:
-		res.Message = fmt.Sprintf("role %s: nothing outdated", name)
-	default:
-		res.Message = fmt.Sprintf("role %s: rolled out (%d session(s) replaced)", name, len(rep.Replaced))
+	res, err := sv.o.Reload(r.Context())
+	if err != nil {
+		fail(w, badf("%v", err))
+		return
 	}
 	reply(w, http.StatusOK, res)
 }

@@ -24,8 +24,9 @@ func (sl *Slots) hostTimeout() time.Duration {
 type placedView struct {
 	// roles are the placed roles (any host may have declared them).
 	roles []herd.Role
-	// mine holds, by role, the slot indices placed on this host.
-	mine map[string]map[int]bool
+	// mine holds, by role, the slot indices placed on this host, with
+	// when each was placed.
+	mine map[string]map[int]time.Time
 	// moved are incarnations still open on this host whose session now
 	// runs on another host (failover took the slot while this daemon was
 	// away): they are ended here.
@@ -121,12 +122,12 @@ func (sl *Slots) readPlacement(tx store.Tx, pl *placedView, sessions []herd.Sess
 	if err != nil {
 		return err
 	}
-	pl.mine = map[string]map[int]bool{}
+	pl.mine = map[string]map[int]time.Time{}
 	for _, p := range ps {
 		if pl.mine[p.Role] == nil {
-			pl.mine[p.Role] = map[int]bool{}
+			pl.mine[p.Role] = map[int]time.Time{}
 		}
-		pl.mine[p.Role][p.Index] = true
+		pl.mine[p.Role][p.Index] = p.AssignedAt
 	}
 	if !failover {
 		return nil

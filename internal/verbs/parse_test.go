@@ -1,4 +1,4 @@
-package server
+package verbs
 
 import (
 	"strings"
@@ -43,7 +43,7 @@ func TestParseGrace(t *testing.T) {
 		in string
 		ok bool
 	}{{"", true}, {"10s", true}, {"1h", true}, {"0s", false}, {"-1s", false}, {"2h", false}, {"soon", false}} {
-		_, err := parseGrace("stop", tc.in)
+		_, err := ParseGrace("stop", tc.in)
 		if (err == nil) != tc.ok {
 			t.Errorf("[%q] expected ok=%v … got %v", tc.in, tc.ok, err)
 		}

@@ -73,19 +73,24 @@ func RunIfProxy() {
 }
 
 // Install writes an executable tmux wrapper into dir: with -C it runs self
-// (a binary calling RunIfProxy) as the proxy in front of real, with any
-// other command it runs before, a shell snippet (may be empty) that may
-// fault the per-call path, then real. It returns the wrapper, the mode
-// file (absent: no fault) and the fault log.
+// (a binary calling RunIfProxy) as the proxy in front of real, or refuses
+// control mode when self is "" (every call then takes a tmux process of
+// its own); with any other command it runs before, a shell snippet (may
+// be empty) that may fault the per-call path, then real. It returns the
+// wrapper, the proxy's mode file (absent: no fault) and its fault log.
 func Install(dir, real, self, before string) (bin, mode, log string, err error) {
 	bin, mode, log = dir+"/tmux", dir+"/mode", dir+"/faults.log"
+	control := fmt.Sprintf(`%s=1 %s=%q %s=%q %s=%q exec %q "$@"`, EnvProxy, EnvReal, real, EnvMode, mode, EnvLog, log, self)
+	if self == "" {
+		control = `echo "no control mode" >&2; exit 1`
+	}
 	script := fmt.Sprintf(`#!/bin/sh
 case " $* " in *" -C "*)
-  %s=1 %s=%q %s=%q %s=%q exec %q "$@" ;;
+  %s ;;
 esac
 %s
 exec %q "$@"
-`, EnvProxy, EnvReal, real, EnvMode, mode, EnvLog, log, self, before, real)
+`, control, before, real)
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		return "", "", "", fmt.Errorf("tmuxfault: %w", err)
 	}

@@ -30,9 +30,11 @@ func fakeTmux(t *testing.T, transport string) (f faultyTmux, lie, hang string) {
 		return fmt.Sprintf(`for a in "$@"; do
   case "$a" in
     new-session)
-      if [ -f %[2]q ]; then
+      l="$(cat %[2]q 2>/dev/null)"
+      if [ -n "$l" ]; then
         %[1]q "$@" >/dev/null || exit $?
-        cat %[2]q
+        echo "$l"
+        echo lie >> %[2]q.told
         exit 0
       fi ;;
     list-panes)
@@ -48,6 +50,16 @@ func (f faultyTmux) lieTo(t *testing.T, lie string, pid int) {
 	t.Helper()
 	os.WriteFile(lie, []byte(fmt.Sprintf("%d\n", pid)), 0o600)
 	f.fault(t, fmt.Sprintf("%s %d", tmuxfault.Lie, pid))
+}
+
+// waitLied waits until a launch was answered with the lie, on either
+// transport.
+func (f faultyTmux) waitLied(e *env, lie string) {
+	e.t.Helper()
+	e.waitFor("a launch answered with the lie", 10*time.Second, func() bool {
+		_, err := os.Stat(lie + ".told")
+		return err == nil || tmuxfault.Injected(f.ctlLog)[tmuxfault.Lie] > 0
+	})
 }
 
 // warmControl, with the control transport, starts a server (a role of
@@ -178,6 +190,7 @@ func testLyingLaunchAdoptedByMarker(t *testing.T, transport string) {
 	f.lieTo(t, lie, canary.Process.Pid)
 	e.must("run", "liar", "--", "sleep", "300")
 	e.waitFor("liar-0 recorded", 10*time.Second, func() bool { _, ok := e.session("liar-0"); return ok })
+	f.waitLied(e, lie)
 	os.Remove(lie)
 	f.fault(t, "")
 	f.mustHaveInjected(t, tmuxfault.Lie)

@@ -1,10 +1,17 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"herd"
+	"herd/internal/api"
 	"herd/internal/runtime/tmux/tmuxfault"
 )
 
@@ -82,4 +89,76 @@ func (f faultyTmux) mustHaveInjected(t *testing.T, kind string) {
 	if got[kind] == 0 {
 		t.Errorf("expected %s faults injected on the control connection … got none: it was not tested", kind)
 	}
+}
+
+// TestControlConnectionFaults: the daemon's control connection answers
+// garbled, cut, empty, crossed, late, missing or no answers, or its client
+// dies mid-answer, each fault for three call timeouts while two agents
+// run: no agent is killed, no crash is accounted, no event says one
+// stopped; once the fault ends the agents read running in the same
+// incarnations, over a control connection again.
+func TestControlConnectionFaults(t *testing.T) {
+	f := newFaultyTmux(t, "control", nil)
+	e := newEnv(t, fmt.Sprintf("binary = %q\n", f.bin)+"[probe]\ninterval = \"200ms\"\ntimeout = \"500ms\"\n"+fastRestart)
+	e.start()
+	e.must("run", "agent", "--replicas", "2", "--", "sleep", "300")
+	want := map[string]api.SessionView{}
+	for _, n := range []string{"agent-0", "agent-1"} {
+		want[n] = e.waitState(n, herd.StateRunning, 10*time.Second)
+	}
+	connected := func() bool { return len(e.controlClients()) > 0 }
+	e.waitFor("the control connection", 10*time.Second, connected)
+	for _, mode := range []string{
+		tmuxfault.Garble, tmuxfault.Truncate, tmuxfault.Empty, tmuxfault.Reorder,
+		tmuxfault.Delay + " 1s", tmuxfault.Drop, tmuxfault.Hang, tmuxfault.Crash,
+	} {
+		kind := strings.Fields(mode)[0]
+		f.fault(t, mode)
+		start := time.Now()
+		// Calls from the CLI beside the daemon's own, so answers can cross.
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Since(start) < 1500*time.Millisecond {
+					e.herd("inject", "agent-1", "x", "--no-enter")
+				}
+			}()
+		}
+		for time.Since(start) < 1500*time.Millisecond {
+			for n, v := range want {
+				if syscall.Kill(v.PID, 0) != nil {
+					t.Fatalf("[%s] %s's agent was killed", mode, n)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		wg.Wait()
+		f.fault(t, "")
+		for n, v := range want {
+			e.waitState(n, herd.StateRunning, 10*time.Second)
+			if s, _ := e.session(n); s.Incarnation != v.Incarnation {
+				t.Errorf("[%s] expected %s in the same incarnation … got %s (was %s)", mode, n, s.Incarnation, v.Incarnation)
+			}
+		}
+		e.waitFor("the control connection back after "+mode, 10*time.Second, connected)
+		if got := tmuxfault.Injected(f.ctlLog)[kind]; got == 0 {
+			t.Errorf("[%s] expected faults injected … got none", mode)
+		}
+	}
+	t.Logf("faults injected on the control connection: %v", tmuxfault.Injected(f.ctlLog))
+	for _, kind := range []string{herd.EventCrashed, herd.EventKilled, herd.EventStopped, herd.EventExited} {
+		if evs := e.events("--kind", kind); count(evs, kind) != 0 {
+			t.Errorf("expected no %s event … got %+v", kind, evs)
+		}
+	}
+	// The supervisor still works over the connection: a death is seen and
+	// relaunched.
+	v := want["agent-0"]
+	syscall.Kill(v.PID, syscall.SIGKILL)
+	e.waitFor("agent-0 relaunched", 10*time.Second, func() bool {
+		n, _ := e.session("agent-0")
+		return n.State == herd.StateRunning && n.Incarnation != v.Incarnation
+	})
 }

@@ -232,6 +232,7 @@ func (cn *conn) read(stdout io.Reader) {
 		lines   []string
 	)
 	attached := false
+stream:
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
@@ -243,8 +244,11 @@ func (cn *conn) read(stdout io.Reader) {
 				inBlock = false
 				if err := cn.block(head, lines, strings.HasPrefix(line, "%error ")); err != nil {
 					// Answers out of order: which call a block belongs
-					// to is no longer known, so none is trusted.
+					// to is no longer known, so none is trusted, not
+					// even what is already read (a pending call could
+					// complete with another's answer).
 					cn.close(err)
+					break stream
 				}
 				lines = nil
 				continue

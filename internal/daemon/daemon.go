@@ -169,13 +169,6 @@ func New(o Options) (*Daemon, error) {
 		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Idle: continueIdle, Timeout: 4 * cfg.Probe.Timeout,
 		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
 	})
-	// A session changing (blocked, waiting, failed...) wakes the notifier
-	// and auto-continue at once: neither looks every tick while nothing
-	// needs it.
-	d.status.OnChange(func() {
-		d.notify.Kick()
-		d.continuer.Kick()
-	})
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	d.server = server.New(server.Options{
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Escalator: d.escalator, Notify: d.notify,
@@ -186,13 +179,26 @@ func New(o Options) (*Daemon, error) {
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d.status.Observe(d.stalls.Summary, func(inc string) {
-		d.prober.Unwatch(inc)
-		d.slots.Ended(inc)
-		d.slots.Kick()
-		d.notify.Kick()
-	})
 	return d, nil
+}
+
+// kickNotify wakes the notifier on each change the writer publishes (a
+// session blocked, waiting, failed, ended...): it does not look every
+// tick while nothing needs it.
+func (d *Daemon) kickNotify(ctx context.Context) {
+	changes, cancel := d.status.Subscribe()
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
+			d.notify.Kick()
+		}
+	}
 }
 
 // continueIdle is auto-continue's backstop period while no session is
@@ -222,6 +228,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("escalation", func() { d.escalator.Run(ctx) })
 	g.Go("notify", func() { d.notify.Run(ctx) })
+	g.Go("notify changes", func() { d.kickNotify(ctx) })
 	g.Go("auto-continue", func() { d.continuer.Run(ctx) })
 	if d.metrics != nil {
 		mln, err := net.Listen("tcp", d.cfg.Metrics.Listen)

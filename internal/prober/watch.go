@@ -9,7 +9,6 @@ import (
 	"herd/internal/liveness"
 	"herd/internal/proc"
 	"herd/internal/status"
-	"herd/internal/store"
 )
 
 // watchSet is what watches one incarnation: a context for its watchers and
@@ -208,9 +207,8 @@ func (p *Prober) agentOutlivesWrapper(session, incID string) bool {
 	p.dropWatch(cur.ID, cur.Root.PID)
 	// Under the session's lock and only while the incarnation is current,
 	// so that a stop that ended it meanwhile leaves no watcher behind.
-	p.updateThen(p.ctx, session, cur.ID, "watch the agent", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
-		return nil, nil
-	}, func() { p.Watch(session, cur, nil) })
+	_, err = p.st.WhileCurrent(p.ctx, session, cur.ID, func() { p.Watch(session, cur, nil) })
+	p.logged(p.ctx, session, "watch the agent", err)
 	return true
 }
 

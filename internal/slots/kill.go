@@ -7,7 +7,6 @@ import (
 	"herd/internal/cgroup"
 	"herd/internal/proc"
 	"herd/internal/status"
-	"herd/internal/store"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -63,10 +62,7 @@ func (sl *Slots) Kill(ctx context.Context, req KillRequest) (bool, error) {
 		return false, err
 	}
 	session := req.Inc.Session
-	err = sl.st.Update(ctx, session, req.Inc.ID, func(tx store.Tx, s *herd.Session) ([]*herd.Event, error) {
-		return []*herd.Event{sl.st.Event(*s, req.Inc.ID, herd.EventKilled, req.Reason, msg, data)}, nil
-	})
-	if err != nil {
+	if _, err := sl.st.Killed(ctx, session, req.Inc.ID, req.Reason, msg, data); err != nil {
 		sl.o.Log.Error("kill: record the kill", "session", session, "err", err)
 	}
 	if _, err := sl.st.RecordDeath(ctx, status.Death{Session: session, Incarnation: req.Inc.ID,

@@ -84,6 +84,9 @@ func New(o Options) *Stalls {
 	w := &Stalls{o: o, st: o.Status, collector: diag.Collector{Root: o.Proc.Root, Logger: o.Log}, incs: map[string]*incWatch{}}
 	w.kills.Log = o.Log
 	w.spool = w.newIngester()
+	// What the watchdog saw of an incarnation goes into its summary
+	// when it ends.
+	o.Status.SetWitness(w)
 	return w
 }
 

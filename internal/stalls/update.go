@@ -8,7 +8,6 @@ import (
 	"herd"
 	"herd/internal/proc"
 	"herd/internal/slots"
-	"herd/internal/store"
 )
 
 // updateRestartTimeout bounds a restart_on_update restart: the stop's
@@ -104,10 +103,7 @@ func (w *Stalls) checkBinary(ctx context.Context, it watchItem) string {
 	m.mu.Unlock()
 	msg := fmt.Sprintf("the agent's binary %s was replaced on disk; the session runs the old one", path)
 	w.o.Log.Info("agent binary replaced while running", "session", it.S.Name, "exe", path)
-	err = w.st.Update(ctx, it.S.Name, it.Inc.ID, func(_ store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		return []*herd.Event{w.st.Event(*cur, it.Inc.ID, herd.EventOutdated, herd.ReasonBinaryUpdated, msg,
-			map[string]any{"exe": path, "pid": id.PID})}, nil
-	})
+	_, err = w.st.Outdated(ctx, it.S.Name, it.Inc.ID, herd.ReasonBinaryUpdated, msg, map[string]any{"exe": path, "pid": id.PID})
 	if err != nil && ctx.Err() == nil {
 		w.o.Log.Warn("watchdog: record the replaced binary", "session", it.S.Name, "err", err)
 	}

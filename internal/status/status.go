@@ -150,16 +150,20 @@ func (m *Manager) update(ctx context.Context, name, inc string, fn func(tx store
 			return nil
 		}
 		before := s
-		events, err := fn(tx, &s)
+		itx := &incWrites{Tx: tx}
+		events, err := fn(itx, &s)
 		if err != nil {
 			return err
 		}
 		change = Change{Session: name, Incarnation: inc, State: s.State, Activity: s.Activity}
+		if itx.wrote {
+			change.What |= ChangeIncarnation
+		}
 		if !reflect.DeepEqual(before, s) {
 			if err := tx.PutSession(s); err != nil {
 				return err
 			}
-			change.What = diff(before, s)
+			change.What |= diff(before, s)
 		}
 		for _, e := range events {
 			if err := tx.AppendEvent(e); err != nil {
@@ -182,6 +186,18 @@ func (m *Manager) update(ctx context.Context, name, inc string, fn func(tx store
 		m.publish(change)
 	}
 	return current, nil
+}
+
+// incWrites is a transaction that notes whether an incarnation was
+// written.
+type incWrites struct {
+	store.Tx
+	wrote bool
+}
+
+func (t *incWrites) PutIncarnation(inc herd.Incarnation) error {
+	t.wrote = true
+	return t.Tx.PutIncarnation(inc)
 }
 
 // diff says what changed from a to b.

@@ -28,6 +28,9 @@ const (
 	// ChangeRole: the role's replica count or crash bookkeeping changed
 	// (scale, reset, re-arm).
 	ChangeRole
+	// ChangeIncarnation: the incarnation's record changed (its processes'
+	// identities, the agent's own session id).
+	ChangeIncarnation
 )
 
 // Has reports whether w holds every bit of x.

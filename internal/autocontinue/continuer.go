@@ -90,9 +90,11 @@ func (c *Continuer) Run(ctx context.Context) {
 	// A session's activity changing (blocked, no longer blocked) wakes
 	// the loop: an idle fleet is not looked at every Tick.
 	changes, cancel := c.o.Status.Subscribe()
-	defer cancel()
+	followed := make(chan struct{})
+	defer func() { cancel(); <-followed }()
 	go func() {
-		for ch := range changes {
+		defer close(followed)
+		for ch := range changes { // closed by cancel
 			if ch.What&(status.ChangeActivity|status.ChangeEnded) != 0 || ch.Activity == herd.ActivityBlocked {
 				c.Kick()
 			}

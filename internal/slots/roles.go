@@ -115,23 +115,7 @@ func (sl *Slots) DeleteRole(ctx context.Context, name string) (int, error) {
 		}
 	}
 	events := sl.removeWorktrees(ctx, role, sessions)
-	err = sl.st.Store().Update(ctx, func(tx store.Tx) error {
-		all, err := tx.Sessions()
-		if err != nil {
-			return err
-		}
-		for _, s := range all {
-			if s.Role == name && s.State.Live() {
-				return fmt.Errorf("delete role %s: session %s is %s again; retry", name, s.Name, s.State)
-			}
-		}
-		for _, e := range events {
-			if err := tx.AppendEvent(e); err != nil {
-				return err
-			}
-		}
-		return tx.DeleteRole(name)
-	})
+	err = sl.st.RoleDeleted(ctx, name, events)
 	return len(reqs), err
 }
 

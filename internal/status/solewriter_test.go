@@ -12,7 +12,10 @@ import (
 )
 
 // rowWrites are the store's writes of session and incarnation rows: only
-// the writer (this package) and the store itself make them.
+// the writer (this package) and the store itself make them. Role rows
+// (PutRole) are the role code's; deleting a role, which deletes its
+// sessions' rows, is the writer's too (RoleDeleted), though a name
+// alone cannot tell the store's DeleteRole from the slots verb here.
 var rowWrites = map[string]bool{"PutSession": true, "PutIncarnation": true, "DeleteSession": true}
 
 // TestSoleWriter holds status to being the one writer of session state:

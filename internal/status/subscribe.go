@@ -31,6 +31,8 @@ const (
 	// ChangeIncarnation: the incarnation's record changed (its processes'
 	// identities, the agent's own session id).
 	ChangeIncarnation
+	// ChangeRemoved: the session's row is gone (its role was deleted).
+	ChangeRemoved
 )
 
 // Has reports whether w holds every bit of x.

@@ -116,3 +116,36 @@ func (m *Manager) rearmTx(tx store.Tx, role string) ([]Change, error) {
 	}
 	return out, nil
 }
+
+// RoleDeleted forgets a role whose sessions are all stopped: the role and
+// its sessions' rows go, with events (the worktrees' fate) appended; a
+// session of it live again refuses it.
+func (m *Manager) RoleDeleted(ctx context.Context, role string, events []*herd.Event) error {
+	var removed []Change
+	err := m.st.Update(ctx, func(tx store.Tx) error {
+		removed = removed[:0] // the function may run again (a serialization retry)
+		all, err := tx.Sessions()
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			if s.Role != role {
+				continue
+			}
+			if s.State.Live() {
+				return fmt.Errorf("delete role %s: session %s is %s again; retry", role, s.Name, s.State)
+			}
+			removed = append(removed, Change{Session: s.Name, Incarnation: s.Incarnation, What: ChangeRemoved | ChangeRole, State: s.State, Activity: s.Activity})
+		}
+		for _, e := range events {
+			if err := tx.AppendEvent(e); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteRole(role) // and its sessions' rows
+	})
+	if err == nil {
+		m.publish(removed...)
+	}
+	return err
+}

@@ -25,7 +25,7 @@ func TestEveryIncarnationStartsInTheLog(t *testing.T) {
 	e.start()
 	e.must("run", "story", "--replicas", "4", "--", "sleep", "300")
 	e.must("run", "story-x", "--runtime", "exec", "--replicas", "2", "--", "sleep", "300")
-	for round := range 6 {
+	for round := range 10 {
 		role := []string{"story", "story-x"}[rng.IntN(2)]
 		n := 1 + rng.IntN(6)
 		done := make(chan struct{})

@@ -141,7 +141,6 @@ func New(o Options) (*Daemon, error) {
 	d.prober = prober.New(prober.Options{
 		Status: d.status, Proc: o.Proc, BootID: boot, Tmux: d.tmux,
 		Interval: cfg.Probe.Interval, Concurrency: cfg.Probe.Concurrency, MassDeathFraction: cfg.Probe.MassDeathFraction, Log: log,
-		Leftover: func(inc herd.Incarnation) { d.slots.KillLeftover(inc) },
 	})
 	d.contain = cgroup.New(log, containOptions(), boot)
 	d.status.OOMKilled = d.contain.OOMKilled
@@ -157,7 +156,6 @@ func New(o Options) (*Daemon, error) {
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
 		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,
 	})
-	d.slots.SetBinaryUpdated(d.stalls.BinaryUpdated)
 	d.escalator = escalation.NewEscalator(d.status.Store(), host, cfg, log)
 	d.escalator.Sessions = func(ctx context.Context) ([]herd.Session, error) {
 		all, _, err := d.status.Live(ctx)

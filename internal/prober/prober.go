@@ -35,9 +35,6 @@ type Options struct {
 	// inconclusive (see liveness.BreakMassDeath).
 	MassDeathFraction float64
 	Log               *slog.Logger
-	// Leftover takes down what remains of an incarnation whose agent died
-	// (a wrapper living on, a pane left open); its death is recorded.
-	Leftover func(herd.Incarnation)
 }
 
 // Prober watches this host's live sessions.

@@ -154,7 +154,9 @@ func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 		// The agent died under a wrapper that lives on: report it as gone.
 		exit = herd.Exit{Reason: herd.ReasonProcessGone}
 	}
-	ok, err := p.st.RecordDeath(p.ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: exit})
+	// An agent dead under a wrapper that lives on leaves the wrapper for
+	// slots to take down (told by the writer's subscription).
+	ok, err := p.st.RecordDeath(p.ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: exit, Leftover: who != inc.Root})
 	if err != nil || !ok {
 		if err != nil && p.ctx.Err() == nil {
 			p.o.Log.Error("record death", "session", session, "err", err)
@@ -164,9 +166,6 @@ func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 		p.dropWatch(inc.ID, who.PID)
 		p.Kick()
 		return
-	}
-	if who != inc.Root && p.o.Leftover != nil {
-		p.o.Leftover(inc)
 	}
 }
 

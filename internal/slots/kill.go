@@ -12,10 +12,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// KillLeftover takes down what remains of an incarnation whose agent died
+// leftover takes down, in the background, what is left of an
+// incarnation whose death left part of it up (ChangeLeftover).
+func (sl *Slots) leftover(ctx context.Context, c status.Change) {
+	inc, err := sl.st.Incarnation(ctx, c.Incarnation)
+	if err != nil {
+		sl.o.Log.Warn("leftover of a dead agent not read", "session", c.Session, "err", err)
+		return
+	}
+	sl.group.Go("leftover", func() { sl.killLeftover(inc) })
+}
+
+// killLeftover takes down what remains of an incarnation whose agent died
 // (a wrapper shell living on, a pane left open). Its death is recorded
 // already.
-func (sl *Slots) KillLeftover(inc herd.Incarnation) {
+func (sl *Slots) killLeftover(inc herd.Incarnation) {
 	if !sl.ops.begin() {
 		return // shutting down: the next daemon's prober finds the leftover
 	}

@@ -78,9 +78,6 @@ type Slots struct {
 	cleanup *cgroup.Sweeper
 	// wtStatus caches the worktree status views show.
 	wtStatus worktree.StatusCache
-	// updated reports the sessions whose agent binary was replaced on
-	// disk (the watchdog's); set once before Run (SetBinaryUpdated).
-	updated func() map[string]string
 	// changes is the writer's subscription (see follow), unsubscribe its
 	// cancel.
 	changes     <-chan status.Change
@@ -89,6 +86,9 @@ type Slots struct {
 	mu sync.Mutex // guards the fields below
 	// stopsUnderWay holds, by session, the end of each bounded stop.
 	stopsUnderWay map[string]chan struct{}
+	// binaries maps a session whose incarnation runs an agent binary
+	// replaced on disk to that incarnation (see noteBinary).
+	binaries map[string]string
 }
 
 // New returns Slots; Run starts the reconcile loop.
@@ -131,7 +131,8 @@ func (s *Slots) Run(ctx context.Context) {
 
 // follow acts on the writer's changes until ctx is done: a death accounted
 // (by whatever path) gets its incarnation's leftovers cleaned up and the
-// slot reconciled at once (its relaunch, or its backoff's timer).
+// slot reconciled at once (its relaunch, or its backoff's timer); an
+// outdated binary is kept for rollouts.
 func (s *Slots) follow(ctx context.Context) {
 	defer s.unsubscribe()
 	for {
@@ -141,6 +142,10 @@ func (s *Slots) follow(ctx context.Context) {
 		case c, ok := <-s.changes:
 			if !ok {
 				return
+			}
+			s.noteBinary(c)
+			if c.What.Has(status.ChangeLeftover) {
+				s.leftover(ctx, c)
 			}
 			if c.What.Has(status.ChangeDied) {
 				s.Ended(c.Incarnation)

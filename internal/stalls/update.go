@@ -165,20 +165,3 @@ func (w *Stalls) restartUpdated(ctx context.Context, it watchItem, exe string) {
 	}
 	w.o.Log.Info("agent restarted on its updated binary", "session", it.S.Name, "incarnation", fresh)
 }
-
-// BinaryUpdated maps each session with an incarnation that runs an agent
-// binary since replaced on disk to that incarnation's id (the caller
-// compares it with the session's current one).
-func (w *Stalls) BinaryUpdated() map[string]string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[string]string{}
-	for _, m := range w.incs {
-		m.mu.Lock()
-		if m.exeReplaced != "" && !m.ended {
-			out[m.session] = m.id
-		}
-		m.mu.Unlock()
-	}
-	return out
-}

@@ -20,6 +20,10 @@ type Death struct {
 	Exit        herd.Exit
 	// Message explains the evidence, for the event log.
 	Message string
+	// Leftover: part of the incarnation may still be up (the agent died
+	// in a pane that lives on, under a wrapper): the death is published
+	// with ChangeLeftover, and slots takes the rest down.
+	Leftover bool
 }
 
 // RecordDeath is herd's single crash-accounting entry point. Every
@@ -70,8 +74,11 @@ func (m *Manager) RecordDeath(ctx context.Context, dt Death) (bool, error) {
 		if !Succeeded(dt.Exit) {
 			m.Metrics.Crash(dt.Exit.Reason)
 		}
-		m.publish(Change{Session: dt.Session, Incarnation: dt.Incarnation, What: ChangeState | ChangeEnded | ChangeDied,
-			State: state, Activity: herd.ActivityUnknown})
+		w := ChangeState | ChangeEnded | ChangeDied
+		if dt.Leftover {
+			w |= ChangeLeftover
+		}
+		m.publish(Change{Session: dt.Session, Incarnation: dt.Incarnation, What: w, State: state, Activity: herd.ActivityUnknown})
 	}
 	return accounted, err
 }

@@ -259,7 +259,9 @@ func (m *Manager) Killed(ctx context.Context, session, inc, reason, msg string, 
 // Outdated records that a running incarnation is outdated (its agent's
 // binary was replaced on disk).
 func (m *Manager) Outdated(ctx context.Context, session, inc, reason, msg string, data map[string]any) (bool, error) {
-	return m.note(ctx, session, inc, herd.EventOutdated, reason, msg, data)
+	return m.updateAs(ctx, session, inc, ChangeOutdated, func(_ store.Tx, cur *herd.Session) ([]*herd.Event, error) {
+		return []*herd.Event{m.Event(*cur, inc, herd.EventOutdated, reason, msg, data)}, nil
+	}, nil)
 }
 
 // Continued records that a blocked agent was typed a continue after its

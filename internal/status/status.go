@@ -130,6 +130,12 @@ func (m *Manager) LockCtx(ctx context.Context, name string) (func(), error) {
 // incarnation cannot slip in between. The committed change is published.
 // applied reports whether inc was current.
 func (m *Manager) update(ctx context.Context, name, inc string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error), then func()) (applied bool, err error) {
+	return m.updateAs(ctx, name, inc, 0, fn, then)
+}
+
+// updateAs is update publishing what besides what it sees change (a
+// change that is an event only: outdated).
+func (m *Manager) updateAs(ctx context.Context, name, inc string, what What, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error), then func()) (applied bool, err error) {
 	unlock, err := m.locks.LockCtx(ctx, name)
 	if err != nil {
 		return false, err // busy (a stop in progress): the caller looks again later
@@ -173,6 +179,7 @@ func (m *Manager) update(ctx context.Context, name, inc string, fn func(tx store
 		if change.What == 0 && len(events) > 0 {
 			change.What = ChangeEvent
 		}
+		change.What |= what
 		current = true
 		return nil
 	})

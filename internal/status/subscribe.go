@@ -33,6 +33,13 @@ const (
 	ChangeIncarnation
 	// ChangeRemoved: the session's row is gone (its role was deleted).
 	ChangeRemoved
+	// ChangeOutdated: the incarnation's agent binary was replaced on disk
+	// (an outdated event, reason binary_updated).
+	ChangeOutdated
+	// ChangeLeftover: the death's evidence leaves part of the
+	// incarnation up (a wrapper living on, a pane left open), for the
+	// stop path to take down; always with ChangeDied.
+	ChangeLeftover
 )
 
 // Has reports whether w holds every bit of x.

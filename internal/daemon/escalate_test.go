@@ -22,6 +22,7 @@ import (
 	"herd/internal/api"
 	"herd/internal/config"
 	"herd/internal/escalation"
+	"herd/internal/herdtest"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -128,13 +129,7 @@ func escPut(t *testing.T, st store.Store, fn func(tx store.Tx) error) {
 // escWait polls cond until it holds or the deadline passes.
 func escWait(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("[%s] expected within %s, it did not happen", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, "["+what+"]", timeout, cond)
 }
 
 func escSession(t *testing.T, st store.Store, name string) (s herd.Session, ok bool) {

@@ -11,6 +11,7 @@ import (
 
 	"herd"
 	"herd/internal/config"
+	"herd/internal/herdtest"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -60,13 +61,7 @@ func notified(t *testing.T, st store.Store, session string) []herd.Event {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, what, 10*time.Second, cond)
 }
 
 func session(state herd.State, activity herd.Activity) herd.Session {

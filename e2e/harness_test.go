@@ -139,6 +139,15 @@ func (e *env) agentPIDs() []int {
 	return out
 }
 
+// demoEnv is the environment of a `herd demo`, which makes its own
+// daemons on private sockets: the caller's without its herd and tmux
+// variables, a temp state dir, and the run's marker, so that whatever the
+// demo leaves behind is found at the end of the run.
+func demoEnv(t *testing.T) []string {
+	return append(herdtest.Scrub(os.Environ()), "HERD_STATE_DIR="+t.TempDir(), "HERD_CONFIG=",
+		herdtest.EnvSandbox+"="+herdtest.Run+"/demo", "GORACE=atexit_sleep_ms=0")
+}
+
 // herd runs the CLI and returns stdout, stderr and the exit code.
 func (e *env) herd(args ...string) (stdout, stderr string, code int) {
 	e.t.Helper()

@@ -16,7 +16,6 @@ import (
 
 	"herd"
 	"herd/internal/api"
-	"herd/internal/config"
 	"herd/internal/spool"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
@@ -47,9 +46,8 @@ func newWDEnvLog(t *testing.T, w io.Writer) *wdEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Daemon.Host = "wd-test"
-	cfg.Tmux.Binary = "/bin/false"
 	cfg.Watchdog.StallAfter = time.Minute
 	cfg.Watchdog.StallRepeat = time.Minute
 	logger := slog.New(slog.NewTextHandler(w, nil))

@@ -40,10 +40,8 @@ type escEnv struct {
 // escConfig returns a config for a test daemon of dir: fast probes, a
 // private tmux socket, a tmux binary that fails (no tmux is needed).
 func escConfig() *config.Config {
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Daemon.Host = "esc-test"
-	cfg.Tmux.Socket = fmt.Sprintf("herd-esc-%d", os.Getpid())
-	cfg.Tmux.Binary = "/bin/false"
 	cfg.Probe.Interval = 100 * time.Millisecond
 	cfg.Probe.Timeout = time.Second
 	return cfg

@@ -1,6 +1,7 @@
 package herdtest
 
 import (
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -56,6 +57,37 @@ func TestNamesSocket(t *testing.T) {
 	} {
 		if got := namesSocket(tc.argv, "herdt1-2"); got != tc.want {
 			t.Errorf("[%q] expected %v … got %v", tc.argv, tc.want, got)
+		}
+	}
+}
+
+// TestLeftovers: a process carrying the run's marker, or naming one of its
+// tmux sockets, is a leftover; one of another run is not.
+func TestLeftovers(t *testing.T) {
+	start := func(env []string, args ...string) *exec.Cmd {
+		// The shell stays (a command follows sleep) with args in its argv.
+		cmd := exec.Command("sh", append([]string{"-c", "sleep 300; :"}, args...)...)
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	marked := start([]string{EnvSandbox + "=" + Run + "/7"})
+	named := start(nil, "-L", Run+"-7")
+	other := start([]string{EnvSandbox + "=herdt1other/7"}, "-L", "herdt1other-7")
+	pids := map[int]bool{}
+	for _, p := range Leftovers() {
+		pids[p.PID] = true
+	}
+	for _, c := range []struct {
+		name string
+		cmd  *exec.Cmd
+		want bool
+	}{{"marked", marked, true}, {"naming a socket of the run", named, true}, {"another run's", other, false}} {
+		if got := pids[c.cmd.Process.Pid]; got != c.want {
+			t.Errorf("[%s] expected a leftover: %v … got %v", c.name, c.want, got)
 		}
 	}
 }

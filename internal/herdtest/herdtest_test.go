@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -68,10 +69,11 @@ func TestLeftovers(t *testing.T) {
 		// The shell stays (a command follows sleep) with args in its argv.
 		cmd := exec.Command("sh", append([]string{"-c", "sleep 300; :"}, args...)...)
 		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 		return cmd
 	}
 	marked := start([]string{EnvSandbox + "=" + Run + "/7"})

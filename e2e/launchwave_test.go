@@ -37,10 +37,6 @@ func TestLaunchWaveDaemonKilled(t *testing.T) {
 	hasTmux(t)
 	const n = 40
 	e := newEnv(t, fastRestart)
-	// Forty launches and their resolution by the next daemon load the
-	// machine on purpose: a probe round's read of the store may miss the
-	// round's deadline (the next round reads again).
-	e.expectErrors(`msg="probe: read store" err=".*context deadline exceeded"`)
 	e.start()
 	e.must("run", "wave", "--replicas", fmt.Sprint(n), "--", "sleep", "300")
 	e.waitFor("the wave under way", 30*time.Second, func() bool {

@@ -216,10 +216,13 @@ func (s *Sandbox) cleanup() {
 }
 
 // processes lists the live processes of this sandbox: those carrying its
-// marker, and those naming its tmux socket on their command line.
+// marker, the agents of its daemon (HERD_SOCKET, set in every agent, even
+// under a tmux server the test started itself), and those naming its tmux
+// socket on their command line.
 func (s *Sandbox) processes() []Process {
 	return find(func(p Process) bool {
-		return bytes.Contains(p.environ, []byte(EnvSandbox+"="+s.ID+"\x00")) || namesSocket(p.Argv, s.Tmux)
+		return bytes.Contains(p.environ, []byte(EnvSandbox+"="+s.ID+"\x00")) ||
+			bytes.Contains(p.environ, []byte("HERD_SOCKET="+s.Socket+"\x00")) || namesSocket(p.Argv, s.Tmux)
 	})
 }
 

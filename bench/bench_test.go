@@ -18,6 +18,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/herdtest"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -34,18 +35,17 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := herdtest.CheckLeftovers(m.Run())
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// benchDaemons numbers the daemons started, for their tmux sockets.
-var benchDaemons int
-
+// daemon is one benchmark daemon in a sandbox of its own.
 type daemon struct {
-	dir, tmux string
-	cmd       *exec.Cmd
-	client    *api.Client
+	sb     *herdtest.Sandbox
+	dir    string
+	cmd    *exec.Cmd
+	client *api.Client
 }
 
 func startDaemon(b *testing.B, config string) *daemon {
@@ -56,17 +56,12 @@ func startDaemon(b *testing.B, config string) *daemon {
 // directory and tmux server of its own.
 func startDaemonBin(b *testing.B, path, config string) *daemon {
 	b.Helper()
-	benchDaemons++
-	d := &daemon{dir: b.TempDir(), tmux: fmt.Sprintf("herd-bench-%d-%d", os.Getpid(), benchDaemons)}
-	cfg := fmt.Sprintf("[tmux]\nsocket = %q\n%s", d.tmux, config)
-	os.WriteFile(filepath.Join(d.dir, "herd.toml"), []byte(cfg), 0o600)
+	sb := herdtest.New(b, config)
+	d := &daemon{sb: sb, dir: sb.Dir}
 	d.start(b, path)
-	b.Cleanup(func() {
-		d.client.Do(context.Background(), "DELETE", "/v1/roles/lat", nil, nil, nil)
-		d.cmd.Process.Kill()
-		d.cmd.Wait()
-		exec.Command("tmux", "-L", d.tmux, "kill-server").Run()
-	})
+	// Before the sandbox's cleanup (which kills what is left): the
+	// daemon stops its agents itself.
+	b.Cleanup(func() { d.client.Do(context.Background(), "DELETE", "/v1/roles/lat", nil, nil, nil) })
 	return d
 }
 
@@ -74,22 +69,8 @@ func startDaemonBin(b *testing.B, path, config string) *daemon {
 // it to answer.
 func (d *daemon) start(b *testing.B, path string) {
 	b.Helper()
-	d.cmd = exec.Command(path, "daemon", "--state-dir", d.dir)
-	d.cmd.Env = append(os.Environ(), "HERD_CONFIG=")
-	if err := d.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	d.client = api.NewClient(filepath.Join(d.dir, "herd.sock"))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := d.client.Ping(context.Background(), time.Second); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("daemon did not answer")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d.cmd = d.sb.Daemon(path, nil)
+	d.client = api.NewClient(d.sb.Socket)
 }
 
 // restart stops the daemon with SIGTERM (its agents keep running) and
@@ -267,22 +248,15 @@ func fillSessions(b *testing.B, host string, states []herd.State) string {
 // store in dir.
 func getSessions(b *testing.B, path, dir string) {
 	ctx := context.Background()
-	cmd := exec.Command(path, "daemon", "--state-dir", dir)
-	cmd.Env = append(os.Environ(), "HERD_CONFIG=")
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	sb := herdtest.NewAt(b, dir, "")
+	cmd := sb.Daemon(path, nil)
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	c := api.NewClient(filepath.Join(dir, "herd.sock"))
-	for range 500 {
-		if _, err := c.Ping(ctx, time.Second); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	c := api.NewClient(sb.Socket)
 	run := func(b *testing.B, args ...string) {
 		for b.Loop() {
-			out, err := exec.Command(path, append(args, "--state-dir", dir)...).Output()
+			cli := exec.Command(path, args...)
+			cli.Env = sb.Environ()
+			out, err := cli.Output()
 			if err != nil {
 				b.Fatal(err)
 			}

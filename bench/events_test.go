@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/api"
+	"herd/internal/herdtest"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -64,24 +64,15 @@ func BenchmarkEventsLog(b *testing.B) {
 }
 
 func eventsLog(b *testing.B, path, dir string, n int) {
-	ctx := context.Background()
-	cmd := exec.Command(path, "daemon", "--state-dir", dir)
-	cmd.Env = append(os.Environ(), "HERD_CONFIG=")
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	sb := herdtest.NewAt(b, dir, "")
+	cmd := sb.Daemon(path, nil)
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	c := api.NewClient(filepath.Join(dir, "herd.sock"))
-	for range 500 {
-		if _, err := c.Ping(ctx, time.Second); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	rss0 := peakRSS(b, cmd.Process.Pid)
 	run := func(args ...string) (time.Duration, int) {
 		t0 := time.Now()
-		out, err := exec.Command(path, append(args, "--state-dir", dir)...).Output()
+		cli := exec.Command(path, args...)
+		cli.Env = sb.Environ()
+		out, err := cli.Output()
 		if err != nil {
 			b.Fatalf("%v: %v", args, err)
 		}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/herdtest"
 	"herd/internal/pgcluster"
 	"herd/internal/store"
 	"herd/internal/store/postgres"
@@ -68,27 +67,9 @@ func BenchmarkFleetGetSessions1000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := fmt.Sprintf("[daemon]\nhost = \"viewer\"\n[store]\ndriver = \"postgres\"\ndsn = %q\n[fleet]\nhost_timeout = \"1h\"\n[tmux]\nsocket = \"herd-bench-fleet-%d\"\n", dsn, os.Getpid())
-	if err := os.WriteFile(filepath.Join(dir, "herd.toml"), []byte(cfg), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, "daemon", "--state-dir", dir)
-	cmd.Env = append(os.Environ(), "HERD_CONFIG=")
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	cl := api.NewClient(filepath.Join(dir, "herd.sock"))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := cl.Ping(ctx, time.Second); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("daemon did not answer")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sb := herdtest.NewAt(b, dir, fmt.Sprintf("[daemon]\nhost = \"viewer\"\n[store]\ndriver = \"postgres\"\ndsn = %q\n[fleet]\nhost_timeout = \"1h\"\n", dsn))
+	sb.Daemon(bin, nil)
+	cl := api.NewClient(sb.Socket)
 	b.Run("api-only", func(b *testing.B) {
 		for b.Loop() {
 			var v []api.SessionView
@@ -99,7 +80,9 @@ func BenchmarkFleetGetSessions1000(b *testing.B) {
 	})
 	b.Run("get-sessions-table", func(b *testing.B) {
 		for b.Loop() {
-			out, err := exec.Command(bin, "get", "sessions", "--state-dir", dir).Output()
+			cli := exec.Command(bin, "get", "sessions")
+			cli.Env = sb.Environ()
+			out, err := cli.Output()
 			if err != nil {
 				b.Fatal(err)
 			}

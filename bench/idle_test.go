@@ -149,7 +149,7 @@ func idleFleet(b *testing.B, path, rt string, n int, window time.Duration) {
 	pid := d.cmd.Process.Pid
 	tmuxPID := 0
 	if rt == herd.RuntimeTmux {
-		out, err := exec.Command("tmux", "-L", d.tmux, "display-message", "-p", "#{pid}").Output()
+		out, err := exec.Command("tmux", "-L", d.sb.Tmux, "display-message", "-p", "#{pid}").Output()
 		if err != nil {
 			b.Fatal(err)
 		}

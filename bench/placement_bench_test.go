@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/herdtest"
 	"herd/internal/pgcluster"
 	"herd/internal/placement"
 	"herd/internal/slots"
@@ -198,24 +197,19 @@ func BenchmarkFleetPlacement(b *testing.B) {
 	b.ReportMetric(float64(alone[len(alone)/2].Microseconds())/1000, "ms/host-tick-alone-p50")
 
 	// A real daemon views the fleet, then leads it.
-	vdir := b.TempDir()
-	cfg := fmt.Sprintf("[daemon]\nhost = \"viewer\"\n[store]\ndriver = \"postgres\"\ndsn = %q\n[fleet]\nhost_timeout = \"1h\"\n[tmux]\nsocket = \"herd-bench-place-%d\"\n",
-		dsn+" application_name=herd-viewer", os.Getpid())
-	if err := os.WriteFile(filepath.Join(vdir, "herd.toml"), []byte(cfg), 0o600); err != nil {
-		b.Fatal(err)
+	sb := herdtest.New(b, fmt.Sprintf("[daemon]\nhost = \"viewer\"\n[store]\ndriver = \"postgres\"\ndsn = %q\n[fleet]\nhost_timeout = \"1h\"\n",
+		dsn+" application_name=herd-viewer"))
+	sb.Daemon(bin, nil)
+	cl := api.NewClient(sb.Socket)
+	cli := func(args ...string) *exec.Cmd {
+		c := exec.Command(bin, args...)
+		c.Env = sb.Environ()
+		return c
 	}
-	cmd := exec.Command(bin, "daemon", "--state-dir", vdir)
-	cmd.Env = append(os.Environ(), "HERD_CONFIG=")
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	cl := api.NewClient(filepath.Join(vdir, "herd.sock"))
-	waitFor(b, "the viewer answering", 20*time.Second, func() bool { _, err := cl.Ping(ctx, time.Second); return err == nil })
 	var getDurs []time.Duration
 	for range 20 {
 		start := time.Now()
-		out, err := exec.Command(bin, "get", "sessions", "--state-dir", vdir, "-o", "name").Output()
+		out, err := cli("get", "sessions", "-o", "name").Output()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -241,7 +235,7 @@ func BenchmarkFleetPlacement(b *testing.B) {
 	// h0 gives the lead up; the viewer takes it, and holds its pool,
 	// its listener and the lock within postgres.MaxConns.
 	leaders[0].Close()
-	waitFor(b, "the viewer leading", 20*time.Second, func() bool {
+	herdtest.WaitFor(b, "the viewer leading", 20*time.Second, func() bool {
 		var hv []api.HostView
 		if err := cl.Do(ctx, "GET", "/v1/hosts", nil, nil, &hv); err != nil {
 			return false
@@ -256,7 +250,7 @@ func BenchmarkFleetPlacement(b *testing.B) {
 	peak := 0
 	var wg sync.WaitGroup
 	for range 20 {
-		wg.Go(func() { _ = exec.Command(bin, "get", "sessions", "--state-dir", vdir).Run() })
+		wg.Go(func() { _ = cli("get", "sessions").Run() })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -298,18 +292,6 @@ func serverConns(b *testing.B, dsn, app string) int {
 		b.Fatal(err)
 	}
 	return n
-}
-
-// waitFor polls cond until it holds, failing b after timeout.
-func waitFor(b *testing.B, what string, timeout time.Duration, cond func() bool) {
-	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func bytesCount(b []byte, c byte) int {

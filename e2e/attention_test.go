@@ -241,6 +241,10 @@ func TestBlockedNotifiedAfterReloadAndContinued(t *testing.T) {
 	if len(cont) != 1 {
 		t.Fatalf("expected one auto_continue event, got %+v", cont)
 	}
+	// The look comes at the reset (a timer set on it); the event is
+	// written once the text is typed, the pane has shown it (up to 2 s)
+	// and Enter is pressed: two injects through tmux into a race-built
+	// agent, each bounded by 5 s.
 	reset, err := time.Parse(time.RFC3339, cont[0].Data["reset_at"].(string))
 	if err != nil || cont[0].Time.Before(reset) || cont[0].Time.After(reset.Add(10*time.Second)) {
 		t.Errorf("expected continue typed at the reset %s, got %s (%v)", reset, cont[0].Time, err)

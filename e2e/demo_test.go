@@ -27,7 +27,7 @@ func TestDemo(t *testing.T) {
 
 func testDemo(t *testing.T, args ...string) {
 	cmd := exec.Command(bin, append([]string{"demo"}, args...)...)
-	cmd.Env = append(os.Environ(), "HERD_STATE_DIR="+t.TempDir(), "HERD_CONFIG=", "GORACE=atexit_sleep_ms=0")
+	cmd.Env = demoEnv(t)
 	b, err := cmd.CombinedOutput()
 	out := string(b)
 	if err != nil {

@@ -364,7 +364,7 @@ func TestFleetCommandsCrossHosts(t *testing.T) {
 // PostgreSQL and leaves no process of its own behind.
 func TestDemoFleet(t *testing.T) {
 	cmd := exec.Command(bin, "demo", "--fleet")
-	cmd.Env = append(os.Environ(), "HERD_STATE_DIR="+t.TempDir(), "HERD_CONFIG=", "GORACE=atexit_sleep_ms=0")
+	cmd.Env = demoEnv(t)
 	out, err := cmd.CombinedOutput()
 	if err != nil && strings.Contains(string(out), "needs PostgreSQL's initdb") {
 		testenv.Require(t, "PostgreSQL", string(out), testenv.InstallPostgres)
@@ -393,7 +393,7 @@ func TestDemoFleet(t *testing.T) {
 // every agent of the demo, that host's too (only its own daemon stops them).
 func TestDemoFleetInterrupted(t *testing.T) {
 	cmd := exec.Command(bin, "demo", "--fleet")
-	cmd.Env = append(os.Environ(), "HERD_STATE_DIR="+t.TempDir(), "HERD_CONFIG=", "GORACE=atexit_sleep_ms=0")
+	cmd.Env = demoEnv(t)
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/herdtest"
 	"herd/internal/testenv"
 )
 
@@ -39,14 +39,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: build herd:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := herdtest.CheckLeftovers(m.Run())
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// env is one test's herd installation: a state dir, a config, a daemon.
+// env is one test's herd installation: a sandbox (state dir, config,
+// private tmux socket) and its daemon.
 type env struct {
 	t        *testing.T
+	sb       *herdtest.Sandbox
 	dir      string
 	socket   string
 	tmuxSock string
@@ -59,28 +61,22 @@ type env struct {
 }
 
 // newEnv writes config (the [restart], [probe] ... sections; a private
-// tmux socket is added) into a fresh state dir.
+// tmux socket is added) into a fresh sandbox.
 func newEnv(t *testing.T, config string) *env {
 	t.Helper()
-	dir := t.TempDir()
+	if !strings.Contains(config, "[probe]") {
+		config += "\n[probe]\ninterval = \"200ms\"\ntimeout = \"1s\"\n"
+	}
+	sb := herdtest.New(t, config)
 	e := &env{
-		t: t, dir: dir, socket: filepath.Join(dir, "herd.sock"),
-		tmuxSock: fmt.Sprintf("herd-e2e-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9),
-		bootFile: filepath.Join(dir, "boot_id"), logPath: filepath.Join(dir, "daemon.log"),
+		t: t, sb: sb, dir: sb.Dir, socket: sb.Socket, tmuxSock: sb.Tmux,
+		bootFile: filepath.Join(sb.Dir, "boot_id"), logPath: sb.Log,
 	}
 	real, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.setBootID(strings.TrimSpace(string(real)))
-	cfg := fmt.Sprintf("[tmux]\nsocket = %q\n%s\n", e.tmuxSock, config)
-	if !strings.Contains(config, "[probe]") {
-		cfg += "[probe]\ninterval = \"200ms\"\ntimeout = \"1s\"\n"
-	}
-	if err := os.WriteFile(filepath.Join(dir, "herd.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.cleanup)
 	return e
 }
 
@@ -90,33 +86,29 @@ func (e *env) setBootID(id string) {
 	}
 }
 
-func (e *env) environ() []string {
-	// The binary is built with -race: no exit delay, and a race found in
-	// the daemon is written to its log, where cleanup fails the test.
-	env := append(os.Environ(), "HERD_STATE_DIR="+e.dir, "HERD_BOOT_ID_FILE="+e.bootFile, "HERD_CONFIG=",
-		"GORACE=atexit_sleep_ms=0 halt_on_error=0")
-	return append(env, e.extraEnv...)
+// expectErrors declares the daemon's ERROR lines this test causes on
+// purpose: lines matching one of the regexps do not fail it.
+func (e *env) expectErrors(patterns ...string) { e.sb.ExpectErrors(patterns...) }
+
+// environ is the environment of the daemon and of every CLI call.
+func (e *env) environ() []string { return e.sb.Environ(e.extra()...) }
+
+// extra is what the environment adds to the sandbox's.
+func (e *env) extra() []string {
+	return append([]string{"HERD_BOOT_ID_FILE=" + e.bootFile}, e.extraEnv...)
 }
 
 // start runs `herd daemon` and waits until it answers.
 func (e *env) start() {
 	e.t.Helper()
-	log, err := os.OpenFile(e.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "daemon")
-	cmd.Env = e.environ()
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	log.Close()
-	e.daemon = cmd
-	e.waitFor("daemon answers", 10*time.Second, func() bool {
-		_, err := api.NewClient(e.socket).Ping(context.Background(), time.Second)
-		return err == nil
-	})
+	e.daemon = e.sb.Daemon(bin, e.extra())
+}
+
+// startDaemon starts one more `herd daemon` beside any other, without
+// waiting for it; its output goes to the log the cleanup checks.
+func (e *env) startDaemon() *exec.Cmd {
+	e.t.Helper()
+	return e.sb.StartDaemon(bin, e.extra())
 }
 
 // kill stops the daemon with sig and waits for it.
@@ -128,23 +120,6 @@ func (e *env) kill(sig syscall.Signal) {
 	e.daemon.Process.Signal(sig)
 	e.daemon.Wait()
 	e.daemon = nil
-}
-
-// cleanup stops the daemon and kills every agent of this environment:
-// the processes whose environment names this state dir's socket.
-func (e *env) cleanup() {
-	e.kill(syscall.SIGKILL)
-	exec.Command("tmux", "-L", e.tmuxSock, "kill-server").Run()
-	for _, pid := range e.agentPIDs() {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	b, _ := os.ReadFile(e.logPath)
-	if bytes.Contains(b, []byte("DATA RACE")) {
-		e.t.Errorf("the daemon reported a data race")
-	}
-	if e.t.Failed() {
-		e.t.Logf("daemon log:\n%s", b)
-	}
 }
 
 // agentPIDs lists live processes started for this environment.
@@ -163,6 +138,15 @@ func (e *env) agentPIDs() []int {
 		}
 	}
 	return out
+}
+
+// demoEnv is the environment of a `herd demo`, which makes its own
+// daemons on private sockets: the caller's without its herd and tmux
+// variables, a temp state dir, and the run's marker, so that whatever the
+// demo leaves behind is found at the end of the run.
+func demoEnv(t *testing.T) []string {
+	return append(herdtest.Scrub(os.Environ()), "HERD_STATE_DIR="+t.TempDir(), "HERD_CONFIG=",
+		herdtest.EnvSandbox+"="+herdtest.Run+"/demo", "GORACE=atexit_sleep_ms=0")
 }
 
 // herd runs the CLI and returns stdout, stderr and the exit code.
@@ -240,22 +224,10 @@ func (e *env) events(args ...string) []herd.Event {
 	return events
 }
 
-// minWait is the least any wait allows: the binary is race-built, and a
-// busy CI machine can take seconds for what takes milliseconds here. A
-// longer wait costs time only when a test fails.
-const minWait = 15 * time.Second
-
-// waitFor polls cond until it holds or the timeout (at least minWait) passes.
+// waitFor polls cond until it holds, failing the test after timeout.
 func (e *env) waitFor(what string, timeout time.Duration, cond func() bool) {
 	e.t.Helper()
-	timeout = max(timeout, minWait)
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	herdtest.WaitFor(e.t, what, timeout, cond)
 }
 
 // waitState waits until session name is in state st and returns it.

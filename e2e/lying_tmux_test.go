@@ -100,8 +100,14 @@ func testLyingRuntimeNeverGetsAStrangerKilled(t *testing.T, transport string) {
 	f.warmControl(e)
 	f.lieTo(t, lie, canary.Process.Pid)
 	e.must("run", "liar", "--", "sleep", "300")
-	e.waitFor("liar-0 recorded", 10*time.Second, func() bool { _, ok := e.session("liar-0"); return ok })
-	time.Sleep(time.Second) // a few probe rounds
+	// The lie told and a probe round over it: before, a stop would only
+	// meet a launch not yet answered (pid 0), and the test would prove
+	// nothing. Well within the launch's grace (10 s), after which the
+	// marked agent is adopted.
+	e.waitFor("liar-0 recorded with the stranger's pid and probed", 5*time.Second, func() bool {
+		v, ok := e.session("liar-0")
+		return ok && v.PID == canary.Process.Pid && v.Runtime == herd.Alive
+	})
 	_, stderr, code := e.herd("stop", "liar-0")
 	if code == 0 || !strings.Contains(stderr, "not signalled") {
 		t.Errorf("expected the stop refused, nothing signalled … got %d %q", code, stderr)

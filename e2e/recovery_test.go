@@ -157,22 +157,9 @@ func TestTwoDaemonsAfterReboot(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	e.setBootID("00000000-0000-4000-8000-000000000002")
-	var cmds []*exec.Cmd
 	for range 2 {
-		cmd := exec.Command(bin, "daemon")
-		cmd.Env = e.environ()
-		cmd.Stderr = nil
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
+		e.startDaemon() // the cleanup stops both
 	}
-	defer func() {
-		for _, c := range cmds {
-			c.Process.Kill()
-			c.Wait()
-		}
-	}()
 	e.waitFor("one of the daemons answers", 10*time.Second, func() bool {
 		_, err := api.NewClient(e.socket).Ping(context.Background(), time.Second)
 		return err == nil

@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/herdtest"
 )
 
 // The watchdog and hook tests: fast watchdog settings, exec agents.
@@ -295,15 +295,12 @@ func isSubsequence[T comparable](want, got []T) bool {
 // daemon away it spools the report, which the next daemon ingests.
 func TestE2EHookCommand(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "hk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	sb := herdtest.New(t, "")
+	dir := sb.Dir
 	hook := func(env []string, stdin string, args ...string) (stdout, stderr string) {
 		t.Helper()
 		cmd := exec.Command(bin, append([]string{"hook"}, args...)...)
-		cmd.Env = append(os.Environ(), env...)
+		cmd.Env = append(sb.Environ(), env...)
 		cmd.Stdin = strings.NewReader(stdin)
 		var o, e bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &o, &e
@@ -316,7 +313,7 @@ func TestE2EHookCommand(t *testing.T) {
 		}
 		return o.String(), e.String()
 	}
-	under := []string{herd.EnvSession + "=w-0", herd.EnvIncarnation + "=inc-1", herd.EnvSocket + "=" + filepath.Join(dir, "herd.sock")}
+	under := []string{herd.EnvSession + "=w-0", herd.EnvIncarnation + "=inc-1", herd.EnvSocket + "=" + sb.Socket}
 
 	if o, e := hook([]string{herd.EnvSession + "="}, `{"hook_event_name":"Stop"}`); o != "" || e != "" {
 		t.Errorf("[not under herd] expected silence, got %q %q", o, e)
@@ -334,7 +331,7 @@ func TestE2EHookCommand(t *testing.T) {
 	}
 	// A stdin that never closes does not hold the hook.
 	cmd := exec.Command(bin, "hook", "Stop")
-	cmd.Env = append(os.Environ(), under...)
+	cmd.Env = append(sb.Environ(), under...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -349,24 +346,11 @@ func TestE2EHookCommand(t *testing.T) {
 
 	// The daemon ingests the spool at start (the session is unknown to it,
 	// so the reports are dropped, but the file is consumed).
-	var log bytes.Buffer
-	d := exec.Command(bin, "daemon", "--state-dir", dir)
-	d.Stdout, d.Stderr = &log, &log
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { d.Process.Signal(syscall.SIGTERM); d.Wait() }()
-	deadline := time.Now().Add(e2eWait)
-	for {
+	sb.Daemon(bin, nil)
+	herdtest.WaitFor(t, "the spool consumed", 5*time.Second, func() bool {
 		left, _ := filepath.Glob(filepath.Join(dir, "activity", "*"))
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("[ingest] expected the spool consumed, left %v\n%s", left, log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(left) == 0
+	})
 }
 
 // TestE2EHooksInstall: install merges herd's entries beside the user's own

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/herdtest"
 	"herd/internal/proc"
 )
 
@@ -179,13 +180,7 @@ func cleanupMarked(t *testing.T, boot, marker string) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, what, limit, cond)
 }
 
 // bootID returns the current boot id or skips.

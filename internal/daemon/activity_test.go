@@ -16,7 +16,6 @@ import (
 
 	"herd"
 	"herd/internal/api"
-	"herd/internal/config"
 	"herd/internal/spool"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
@@ -47,9 +46,8 @@ func newWDEnvLog(t *testing.T, w io.Writer) *wdEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Daemon.Host = "wd-test"
-	cfg.Tmux.Binary = "/bin/false"
 	cfg.Watchdog.StallAfter = time.Minute
 	cfg.Watchdog.StallRepeat = time.Minute
 	logger := slog.New(slog.NewTextHandler(w, nil))
@@ -296,5 +294,24 @@ func TestEventsBadQuery(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/events?limit=2&after=0", nil))
 	if rec.Code != http.StatusOK {
 		t.Errorf("[good] expected 200 … got %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestHookReportSpooledAfterDelivery: regression — a hook whose answer came
+// after its time budget spooled the report the daemon had applied already,
+// and the copy was counted a second time. The copy is dropped; another
+// report of the same moment is not.
+func TestHookReportSpooledAfterDelivery(t *testing.T) {
+	e := newWDEnv(t)
+	e.report(t, "inc-1", time.Second, hook("PreToolUse", `"tool_name":"Bash"`))
+	if msg := e.reportFrom(t, "inc-1", time.Second, hook("PreToolUse", `"tool_name":"Bash"`), true); !strings.Contains(msg, "applied already") {
+		t.Errorf("[spooled copy] expected it dropped … got %q", msg)
+	}
+	if n := e.d.stalls.Summary("inc-1")["hook_events"]; n != 1 {
+		t.Errorf("[spooled copy] expected one hook counted … got %v", n)
+	}
+	e.reportFrom(t, "inc-1", 2*time.Second, hook("Stop"), true)
+	if n := e.d.stalls.Summary("inc-1")["hook_events"]; n != 2 {
+		t.Errorf("[another report] expected two hooks counted … got %v", n)
 	}
 }

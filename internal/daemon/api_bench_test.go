@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/config"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -54,7 +53,7 @@ func listSessions(b *testing.B, host string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := New(Options{StateDir: dir, Config: config.Default(), Store: st})
+	d, err := New(Options{StateDir: dir, Config: testConfig(), Store: st})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,7 +78,7 @@ func BenchmarkReadLive200(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	d, err := New(Options{StateDir: dir, Config: config.Default(), Store: st})
+	d, err := New(Options{StateDir: dir, Config: testConfig(), Store: st})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,10 +9,22 @@ import (
 
 	"herd"
 	"herd/internal/config"
+	"herd/internal/herdtest"
 	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
+
+// testConfig is the config of a test daemon: the defaults, but a private
+// tmux socket and a tmux binary that fails, so that a test daemon never
+// reaches the default socket, where a user's own herd runs. A test that
+// needs tmux names its own socket and binary.
+func testConfig() *config.Config {
+	cfg := config.Default()
+	cfg.Tmux.Socket = herdtest.Run + "-daemon"
+	cfg.Tmux.Binary = "/bin/false"
+	return cfg
+}
 
 // newTestDaemon returns a daemon over a fresh store, not running.
 func newTestDaemon(t *testing.T) *Daemon {
@@ -23,7 +35,7 @@ func newTestDaemon(t *testing.T) *Daemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Restart = herd.RestartPolicy{Policy: herd.PolicyAlways, InitialBackoff: time.Second, MaxBackoff: 8 * time.Second, ResetAfter: time.Hour, MaxRestarts: 2}
 	d, err := New(Options{StateDir: dir, Config: cfg, Store: st})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"herd/internal/api"
 	"herd/internal/attention"
 	"herd/internal/config"
+	"herd/internal/herdtest"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -39,10 +40,8 @@ type escEnv struct {
 // escConfig returns a config for a test daemon of dir: fast probes, a
 // private tmux socket, a tmux binary that fails (no tmux is needed).
 func escConfig() *config.Config {
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Daemon.Host = "esc-test"
-	cfg.Tmux.Socket = fmt.Sprintf("herd-esc-%d", os.Getpid())
-	cfg.Tmux.Binary = "/bin/false"
 	cfg.Probe.Interval = 100 * time.Millisecond
 	cfg.Probe.Timeout = time.Second
 	return cfg
@@ -128,13 +127,7 @@ func escPut(t *testing.T, st store.Store, fn func(tx store.Tx) error) {
 // escWait polls cond until it holds or the deadline passes.
 func escWait(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("[%s] expected within %s, it did not happen", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, "["+what+"]", timeout, cond)
 }
 
 func escSession(t *testing.T, st store.Store, name string) (s herd.Session, ok bool) {

@@ -20,6 +20,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/config"
+	"herd/internal/herdtest"
 	"herd/internal/reaper"
 	"herd/internal/runtime/tmux"
 	"herd/internal/store"
@@ -211,13 +212,7 @@ func (e *reapEnv) ctx() context.Context { return e.bg }
 // poll calls cond until it holds, failing the test at the deadline.
 func (e *reapEnv) poll(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(reapWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	herdtest.WaitFor(e.t, what, reapWait, cond)
 }
 
 // role declares a role and waits until its replicas run.

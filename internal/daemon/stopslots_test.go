@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/herdtest"
 	"herd/internal/slots"
 	"herd/internal/store"
 )
@@ -23,17 +24,13 @@ func TestBoundedStopOncePerSession(t *testing.T) {
 	go func() {
 		results <- d.slots.BoundedStop(context.Background(), slots.StopRequest{Name: "w-0", Reason: herd.ReasonRoleDeleted})
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for d.slots.StopSlotsHeld() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the first stop never took its slot")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, "the first stop taking its slot", 5*time.Second, func() bool { return d.slots.StopSlotsHeld() == 1 })
 	go func() {
 		results <- d.slots.BoundedStop(context.Background(), slots.StopRequest{Name: "w-0", Reason: herd.ReasonScaledDown})
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// The second stop waits for the first, without a slot; one that took
+	// a slot first (the regression) never gets here.
+	herdtest.WaitFor(t, "the second stop waiting for the first", 5*time.Second, func() bool { return d.slots.StopsWaiting() == 1 })
 	if n := d.slots.StopSlotsHeld(); n != 1 {
 		t.Errorf("expected one slot taken for one session, got %d", n)
 	}

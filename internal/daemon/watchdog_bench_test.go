@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/config"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -42,9 +41,8 @@ func benchTick(b *testing.B, stalled bool) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Daemon.Host = "bench"
-	cfg.Tmux.Binary = "/bin/false"
 	cfg.Watchdog.StallAfter = time.Hour
 	cfg.Watchdog.StallRepeat = time.Nanosecond
 	d, err := New(Options{StateDir: dir, Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/herdtest"
 	"herd/internal/store"
 	"herd/internal/store/pgtest"
 	"herd/internal/store/postgres"
@@ -35,13 +36,7 @@ func runLeader(t *testing.T, st store.Store, host string) (*Leader, func()) {
 // waitUntil polls cond until it holds or fails t after timeout.
 func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("expected %s within %v … it did not happen", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, what, timeout, cond)
 }
 
 // TestLeaderElection: three daemons' Leaders on one PostgreSQL: exactly

@@ -6,6 +6,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -140,7 +141,13 @@ func (p *Prober) Once(ctx context.Context) {
 	defer cancel()
 	all, live, err := p.st.Live(tickCtx)
 	if err != nil {
-		if ctx.Err() == nil { // a shutdown is no error
+		switch {
+		case ctx.Err() != nil: // a shutdown is no error
+		case errors.Is(err, context.DeadlineExceeded):
+			// A busy machine: the store did not answer within the
+			// round. Nothing is lost; the next round reads again.
+			p.o.Log.Warn("probe: round skipped: the store did not answer within the round", "interval", p.o.Interval, "err", err)
+		default:
 			p.o.Log.Error("probe: read store", "err", err)
 		}
 		return

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"herd/internal/herdtest"
 )
 
 // fakeProc is a fixture proc tree under a temporary directory.
@@ -144,13 +146,7 @@ func startCmd(t *testing.T, marker string, setpgid bool, name string, args ...st
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // isNoProcess reports whether err says the process is gone.

@@ -18,6 +18,7 @@ import (
 
 	"herd"
 	"herd/internal/agents"
+	"herd/internal/herdtest"
 )
 
 // TestMain lets the test binary act as the agent: with SIM_HELPER=1 it runs
@@ -115,13 +116,7 @@ func (p *proc) line(t *testing.T) string {
 // poll calls cond until it holds or the deadline passes.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, what, waitLimit, cond)
 }
 
 func TestExitCodeAndStream(t *testing.T) {

@@ -105,6 +105,8 @@ func (sl *Slots) claimStop(name string) (release func(), underWay <-chan struct{
 func (sl *Slots) BoundedStop(ctx context.Context, req StopRequest) error {
 	release, underWay := sl.claimStop(req.Name)
 	if underWay != nil {
+		sl.stopsWaiting.Add(1)
+		defer sl.stopsWaiting.Add(-1)
 		<-underWay
 		return ErrAlreadyStopped
 	}
@@ -152,3 +154,7 @@ func (sl *Slots) readAll(ctx context.Context) (roles []herd.Role, sessions []her
 
 // StopSlotsHeld is the number of bounded stops running now.
 func (sl *Slots) StopSlotsHeld() int { return len(sl.stopSlots) }
+
+// StopsWaiting is the number of bounded stops waiting, without a slot, for
+// another stop of the same session to end.
+func (sl *Slots) StopsWaiting() int { return int(sl.stopsWaiting.Load()) }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"herd"
@@ -69,6 +70,9 @@ type Slots struct {
 	// stopSlots bounds the stops that run side by side (a scale-down of a
 	// large role, a role deletion).
 	stopSlots chan struct{}
+	// stopsWaiting counts the bounded stops waiting, without a slot, for
+	// another stop of the same session.
+	stopsWaiting atomic.Int32
 	// defs are the [restart] defaults roles inherit (a reload changes them).
 	defs defaults
 	// left retries what stops left behind.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/herdtest"
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/runtime"
@@ -99,13 +100,7 @@ func newWaveEnv(t *testing.T, replicas int) (*Slots, *status.Manager, *gateRunti
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("expected %s within 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // TestReconcileLaunchesSideBySide: one round's launches run at most

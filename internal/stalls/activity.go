@@ -79,6 +79,13 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 	m.hookMu.Lock()
 	defer m.hookMu.Unlock()
 	m.mu.Lock()
+	// A report delivered once already (live, its answer late) comes
+	// again from the spool: it is dropped, neither counted nor applied.
+	key := hookKey{at: rep.At.UnixNano(), event: rep.Event}
+	if !rep.At.IsZero() && m.appliedLocked(key) {
+		m.mu.Unlock()
+		return fmt.Sprintf("%s: ignored: the report was applied already", s.Name), nil
+	}
 	prev := m.hook
 	// A spooled report older than the last one applied (spool files
 	// ingested late, or out of order) would turn a later Stop back into
@@ -92,6 +99,9 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 	// From the first hook on, hooks (not output) drive the activity axis.
 	m.hookSeen = true
 	m.hooks++
+	if stale && !rep.At.IsZero() {
+		m.noteAppliedLocked(key)
+	}
 	m.mu.Unlock()
 	if stale {
 		return fmt.Sprintf("%s: %s (a report older than the last applied; counted, not applied)", s.Name, prev.Activity), nil
@@ -127,6 +137,9 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 	}
 	m.mu.Lock()
 	m.hook = next
+	if !rep.At.IsZero() {
+		m.noteAppliedLocked(key)
+	}
 	if at.After(m.hookAt) {
 		m.hookAt = at
 	}

@@ -38,6 +38,10 @@ type incWatch struct {
 	// hookAt is the time of the hook that last moved hook: a report from
 	// before it (a spooled one ingested late) is counted, never applied.
 	hookAt time.Time
+	// applied are the reports applied lately, by their hook's time and
+	// event: a hook whose answer came after its time budget spools the
+	// report it delivered, and the copy must not count twice.
+	applied []hookKey
 	// lastActivity is the last output or real activity; longest is the
 	// longest gap between two of them.
 	lastActivity time.Time
@@ -159,4 +163,32 @@ func (m *incWatch) activityLocked() herd.Activity {
 		return herd.ActivityUnknown
 	}
 	return m.hook.Activity
+}
+
+// hookKey names one hook report: the time its hook took it, and its event.
+type hookKey struct {
+	at    int64
+	event string
+}
+
+// maxApplied bounds the reports remembered per incarnation: a spooled copy
+// comes within the spool's latency, a few reports later at most.
+const maxApplied = 64
+
+// appliedLocked reports whether the report named k was applied already.
+func (m *incWatch) appliedLocked(k hookKey) bool {
+	for _, a := range m.applied {
+		if a == k {
+			return true
+		}
+	}
+	return false
+}
+
+// noteAppliedLocked remembers the report named k as applied.
+func (m *incWatch) noteAppliedLocked(k hookKey) {
+	if len(m.applied) == maxApplied {
+		m.applied = m.applied[1:]
+	}
+	m.applied = append(m.applied, k)
 }

@@ -6,6 +6,7 @@ package stalls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -143,7 +144,13 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 	// fleet's tick copies nothing.
 	roleList, _, live, gen, changed, err := w.st.ListingSince(tickCtx, t.gen)
 	if err != nil {
-		if ctx.Err() == nil { // a shutdown is no error
+		switch {
+		case ctx.Err() != nil: // a shutdown is no error
+		case errors.Is(err, context.DeadlineExceeded):
+			// A busy machine: the store did not answer within the
+			// tick. Nothing is lost; the next tick reads again.
+			w.o.Log.Warn("watchdog: tick skipped: the store did not answer within the tick", "err", err)
+		default:
 			w.o.Log.Error("watchdog: read store", "err", err)
 		}
 		return

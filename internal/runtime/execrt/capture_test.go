@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"herd"
+	"herd/internal/herdtest"
 	"herd/internal/proc"
 )
 
@@ -62,13 +63,7 @@ func runLauncher(logDir string, argv []string) int {
 // poll calls cond until it returns true, failing the test after d.
 func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, what, d, cond)
 }
 
 // size is the size of path on disk, 0 when missing.

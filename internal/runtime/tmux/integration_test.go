@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"herd/internal/herdtest"
 	"herd/internal/testenv"
 )
 
@@ -56,13 +57,7 @@ func ctxT(t testing.TB) context.Context {
 // poll calls cond until it returns true, failing the test at the deadline.
 func poll(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	herdtest.WaitFor(t, what, waitTimeout, cond)
 }
 
 // findPane lists panes and returns the row of session name.

@@ -55,6 +55,9 @@ type env struct {
 	// extraEnv is added to the environment of the daemon and the CLI
 	// (later entries win, e.g. a PATH with fake programs first).
 	extraEnv []string
+	// autostart lets a CLI command start a daemon when none answers; off
+	// by default, so a test expecting no daemon never gets one.
+	autostart bool
 }
 
 // newEnv writes config (the [restart], [probe] ... sections; a private
@@ -94,6 +97,9 @@ func (e *env) environ() []string {
 	// the daemon is written to its log, where cleanup fails the test.
 	env := append(os.Environ(), "HERD_STATE_DIR="+e.dir, "HERD_BOOT_ID_FILE="+e.bootFile, "HERD_CONFIG=",
 		"GORACE=atexit_sleep_ms=0 halt_on_error=0")
+	if !e.autostart {
+		env = append(env, "HERD_NO_AUTOSTART=1")
+	}
 	return append(env, e.extraEnv...)
 }
 

@@ -28,6 +28,10 @@ func main() {
 	root := newRoot()
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "herd: "+err.Error())
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
 		os.Exit(1)
 	}
 }
@@ -57,6 +61,7 @@ Try it all with no setup: 'herd demo'.`,
 		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g), newCaptureCmd(), newCgexecCmd(), newWorktreeCmd(g),
 		newStartupCmd(g), newTopCmd(g),
 		newRestartCmd(g), newResetCmd(g), newSignalCmd(g), newRolloutCmd(g), newReloadCmd(g),
+		newWaitCmd(g),
 	)
 	return root
 }

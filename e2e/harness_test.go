@@ -139,6 +139,9 @@ func (e *env) kill(sig syscall.Signal) {
 // the processes whose environment names this state dir's socket.
 func (e *env) cleanup() {
 	e.kill(syscall.SIGKILL)
+	if h, err := api.NewClient(e.socket).Ping(context.Background(), time.Second); err == nil && h.PID > 0 {
+		syscall.Kill(h.PID, syscall.SIGKILL) // a daemon a command started
+	}
 	exec.Command("tmux", "-L", e.tmuxSock, "kill-server").Run()
 	for _, pid := range e.agentPIDs() {
 		syscall.Kill(pid, syscall.SIGKILL)

@@ -63,7 +63,7 @@ Try it all with no setup: 'herd demo'.`,
 		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g), newCaptureCmd(), newCgexecCmd(), newWorktreeCmd(g),
 		newStartupCmd(g), newTopCmd(g),
 		newRestartCmd(g), newResetCmd(g), newSignalCmd(g), newRolloutCmd(g), newReloadCmd(g),
-		newWaitCmd(g),
+		newWaitCmd(g), newMCPCmd(g),
 	)
 	return root
 }

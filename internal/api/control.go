@@ -75,3 +75,25 @@ type WaitResult struct {
 	// WaitedMS is how long the wait took, in milliseconds.
 	WaitedMS int64 `json:"waited_ms"`
 }
+
+// MCPPolicy is the reply of GET /v1/mcp: the daemon's [mcp] table, which
+// bounds what herd's MCP servers may touch.
+type MCPPolicy struct {
+	Roles []string `json:"roles"`
+	Verbs []string `json:"verbs"`
+}
+
+// MCPCall is the body of POST /v1/mcp/calls: one tool call of an MCP
+// server, recorded as an mcp_call event.
+type MCPCall struct {
+	// Session is the calling session; "" when the server runs outside
+	// herd's agents.
+	Session string   `json:"session"`
+	Tool    string   `json:"tool"`
+	Targets []string `json:"targets,omitempty"`
+	// Refused names the targets the guard rails refused, Why why.
+	Refused []string `json:"refused,omitempty"`
+	Why     string   `json:"why,omitempty"`
+	// Error is the call's failure after the guard rails let it through.
+	Error string `json:"error,omitempty"`
+}

@@ -32,6 +32,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
 	sv.handleVerbs(mux)
 	sv.handleControl(mux)
+	sv.handleMCP(mux)
 	sv.handleWorktrees(mux)
 	return mux
 }

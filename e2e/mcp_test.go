@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +125,75 @@ command = [%[1]s]
 	}
 	if refused != 3 || sent != 1 || len(evs) < 6 {
 		t.Errorf("expected every call an mcp_call event of lead-0 (3 refused, 1 send), got %d refused, %d sent of %d: %+v", refused, sent, len(evs), evs)
+	}
+}
+
+// TestMCPRoleKey: a role with mcp = true gets herd's MCP server at launch
+// without a file in its workdir: a Claude Code agent gets --mcp-config
+// naming a file in the state dir, and the server that file describes
+// answers as the session itself.
+func TestMCPRoleKey(t *testing.T) {
+	hasTmux(t)
+	fakes := t.TempDir()
+	work := t.TempDir()
+	argvFile := filepath.Join(t.TempDir(), "argv")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argvFile + "\nexec sleep 300\n"
+	if err := os.WriteFile(filepath.Join(fakes, "claude"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, fastRestart+fmt.Sprintf(`
+[[role]]
+name = "lead"
+command = [%q]
+workdir = %q
+manages = ["lead"]
+mcp = true
+`, filepath.Join(fakes, "claude"), work))
+	e.start()
+	e.waitState("lead-0", herd.StateRunning, 10*time.Second)
+	var argv []string
+	e.waitFor("the agent's argv", 10*time.Second, func() bool {
+		b, err := os.ReadFile(argvFile)
+		argv = strings.Split(strings.TrimSpace(string(b)), "\n")
+		return err == nil && len(argv) > 1
+	})
+	cfgPath := filepath.Join(e.dir, "mcp", "lead-0.json")
+	if len(argv) < 2 || argv[0] != "--mcp-config" || argv[1] != cfgPath {
+		t.Fatalf("expected --mcp-config %s first, got %q", cfgPath, argv)
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Errorf("expected nothing written into the workdir, found %v", entries)
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	b, err := os.ReadFile(cfgPath)
+	if err != nil || json.Unmarshal(b, &cfg) != nil || cfg.MCPServers["herd"].Command == "" {
+		t.Fatalf("expected an mcpServers.herd entry in %s, got %s %v", cfgPath, b, err)
+	}
+	srv := cfg.MCPServers["herd"]
+	cmd := exec.Command(srv.Command, srv.Args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "HERD_NO_AUTOSTART=1"}
+	for k, v := range srv.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "list_sessions", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"name":"lead-0"`) {
+		t.Fatalf("expected the configured server to list lead-0, got %+v %v", res, err)
+	}
+	evs := e.events("--kind", herd.EventMCPCall, "--session", "lead-0")
+	if len(evs) != 1 || evs[0].Data["tool"] != "list_sessions" {
+		t.Errorf("expected the call recorded as lead-0's, got %+v", evs)
 	}
 }

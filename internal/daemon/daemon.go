@@ -150,7 +150,7 @@ func New(o Options) (*Daemon, error) {
 		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
 		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
 		Defaults: cfg.Restart, Log: log, Contain: d.contain, EnterCommand: o.EnterCommand,
-		HostTimeout: cfg.Fleet.HostTimeout,
+		HostTimeout: cfg.Fleet.HostTimeout, MCPCommand: mcpCommand(),
 	})
 	d.placement = d.newPlacement(o.Store)
 	d.stalls = stalls.New(stalls.Options{
@@ -292,6 +292,15 @@ func CaptureCommand() []string {
 		return nil
 	}
 	return []string{exe, "capture"}
+}
+
+// mcpCommand is the argv of herd's MCP server: this binary's `mcp`.
+func mcpCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, "mcp"}
 }
 
 // containOptions are the cgroup options of the environment:

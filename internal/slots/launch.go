@@ -148,6 +148,10 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 			resumedConv = id
 		}
 	}
+	if startErr == nil && role.MCP {
+		startErr = s.withMCP(role, req.Name, &spec, data)
+		argv, inc.Argv = spec.Argv, spec.Argv
+	}
 	ses := prior
 	if !exists {
 		ses = herd.Session{Name: req.Name, Role: role.Name, Index: req.Index}

@@ -28,6 +28,8 @@ type Delivery struct {
 	Message string `json:"message,omitempty"`
 	// Error says why the text was refused.
 	Error string `json:"error,omitempty"`
+	// TookMS is how long the inject into this session took.
+	TookMS float64 `json:"took_ms"`
 }
 
 // InjectManyResult is the reply of POST /v1/inject.

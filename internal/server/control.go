@@ -56,8 +56,9 @@ func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
 	}
 	var mu sync.Mutex
 	loop.Each(injectFanOut, names, func(n string) {
+		t0 := time.Now()
 		res, err := sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: n, Text: req.Text, Enter: req.Enter, NoClear: req.NoClear})
-		d := api.Delivery{Session: n, Delivered: err == nil, Message: res.Message}
+		d := api.Delivery{Session: n, Delivered: err == nil, Message: res.Message, TookMS: float64(time.Since(t0).Microseconds()) / 1000}
 		if err != nil {
 			d.Error = err.Error()
 		}

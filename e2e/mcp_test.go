@@ -97,6 +97,15 @@ command = [%[1]s]
 		t.Errorf("[read_output since_mark] expected only what came after the mark, got %s", text)
 	}
 
+	screen, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "herd://sessions/worker-0/screen"})
+	if err != nil || !strings.Contains(screen.Contents[0].Text, "You said: hello from lead") {
+		t.Errorf("[screen resource] expected worker-0's screen, got %+v %v", screen, err)
+	}
+	log, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "herd://events"})
+	if err != nil || !strings.Contains(log.Contents[0].Text, `"kind":"spawned"`) {
+		t.Errorf("[events resource] expected the event log, got %+v %v", log, err)
+	}
+
 	_, text, isErr = call("send", map[string]any{"session": "review-0", "text": "not yours"})
 	if !isErr || !strings.Contains(text, "role lead manages [worker]") || !strings.Contains(text, `add "review" to its manages key`) {
 		t.Errorf("[send outside manages] expected a refusal saying what to do, got %q", text)
@@ -123,7 +132,7 @@ command = [%[1]s]
 			sent++
 		}
 	}
-	if refused != 3 || sent != 1 || len(evs) < 6 {
+	if refused != 3 || sent != 1 || len(evs) < 8 {
 		t.Errorf("expected every call an mcp_call event of lead-0 (3 refused, 1 send), got %d refused, %d sent of %d: %+v", refused, sent, len(evs), evs)
 	}
 }

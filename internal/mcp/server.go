@@ -56,6 +56,7 @@ func New(o Options) *Server {
 			"wait blocks until sessions reach a state (running, stopped, ...) or an activity (idle, working, waiting).",
 	})
 	s.addTools()
+	s.addResources()
 	return s
 }
 

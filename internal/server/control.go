@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"herd/internal/api"
+	"herd/internal/hosts"
 	"herd/internal/loop"
+	"herd/internal/store"
 	"herd/internal/targets"
 	"herd/internal/verbs"
 	"herd/internal/waitfor"
@@ -99,18 +102,62 @@ func (sv *Server) handleWait(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	src := waitfor.SourceFunc(sv.sessionViews)
-	res, err := waitfor.Wait(r.Context(), src, sv.waitChanges(), req.Targets, goal, timeout)
+	if _, err := targets.Check(req.Targets); err != nil {
+		fail(w, badf("wait: %v", err))
+		return
+	}
+	res, err := waitfor.Wait(r.Context(), waitfor.SourceFunc(sv.waitViews), sv.waitChanges(), req.Targets, goal, timeout)
 	switch {
 	case errors.Is(err, waitfor.ErrMissing):
 		reply(w, http.StatusNotFound, api.Error{Error: "wait: " + err.Error()})
 	case err != nil && r.Context().Err() != nil:
 		return // the caller is gone
 	case err != nil:
-		fail(w, badf("wait: %v", err))
+		fail(w, err)
 	default:
 		reply(w, http.StatusOK, res)
 	}
+}
+
+// waitViews is what a wait looks at, read at every look: this host's
+// sessions from the live set (memory), every other host's from the store
+// in one query, each as the fleet sees it (a stale host's live sessions
+// unknown). None of get sessions' markers: a wait judges state and
+// activity only.
+func (sv *Server) waitViews(ctx context.Context) ([]api.SessionView, error) {
+	var (
+		f      hosts.Fleet
+		others []store.SessionPID
+	)
+	err := sv.st.Store().View(ctx, func(tx store.Tx) (err error) {
+		if f, err = sv.fleet(tx); err != nil {
+			return err
+		}
+		others, err = tx.SessionsWithPIDsNotOnHost(sv.st.Host())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	local, _, err := sv.st.Live(ctx)
+	if err != nil {
+		return nil, err
+	}
+	moved := make(map[string]bool, len(others))
+	for _, o := range others {
+		moved[o.Session.Name] = true
+	}
+	views := make([]api.SessionView, 0, len(local)+len(others))
+	for _, s := range local {
+		if !moved[s.Name] { // moved to another host since the set was read: the store's row
+			views = append(views, baseView(s))
+		}
+	}
+	for _, o := range others {
+		s, _ := f.Mask(o.Session)
+		views = append(views, baseView(s))
+	}
+	return views, nil
 }
 
 // waitChanges is when a wait looks again: a poll of the listing until the

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -99,14 +100,16 @@ func TestWaitForState(t *testing.T) {
 	}
 
 	done := make(chan string, 1)
+	waiter := exec.Command(bin, "wait", "turn-0", "--for", "stopped", "--timeout", "30s")
+	waiter.Env = e.environ()
 	go func() {
-		out, errs, code := e.herd("wait", "turn-0", "--for", "stopped", "--timeout", "30s")
-		done <- strings.TrimSpace(out+errs) + " exit " + string(rune('0'+code))
+		out, err := waiter.CombinedOutput()
+		done <- fmt.Sprintf("%s exit %v", strings.TrimSpace(string(out)), err)
 	}()
 	e.must("stop", "turn-0")
 	select {
 	case got := <-done:
-		if !strings.Contains(got, "turn-0\treached\tstopped") || !strings.HasSuffix(got, "exit 0") {
+		if !strings.Contains(got, "turn-0\treached\tstopped") || !strings.HasSuffix(got, "exit <nil>") {
 			t.Errorf("[stopped] expected turn-0 reached, got %q", got)
 		}
 	case <-time.After(minWait):

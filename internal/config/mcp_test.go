@@ -39,3 +39,12 @@ mcp = true
 		}
 	}
 }
+
+func TestMCPReloadsLive(t *testing.T) {
+	a, b := Default(), Default()
+	b.MCP.Verbs = []string{"stop"}
+	ch := Changed(a, b)
+	if len(ch) != 1 || ch[0].Name != "mcp" || !ch[0].Live {
+		t.Errorf("expected [mcp] changed and applied live, got %+v", ch)
+	}
+}

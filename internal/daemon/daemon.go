@@ -183,7 +183,7 @@ func New(o Options) (*Daemon, error) {
 	})
 	d.server = server.New(server.Options{
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Attention: d.attention,
-		Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
+		Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Version: o.Version, BootID: boot,
 		Reload: d.Reload, Verbs: d.verbs,
 	})
 	d.commands = commands.NewRunner(d.status.Store(), host, d.verbs.Execute, commands.PollEvery, log)

@@ -21,7 +21,11 @@ func (sv *Server) handleMCP(mux *http.ServeMux) {
 
 func (sv *Server) handleMCPPolicy(w http.ResponseWriter, r *http.Request) {
 	p := api.MCPPolicy{Roles: []string{}, Verbs: []string{}}
-	if c := sv.o.Config; c != nil {
+	c := sv.o.Config
+	if sv.o.Live != nil {
+		c = sv.o.Live.Load()
+	}
+	if c != nil {
 		p.Roles = append(p.Roles, c.MCP.Roles...)
 		p.Verbs = append(p.Verbs, c.MCP.Verbs...)
 	}

@@ -126,7 +126,7 @@ func BenchmarkControl(b *testing.B) {
 			changed := time.Now()
 			woke := <-done
 			wake = append(wake, max(0, woke.Sub(changed)))
-			goal, from = from, goal
+			goal = from
 		}
 		b.ReportMetric(ms(pct(wake, 50)), "wake-p50-ms")
 		b.ReportMetric(ms(pct(wake, 99)), "wake-p99-ms")

@@ -28,6 +28,13 @@ func (s *Slots) withMCP(role herd.Role, name string, spec *runtime.Spec, data ma
 		data["mcp"] = "not supported for agent " + role.Agent
 		return nil
 	}
+	for k := range l.Env {
+		if _, ok := role.Env[k]; ok {
+			// The role's own settings file wins: herd's server is left out.
+			data["mcp"] = "left out: the role's env sets " + k
+			return nil
+		}
+	}
 	if l.File != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("mcp config: %w", err)

@@ -132,6 +132,11 @@ const (
 	// EventOutdated records that a session's agent binary was replaced on
 	// disk while it ran (reason binary_updated): it shows OUTDATED.
 	EventOutdated = "outdated"
+
+	// EventMCPCall records one tool call of herd's MCP server: the
+	// calling session, the tool, its targets, and a refusal's reason
+	// (reason mcp_refused).
+	EventMCPCall = "mcp_call"
 )
 
 // EventKinds lists the event kinds, in the order of PRODUCT.md.
@@ -142,6 +147,7 @@ var EventKinds = []string{
 	EventReaped, EventStopped, EventResumed, EventRecovered,
 	EventEscalated, EventActivity, EventProbeUnknown, EventSummary,
 	EventNotified, EventRollout, EventWorktree, EventLeftover, EventOutdated,
+	EventMCPCall,
 }
 
 // Reasons: short machine words carried by events and exits.
@@ -214,6 +220,11 @@ type Role struct {
 	// time gets "continue" typed in at that time; nil is the default,
 	// true (see ContinuesAfterReset).
 	AutoContinue *bool `json:"auto_continue,omitempty"`
+	// Manages lists the roles whose sessions this role's agents may type
+	// into and wait on through herd's MCP server.
+	Manages []string `json:"manages,omitempty"`
+	// MCP: the role's agents get herd's MCP server at launch.
+	MCP bool `json:"mcp,omitempty"`
 	// Host is the host whose daemon declared the role: its sessions run
 	// there, and only that daemon reconciles it. Empty (a role recorded
 	// before hosts were kept): every daemon reconciles it.

@@ -58,6 +58,9 @@ type env struct {
 	// extraEnv is added to the environment of the daemon and the CLI
 	// (later entries win, e.g. a PATH with fake programs first).
 	extraEnv []string
+	// autostart lets a CLI command start a daemon when none answers; off
+	// by default, so a test expecting no daemon never gets one.
+	autostart bool
 }
 
 // newEnv writes config (the [restart], [probe] ... sections; a private
@@ -95,7 +98,11 @@ func (e *env) environ() []string { return e.sb.Environ(e.extra()...) }
 
 // extra is what the environment adds to the sandbox's.
 func (e *env) extra() []string {
-	return append([]string{"HERD_BOOT_ID_FILE=" + e.bootFile}, e.extraEnv...)
+	env := []string{"HERD_BOOT_ID_FILE=" + e.bootFile}
+	if !e.autostart {
+		env = append(env, "HERD_NO_AUTOSTART=1")
+	}
+	return append(env, e.extraEnv...)
 }
 
 // start runs `herd daemon` and waits until it answers.

@@ -37,10 +37,13 @@ func completeFirstSession(g *globals) cobra.CompletionFunc {
 
 func completeNames[T any](g *globals, path string, names func([]T) []string) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		// A tab press never starts a daemon.
+		quiet := *g
+		quiet.noAutostart = true
 		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 		defer cancel()
 		var raw []T
-		if err := getJSON(ctx, g, path, &raw); err != nil {
+		if err := getJSON(ctx, &quiet, path, &raw); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		var out []cobra.Completion

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"herd/internal/api"
+	"herd/internal/targets"
 )
 
 // maxInjectText bounds the text of one inject. The daemon reads at most
@@ -14,9 +16,10 @@ import (
 const maxInjectText = 1 << 20
 
 func newInjectCmd(g *globals) *cobra.Command {
-	var noEnter, noClear, fromStdin bool
+	var noEnter, noClear, fromStdin, all bool
+	var role, sel string
 	cmd := &cobra.Command{
-		Use:   "inject [--no-enter] [--no-clear] NAME TEXT | inject --stdin [--no-enter] [--no-clear] NAME",
+		Use:   "inject [--no-enter] [--no-clear] NAME TEXT | inject --stdin [--no-enter] [--no-clear] NAME | inject --role R|--all|-l SELECTOR TEXT",
 		Short: "Type TEXT into the agent (literal; text starting with - is safe; large text works)",
 		Long: `Type TEXT into a live tmux session's agent, literally, then press Enter.
 
@@ -32,15 +35,27 @@ understood right after TEXT. TEXT is one argument: quote it.
 
 --stdin reads the text from stdin instead (up to 1 MiB; one trailing newline
 is dropped, Enter is pressed unless --no-enter), for text too large for the
-command line or kept in a file.`,
+command line or kept in a file.
+
+--role R, --all and -l SELECTOR type TEXT into many sessions (--role and -l
+narrow together): each is reported on a line of its own, delivered or
+refused and why (not live, not a tmux session). The exit is non-zero when
+any was refused.`,
 		Example: `  herd inject worker-0 "run the tests"
   herd inject worker-0 "-v: verbose, please"
   herd inject --no-enter worker-0 "draft, not sent"
   herd inject --no-clear worker-0 " and one more thing"
-  herd inject --stdin worker-0 < prompt.md`,
+  herd inject --stdin worker-0 < prompt.md
+  herd inject --role worker "commit and push"
+  herd inject -l role=worker,activity=idle "next task, please"
+  herd inject --all --stdin < notice.md`,
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeFirstSession(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if all || role != "" || sel != "" {
+				t := api.Targets{Role: role, All: all, Selector: sel}
+				return injectMany(cmd, g, t, args, fromStdin, !noEnter, noClear)
+			}
 			var name, text string
 			trailingNoEnter := false
 			if fromStdin {
@@ -75,6 +90,9 @@ command line or kept in a file.`,
 	cmd.Flags().BoolVar(&noEnter, "no-enter", false, "type the text without pressing Enter (default: press Enter)")
 	cmd.Flags().BoolVar(&noClear, "no-clear", false, "keep what is on the agent's input line (default: empty it first, for Claude, Codex and Gemini)")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the text from stdin (up to 1 MiB) instead of TEXT")
+	cmd.Flags().StringVar(&role, "role", "", "type into every session of this role")
+	cmd.Flags().BoolVar(&all, "all", false, "type into every session")
+	cmd.Flags().StringVarP(&sel, "selector", "l", "", "type into the sessions matching key=value[,key!=value...], keys: "+strings.Join(targets.LabelKeys, ", "))
 	return cmd
 }
 
@@ -110,4 +128,59 @@ func readInjectText(r io.Reader) (string, error) {
 		s = strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
 	}
 	return s, nil
+}
+
+// injectMany types text into every session t names and prints each
+// outcome; any refusal makes the exit non-zero.
+func injectMany(cmd *cobra.Command, g *globals, t api.Targets, args []string, fromStdin, enter, noClear bool) error {
+	var text string
+	switch {
+	case fromStdin && len(args) != 0:
+		return fmt.Errorf("inject --stdin: want no TEXT argument with --role/--all/-l (the text comes from stdin), got %d", len(args))
+	case fromStdin:
+		var err error
+		if text, err = readInjectText(cmd.InOrStdin()); err != nil {
+			return err
+		}
+	case len(args) == 2 && args[1] == "--no-enter":
+		text, enter = args[0], false
+	case len(args) != 1:
+		return fmt.Errorf("inject: with --role, --all or -l, want one TEXT argument (no NAME), got %d", len(args))
+	default:
+		text = args[0]
+	}
+	if t.Role != "" {
+		if err := checkRole("inject: --role", t.Role); err != nil {
+			return err
+		}
+	}
+	if _, err := targets.Check(t); err != nil {
+		return fmt.Errorf("inject: %w", err)
+	}
+	if len(text) > maxInjectText {
+		return fmt.Errorf("inject: text is %d bytes, limit %d", len(text), maxInjectText)
+	}
+	var res api.InjectManyResult
+	req := api.InjectManyRequest{Targets: t, Text: text, Enter: enter, NoClear: noClear}
+	if err := g.do(cmd.Context(), http.MethodPost, "/v1/inject", nil, req, &res); err != nil {
+		return err
+	}
+	refused := 0
+	w := cmd.OutOrStdout()
+	for _, d := range res.Deliveries {
+		if d.Delivered {
+			fmt.Fprintf(w, "%s\tdelivered\n", d.Session)
+		} else {
+			refused++
+			fmt.Fprintf(w, "%s\trefused\t%s\n", d.Session, d.Error)
+		}
+	}
+	switch {
+	case len(res.Deliveries) == 0:
+		return fmt.Errorf("inject: %s names no session", targets.Describe(t))
+	case refused > 0:
+		return fmt.Errorf("inject: %d of %d session(s) refused the text", refused, len(res.Deliveries))
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), res.Message)
+	return nil
 }

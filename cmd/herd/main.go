@@ -20,6 +20,8 @@ import (
 type globals struct {
 	stateDir string
 	config   string
+	// noAutostart: this command never starts a daemon (completion).
+	noAutostart bool
 }
 
 func main() {
@@ -28,6 +30,10 @@ func main() {
 	root := newRoot()
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "herd: "+err.Error())
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
 		os.Exit(1)
 	}
 }
@@ -57,6 +63,7 @@ Try it all with no setup: 'herd demo'.`,
 		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g), newCaptureCmd(), newCgexecCmd(), newWorktreeCmd(g),
 		newStartupCmd(g), newTopCmd(g),
 		newRestartCmd(g), newResetCmd(g), newSignalCmd(g), newRolloutCmd(g), newReloadCmd(g),
+		newWaitCmd(g), newMCPCmd(g),
 	)
 	return root
 }
@@ -106,10 +113,14 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// client returns an API client for the daemon of the state directory.
+// client returns an API client for the daemon of the state directory,
+// starting the daemon first when none runs (see ensureDaemon).
 func (g *globals) client() (*api.Client, error) {
 	dir, err := g.dir()
 	if err != nil {
+		return nil, err
+	}
+	if err := g.ensureDaemon(dir); err != nil {
 		return nil, err
 	}
 	return api.NewClient(daemon.SocketPath(dir)), nil
@@ -123,6 +134,9 @@ func explain(err error, g *globals) error {
 		hint := "herd daemon"
 		if g.stateDir != "" {
 			hint += " --state-dir " + dir
+		}
+		if autostartOff() {
+			return fmt.Errorf("no herd daemon is running for %s; start one with '%s' (%s=%s)", dir, hint, envNoAutostart, os.Getenv(envNoAutostart))
 		}
 		return fmt.Errorf("no herd daemon is running for %s; start one with '%s'", dir, hint)
 	}

@@ -218,6 +218,7 @@ func (b *builder) build(f *fileConfig) *Config {
 
 	b.notify(c, f.Notify)
 	b.fleet(c, f.Fleet)
+	b.mcp(c, f.MCP)
 
 	c.Roles = b.roles(f.Role, c.Restart)
 	return c
@@ -309,6 +310,7 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 		set(&r.AgentProcess, f.AgentProcess)
 		setupOK, includeOK, memOK := b.roleContainment(&r, f, report)
 		hostsOK := rolePlacement(&r, f, report)
+		roleControl(&r, f, report)
 
 		var written map[string]bool
 		r.Restart, written = b.restart(defaults, f.Restart, func(p problem) {

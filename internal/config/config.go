@@ -34,6 +34,7 @@ type Config struct {
 	Notify     Notify
 	Metrics    Metrics
 	Fleet      Fleet
+	MCP        MCP
 	// Roles are fully resolved: defaults filled, each role's restart table
 	// merged over [restart], workdir expanded to an absolute path.
 	Roles []herd.Role

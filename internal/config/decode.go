@@ -26,6 +26,7 @@ type fileConfig struct {
 	Notify     fileNotify     `toml:"notify"`
 	Metrics    fileMetrics    `toml:"metrics"`
 	Fleet      fileFleet      `toml:"fleet"`
+	MCP        fileMCP        `toml:"mcp"`
 	Role       []fileRole     `toml:"role"`
 }
 
@@ -109,6 +110,9 @@ type fileRole struct {
 	Hosts    any   `toml:"hosts"`
 	Spread   *bool `toml:"spread"`
 	Failover *bool `toml:"failover"`
+
+	Manages any   `toml:"manages"`
+	MCP     *bool `toml:"mcp"`
 }
 
 // decode strictly decodes data: unknown keys and mistyped values are errors.

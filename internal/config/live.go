@@ -1,6 +1,9 @@
 package config
 
-import "sync/atomic"
+import (
+	"slices"
+	"sync/atomic"
+)
 
 // Live holds the daemon's current configuration: a reload swaps it whole,
 // and every reader sees one consistent Config.
@@ -43,6 +46,9 @@ var Sections = []Section{
 	{Name: "escalation", Live: true, equal: func(a, b *Config) bool { return equalEscalation(a.Escalation, b.Escalation) }},
 	{Name: "notify", Live: true, equal: func(a, b *Config) bool { return a.Notify.Equal(b.Notify) }},
 	{Name: "metrics", Why: "the metrics listener is opened at start", equal: func(a, b *Config) bool { return a.Metrics == b.Metrics }},
+	{Name: "mcp", Live: true, equal: func(a, b *Config) bool {
+		return slices.Equal(a.MCP.Roles, b.MCP.Roles) && slices.Equal(a.MCP.Verbs, b.MCP.Verbs)
+	}},
 }
 
 func equalEscalation(a, b Escalation) bool {

@@ -149,7 +149,7 @@ func New(o Options) (*Daemon, error) {
 		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
 		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
 		Defaults: cfg.Restart, Log: log, Contain: d.contain, EnterCommand: o.EnterCommand,
-		HostTimeout: cfg.Fleet.HostTimeout,
+		HostTimeout: cfg.Fleet.HostTimeout, MCPCommand: mcpCommand(),
 	})
 	d.placement = d.newPlacement(o.Store)
 	d.stalls = stalls.New(stalls.Options{
@@ -175,7 +175,7 @@ func New(o Options) (*Daemon, error) {
 	})
 	d.server = server.New(server.Options{
 		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Attention: d.attention,
-		Tmux: d.tmux, Exec: d.exec, Config: cfg, Version: o.Version, BootID: boot,
+		Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Version: o.Version, BootID: boot,
 		Reload: d.Reload, Verbs: d.verbs,
 	})
 	d.commands = commands.NewRunner(d.status.Store(), host, d.verbs.Execute, commands.PollEvery, log)
@@ -278,6 +278,15 @@ func CaptureCommand() []string {
 		return nil
 	}
 	return []string{exe, "capture"}
+}
+
+// mcpCommand is the argv of herd's MCP server: this binary's `mcp`.
+func mcpCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, "mcp"}
 }
 
 // containOptions are the cgroup options of the environment:

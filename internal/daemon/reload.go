@@ -48,6 +48,8 @@ func (d *Daemon) Reload(ctx context.Context) (api.ReloadResult, error) {
 			merged.Escalation = next.Escalation
 		case "notify":
 			merged.Notify = next.Notify
+		case "mcp":
+			merged.MCP = next.MCP
 		}
 	}
 	merged.Roles = next.Roles

@@ -30,8 +30,10 @@ type Options struct {
 	Tmux      runtime.Runtime
 	Exec      *execrt.Runtime
 	Config    *config.Config
-	Version   string
-	BootID    string
+	// Live is the config as reloaded ([mcp] is read from it); nil: Config.
+	Live    *config.Live
+	Version string
+	BootID  string
 	// Reload reads the daemon's config file again (POST /v1/reload).
 	Reload func(ctx context.Context) (api.ReloadResult, error)
 	// Verbs carries out every verb the API serves.

@@ -31,6 +31,8 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/events", sv.handleEvents)
 	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
 	sv.handleVerbs(mux)
+	sv.handleControl(mux)
+	sv.handleMCP(mux)
 	sv.handleWorktrees(mux)
 	return mux
 }

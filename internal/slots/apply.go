@@ -184,6 +184,8 @@ func diffRole(old, ro herd.Role, exists bool) RoleChange {
 	field("restart_on_update", old.RestartOnUpdate, ro.RestartOnUpdate)
 	field("resume_on_crash", old.ResumesOnCrash(), ro.ResumesOnCrash())
 	field("auto_continue", old.ContinuesAfterReset(), ro.ContinuesAfterReset())
+	field("manages", old.Manages, ro.Manages)
+	field("mcp", old.MCP, ro.MCP)
 	if !slices.Equal(old.Hosts, ro.Hosts) || old.Spread != ro.Spread || old.Failover != ro.Failover {
 		c.Changed = append(c.Changed, "placement")
 	}

@@ -147,6 +147,10 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 			resumedConv = id
 		}
 	}
+	if startErr == nil && role.MCP {
+		startErr = s.withMCP(role, req.Name, &spec, data)
+		argv, inc.Argv = spec.Argv, spec.Argv
+	}
 	rec := &status.Launch{Name: req.Name, Role: role.Name, Index: req.Index, Inc: inc, Kind: req.Kind, Reason: req.Reason, Data: data}
 	if exists {
 		rec.Prior = &prior

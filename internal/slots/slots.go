@@ -32,6 +32,9 @@ type Options struct {
 	BootID   string
 	// Socket is the daemon's API socket, passed to agents (HERD_SOCKET).
 	Socket string
+	// MCPCommand is the argv of herd's MCP server ([herd, "mcp"]), given
+	// to the agents of a role with mcp = true; nil gives none.
+	MCPCommand []string
 	// Grace is how long a stop waits after SIGTERM before SIGKILL.
 	Grace time.Duration
 	// Interval is the reconcile period.

@@ -173,6 +173,8 @@ type roleOptions struct {
 	Hosts           []string `json:"hosts,omitempty"`
 	Spread          bool     `json:"spread,omitempty"`
 	Failover        bool     `json:"failover,omitempty"`
+	Manages         []string `json:"manages,omitempty"`
+	MCP             bool     `json:"mcp,omitempty"`
 }
 
 func optionsOf(r herd.Role) roleOptions {
@@ -180,7 +182,7 @@ func optionsOf(r herd.Role) roleOptions {
 		Worktree: r.Worktree, WorktreeBase: r.WorktreeBase, WorktreeSetup: r.WorktreeSetup, WorktreeInclude: r.WorktreeInclude,
 		MemoryMax: r.MemoryMax, PidsMax: r.PidsMax, RestartOnUpdate: r.RestartOnUpdate, Host: r.Host,
 		ResumeOnCrash: r.ResumeOnCrash, AutoContinue: r.AutoContinue,
-		Hosts: r.Hosts, Spread: r.Spread, Failover: r.Failover,
+		Hosts: r.Hosts, Spread: r.Spread, Failover: r.Failover, Manages: r.Manages, MCP: r.MCP,
 	}
 }
 
@@ -189,6 +191,7 @@ func (o roleOptions) apply(r *herd.Role) {
 	r.MemoryMax, r.PidsMax, r.RestartOnUpdate, r.Host = o.MemoryMax, o.PidsMax, o.RestartOnUpdate, o.Host
 	r.ResumeOnCrash, r.AutoContinue = o.ResumeOnCrash, o.AutoContinue
 	r.Hosts, r.Spread, r.Failover = o.Hosts, o.Spread, o.Failover
+	r.Manages, r.MCP = o.Manages, o.MCP
 }
 
 var (

@@ -1,0 +1,49 @@
+package mcp
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecide(t *testing.T) {
+	lead := Policy{Caller: "lead-0", CallerRole: "lead", Manages: []string{"worker"}}
+	person := Policy{}
+	bounded := Policy{Roles: []string{"worker", "lead"}, Verbs: []string{"stop"}, Caller: "lead-0", CallerRole: "lead", Manages: []string{"worker", "db"}}
+	self := Policy{Caller: "lead-0", CallerRole: "lead", Manages: []string{"lead", "worker"}, Verbs: []string{"restart"}}
+	w0 := Target{Session: "worker-0", Role: "worker"}
+	r0 := Target{Session: "review-0", Role: "review"}
+	me := Target{Session: "lead-0", Role: "lead"}
+	cases := []struct {
+		name   string
+		p      Policy
+		tool   string
+		t      Target
+		allow  bool
+		reason string
+	}{
+		{"read anywhere", lead, "describe_session", r0, true, ""},
+		{"read own", lead, "read_output", me, true, ""},
+		{"send managed", lead, "send", w0, true, ""},
+		{"send unmanaged", lead, "send", r0, false, "role lead manages [worker]"},
+		{"wait unmanaged", lead, "wait", r0, false, `add "review" to its manages key`},
+		{"send self", lead, "send", me, false, "calling session itself"},
+		{"wait self is reading", self, "wait", me, true, ""},
+		{"stop without verbs", lead, "stop", w0, false, "[mcp] verbs does not list it"},
+		{"stop listed", bounded, "stop", w0, true, ""},
+		{"restart not listed", bounded, "restart", w0, false, "verbs = [stop]"},
+		{"outside [mcp] roles, even to read", bounded, "read_output", Target{Session: "db-0", Role: "db"}, false, "[mcp] roles = [worker, lead]"},
+		{"self allowed by manages", self, "restart", me, true, ""},
+		{"self send allowed by manages", self, "send", me, true, ""},
+		{"person sends anywhere", person, "send", r0, true, ""},
+		{"person still needs verbs", person, "scale", Target{Role: "worker"}, false, "[mcp] verbs"},
+		{"scale a managed role", Policy{Verbs: []string{"scale"}, Caller: "lead-0", CallerRole: "lead", Manages: []string{"worker"}}, "scale", Target{Role: "worker"}, true, ""},
+		{"run an unmanaged role", Policy{Verbs: []string{"run"}, Caller: "lead-0", CallerRole: "lead", Manages: []string{"worker"}}, "run", Target{Role: "other"}, false, "may not run role other"},
+		{"unknown tool", person, "delete_role", w0, false, "not a tool"},
+	}
+	for _, tc := range cases {
+		d := Decide(tc.p, tc.tool, tc.t)
+		if d.Allow != tc.allow || !strings.Contains(d.Why, tc.reason) {
+			t.Errorf("[%s] expected allow=%v with %q, got %v %q", tc.name, tc.allow, tc.reason, d.Allow, d.Why)
+		}
+	}
+}

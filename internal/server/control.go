@@ -1,0 +1,165 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"herd/internal/api"
+	"herd/internal/hosts"
+	"herd/internal/loop"
+	"herd/internal/store"
+	"herd/internal/targets"
+	"herd/internal/verbs"
+	"herd/internal/waitfor"
+)
+
+// injectFanOut bounds the injects of one broadcast carried out at once.
+const injectFanOut = 8
+
+// handleControl registers the verbs on many sessions: a broadcast inject
+// and wait.
+func (sv *Server) handleControl(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/inject", sv.handleInjectMany)
+	mux.HandleFunc("POST /v1/wait", sv.handleWait)
+}
+
+// handleInjectMany types text into every session the targets name, each
+// through the one inject verb (forwarded there for another host's
+// session), and reports each: delivered, or refused and why.
+func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
+	var req api.InjectManyRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&req); err != nil {
+		fail(w, badf("inject: bad request body: %v", err))
+		return
+	}
+	if _, err := targets.Check(req.Targets); err != nil {
+		fail(w, badf("inject: %v", err))
+		return
+	}
+	views, err := sv.sessionViews(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	names, missing, err := targets.Resolve(views, req.Targets, nil)
+	if err != nil {
+		fail(w, badf("inject: %v", err))
+		return
+	}
+	out := make([]api.Delivery, len(names))
+	idx := make(map[string]int, len(names))
+	for i, n := range names {
+		idx[n] = i
+	}
+	var mu sync.Mutex
+	loop.Each(injectFanOut, names, func(n string) {
+		t0 := time.Now()
+		res, err := sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: n, Text: req.Text, Enter: req.Enter, NoClear: req.NoClear})
+		d := api.Delivery{Session: n, Delivered: err == nil, Message: res.Message, TookMS: float64(time.Since(t0).Microseconds()) / 1000}
+		if err != nil {
+			d.Error = err.Error()
+		}
+		mu.Lock()
+		out[idx[n]] = d
+		mu.Unlock()
+	})
+	for _, n := range missing {
+		out = append(out, api.Delivery{Session: n, Error: fmt.Sprintf("session %s not found", n)})
+	}
+	delivered := 0
+	for _, d := range out {
+		if d.Delivered {
+			delivered++
+		}
+	}
+	msg := fmt.Sprintf("%d bytes sent to %d of %d session(s) (%s)", len(req.Text), delivered, len(out), targets.Describe(req.Targets))
+	reply(w, http.StatusOK, api.InjectManyResult{Message: msg, Deliveries: out})
+}
+
+// handleWait answers once the targets reached the goal or the timeout
+// passed (a result either way); the caller going away ends it.
+func (sv *Server) handleWait(w http.ResponseWriter, r *http.Request) {
+	var req api.WaitRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		fail(w, badf("wait: bad request body: %v", err))
+		return
+	}
+	goal, err := waitfor.ParseGoal(req.For)
+	if err != nil {
+		fail(w, badf("wait: %v", err))
+		return
+	}
+	timeout := 30 * time.Second
+	if req.Timeout != "" {
+		if timeout, err = time.ParseDuration(req.Timeout); err != nil || timeout < 0 || timeout > waitfor.MaxTimeout {
+			fail(w, badf("wait: timeout %q: want a duration from 0s to %s", req.Timeout, waitfor.MaxTimeout))
+			return
+		}
+	}
+	if _, err := targets.Check(req.Targets); err != nil {
+		fail(w, badf("wait: %v", err))
+		return
+	}
+	res, err := waitfor.Wait(r.Context(), waitfor.SourceFunc(sv.waitViews), sv.waitChanges(), req.Targets, goal, timeout)
+	switch {
+	case errors.Is(err, waitfor.ErrMissing):
+		reply(w, http.StatusNotFound, api.Error{Error: "wait: " + err.Error()})
+	case err != nil && r.Context().Err() != nil:
+		return // the caller is gone
+	case err != nil:
+		fail(w, err)
+	default:
+		reply(w, http.StatusOK, res)
+	}
+}
+
+// waitViews is what a wait looks at, read at every look: this host's
+// sessions from the live set (memory), every other host's from the store
+// in one query, each as the fleet sees it (a stale host's live sessions
+// unknown). None of get sessions' markers: a wait judges state and
+// activity only.
+func (sv *Server) waitViews(ctx context.Context) ([]api.SessionView, error) {
+	var (
+		f      hosts.Fleet
+		others []store.SessionPID
+	)
+	err := sv.st.Store().View(ctx, func(tx store.Tx) (err error) {
+		if f, err = sv.fleet(tx); err != nil {
+			return err
+		}
+		others, err = tx.SessionsWithPIDsNotOnHost(sv.st.Host())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	local, _, err := sv.st.Live(ctx)
+	if err != nil {
+		return nil, err
+	}
+	moved := make(map[string]bool, len(others))
+	for _, o := range others {
+		moved[o.Session.Name] = true
+	}
+	views := make([]api.SessionView, 0, len(local)+len(others))
+	for _, s := range local {
+		if !moved[s.Name] { // moved to another host since the set was read: the store's row
+			views = append(views, baseView(s))
+		}
+	}
+	for _, o := range others {
+		s, _ := f.Mask(o.Session)
+		views = append(views, baseView(s))
+	}
+	return views, nil
+}
+
+// waitChanges is when a wait looks again: a poll of the listing until the
+// status writer offers a change subscription.
+func (sv *Server) waitChanges() waitfor.Changes { return waitfor.Poll(waitfor.DefaultPoll) }

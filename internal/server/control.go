@@ -13,6 +13,7 @@ import (
 	"herd/internal/api"
 	"herd/internal/hosts"
 	"herd/internal/loop"
+	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/targets"
 	"herd/internal/verbs"
@@ -106,7 +107,10 @@ func (sv *Server) handleWait(w http.ResponseWriter, r *http.Request) {
 		fail(w, badf("wait: %v", err))
 		return
 	}
-	res, err := waitfor.Wait(r.Context(), waitfor.SourceFunc(sv.waitViews), sv.waitChanges(), req.Targets, goal, timeout)
+	changes, cancel := sv.st.Subscribe()
+	defer cancel()
+	wake := &waitfor.Notified[status.Change]{C: changes, Backstop: waitBackstop}
+	res, err := waitfor.Wait(r.Context(), waitfor.SourceFunc(sv.waitViews), wake, req.Targets, goal, timeout)
 	switch {
 	case errors.Is(err, waitfor.ErrMissing):
 		reply(w, http.StatusNotFound, api.Error{Error: "wait: " + err.Error()})
@@ -160,6 +164,7 @@ func (sv *Server) waitViews(ctx context.Context) ([]api.SessionView, error) {
 	return views, nil
 }
 
-// waitChanges is when a wait looks again: a poll of the listing until the
-// status writer offers a change subscription.
-func (sv *Server) waitChanges() waitfor.Changes { return waitfor.Poll(waitfor.DefaultPoll) }
+// waitBackstop is how often a wait looks without a change of this host's
+// sessions: the writer's subscription wakes it at once for those, other
+// hosts' rows are read again this often.
+const waitBackstop = 250 * time.Millisecond

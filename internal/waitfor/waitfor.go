@@ -130,8 +130,44 @@ type Changes interface {
 	Next(ctx context.Context) error
 }
 
-// Poll is Changes on a clock: look again every d. It stands in until the
-// status writer's change subscription can be listened to.
+// Notified is Changes from a subscription (the status writer's): look
+// again at each notification, or after Backstop without one — for what the
+// subscription does not carry, other hosts' rows.
+type Notified[T any] struct {
+	C        <-chan T
+	Backstop time.Duration
+}
+
+// Next returns at the next notification (the ones already queued are
+// taken with it: one look serves them all) or after Backstop.
+func (n *Notified[T]) Next(ctx context.Context) error {
+	t := time.NewTimer(n.Backstop)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	case _, ok := <-n.C:
+		if !ok {
+			n.C = nil // the subscription ended: the backstop alone from now on
+			return nil
+		}
+		for {
+			select {
+			case _, ok := <-n.C:
+				if !ok {
+					n.C = nil
+					return nil
+				}
+			default:
+				return nil
+			}
+		}
+	}
+}
+
+// Poll is Changes on a clock: look again every d.
 type Poll time.Duration
 
 // Next waits d.

@@ -139,3 +139,35 @@ func TestWait(t *testing.T) {
 		})
 	})
 }
+
+// TestNotified: a notification wakes a wait at once and takes the queued
+// ones with it; without one the backstop does; a subscription that ended
+// leaves the backstop, never a busy loop.
+func TestNotified(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := make(chan int, 4)
+		n := &Notified[int]{C: c, Backstop: time.Second}
+		start := time.Now()
+		c <- 1
+		c <- 2
+		c <- 3
+		if err := n.Next(t.Context()); err != nil || time.Since(start) != 0 {
+			t.Fatalf("[notified] expected an immediate wake … got %v after %s", err, time.Since(start))
+		}
+		if len(c) != 0 {
+			t.Errorf("[notified] expected the queued notifications taken … got %d left", len(c))
+		}
+		start = time.Now()
+		if err := n.Next(t.Context()); err != nil || time.Since(start) != time.Second {
+			t.Errorf("[quiet] expected the backstop after 1s … got %v after %s", err, time.Since(start))
+		}
+		close(c)
+		if err := n.Next(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		if err := n.Next(t.Context()); err != nil || time.Since(start) != time.Second {
+			t.Errorf("[closed] expected the backstop alone … got %v after %s", err, time.Since(start))
+		}
+	})
+}

@@ -40,10 +40,17 @@ func TestInjectLiteralAndLarge(t *testing.T) {
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()
-	out := filepath.Join(t.TempDir(), "typed")
-	// A raw terminal, as agents use: a cooked one keeps 4096 bytes a line.
-	e.must("run", "cat", "--", "sh", "-c", "stty raw -echo; cat > "+out)
+	dir := t.TempDir()
+	out, raw := filepath.Join(dir, "typed"), filepath.Join(dir, "raw")
+	// A raw terminal, as agents use: a cooked one keeps 4096 bytes a line
+	// (and turns the Enter into a newline). Text typed before stty ran
+	// would meet the cooked terminal: the agent says when it is raw.
+	e.must("run", "cat", "--", "sh", "-c", "stty raw -echo && : > "+raw+"; cat > "+out)
 	e.waitState("cat-0", herd.StateRunning, 10*time.Second)
+	e.waitFor("the agent's terminal raw", 10*time.Second, func() bool {
+		_, err := os.Stat(raw)
+		return err == nil
+	})
 	e.must("inject", "cat-0", "--", "--not-a-flag; $(rm -rf /) 'quoted'")
 	big := strings.Repeat("0123456789abcdef", 2500) // 40 KB
 	e.must("inject", "cat-0", big)

@@ -15,18 +15,33 @@ import (
 	"herd/internal/loop"
 	"herd/internal/proc"
 	"herd/internal/runtime"
-	"herd/internal/runtime/tmux"
 	"herd/internal/status"
 	"herd/internal/store"
 )
+
+// Tmux is the tmux runtime as the prober sees it: listings and a nudge,
+// nothing that launches or kills (*tmux.Runtime in the daemon).
+type Tmux interface {
+	// Observe lists every pane of the server with one call. A failed
+	// listing carries its error (never "no sessions"); no server running
+	// is a good listing with NoServer set.
+	Observe(ctx context.Context) runtime.Snapshot
+	// ObserveSession lists the panes of session name alone, for a death
+	// a pidfd proved; only that session may be decided from it.
+	ObserveSession(ctx context.Context, name string) runtime.Snapshot
+	// Nudge sends SIGCHLD to the server of the last good listing, which
+	// some tmux versions need to report a pane's process exit.
+	Nudge()
+}
 
 // Options configure a Prober.
 type Options struct {
 	Status *status.Manager
 	Proc   proc.FS
 	BootID string
-	// Tmux is the tmux runtime whose sessions are listed.
-	Tmux *tmux.Runtime
+	// Tmux is the tmux runtime whose sessions are listed; nil lists
+	// none.
+	Tmux Tmux
 	// Interval is the probe period (and each tick's deadline); Concurrency
 	// bounds the sessions decided at once.
 	Interval    time.Duration

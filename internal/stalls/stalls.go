@@ -17,25 +17,55 @@ import (
 	"herd/internal/config"
 	"herd/internal/diag"
 	"herd/internal/loop"
-	"herd/internal/prober"
 	"herd/internal/proc"
+	"herd/internal/runtime"
 	"herd/internal/runtime/execrt"
-	"herd/internal/runtime/tmux"
 	"herd/internal/slots"
 	"herd/internal/spool"
 	"herd/internal/status"
 	"herd/internal/watchdog"
 )
 
+// Listings gives the last tmux listing the prober took (*prober.Prober
+// in the daemon): the watchdog lists nothing itself.
+type Listings interface {
+	// Last returns the last good tmux snapshot (empty before the first):
+	// window_activity tells output times, and the agent's own pane is
+	// the one captured.
+	Last() runtime.Snapshot
+}
+
+// Screens captures tmux panes (*tmux.Runtime in the daemon).
+type Screens interface {
+	// CapturePane returns the visible text of pane paneID ("%3"); an
+	// error leaves the pane's memory as it was.
+	CapturePane(ctx context.Context, paneID string) ([]byte, error)
+}
+
+// Outputs locates the captured output of exec agents (*execrt.Runtime in
+// the daemon).
+type Outputs interface {
+	// Paths returns the stdout and stderr files of an incarnation.
+	Paths(session, incarnation string) (stdout, stderr string)
+	// Flushed returns a channel closed once every byte the agent of
+	// incarnation inc wrote is in its files; nil when there is nothing to
+	// wait for.
+	Flushed(inc string) <-chan struct{}
+	// LogCap is the size each output file is capped at.
+	LogCap() int64
+}
+
 // Options configure the watchdog.
 type Options struct {
 	Status *status.Manager
 	// Prober's last tmux listing tells output times and the agent's pane.
-	Prober *prober.Prober
+	Prober Listings
 	// Slots kills a stalled agent safe to kill.
 	Slots *slots.Slots
-	Tmux  *tmux.Runtime
-	Exec  *execrt.Runtime
+	// Tmux captures the panes of agents whose screen is read.
+	Tmux Screens
+	// Exec locates exec agents' output files.
+	Exec Outputs
 	// Config gives [watchdog] and [probe].
 	Config *config.Config
 	// Live, when set, is read instead of Config: a reload applies a new
@@ -307,10 +337,7 @@ func (w *Stalls) pollOutput(m *incWatch, now time.Time) (got bool) {
 		got = true
 		m.tracker.ObserveStderr(string(b), at)
 	}
-	capBytes := w.o.Exec.MaxLogBytes
-	if capBytes <= 0 {
-		capBytes = execrt.DefaultMaxLogBytes
-	}
+	capBytes := w.o.Exec.LogCap()
 	for _, f := range []struct {
 		t    *execrt.Tailer
 		line func([]byte, time.Time)

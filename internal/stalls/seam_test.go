@@ -2,6 +2,7 @@ package stalls
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -224,5 +225,43 @@ func TestScreenReadFromFakeCapture(t *testing.T) {
 				t.Errorf("[%s] expected no capture of a still window … got %d in all", c.name, n)
 			}
 		})
+	}
+}
+
+// BenchmarkTickIdle: one watchdog tick over 100 idle tmux agents whose
+// panes print nothing: the cost an idle fleet pays every second.
+func BenchmarkTickIdle(b *testing.B) {
+	t := &testing.T{}
+	sw := newSeamWatchdog(t, herd.AgentGeneric, herd.ActivityIdle)
+	var panes []tmux.Pane
+	err := sw.st.Store().Update(context.Background(), func(tx store.Tx) error {
+		for i := 1; i < 100; i++ {
+			name := fmt.Sprintf("w-%d", i)
+			inc := herd.Incarnation{ID: "inc-" + name, Session: name, Host: "h", RuntimeKind: herd.RuntimeTmux,
+				Root: herd.Identity{PID: 4000000 + i}, Identity: herd.Identity{PID: 4000000 + i, StartTime: 1}, StartedAt: sw.t0.UTC(),
+				Argv: []string{"claude", "--model", "opus"}, Workdir: "/src/app"}
+			if err := tx.PutIncarnation(inc); err != nil {
+				return err
+			}
+			if err := tx.PutSession(herd.Session{Name: name, Role: "w", Host: "h", RuntimeKind: herd.RuntimeTmux, State: herd.StateRunning,
+				Runtime: herd.Alive, Process: herd.Alive, Activity: herd.ActivityIdle, Incarnation: inc.ID, StateSince: sw.t0.UTC()}); err != nil {
+				return err
+			}
+			panes = append(panes, tmux.Pane{Session: name, PaneID: fmt.Sprintf("%%%d", i+1), PID: 4000000 + i, WindowActivity: sw.t0})
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	panes = append(panes, tmux.Pane{Session: "w-0", PaneID: "%1", PID: 4000000, WindowActivity: sw.t0})
+	sw.listing.snap = tmux.Parse(panes, nil, 0)
+	ctx := context.Background()
+	now := time.Now()
+	sw.w.Tick(ctx, now)
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Second)
+		sw.w.Tick(ctx, now)
 	}
 }

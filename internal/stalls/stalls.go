@@ -94,9 +94,11 @@ type Stalls struct {
 	// next (only Tick uses them, under tickMu).
 	tickMu sync.Mutex
 	tick   struct {
-		items   []watchItem
-		roles   map[string]herd.Role
-		current map[string]bool
+		roleList []herd.Role
+		live     []status.Live
+		items    []watchItem
+		roles    map[string]herd.Role
+		current  map[string]bool
 	}
 
 	mu sync.Mutex // guards the fields below
@@ -155,20 +157,23 @@ func (w *Stalls) wdConfig() watchdog.Config {
 func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 	tickCtx, cancel := context.WithTimeout(ctx, w.cfg().Probe.Interval+w.cfg().Probe.Timeout)
 	defer cancel()
+	// The tick's containers are kept from one tick to the next: an idle
+	// fleet's ticks allocate nothing per session.
+	w.tickMu.Lock()
+	defer w.tickMu.Unlock()
+	t := &w.tick
 	// The roles come with the live set (memory): no read of the roles
-	// table every tick.
-	roleList, _, live, err := w.st.Listing(tickCtx)
+	// table every tick, and no copy of the sessions that are not live.
+	roleList, live, err := w.st.AppendListing(tickCtx, t.roleList[:0], t.live[:0])
+	t.roleList, t.live = roleList, live
+	defer clear(t.roleList) // no role or session is held past the tick
+	defer clear(t.live)
 	if err != nil {
 		if ctx.Err() == nil { // a shutdown is no error
 			w.o.Log.Error("watchdog: read store", "err", err)
 		}
 		return
 	}
-	// The tick's containers are kept from one tick to the next: an idle
-	// fleet's ticks allocate nothing per session.
-	w.tickMu.Lock()
-	defer w.tickMu.Unlock()
-	t := &w.tick
 	if t.roles == nil {
 		t.roles, t.current = map[string]herd.Role{}, map[string]bool{}
 	}
@@ -189,11 +194,11 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 	w.agentKinds(items, roles)
 	w.watchTmux(tickCtx, items, now)
 	w.watchTranscripts(items, now)
-	for _, it := range items {
+	for i := range items {
 		if tickCtx.Err() != nil {
 			return
 		}
-		w.watchOne(tickCtx, it, now)
+		w.watchOne(tickCtx, &items[i], now)
 	}
 	if len(items) == 0 {
 		return
@@ -203,8 +208,9 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 }
 
 // watchOne folds new output into one session's memory, persists what
-// changed, and acts on the stall classification.
-func (w *Stalls) watchOne(ctx context.Context, it watchItem, now time.Time) {
+// changed, and acts on the stall classification. it is the tick's own
+// (not copied: a tick allocates nothing per quiet session).
+func (w *Stalls) watchOne(ctx context.Context, it *watchItem, now time.Time) {
 	m := it.m
 	if it.Inc.RuntimeKind != herd.RuntimeTmux && w.outputDue(m, now) {
 		w.notePoll(m, now, w.pollOutput(m, now))
@@ -222,7 +228,7 @@ func (w *Stalls) watchOne(ctx context.Context, it watchItem, now time.Time) {
 	m.mu.Unlock()
 	v := watchdog.Classify(cfg, in, now)
 	if v.Action == watchdog.Unstall {
-		w.unstall(ctx, it, now)
+		w.unstall(ctx, *it, now)
 		return
 	}
 	if v.Action == watchdog.None && !v.Sample && !v.KillBase && !v.KillCheck {
@@ -264,11 +270,12 @@ func (w *Stalls) watchOne(ctx context.Context, it watchItem, now time.Time) {
 	}
 	switch v.Action {
 	case watchdog.Stall:
-		w.stall(ctx, it, v, got, sampleErr, now)
+		w.stall(ctx, *it, v, got, sampleErr, now)
 	case watchdog.Warn:
-		w.warn(ctx, it, v, got, sampleErr, now)
+		w.warn(ctx, *it, v, got, sampleErr, now)
 	}
 	if kill && got != nil {
+		it := *it // the kill outlives the tick
 		w.kills.Go("stall kill", func() { w.stallKill(ctx, it, *got, why) })
 	}
 }

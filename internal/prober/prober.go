@@ -67,6 +67,12 @@ type Prober struct {
 	ctx      context.Context // parents every watcher; never used to kill agents
 	cancel   context.CancelFunc
 
+	// roundMu serializes rounds and guards the buffers below, which the
+	// live set is read into, reused from one round to the next.
+	roundMu sync.Mutex
+	roles   []herd.Role
+	live    []status.Live
+
 	mu sync.Mutex // guards the fields below
 	// watched maps an incarnation id to its watchers.
 	watched map[string]*watchSet
@@ -132,15 +138,23 @@ func (p *Prober) Once(ctx context.Context) {
 	}()
 	tickCtx, cancel := context.WithTimeout(ctx, p.o.Interval)
 	defer cancel()
-	all, live, err := p.st.Live(tickCtx)
+	// The live set is read into the prober's own buffers, without the
+	// sessions that are not live (read only for a listing, see
+	// probeTmux): a quiet round copies nothing.
+	p.roundMu.Lock()
+	defer p.roundMu.Unlock()
+	roles, live, err := p.st.AppendListing(tickCtx, p.roles[:0], p.live[:0])
+	p.roles, p.live = roles, live
+	defer clear(p.roles) // nothing is held past the round
+	defer clear(p.live)
 	if err != nil {
 		if ctx.Err() == nil { // a shutdown is no error
 			p.o.Log.Error("probe: read store", "err", err)
 		}
 		return
 	}
-	// The tmux sessions are moved to the front of live (the caller's
-	// copy): a round allocates nothing per tmux session.
+	// The tmux sessions are moved to the front of live (the prober's
+	// buffer): a round allocates nothing per tmux session.
 	tmuxes := live[:0]
 	var unfinished []status.Live
 	for _, it := range live {
@@ -154,7 +168,7 @@ func (p *Prober) Once(ctx context.Context) {
 			p.probeExec(tickCtx, it.S, it.Inc)
 		}
 	}
-	p.probeTmux(tickCtx, tmuxes, all)
+	p.probeTmux(tickCtx, tmuxes)
 	p.resolveUnconfirmedAll(ctx, unfinished)
 }
 

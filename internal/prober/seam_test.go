@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"sync"
 	"testing"
@@ -189,4 +190,46 @@ func TestQuietRoundsListNothing(t *testing.T) {
 	if ft.listed != listed+1 {
 		t.Errorf("expected a kicked round to list … got %d more", ft.listed-listed)
 	}
+}
+
+// BenchmarkOnceQuiet: one probe round over 100 running tmux agents, each
+// watched by a pidfd, between two full listings: the cost an idle fleet
+// pays every probe interval.
+func BenchmarkOnceQuiet(b *testing.B) {
+	t := &testing.T{}
+	p, st := newStatusProber(t)
+	boot, err := proc.BootID()
+	if err != nil {
+		b.Skipf("no boot id: %v", err)
+	}
+	var panes []tmux.Pane
+	for i := range 100 {
+		cmd := exec.Command("sleep", "600")
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		id, err := proc.Real().Identify(cmd.Process.Pid, boot)
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := fmt.Sprintf("w-%d", i)
+		inc := herd.Incarnation{ID: "inc-" + name, Session: name, Host: "h", RuntimeKind: herd.RuntimeTmux, Root: id, Identity: id,
+			StartedAt: time.Now().UTC(), Argv: []string{"claude", "--model", "opus"}, Workdir: "/src/app"}
+		seedSession(t, st, name, inc)
+		panes = append(panes, tmux.Pane{Session: name, PaneID: fmt.Sprintf("%%%d", i), PID: id.PID})
+	}
+	ft := &fakeTmux{script: []runtime.Snapshot{tmux.Parse(panes, nil, 0)}}
+	p.o.Tmux = ft
+	ctx := context.Background()
+	p.Once(ctx) // adopts and watches every agent
+	b.ReportAllocs()
+	for b.Loop() {
+		p.mu.Lock()
+		p.tmux.listedAt = time.Now() // a quiet round: no listing due
+		p.mu.Unlock()
+		p.Once(ctx)
+	}
+	b.StopTimer()
+	p.Close()
 }

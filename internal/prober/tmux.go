@@ -72,9 +72,10 @@ func (p *Prober) listingDue(sessions []status.Live) bool {
 const tmuxCatchUp = 2 * time.Second
 
 // probeTmux runs one batched listing for all tmux sessions and decides
-// each session from both axes. all is every session of this host (live or
-// not), to tell records from unmanaged tmux sessions.
-func (p *Prober) probeTmux(ctx context.Context, sessions []status.Live, all []herd.Session) {
+// each session from both axes. Every session of this host (live or not)
+// is read after a good listing, to tell records from unmanaged tmux
+// sessions.
+func (p *Prober) probeTmux(ctx context.Context, sessions []status.Live) {
 	if p.o.Tmux == nil || (len(sessions) == 0 && !p.tmuxExpected()) {
 		return
 	}
@@ -90,7 +91,11 @@ func (p *Prober) probeTmux(ctx context.Context, sessions []status.Live, all []he
 	p.tmux.listedAt = time.Now()
 	p.mu.Unlock()
 	if snap.Err == nil {
-		p.remember(snap, all)
+		if all, _, err := p.st.Live(ctx); err == nil {
+			p.remember(snap, all)
+		} else if ctx.Err() == nil {
+			p.o.Log.Warn("probe: read store", "err", err)
+		}
 	}
 	decided := make([]tmuxVerdict, len(sessions))
 	idx := make([]int, len(sessions))

@@ -238,11 +238,20 @@ func freeAddr(b *testing.B) string {
 	return ln.Addr().String()
 }
 
-// cpuProfile writes a 30s CPU profile of the daemon serving pprof at addr.
+// cpuProfile writes a 30s CPU profile of the daemon serving pprof at
+// addr to path, and its allocations at the start and the end of those 30s
+// beside it (PATH.allocs0, PATH.allocs1: go tool pprof -base).
 func cpuProfile(b *testing.B, addr, path string) {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=30")
+	fetch(b, "http://"+addr+"/debug/pprof/allocs", path+".allocs0")
+	fetch(b, "http://"+addr+"/debug/pprof/profile?seconds=30", path)
+	fetch(b, "http://"+addr+"/debug/pprof/allocs", path+".allocs1")
+}
+
+// fetch writes what url answers to path.
+func fetch(b *testing.B, url, path string) {
+	resp, err := http.Get(url)
 	if err != nil {
-		b.Logf("profile %s: %v", addr, err)
+		b.Logf("profile %s: %v", url, err)
 		return
 	}
 	defer resp.Body.Close()

@@ -55,9 +55,15 @@ func startDaemon(b *testing.B, config string) *daemon {
 // startDaemonBin starts the daemon binary path with config in a state
 // directory and tmux server of its own.
 func startDaemonBin(b *testing.B, path, config string) *daemon {
+	return startDaemonIn(b, b.TempDir(), path, config)
+}
+
+// startDaemonIn is startDaemonBin on state directory dir, which may hold
+// a store already.
+func startDaemonIn(b *testing.B, dir, path, config string) *daemon {
 	b.Helper()
 	benchDaemons++
-	d := &daemon{dir: b.TempDir(), tmux: fmt.Sprintf("herd-bench-%d-%d", os.Getpid(), benchDaemons)}
+	d := &daemon{dir: dir, tmux: fmt.Sprintf("herd-bench-%d-%d", os.Getpid(), benchDaemons)}
 	cfg := fmt.Sprintf("[tmux]\nsocket = %q\n%s", d.tmux, config)
 	os.WriteFile(filepath.Join(d.dir, "herd.toml"), []byte(cfg), 0o600)
 	d.start(b, path)

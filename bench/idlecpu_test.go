@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/store"
+	"herd/internal/store/sqlite"
 )
 
 // buildRef builds the herd binary of git revision ref (from `git archive`,
@@ -62,8 +65,9 @@ const idleWindows = 5
 
 var idleBusy = map[int]bool{2: true, 3: true}
 
-// BenchmarkIdleCPU runs the daemon with 100 idle tmux agents (sleep, a
-// generic agent) and stall_after = "24h", and prints the daemon's own CPU
+// BenchmarkIdleCPU runs the daemon with 100 idle tmux agents (see
+// idleCommand; HERD_IDLE_AGENT=sleep for silent ones) and stall_after =
+// "24h", beside HERD_IDLE_HISTORY stopped sessions (0), and prints the daemon's own CPU
 // (utime+stime from /proc/PID/stat, in % of one core) over five windows
 // of HERD_IDLE_WINDOW (60s), the third and fourth with two busy loops
 // running on the machine. The same fleet runs at the same time under the
@@ -110,7 +114,7 @@ func BenchmarkIdleCPU(b *testing.B) {
 		for _, x := range bins {
 			pp := freeAddr(b)
 			cfg := fmt.Sprintf("[watchdog]\nstall_after = \"24h\"\n[metrics]\nlisten = %q\n", pp)
-			d := startDaemonBin(b, x.path, cfg)
+			d := startDaemonIn(b, history(b), x.path, cfg)
 			role := []herd.Role{{Name: "lat", Replicas: n, Command: idleCommand(x.path), Workdir: d.dir, Runtime: herd.RuntimeTmux}}
 			if err := d.client.Do(context.Background(), "POST", "/v1/roles", nil, role, nil); err != nil {
 				b.Fatal(err)
@@ -169,6 +173,53 @@ func BenchmarkIdleCPU(b *testing.B) {
 			b.ReportMetric(worst[i], r.name+"-max-%core")
 		}
 	}
+}
+
+// history returns a state directory whose store holds HERD_IDLE_HISTORY
+// (0 by default) stopped sessions of this host, of a role of no replicas:
+// the record of a long-lived daemon, which its live set holds beside the
+// live sessions.
+func history(b *testing.B) string {
+	dir := b.TempDir()
+	n, _ := strconv.Atoi(os.Getenv("HERD_IDLE_HISTORY"))
+	if n <= 0 {
+		return dir
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "herd.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now().UTC()
+	err = st.Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutRole(herd.Role{Name: "old", Command: []string{"true"}, Workdir: dir, Runtime: herd.RuntimeTmux, Agent: herd.AgentGeneric}); err != nil {
+			return err
+		}
+		for i := range n {
+			name := herd.SessionName("old", i)
+			inc := herd.Incarnation{ID: fmt.Sprintf("inc-old-%d", i), Session: name, Host: host, RuntimeKind: herd.RuntimeTmux, Argv: []string{"true"},
+				Workdir: dir, StartedAt: now, EndedAt: &now, Root: herd.Identity{PID: 100000 + i, StartTime: 1, BootID: "before"}}
+			if err := tx.PutIncarnation(inc); err != nil {
+				return err
+			}
+			s := herd.Session{Name: name, Role: "old", Index: i, Host: host, State: herd.StateStopped, Incarnation: inc.ID, RuntimeKind: herd.RuntimeTmux,
+				StartedAt: &now, StateSince: now, Exit: &herd.Exit{Reason: herd.ReasonUser, At: now},
+				Snapshot: &herd.Snapshot{Argv: []string{"true"}, Workdir: dir, EnvNames: []string{"HOME", "PATH"}, Agent: herd.AgentGeneric, RuntimeKind: herd.RuntimeTmux}}
+			if err := tx.PutSession(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }
 
 // idleCommand is the idle agent's command line under binary path:

@@ -196,8 +196,7 @@ func TestQuietRoundsListNothing(t *testing.T) {
 // watched by a pidfd, between two full listings: the cost an idle fleet
 // pays every probe interval.
 func BenchmarkOnceQuiet(b *testing.B) {
-	t := &testing.T{}
-	p, st := newStatusProber(t)
+	p, st := newStatusProber(b)
 	boot, err := proc.BootID()
 	if err != nil {
 		b.Skipf("no boot id: %v", err)
@@ -216,7 +215,7 @@ func BenchmarkOnceQuiet(b *testing.B) {
 		name := fmt.Sprintf("w-%d", i)
 		inc := herd.Incarnation{ID: "inc-" + name, Session: name, Host: "h", RuntimeKind: herd.RuntimeTmux, Root: id, Identity: id,
 			StartedAt: time.Now().UTC(), Argv: []string{"claude", "--model", "opus"}, Workdir: "/src/app"}
-		seedSession(t, st, name, inc)
+		seedSession(b, st, name, inc)
 		panes = append(panes, tmux.Pane{Session: name, PaneID: fmt.Sprintf("%%%d", i), PID: id.PID})
 	}
 	ft := &fakeTmux{script: []runtime.Snapshot{tmux.Parse(panes, nil, 0)}}
@@ -230,6 +229,4 @@ func BenchmarkOnceQuiet(b *testing.B) {
 		p.mu.Unlock()
 		p.Once(ctx)
 	}
-	b.StopTimer()
-	p.Close()
 }

@@ -84,7 +84,7 @@ type seamWatchdog struct {
 // activity act, launched at t0, whose pane pid is 4000000 (its identity
 // reads dead in /proc, so no sample succeeds: the watchdog must decide
 // without one).
-func newSeamWatchdog(t *testing.T, kind string, act herd.Activity) *seamWatchdog {
+func newSeamWatchdog(t testing.TB, kind string, act herd.Activity) *seamWatchdog {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herd.db"))
 	if err != nil {
@@ -231,8 +231,7 @@ func TestScreenReadFromFakeCapture(t *testing.T) {
 // BenchmarkTickIdle: one watchdog tick over 100 idle tmux agents whose
 // panes print nothing: the cost an idle fleet pays every second.
 func BenchmarkTickIdle(b *testing.B) {
-	t := &testing.T{}
-	sw := newSeamWatchdog(t, herd.AgentGeneric, herd.ActivityIdle)
+	sw := newSeamWatchdog(b, herd.AgentGeneric, herd.ActivityIdle)
 	var panes []tmux.Pane
 	err := sw.st.Store().Update(context.Background(), func(tx store.Tx) error {
 		for i := 1; i < 100; i++ {

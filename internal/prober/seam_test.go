@@ -230,3 +230,50 @@ func BenchmarkOnceQuiet(b *testing.B) {
 		p.Once(ctx)
 	}
 }
+
+// TestUnmanagedThroughFakeListing: a herd-named tmux session with no
+// record is reported unmanaged; one whose record is not live (stopped,
+// its pane left open) is not, nor are the live sessions.
+func TestUnmanagedThroughFakeListing(t *testing.T) {
+	p, st := newStatusProber(t)
+	id := liveAgent(t)
+	inc := herd.Incarnation{ID: "inc-w-0", Session: "w-0", Host: "h", RuntimeKind: herd.RuntimeTmux, Root: id, Identity: id, StartedAt: time.Now().UTC()}
+	seedSession(t, st, "w-0", inc)
+	stopped := herd.Incarnation{ID: "inc-w-1", Session: "w-1", Host: "h", RuntimeKind: herd.RuntimeTmux, StartedAt: time.Now().UTC()}
+	seedSession(t, st, "w-1", stopped)
+	err := st.Store().Update(context.Background(), func(tx store.Tx) error {
+		s, err := tx.Session("w-1")
+		if err != nil {
+			return err
+		}
+		s.State = herd.StateStopped
+		return tx.PutSession(s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		panes []tmux.Pane
+		want  []string
+	}{
+		{"live sessions only", []tmux.Pane{{Session: "w-0", PaneID: "%1", PID: id.PID}}, nil},
+		{"a stopped session's pane and one of no record", []tmux.Pane{
+			{Session: "w-0", PaneID: "%1", PID: id.PID},
+			{Session: "w-1", PaneID: "%2", PID: 12},
+			{Session: "w-5", PaneID: "%3", PID: 13},
+			{Session: "scratch", PaneID: "%4", PID: 14}, // not herd-named
+		}, []string{"w-5"}},
+	} {
+		p.o.Tmux = &fakeTmux{script: []runtime.Snapshot{tmux.Parse(c.panes, nil, 0)}}
+		p.Kick()
+		p.Once(context.Background())
+		var got []string
+		for _, u := range p.Unmanaged() {
+			got = append(got, u.Session)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("[%s] expected unmanaged %v … got %v", c.name, c.want, got)
+		}
+	}
+}

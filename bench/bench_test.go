@@ -55,8 +55,14 @@ func startDaemon(b *testing.B, config string) *daemon {
 // startDaemonBin starts the daemon binary path with config in a state
 // directory and tmux server of its own.
 func startDaemonBin(b *testing.B, path, config string) *daemon {
+	return startDaemonIn(b, b.TempDir(), path, config)
+}
+
+// startDaemonIn is startDaemonBin on state directory dir, which may hold
+// a store already.
+func startDaemonIn(b *testing.B, dir, path, config string) *daemon {
 	b.Helper()
-	sb := herdtest.New(b, config)
+	sb := herdtest.NewAt(b, dir, config)
 	d := &daemon{sb: sb, dir: sb.Dir}
 	d.start(b, path)
 	// Before the sandbox's cleanup (which kills what is left): the

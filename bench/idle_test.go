@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,38 +27,12 @@ func binaries(b *testing.B) map[string]string {
 		return bins
 	}
 	if baseBin == "" {
-		// Built once for every benchmark of the run: next to this tree's
-		// binary, removed with it (a benchmark's TempDir is removed when
-		// that benchmark ends).
-		dir, err := os.MkdirTemp(filepath.Dir(bin), "base-")
+		// Built once for every benchmark of the run.
+		path, err := buildRef(ref)
 		if err != nil {
 			b.Fatal(err)
 		}
-		top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
-		if err != nil {
-			b.Fatalf("git rev-parse: %v", err)
-		}
-		archive := exec.Command("git", "archive", ref)
-		archive.Dir = string(bytes.TrimSpace(top))
-		tar := exec.Command("tar", "-x", "-C", dir)
-		if tar.Stdin, err = archive.StdoutPipe(); err != nil {
-			b.Fatal(err)
-		}
-		if err := tar.Start(); err != nil {
-			b.Fatal(err)
-		}
-		if err := archive.Run(); err != nil {
-			b.Fatalf("git archive %s: %v", ref, err)
-		}
-		if err := tar.Wait(); err != nil {
-			b.Fatal(err)
-		}
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, "herd-base"), "./cmd/herd")
-		build.Dir = dir
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("build %s: %v\n%s", ref, err, out)
-		}
-		baseBin = filepath.Join(dir, "herd-base")
+		baseBin = path
 	}
 	bins["base"] = baseBin
 	return bins

@@ -16,17 +16,32 @@ import (
 	"herd/internal/loop"
 	"herd/internal/proc"
 	"herd/internal/runtime"
-	"herd/internal/runtime/tmux"
 	"herd/internal/status"
 )
+
+// Tmux is the tmux runtime as the prober sees it: listings and a nudge,
+// nothing that launches or kills (*tmux.Runtime in the daemon).
+type Tmux interface {
+	// Observe lists every pane of the server with one call. A failed
+	// listing carries its error (never "no sessions"); no server running
+	// is a good listing with NoServer set.
+	Observe(ctx context.Context) runtime.Snapshot
+	// ObserveSession lists the panes of session name alone, for a death
+	// a pidfd proved; only that session may be decided from it.
+	ObserveSession(ctx context.Context, name string) runtime.Snapshot
+	// Nudge sends SIGCHLD to the server of the last good listing, which
+	// some tmux versions need to report a pane's process exit.
+	Nudge()
+}
 
 // Options configure a Prober.
 type Options struct {
 	Status *status.Manager
 	Proc   proc.FS
 	BootID string
-	// Tmux is the tmux runtime whose sessions are listed.
-	Tmux *tmux.Runtime
+	// Tmux is the tmux runtime whose sessions are listed; nil lists
+	// none.
+	Tmux Tmux
 	// Interval is the probe period (and each tick's deadline); Concurrency
 	// bounds the sessions decided at once.
 	Interval    time.Duration
@@ -48,6 +63,12 @@ type Prober struct {
 	group    loop.Group
 	ctx      context.Context // parents every watcher; never used to kill agents
 	cancel   context.CancelFunc
+
+	// roundMu serializes rounds and guards the buffers below, which the
+	// live set is read into, reused from one round to the next.
+	roundMu sync.Mutex
+	roles   []herd.Role
+	live    []status.Live
 
 	mu sync.Mutex // guards the fields below
 	// watched maps an incarnation id to its watchers.
@@ -139,7 +160,15 @@ func (p *Prober) Once(ctx context.Context) {
 	}()
 	tickCtx, cancel := context.WithTimeout(ctx, p.o.Interval)
 	defer cancel()
-	all, live, err := p.st.Live(tickCtx)
+	// The live set is read into the prober's own buffers, without the
+	// sessions that are not live (read only for a listing, see
+	// probeTmux): a quiet round copies nothing.
+	p.roundMu.Lock()
+	defer p.roundMu.Unlock()
+	roles, live, err := p.st.AppendListing(tickCtx, p.roles[:0], p.live[:0])
+	p.roles, p.live = roles, live
+	defer clear(p.roles) // nothing is held past the round
+	defer clear(p.live)
 	if err != nil {
 		switch {
 		case ctx.Err() != nil: // a shutdown is no error
@@ -152,8 +181,8 @@ func (p *Prober) Once(ctx context.Context) {
 		}
 		return
 	}
-	// The tmux sessions are moved to the front of live (the caller's
-	// copy): a round allocates nothing per tmux session.
+	// The tmux sessions are moved to the front of live (the prober's
+	// buffer): a round allocates nothing per tmux session.
 	tmuxes := live[:0]
 	var unfinished []status.Live
 	for _, it := range live {
@@ -167,7 +196,7 @@ func (p *Prober) Once(ctx context.Context) {
 			p.probeExec(tickCtx, it.S, it.Inc)
 		}
 	}
-	p.probeTmux(tickCtx, tmuxes, all)
+	p.probeTmux(tickCtx, tmuxes)
 	p.resolveUnconfirmedAll(ctx, unfinished)
 }
 

@@ -128,7 +128,7 @@ func TestMassDeathBreaker(t *testing.T) {
 	}
 }
 
-func newStatusProber(t *testing.T) (*Prober, *status.Manager) {
+func newStatusProber(t testing.TB) (*Prober, *status.Manager) {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herd.db"))
 	if err != nil {
@@ -144,7 +144,7 @@ func newStatusProber(t *testing.T) (*Prober, *status.Manager) {
 	return p, st
 }
 
-func seedSession(t *testing.T, st *status.Manager, name string, inc herd.Incarnation) {
+func seedSession(t testing.TB, st *status.Manager, name string, inc herd.Incarnation) {
 	t.Helper()
 	err := st.Store().Update(context.Background(), func(tx store.Tx) error {
 		if err := tx.PutRole(herd.Role{Name: "w", Replicas: 10, Command: []string{"x"}, Runtime: herd.RuntimeTmux}); err != nil {

@@ -72,9 +72,10 @@ func (p *Prober) listingDue(sessions []status.Live) bool {
 const tmuxCatchUp = 2 * time.Second
 
 // probeTmux runs one batched listing for all tmux sessions and decides
-// each session from both axes. all is every session of this host (live or
-// not), to tell records from unmanaged tmux sessions.
-func (p *Prober) probeTmux(ctx context.Context, sessions []status.Live, all []herd.Session) {
+// each session from both axes. Every session of this host (live or not)
+// is read after a good listing, to tell records from unmanaged tmux
+// sessions.
+func (p *Prober) probeTmux(ctx context.Context, sessions []status.Live) {
 	if p.o.Tmux == nil || (len(sessions) == 0 && !p.tmuxExpected()) {
 		return
 	}
@@ -90,7 +91,7 @@ func (p *Prober) probeTmux(ctx context.Context, sessions []status.Live, all []he
 	p.tmux.listedAt = time.Now()
 	p.mu.Unlock()
 	if snap.Err == nil {
-		p.remember(snap, all)
+		p.rememberListing(ctx, snap, sessions)
 	}
 	decided := make([]tmuxVerdict, len(sessions))
 	idx := make([]int, len(sessions))
@@ -170,12 +171,44 @@ func (p *Prober) tmuxExpected() bool {
 	return len(p.tmux.unmanaged) > 0
 }
 
+// rememberListing remembers a good listing (see remember). Records are
+// told from unmanaged sessions by the live sessions of the round; every
+// session of this host is read only when the listing has a herd-named
+// session that is none of them (unmanaged, or one whose record is not
+// live), so that a round over a long history copies none of it.
+func (p *Prober) rememberListing(ctx context.Context, snap runtime.Snapshot, live []status.Live) {
+	known := make(map[string]bool, len(live))
+	for _, l := range live {
+		known[l.S.Name] = true
+	}
+	stranger := false
+	for name := range snap.Panes {
+		if !known[name] && herd.InNamespace(name) {
+			stranger = true
+			break
+		}
+	}
+	if stranger {
+		all, _, err := p.st.Live(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				p.o.Log.Warn("probe: read store", "err", err)
+			}
+			return
+		}
+		for _, s := range all {
+			known[s.Name] = true
+		}
+	}
+	p.remember(snap, known)
+}
+
 // remember keeps a good listing and announces herd-named sessions that
-// have no record, once each.
-func (p *Prober) remember(snap runtime.Snapshot, all []herd.Session) {
-	known := map[string]bool{}
-	for _, s := range all {
-		known[s.Name] = true
+// have no record, once each. known holds the names recorded on this host
+// (it is added to).
+func (p *Prober) remember(snap runtime.Snapshot, known map[string]bool) {
+	if known == nil {
+		known = map[string]bool{}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

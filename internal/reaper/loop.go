@@ -10,7 +10,6 @@ import (
 	"herd/internal/config"
 	"herd/internal/loop"
 	"herd/internal/runtime"
-	"herd/internal/runtime/execrt"
 	"herd/internal/slots"
 	"herd/internal/status"
 )
@@ -23,13 +22,37 @@ type Lister interface {
 	KillUnmanaged(ctx context.Context, name string) error
 }
 
+// Stopper takes managed sessions down through the one stop path
+// (*slots.Slots in the daemon).
+type Stopper interface {
+	// KillContext is the context of a takedown: it runs to its end
+	// whatever its caller does, bounded by the grace period.
+	KillContext(ctx context.Context) (context.Context, context.CancelFunc)
+	// Stop stops a session (identity verified, one event, resume
+	// snapshot kept); req.Guard runs under the session's lock just before
+	// the first signal, and its error keeps the session. A session
+	// stopped or relaunched meanwhile is slots.ErrAlreadyStopped.
+	Stop(ctx context.Context, req slots.StopRequest) error
+	// RemoveWorktree removes a reaped session's worktree when that loses
+	// nothing.
+	RemoveWorktree(ctx context.Context, session string)
+}
+
+// Outputs locates the captured output of exec agents (*execrt.Runtime in
+// the daemon).
+type Outputs interface {
+	// Paths returns the stdout and stderr files of an incarnation.
+	Paths(session, incarnation string) (stdout, stderr string)
+}
+
 // Options configure a Reaper.
 type Options struct {
 	Status *status.Manager
 	// Slots stops managed sessions through the one stop path.
-	Slots *slots.Slots
+	Slots Stopper
 	Tmux  Lister
-	Exec  *execrt.Runtime
+	// Exec tells when an exec agent's output last grew.
+	Exec Outputs
 	// Config gives [reaper], [probe] and [tmux].
 	Config *config.Config
 	// Live, when set, is read instead of Config: a reload applies a new

@@ -24,17 +24,17 @@ func (w *Stalls) persistEvery() time.Duration {
 
 // persistActivity writes what the tick learned: last activity time, the
 // activity an exec agent's output implies (only while it sends no hooks),
-// and the agent's own session id.
-func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
+// and the agent's own session id. it is the tick's own, not copied.
+func (w *Stalls) persistActivity(ctx context.Context, it *watchItem) {
 	m := it.m
-	snap := m.tracker.Snapshot()
+	peek := m.tracker.Snapshot()
 	m.mu.Lock()
 	last, persisted := m.lastActivity, m.persisted
 	outAct := herd.Activity("")
 	if it.Inc.RuntimeKind != herd.RuntimeTmux && !m.hookSeen {
-		outAct = snap.Activity
+		outAct = peek.Activity
 	}
-	sid := snap.AgentSessionID
+	sid := peek.AgentSessionID
 	if sid == "" {
 		sid = m.hook.AgentSessionID
 	}
@@ -50,6 +50,9 @@ func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
 	if !needTime && !needAct && !newSID {
 		return
 	}
+	// The write below keeps the snapshot: it is copied to the heap only
+	// when there is a write.
+	snap := peek
 	seen := status.Seen{Session: it.S.Name, Incarnation: it.Inc.ID, At: last}
 	if needAct {
 		seen.Activity, seen.Source, seen.What, seen.Tool = outAct, "output", snap.LastType, snap.LastTool

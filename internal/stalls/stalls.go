@@ -18,25 +18,55 @@ import (
 	"herd/internal/config"
 	"herd/internal/diag"
 	"herd/internal/loop"
-	"herd/internal/prober"
 	"herd/internal/proc"
+	"herd/internal/runtime"
 	"herd/internal/runtime/execrt"
-	"herd/internal/runtime/tmux"
 	"herd/internal/slots"
 	"herd/internal/spool"
 	"herd/internal/status"
 	"herd/internal/watchdog"
 )
 
+// Listings gives the last tmux listing the prober took (*prober.Prober
+// in the daemon): the watchdog lists nothing itself.
+type Listings interface {
+	// Last returns the last good tmux snapshot (empty before the first):
+	// window_activity tells output times, and the agent's own pane is
+	// the one captured.
+	Last() runtime.Snapshot
+}
+
+// Screens captures tmux panes (*tmux.Runtime in the daemon).
+type Screens interface {
+	// CapturePane returns the visible text of pane paneID ("%3"); an
+	// error leaves the pane's memory as it was.
+	CapturePane(ctx context.Context, paneID string) ([]byte, error)
+}
+
+// Outputs locates the captured output of exec agents (*execrt.Runtime in
+// the daemon).
+type Outputs interface {
+	// Paths returns the stdout and stderr files of an incarnation.
+	Paths(session, incarnation string) (stdout, stderr string)
+	// Flushed returns a channel closed once every byte the agent of
+	// incarnation inc wrote is in its files; nil when there is nothing to
+	// wait for.
+	Flushed(inc string) <-chan struct{}
+	// LogCap is the size each output file is capped at.
+	LogCap() int64
+}
+
 // Options configure the watchdog.
 type Options struct {
 	Status *status.Manager
 	// Prober's last tmux listing tells output times and the agent's pane.
-	Prober *prober.Prober
+	Prober Listings
 	// Slots kills a stalled agent safe to kill.
 	Slots *slots.Slots
-	Tmux  *tmux.Runtime
-	Exec  *execrt.Runtime
+	// Tmux captures the panes of agents whose screen is read.
+	Tmux Screens
+	// Exec locates exec agents' output files.
+	Exec Outputs
 	// Config gives [watchdog] and [probe].
 	Config *config.Config
 	// Live, when set, is read instead of Config: a reload applies a new
@@ -179,11 +209,11 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 	w.agentKinds(items, roles)
 	w.watchTmux(tickCtx, items, now)
 	w.watchTranscripts(items, now)
-	for _, it := range items {
+	for i := range items {
 		if tickCtx.Err() != nil {
 			return
 		}
-		w.watchOne(tickCtx, it, now)
+		w.watchOne(tickCtx, &items[i], now)
 	}
 	if len(items) == 0 {
 		return
@@ -193,8 +223,9 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 }
 
 // watchOne folds new output into one session's memory, persists what
-// changed, and acts on the stall classification.
-func (w *Stalls) watchOne(ctx context.Context, it watchItem, now time.Time) {
+// changed, and acts on the stall classification. it is the tick's own
+// (not copied: a tick allocates nothing per quiet session).
+func (w *Stalls) watchOne(ctx context.Context, it *watchItem, now time.Time) {
 	m := it.m
 	if it.Inc.RuntimeKind != herd.RuntimeTmux && w.outputDue(m, now) {
 		w.notePoll(m, now, w.pollOutput(m, now))
@@ -212,7 +243,7 @@ func (w *Stalls) watchOne(ctx context.Context, it watchItem, now time.Time) {
 	m.mu.Unlock()
 	v := watchdog.Classify(cfg, in, now)
 	if v.Action == watchdog.Unstall {
-		w.unstall(ctx, it, now)
+		w.unstall(ctx, *it, now)
 		return
 	}
 	if v.Action == watchdog.None && !v.Sample && !v.KillBase && !v.KillCheck {
@@ -254,11 +285,12 @@ func (w *Stalls) watchOne(ctx context.Context, it watchItem, now time.Time) {
 	}
 	switch v.Action {
 	case watchdog.Stall:
-		w.stall(ctx, it, v, got, sampleErr, now)
+		w.stall(ctx, *it, v, got, sampleErr, now)
 	case watchdog.Warn:
-		w.warn(ctx, it, v, got, sampleErr, now)
+		w.warn(ctx, *it, v, got, sampleErr, now)
 	}
 	if kill && got != nil {
+		it := *it // the kill outlives the tick
 		w.kills.Go("stall kill", func() { w.stallKill(ctx, it, *got, why) })
 	}
 }
@@ -327,10 +359,7 @@ func (w *Stalls) pollOutput(m *incWatch, now time.Time) (got bool) {
 		got = true
 		m.tracker.ObserveStderr(string(b), at)
 	}
-	capBytes := w.o.Exec.MaxLogBytes
-	if capBytes <= 0 {
-		capBytes = execrt.DefaultMaxLogBytes
-	}
+	capBytes := w.o.Exec.LogCap()
 	for _, f := range []struct {
 		t    *execrt.Tailer
 		line func([]byte, time.Time)

@@ -379,3 +379,20 @@ func (m *Manager) LiveOne(ctx context.Context, name string) (l Live, ok bool, er
 	ls.mu.Unlock()
 	return m.liveOneStored(ctx, name)
 }
+
+// AppendListing appends every role to roles and this host's live sessions
+// to live, as Listing reads them, without copying the other sessions:
+// a loop that reuses its buffers from one tick to the next (the watchdog)
+// allocates nothing while the set is served from memory.
+func (m *Manager) AppendListing(ctx context.Context, roles []herd.Role, live []Live) ([]herd.Role, []Live, error) {
+	ls := &m.live
+	ls.mu.Lock()
+	if ls.validLocked(m.raw) || ls.refreshingLocked() {
+		roles, live = append(roles, ls.roles...), append(live, ls.liveLocked()...)
+		ls.mu.Unlock()
+		return roles, live, nil
+	}
+	ls.mu.Unlock()
+	r, _, l, err := m.Listing(ctx)
+	return append(roles, r...), append(live, l...), err
+}

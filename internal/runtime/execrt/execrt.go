@@ -77,6 +77,10 @@ func (r *Runtime) track(inc string, captured chan struct{}) {
 	}()
 }
 
+// LogCap is the size each output file is capped at: MaxLogBytes or its
+// default.
+func (r *Runtime) LogCap() int64 { return r.maxLogBytes() }
+
 // maxLogBytes is MaxLogBytes or its default.
 func (r *Runtime) maxLogBytes() int64 {
 	if r.MaxLogBytes <= 0 {

@@ -132,6 +132,12 @@ const (
 	// EventOutdated records that a session's agent binary was replaced on
 	// disk while it ran (reason binary_updated): it shows OUTDATED.
 	EventOutdated = "outdated"
+	// EventAnswered records a person's answer to an agent that waited,
+	// given through the console: who, from where, what.
+	EventAnswered = "answered"
+	// EventConsole records any other action taken through the console
+	// (reason: the verb, or input), with its origin.
+	EventConsole = "console"
 )
 
 // EventKinds lists the event kinds, in the order of PRODUCT.md.
@@ -142,6 +148,7 @@ var EventKinds = []string{
 	EventReaped, EventStopped, EventResumed, EventRecovered,
 	EventEscalated, EventActivity, EventProbeUnknown, EventSummary,
 	EventNotified, EventRollout, EventWorktree, EventLeftover, EventOutdated,
+	EventAnswered, EventConsole,
 }
 
 // Reasons: short machine words carried by events and exits.

@@ -33,6 +33,7 @@ type Config struct {
 	Escalation Escalation
 	Notify     Notify
 	Metrics    Metrics
+	Web        Web
 	Fleet      Fleet
 	// Roles are fully resolved: defaults filled, each role's restart table
 	// merged over [restart], workdir expanded to an absolute path.
@@ -160,6 +161,7 @@ func Default() *Config {
 			WaitingAfter: 30 * time.Minute,
 			UnknownAfter: 5 * time.Minute,
 		},
+		Web:   Web{Listen: DefaultWebListen},
 		Fleet: defaultFleet(),
 	}
 }

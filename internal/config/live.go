@@ -43,6 +43,7 @@ var Sections = []Section{
 	{Name: "escalation", Live: true, equal: func(a, b *Config) bool { return equalEscalation(a.Escalation, b.Escalation) }},
 	{Name: "notify", Live: true, equal: func(a, b *Config) bool { return a.Notify.Equal(b.Notify) }},
 	{Name: "metrics", Why: "the metrics listener is opened at start", equal: func(a, b *Config) bool { return a.Metrics == b.Metrics }},
+	{Name: "web", Why: "the console's listener is opened at start", equal: func(a, b *Config) bool { return a.Web.Equal(b.Web) }},
 }
 
 func equalEscalation(a, b Escalation) bool {

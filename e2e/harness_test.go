@@ -76,6 +76,11 @@ func newEnv(t *testing.T, config string) *env {
 	if !strings.Contains(config, "[probe]") {
 		cfg += "[probe]\ninterval = \"200ms\"\ntimeout = \"1s\"\n"
 	}
+	if !strings.Contains(config, "[web]") {
+		// No console unless a test asks for one: daemons of parallel
+		// tests would all want its default port.
+		cfg += "[web]\nlisten = \"\"\n"
+	}
 	if err := os.WriteFile(filepath.Join(dir, "herd.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,12 @@ if [ -z "${HERD_TEST_PG_DSN:-}" ] && ! command -v initdb >/dev/null 2>&1 &&
   apt_install postgresql
 fi
 
+# The console's tests drive a real headless browser.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "chromium is missing; installing it"
+  apt_install chromium
+fi
+
 echo "== gofmt"
 unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.git/*'))
 if [ -n "$unformatted" ]; then

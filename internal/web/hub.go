@@ -62,6 +62,13 @@ func (h *hub) Subscribe() (<-chan Change, func()) {
 	}
 }
 
+// listened reports whether a browser is subscribed.
+func (h *hub) listened() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs) > 0
+}
+
 func (h *hub) publish(c Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -81,7 +88,13 @@ func (h *hub) run(ctx context.Context) {
 	var last []byte
 	cursor := int64(-1)
 	for {
-		last, cursor = h.poll(ctx, last, cursor)
+		if h.listened() {
+			last, cursor = h.poll(ctx, last, cursor)
+		} else {
+			// Nobody listens: nothing is read. The next listener
+			// starts from the newest event.
+			last, cursor = nil, -1
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -258,6 +258,12 @@ func TestRequestChecks(t *testing.T) {
 		want   int
 	}{
 		{"browser reads", op, "GET", "/api/v1/sessions", nil, 200},
+		{"page", op, "GET", "/", nil, 200},
+		{"session page", op, "GET", "/sessions/w-0", nil, 200},
+		{"script", op, "GET", "/static/common.js", nil, 200},
+		{"no listing", op, "GET", "/static/", nil, 404},
+		{"page without login", anon, "GET", "/", nil, 401},
+		{"script without login", anon, "GET", "/static/common.js", nil, 401},
 		{"read scope reads", ro, "GET", "/api/v1/inbox", nil, 200},
 		{"token reads", anon, "GET", "/api/v1/sessions", map[string]string{"Authorization": "Bearer the-token"}, 200},
 		{"wrong token", anon, "GET", "/api/v1/sessions", map[string]string{"Authorization": "Bearer nope"}, 401},

@@ -201,8 +201,14 @@ const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 // Handler is the console's routes behind its checks.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	files := http.FileServerFS(static())
-	mux.Handle("GET /static/", http.StripPrefix("/static/", files))
+	files := http.StripPrefix("/static/", http.FileServerFS(static()))
+	mux.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("file") == "" {
+			http.NotFound(w, r) // no listing
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("GET /manifest.webmanifest", s.serveFile("manifest.webmanifest", "application/manifest+json"))
 	mux.HandleFunc("GET /{$}", s.serveFile("index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /sessions/{name}", s.serveFile("session.html", "text/html; charset=utf-8"))

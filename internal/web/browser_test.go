@@ -244,9 +244,14 @@ func TestBrowser(t *testing.T) {
 		"--hooks", "SessionStart,UserPromptSubmit,PreToolUse:Bash,PermissionRequest:Bash")
 	do(t, ctx, "session appears", 15*time.Second, visible(`#fleet tr[data-session="asker-0"]`))
 
+	// A worker that works, and one that fails (the inbox lists it too).
+	f.role("worker", herd.AgentGeneric, herdBin, "sim", "--interval", "500ms", "--hooks", "SessionStart,UserPromptSubmit,PreToolUse:Bash,PostToolUse:Bash")
+	f.role("broken", herd.AgentGeneric, "/bin/sh", "-c", "echo 'cannot reach the repository' >&2; exit 3")
+
 	// It asks for permission: the inbox shows it with its answers.
 	item := `.item[data-session="asker-0"]`
-	do(t, ctx, "inbox item", 20*time.Second, visible(item+` button[data-key="1"]`))
+	do(t, ctx, "inbox item", 20*time.Second, visible(item+` button[data-key="1"]`), visible(`.item[data-session="broken-0"]`),
+		visible(`#fleet tr[data-session="worker-0"]`))
 	if text := get(t, ctx, "item text", chromedp.Text(chromedp.CSS(item+" .item-text"))); !strings.Contains(text, "Bash") {
 		t.Errorf("[inbox] expected the tool asked for … got %q", text)
 	}
@@ -262,8 +267,8 @@ func TestBrowser(t *testing.T) {
 	screenshot(t, ctx, "console-phone.png")
 	do(t, ctx, "desktop", 15*time.Second, chromedp.EmulateViewport(1280, 900), chromedp.Reload(), visible(item+` button[data-key="1"]`))
 
-	// Answer with a click: the agent gets it, the inbox empties.
-	do(t, ctx, "answer", 15*time.Second, chromedp.Click(chromedp.CSS(item+` button[data-key="1"]`)), visible("#inbox-empty"))
+	// Answer with a click: the agent gets it, its item leaves the inbox.
+	do(t, ctx, "answer", 15*time.Second, chromedp.Click(chromedp.CSS(item+` button[data-key="1"]`)), chromedp.WaitNotPresent(chromedp.CSS(item)))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, _ := f.screen("asker-0")
@@ -278,6 +283,24 @@ func TestBrowser(t *testing.T) {
 	if evs := f.events("asker-0", herd.EventAnswered); len(evs) != 1 || !strings.Contains(evs[0].Message, "browser:") {
 		t.Errorf("[answer] expected one answered event naming the browser … got %+v", evs)
 	}
+
+	// The failed one is stopped (through the API, as a script would):
+	// the inbox empties.
+	tok, err := os.ReadFile(filepath.Join(f.dir, web.TokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/sessions/broken-0/stop", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("[stop by token] expected 200 … got %d", resp.StatusCode)
+	}
+	do(t, ctx, "inbox empty", 15*time.Second, visible("#inbox-empty"))
 
 	// An agent prints markup: it shows as text and runs nothing.
 	f.role("xss", herd.AgentGeneric, "/bin/sh", "-c",

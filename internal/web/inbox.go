@@ -292,7 +292,7 @@ func describeExit(e herd.Exit) string {
 	if e.Signal != nil {
 		parts = append(parts, fmt.Sprintf("signal %d", *e.Signal))
 	}
-	if e.Reason != "" {
+	if e.Reason != "" && len(parts) == 0 {
 		parts = append(parts, e.Reason)
 	}
 	if e.Message != "" {

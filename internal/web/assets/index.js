@@ -134,7 +134,7 @@
     });
     var body = document.querySelector("#fleet tbody");
     body.replaceChildren.apply(body, rows.map(function (s) {
-      var tr = el("tr", "state-" + s.state);
+      var tr = el("tr", "row-" + s.state);
       tr.dataset.session = s.name;
       var td = el("td");
       var a = el("a", "", s.name + (s.escalated || s.notified ? " !" : ""));

@@ -137,7 +137,7 @@ func (s *Server) inbox(ctx context.Context, only string) ([]Item, error) {
 				c.Cause = &evs[0]
 			}
 			if v.Activity == herd.ActivityWaiting && v.RuntimeKind == herd.RuntimeTmux {
-				c.Screen, _ = s.o.Backend.Screen(ctx, v.Name, 40)
+				c.Screen = s.dialogScreen(ctx, v.Name)
 			}
 		}
 		clues[v.Name] = c
@@ -153,6 +153,40 @@ func (s *Server) inbox(ctx context.Context, only string) ([]Item, error) {
 	}
 	s.mu.Unlock()
 	return out, nil
+}
+
+// screenTTL is how long a waiting session's screen read for the inbox
+// is reused: every browser's inbox refresh must not capture every pane.
+const screenTTL = time.Second
+
+// cachedScreen is a screen read for the inbox.
+type cachedScreen struct {
+	text string
+	at   time.Time
+}
+
+// dialogScreen returns the end of a waiting session's screen, read at most
+// once per screenTTL.
+func (s *Server) dialogScreen(ctx context.Context, name string) string {
+	s.mu.Lock()
+	c, ok := s.screens[name]
+	s.mu.Unlock()
+	if ok && time.Since(c.at) < screenTTL {
+		return c.text
+	}
+	text, err := s.o.Backend.Screen(ctx, name, 40)
+	if err != nil {
+		return ""
+	}
+	s.mu.Lock()
+	for k, v := range s.screens {
+		if time.Since(v.at) > time.Minute {
+			delete(s.screens, k)
+		}
+	}
+	s.screens[name] = cachedScreen{text: text, at: time.Now()}
+	s.mu.Unlock()
+	return text
 }
 
 func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request) {

@@ -86,6 +86,8 @@ type Server struct {
 	answered map[string]answer
 	// locks serialise answers per session.
 	locks map[string]*sync.Mutex
+	// screens are the waiting sessions' screens last read, by session.
+	screens map[string]cachedScreen
 }
 
 // New returns the console; Run serves it.
@@ -100,7 +102,7 @@ func New(o Options) *Server {
 		o.FailDelay = time.Second
 	}
 	s := &Server{o: o, auth: NewAuth(o.Token), log: o.Log, addr: o.Config.Listen,
-		answered: map[string]answer{}, locks: map[string]*sync.Mutex{}}
+		answered: map[string]answer{}, locks: map[string]*sync.Mutex{}, screens: map[string]cachedScreen{}}
 	s.hub = newHub(o.Backend, o.Poll, o.Log)
 	return s
 }

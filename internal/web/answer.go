@@ -114,7 +114,9 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	s.record(r.Context(), name, it.Incarnation, herd.EventAnswered, it.Kind, fmt.Sprintf("%s answered by %s", what, origin(r)),
 		map[string]any{"who": p.Who, "from": r.RemoteAddr, "kind": it.Kind, "option": in.Option, "text": in.Text, "question": clip(it.Text, 500)})
-	s.hub.publish(Change{Sessions: true})
+	if s.hub != nil {
+		s.hub.publish(Change{Sessions: true}) // the item is gone now, not at the next poll
+	}
 	replyJSON(w, http.StatusOK, AnswerResult{Message: res.Message})
 }
 

@@ -207,7 +207,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		replyError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
-	c, cancel := s.hub.Subscribe()
+	c, cancel := s.changes.Subscribe()
 	defer cancel()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")

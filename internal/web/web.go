@@ -62,6 +62,9 @@ type Options struct {
 	// Token is the API token (LoadToken).
 	Token string
 	Log   *slog.Logger
+	// Changes tells of changes to the fleet and the event log; nil: the
+	// console polls the Backend for them every Poll.
+	Changes Changes
 	// Poll is how often the fleet is read for changes; 300ms when 0.
 	Poll time.Duration
 	// FailDelay slows each failed login; 1s when 0.
@@ -73,7 +76,10 @@ type Server struct {
 	o    Options
 	auth *Auth
 	log  *slog.Logger
-	hub  *hub
+	// changes is Options.Changes, or hub.
+	changes Changes
+	// hub polls the Backend when no Changes were given; else nil.
+	hub *hub
 
 	// mu guards the fields below.
 	mu sync.Mutex
@@ -103,7 +109,11 @@ func New(o Options) *Server {
 	}
 	s := &Server{o: o, auth: NewAuth(o.Token), log: o.Log, addr: o.Config.Listen,
 		answered: map[string]answer{}, locks: map[string]*sync.Mutex{}, screens: map[string]cachedScreen{}}
-	s.hub = newHub(o.Backend, o.Poll, o.Log)
+	s.changes = o.Changes
+	if s.changes == nil {
+		s.hub = newHub(o.Backend, o.Poll, o.Log)
+		s.changes = s.hub
+	}
 	return s
 }
 
@@ -161,11 +171,13 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.hub.run(ctx)
-	}()
+	if s.hub != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.hub.run(ctx)
+		}()
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

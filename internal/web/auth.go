@@ -230,14 +230,14 @@ func HostAllowed(host, listen string, allow []string) bool {
 
 // OriginAllowed reports whether a POST's Origin is the console itself. A
 // browser always sends Origin with a POST; a cookie-authenticated request
-// without one is refused, a bearer client's is accepted.
+// without one is refused, a bearer client's is accepted. An https origin
+// of the same host is accepted on plain HTTP too: a TLS proxy in front.
 func OriginAllowed(p Principal, origin, host string, tls bool) bool {
 	if origin == "" {
 		return p.CSRF == ""
 	}
-	scheme := "http://"
-	if tls {
-		scheme = "https://"
+	if strings.EqualFold(origin, "https://"+host) {
+		return true
 	}
-	return strings.EqualFold(origin, scheme+host)
+	return !tls && strings.EqualFold(origin, "http://"+host)
 }

@@ -130,6 +130,8 @@ func TestOriginAllowed(t *testing.T) {
 		{"other port", browser, "http://127.0.0.1:9999", false, false},
 		{"other scheme", browser, "http://127.0.0.1:7780", true, false},
 		{"https same", browser, "https://127.0.0.1:7780", true, true},
+		{"behind a tls proxy", browser, "https://127.0.0.1:7780", false, true},
+		{"other host", browser, "http://evil.example:7780", false, false},
 		{"null", browser, "null", false, false},
 		{"browser without origin", browser, "", false, false},
 		{"bearer without origin", Principal{}, "", false, true},

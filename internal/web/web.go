@@ -81,6 +81,9 @@ type Server struct {
 	// hub polls the Backend when no Changes were given; else nil.
 	hub *hub
 
+	// failMu serialises the delays of failed logins.
+	failMu sync.Mutex
+
 	// mu guards the fields below.
 	mu sync.Mutex
 	// addr is the address served (the listener's), for the Host check
@@ -311,8 +314,11 @@ func hasCookie(r *http.Request) bool {
 	return err == nil
 }
 
-// slow waits out the failed-login delay, or the request's end.
+// slow waits out the failed-login delay, or the request's end. Failures
+// wait one after the other: guesses sent in parallel are not faster.
 func (s *Server) slow(r *http.Request) {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
 	t := time.NewTimer(s.o.FailDelay)
 	defer t.Stop()
 	select {

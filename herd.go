@@ -170,6 +170,11 @@ const (
 	// changed, or failover moved it while this host was away).
 	ReasonMoved        = "moved"
 	ReasonLaunchFailed = "launch_failed"
+	// ReasonNeverStarted: the summary of an incarnation written ahead of
+	// its launch and ended before its start was ever recorded or adopted
+	// (a daemon killed during the launch; the slot stopped before the next
+	// daemon resolved it).
+	ReasonNeverStarted = "never_started"
 )
 
 // Environment variables herd sets in every agent's environment.

@@ -56,7 +56,7 @@ func BenchmarkSoakCrashLoop(b *testing.B) {
 [probe]
 interval = "1s"
 [store]
-event_retention = "2m"
+event_retention = "2m" # soakRetention
 event_max_rows = 100000
 [restart]
 initial_backoff = "100ms"
@@ -116,7 +116,77 @@ max_restarts = 0
 		b.ReportMetric(rssSlope(samples[len(samples)/2:])*60/1024, "rss-slope-2nd-half-MB/h")
 		b.ReportMetric(float64(last.fds-first.fds), "fds-delta")
 		b.ReportMetric(float64(last.rows), "events-kept")
+		for _, v := range soakViolations(samples, soakRetention) {
+			b.Error(v)
+		}
 	}
+}
+
+// soakRetention is the event retention the soak's daemon runs with.
+const soakRetention = 2 * time.Minute
+
+// Bounds of the soak, from two 5 minute runs on a loaded 2-core machine:
+// RSS 25–26 MB at the start, 34.5–35.5 MB at the end, 43 MB at most, its
+// growth slowing all the way (29–31 MB/h over the second half: the heap
+// and SQLite's page cache warming up); 17 to 28 open fds (pipes and
+// pidfds of incarnations in flight); the store flat at 5.4 MB once
+// retention applied (+0.3 MB over the second half); 830–840 events a
+// minute, 1600 to 2100 kept under a 2 minute retention. Each bound is
+// about twice what was seen, and still catches a leak of one fd, or a few
+// KB, per incarnation (about three a second) within minutes, and
+// retention that does not run.
+const (
+	// soakRSSSlopeMBh bounds the RSS slope over the second half.
+	soakRSSSlopeMBh = 60
+	// soakRSSMaxMB bounds RSS at any sample.
+	soakRSSMaxMB = 128
+	// soakFDGrowth bounds the open fds over the first sample's.
+	soakFDGrowth = 32
+	// soakDBGrowth and soakDBSlackBytes bound the store's growth over
+	// the second half: a fraction of its size, plus room for the WAL.
+	soakDBGrowth     = 0.1
+	soakDBSlackBytes = 2 << 20
+	// soakKeptFactor bounds the events kept: this many times what the
+	// retention window holds at the measured rate.
+	soakKeptFactor = 2
+)
+
+// soakViolations checks the samples of a soak against its bounds and
+// says what each broken one saw. The store and the events kept are
+// bounded only once retention has had its say (the second half starts
+// after it).
+func soakViolations(samples []soakSample, retention time.Duration) []string {
+	if len(samples) < 4 {
+		return []string{fmt.Sprintf("soak: %d samples, too few to bound anything (run it longer)", len(samples))}
+	}
+	var out []string
+	first, half, last := samples[0], samples[len(samples)/2], samples[len(samples)-1]
+	if slope := rssSlope(samples[len(samples)/2:]) * 60 / 1024; slope > soakRSSSlopeMBh {
+		out = append(out, fmt.Sprintf("soak: RSS grows %.1f MB/h over the second half, bound %d", slope, soakRSSSlopeMBh))
+	}
+	for _, s := range samples {
+		if s.rssKB > soakRSSMaxMB<<10 {
+			out = append(out, fmt.Sprintf("soak: RSS %d MB at %s, bound %d", s.rssKB>>10, s.at.Round(time.Second), soakRSSMaxMB))
+			break
+		}
+	}
+	for _, s := range samples {
+		if s.fds > first.fds+soakFDGrowth {
+			out = append(out, fmt.Sprintf("soak: %d open fds at %s, %d at the start, bound +%d", s.fds, s.at.Round(time.Second), first.fds, soakFDGrowth))
+			break
+		}
+	}
+	if half.at < retention {
+		return append(out, fmt.Sprintf("soak: the second half starts at %s, before the %s retention applies: run it longer than %s to bound the store", half.at.Round(time.Second), retention, 2*retention))
+	}
+	if limit := half.dbBytes + int64(float64(half.dbBytes)*soakDBGrowth) + soakDBSlackBytes; last.dbBytes > limit {
+		out = append(out, fmt.Sprintf("soak: the store grew from %d to %d bytes over the second half, bound %d", half.dbBytes, last.dbBytes, limit))
+	}
+	perMin := float64(last.events-first.events) / (last.at - first.at).Minutes()
+	if limit := int(soakKeptFactor * perMin * retention.Minutes()); last.rows > limit {
+		out = append(out, fmt.Sprintf("soak: %d events kept at the end (%.0f a minute, %s retention), bound %d", last.rows, perMin, retention, limit))
+	}
+	return out
 }
 
 // rssSlope is the least-squares slope of RSS over time, in KB per minute.

@@ -312,11 +312,25 @@ env = { ARGS_LOG = %[4]q, HOME = %[5]q, NO_TRANSCRIPT = "1" }
 			t.Fatalf("[%s] expected a first launch with --session-id, got %q", role, lines(role, 1)[0])
 		}
 		first[role] = m[1]
-		spawned := e.events("--session", role+"-0", "--kind", herd.EventSpawned)
+		// The agent may log its arguments before its launch's record
+		// commits.
+		var spawned []herd.Event
+		e.waitFor(role+" spawned", 20*time.Second, func() bool {
+			spawned = e.events("--session", role+"-0", "--kind", herd.EventSpawned)
+			return len(spawned) > 0
+		})
 		if len(spawned) != 1 || spawned[0].Data["agent_session_id"] != m[1] {
 			t.Errorf("[%s] expected the id recorded at launch, got %+v", role, spawned)
 		}
 		v := e.waitState(role+"-0", herd.StateRunning, 20*time.Second)
+		if role != "early" {
+			// Killed only once its conversation began (its transcript is
+			// there), as the relaunch's choice depends on it.
+			e.waitFor(role+"'s transcript", 20*time.Second, func() bool {
+				got, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", m[1]+".jsonl"))
+				return len(got) > 0
+			})
+		}
 		if err := syscall.Kill(v.PID, syscall.SIGSEGV); err != nil {
 			t.Fatal(err)
 		}

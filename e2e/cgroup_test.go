@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/testenv"
 )
 
 // containment returns the mode the daemon logged at start, and its reason.
@@ -59,7 +60,7 @@ func TestIncarnationStartsInItsCgroup(t *testing.T) {
 			e := newEnv(t, fastRestart)
 			e.start()
 			if mode, line := e.containment(); mode != "cgroup" {
-				t.Skipf("the daemon contains by marker here: %s", line)
+				testenv.Require(t, "cgroup v2", "the daemon contains by marker here: "+line, testenv.InstallCgroup)
 			}
 			e.must("run", "cg", "--runtime", rt, "--restart", "never", "--", "sh", "-c",
 				"setsid sh -c 'sleep 300' & sleep 300 & echo started; wait")

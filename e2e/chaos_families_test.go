@@ -20,6 +20,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/runtime/tmux/tmuxfault"
 )
 
 // chaosConfig is every family's config: fast, unlimited restarts.
@@ -102,6 +103,10 @@ func (c *chaos) sessionVerb(roles map[string]int) []string {
 // its pid handed at once to a canary (through ns_last_pid); herd must
 // account the death and never signal the canary that now holds the pid.
 func chaosPIDReuse(t *testing.T, r *tally, budget time.Duration) {
+	if os.Geteuid() != 0 {
+		r.skipped = "needs root (handing a pid on writes /proc/sys/kernel/ns_last_pid)"
+		return
+	}
 	c := newChaos(t, r, budget, chaosConfig)
 	c.run("pr-tmux", herd.RuntimeTmux, 2)
 	c.run("pr-exec", herd.RuntimeExec, 2)
@@ -239,17 +244,13 @@ func chaosRacingCLIs(t *testing.T, r *tally, budget time.Duration) {
 // mode exists: "hang" hangs every command but new-session, "garbage",
 // "empty" and "trunc" garble the listings, "lie-new" makes new-session
 // answer the pid in file pid, "lie-list" puts that pid in the listing's
-// pane pid and server pid columns.
-func lyingTmux(t *testing.T) (bin, mode, pidFile string) {
-	real, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux not installed")
-	}
+// pane pid and server pid columns. Its control connection goes through
+// the fault proxy (f.fault).
+func lyingTmux(t *testing.T) (f faultyTmux, mode, pidFile string) {
 	dir := t.TempDir()
-	mode, pidFile, bin = filepath.Join(dir, "mode"), filepath.Join(dir, "pid"), filepath.Join(dir, "tmux")
-	script := fmt.Sprintf(`#!/bin/sh
-case " $* " in *" -C "*) echo "no control mode" >&2; exit 1 ;; esac
-m="$(cat %[2]q 2>/dev/null)"
+	mode, pidFile = filepath.Join(dir, "mode"), filepath.Join(dir, "pid")
+	f = newFaultyTmux(t, "control", func(real string) string {
+		return fmt.Sprintf(`m="$(cat %[2]q 2>/dev/null)"
 if [ "$m" = hang ]; then
   case " $* " in
     *" new-session "*) ;;
@@ -272,28 +273,38 @@ for a in "$@"; do
         lie-list) %[1]q "$@" | awk -F '\t' -v OFS='\t' -v p="$(cat %[3]q)" 'NF >= 10 { $3 = p; $10 = p } { print }'; exit 0 ;;
       esac ;;
   esac
-done
-exec %[1]q "$@"
-`, real, mode, pidFile)
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return bin, mode, pidFile
+done`, real, mode, pidFile)
+	})
+	return f, mode, pidFile
 }
 
 // chaosTmux: tmux hangs, lies about pane pids (at launch and in
 // listings), truncates, answers nothing or garbage, in bursts, while
-// agents are killed, stopped, resumed and scaled.
+// agents are killed, stopped, resumed and scaled; on the control
+// connection too, whose answers also cross, come late, go missing, or
+// end with its client.
 func chaosTmux(t *testing.T, r *tally, budget time.Duration) {
-	tmuxBin, mode, pidFile := lyingTmux(t)
-	c := newChaos(t, r, budget, fmt.Sprintf("binary = %q\n", tmuxBin)+chaosConfig)
-	os.WriteFile(pidFile, []byte(strconv.Itoa(c.canaries[0].cmd.Process.Pid)+"\n"), 0o600)
+	f, mode, pidFile := lyingTmux(t)
+	c := newChaos(t, r, budget, fmt.Sprintf("binary = %q\n", f.bin)+chaosConfig)
+	canary := c.canaries[0].cmd.Process.Pid
+	os.WriteFile(pidFile, []byte(strconv.Itoa(canary)+"\n"), 0o600)
 	roles := map[string]int{"lt": 4}
 	c.run("lt", herd.RuntimeTmux, 3)
 	c.waitRunning(3, 20*time.Second)
-	modes := []string{"hang", "garbage", "empty", "trunc", "lie-new", "lie-list"}
+	// Each burst: the per-call fault, and the control connection's.
+	modes := [][2]string{
+		{"hang", tmuxfault.Hang}, {"garbage", tmuxfault.Garble}, {"empty", tmuxfault.Empty}, {"trunc", tmuxfault.Truncate},
+		{"lie-new", fmt.Sprintf("%s %d", tmuxfault.Lie, canary)}, {"lie-list", ""},
+		{"", tmuxfault.Reorder}, {"", tmuxfault.Delay + " 3s"}, {"", tmuxfault.Drop}, {"", tmuxfault.Crash},
+	}
+	// In turn from a random one: a short run still meets several kinds.
+	first := c.rng.IntN(len(modes))
 	for i := 0; c.running(); i++ {
-		os.WriteFile(mode, []byte(pick(c, modes)), 0o600)
+		m := modes[(first+i)%len(modes)]
+		if m[0] != "" {
+			os.WriteFile(mode, []byte(m[0]), 0o600)
+		}
+		f.fault(t, m[1])
 		r.faults++
 		end := time.Now().Add(time.Duration(200+c.rng.IntN(1500)) * time.Millisecond)
 		for time.Now().Before(end) {
@@ -311,10 +322,16 @@ func chaosTmux(t *testing.T, r *tally, budget time.Duration) {
 			time.Sleep(time.Duration(c.rng.IntN(300)) * time.Millisecond)
 		}
 		os.Remove(mode)
+		f.fault(t, "")
 		time.Sleep(time.Second)
 		if i%3 == 2 {
 			c.checkDuplicates()
 		}
+	}
+	injected := tmuxfault.Injected(f.ctlLog)
+	r.note("faults injected on the control connection: %v", injected)
+	if len(injected) == 0 {
+		t.Errorf("lying tmux: no fault reached the control connection")
 	}
 	c.checkDuplicates()
 	c.finish()
@@ -389,7 +406,8 @@ func chaosGarbled(t *testing.T, r *tally, budget time.Duration) {
 				req, _ := http.NewRequest(pick(c, []string{"POST", "PUT", "GET", "DELETE"}), "http://herd"+pick(c, paths), bytes.NewReader(junk(2000)))
 				if resp, err := httpc.Do(req); err == nil {
 					if resp.StatusCode >= 500 {
-						r.note("API %s %s answered %d", req.Method, req.URL.Path, resp.StatusCode)
+						// Garbage in is the client's fault: a 4xx.
+						r.notRecovered("API %s %s answered %d", req.Method, req.URL.Path, resp.StatusCode)
 					}
 					resp.Body.Close()
 				}
@@ -443,7 +461,7 @@ func chaosResources(t *testing.T, r *tally, budget time.Duration) {
 			unix.Prlimit(pid, unix.RLIMIT_NOFILE, &old, nil)
 			c.herd("scale", "rs", "--replicas", "2")
 			if !c.waitRunning(3, 20*time.Second) {
-				r.note("not all running again 20s after the fd pressure ended")
+				r.notRecovered("not all running again 20s after the fd pressure ended")
 			}
 		case 1: // the spool path is a file, the daemon away
 			dir := filepath.Join(c.e.dir, "activity")
@@ -499,7 +517,7 @@ func chaosResources(t *testing.T, r *tally, budget time.Duration) {
 			c.unmount(logs)
 			c.herd("restart", "rs-exec-0")
 			if !c.waitRunning(3, 20*time.Second) {
-				r.note("not all running again 20s after the disk had room again")
+				r.notRecovered("not all running again 20s after the disk had room again")
 			}
 		default: // an exec role's log directory is a file
 			logs := filepath.Join(c.e.dir, "logs", "rs-exec-0")
@@ -515,7 +533,7 @@ func chaosResources(t *testing.T, r *tally, budget time.Duration) {
 			os.Remove(logs)
 			c.herd("restart", "rs-exec-0")
 			if !c.waitRunning(3, 20*time.Second) {
-				r.note("not all running again 20s after the log directory came back")
+				r.notRecovered("not all running again 20s after the log directory came back")
 			}
 		}
 		c.checkDuplicates()
@@ -532,7 +550,7 @@ func chaosReboots(t *testing.T, r *tally, budget time.Duration) {
 	c.run("rb-exec", herd.RuntimeExec, 2)
 	for i := 0; c.running(); i++ {
 		if !c.waitRunning(4, 20*time.Second) {
-			r.note("reboot %d: not all running within 20s", i)
+			r.notRecovered("reboot %d: not all running within 20s", i)
 		}
 		c.e.kill(syscall.SIGKILL)
 		for _, pid := range c.e.agentPIDs() {
@@ -558,8 +576,12 @@ func chaosReboots(t *testing.T, r *tally, budget time.Duration) {
 // with a note, when mounting is not possible here (not root).
 func (c *chaos) mountFull(dir string) bool {
 	os.MkdirAll(dir, 0o700)
+	if os.Geteuid() != 0 {
+		c.r.cannot("full disk", "needs root to mount a tmpfs")
+		return false
+	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", dir).CombinedOutput(); err != nil {
-		c.r.note("no full-disk fault: mount: %v %s", err, out)
+		c.r.cannot("full disk", fmt.Sprintf("mount: %v %s", err, bytes.TrimSpace(out)))
 		return false
 	}
 	c.t.Cleanup(func() { c.unmount(dir) })

@@ -58,10 +58,38 @@ func runCanary(path string) {
 type tally struct {
 	name                                             string
 	faults, wrongful, duplicates, leaks, lost, crash int
-	notes                                            []string
+	// unrecovered counts times herd did not get every agent running
+	// again after a fault ended, and API answers of 5xx.
+	unrecovered int
+	// skipped, when set, is why the family injected nothing here (it
+	// needs root): the family is reported skipped, never passed.
+	skipped string
+	// missing are fault kinds of the family that this machine cannot
+	// inject (they need root), each with why.
+	missing map[string]string
+	notes   []string
 }
 
 func (r *tally) note(format string, a ...any) { r.notes = append(r.notes, fmt.Sprintf(format, a...)) }
+
+// cannot records that fault kind could not be injected here, and why.
+func (r *tally) cannot(kind, why string) {
+	if r.missing == nil {
+		r.missing = map[string]string{}
+	}
+	r.missing[kind] = why
+}
+
+// notRecovered counts a failure to recover from a fault.
+func (r *tally) notRecovered(format string, a ...any) {
+	r.unrecovered++
+	r.note(format, a...)
+}
+
+// failures is the sum of what must be zero for the family to pass.
+func (r *tally) failures() int {
+	return r.wrongful + r.duplicates + r.leaks + r.lost + r.crash + r.unrecovered
+}
 
 // canary is a process that is not herd's and must never be signalled.
 type canary struct {
@@ -376,30 +404,58 @@ func TestChaos(t *testing.T) {
 		rows = append(rows, r)
 		t.Run(strings.ReplaceAll(f.name, " ", "_"), func(t *testing.T) {
 			start := time.Now()
+			defer func() {
+				t.Logf("%s: %s", f.name, time.Since(start).Round(time.Second))
+				for _, n := range r.notes {
+					t.Logf("  %s", n)
+				}
+				for kind, why := range r.missing {
+					t.Logf("  not injected here: %s (%s)", kind, why)
+				}
+			}()
 			f.run(t, r, budget)
-			t.Logf("%s: %s", f.name, time.Since(start).Round(time.Second))
-			for _, n := range r.notes {
-				t.Logf("  %s", n)
-			}
-			if r.wrongful+r.duplicates+r.leaks+r.lost+r.crash > 0 {
+			switch {
+			case r.skipped != "":
+				t.Skipf("%s: skipped: %s", f.name, r.skipped)
+			case r.faults == 0:
+				t.Errorf("%s: no fault injected: the family tested nothing", f.name)
+			case r.failures() > 0:
 				t.Errorf("%s: faults got through", f.name)
 			}
 		})
 	}
 	var b bytes.Buffer
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "FAMILY\tFAULTS\tWRONGFUL KILLS\tDUPLICATES\tLEAKS\tLOST EVENTS\tCRASHES\t")
+	fmt.Fprintln(w, "FAMILY\tFAULTS\tWRONGFUL KILLS\tDUPLICATES\tLEAKS\tLOST EVENTS\tCRASHES\tNOT RECOVERED\tRESULT\t")
 	var sum tally
+	skipped := 0
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.name, r.faults, r.wrongful, r.duplicates, r.leaks, r.lost, r.crash)
+		result := "pass"
+		switch {
+		case r.skipped != "":
+			result, skipped = "SKIPPED: "+r.skipped, skipped+1
+		case r.faults == 0:
+			result = "FAIL: no fault injected"
+		case r.failures() > 0:
+			result = "FAIL"
+		case len(r.missing) > 0:
+			result = fmt.Sprintf("pass, %d kind(s) not injected", len(r.missing))
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.name, r.faults, r.wrongful, r.duplicates, r.leaks, r.lost, r.crash, r.unrecovered, result)
 		sum.faults += r.faults
 		sum.wrongful += r.wrongful
 		sum.duplicates += r.duplicates
 		sum.leaks += r.leaks
 		sum.lost += r.lost
 		sum.crash += r.crash
+		sum.unrecovered += r.unrecovered
 	}
-	fmt.Fprintf(w, "total\t%d\t%d\t%d\t%d\t%d\t%d\t\n", sum.faults, sum.wrongful, sum.duplicates, sum.leaks, sum.lost, sum.crash)
+	fmt.Fprintf(w, "total\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d skipped\t\n", sum.faults, sum.wrongful, sum.duplicates, sum.leaks, sum.lost, sum.crash, sum.unrecovered, skipped)
 	w.Flush()
 	fmt.Printf("\nherd fault campaign (%.1f min)\n%s", minutes, b.String())
+	for _, r := range rows {
+		for kind, why := range r.missing {
+			fmt.Printf("%s: not injected here: %s (%s)\n", r.name, kind, why)
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/pgcluster"
+	"herd/internal/testenv"
 )
 
 // startPG starts a private PostgreSQL cluster for one test and returns the
@@ -29,10 +30,7 @@ func startPG(t *testing.T) string {
 	defer cancel()
 	c, err := pgcluster.Start(ctx)
 	if errors.Is(err, pgcluster.ErrNoBinaries) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no PostgreSQL on CI: %v", err)
-		}
-		t.Skipf("no PostgreSQL: %v", err)
+		testenv.Require(t, "PostgreSQL", err.Error(), testenv.InstallPostgres)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -368,8 +366,8 @@ func TestDemoFleet(t *testing.T) {
 	cmd := exec.Command(bin, "demo", "--fleet")
 	cmd.Env = append(os.Environ(), "HERD_STATE_DIR="+t.TempDir(), "HERD_CONFIG=", "GORACE=atexit_sleep_ms=0")
 	out, err := cmd.CombinedOutput()
-	if err != nil && strings.Contains(string(out), "needs PostgreSQL's initdb") && os.Getenv("CI") == "" {
-		t.Skipf("no PostgreSQL: %s", out)
+	if err != nil && strings.Contains(string(out), "needs PostgreSQL's initdb") {
+		testenv.Require(t, "PostgreSQL", string(out), testenv.InstallPostgres)
 	}
 	if err != nil {
 		t.Fatalf("demo --fleet: %v\n%s", err, out)
@@ -411,8 +409,8 @@ func TestDemoFleetInterrupted(t *testing.T) {
 	if !strings.Contains(out.String(), "demo-b's daemon stops") {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		if strings.Contains(out.String(), "needs PostgreSQL's initdb") && os.Getenv("CI") == "" {
-			t.Skipf("no PostgreSQL: %s", out.String())
+		if strings.Contains(out.String(), "needs PostgreSQL's initdb") {
+			testenv.Require(t, "PostgreSQL", out.String(), testenv.InstallPostgres)
 		}
 		t.Fatalf("the demo never reached its host-away step:\n%s", out.String())
 	}

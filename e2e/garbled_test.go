@@ -11,26 +11,22 @@ import (
 
 	"herd"
 	"herd/internal/runtime/tmux"
+	"herd/internal/runtime/tmux/tmuxfault"
 )
 
 // garblingTmux writes a tmux that runs the real one, except that while the
 // file mode exists its listings (list-panes, list-sessions) answer as the
 // file says: "empty" (nothing, exit 0), "garbage" (a line of noise),
 // "trunc" (every line cut short); and "hang" makes every command but
-// new-session hang while the file exists. It refuses control mode, so
-// every call goes through it. It returns the script and the file.
-func garblingTmux(t *testing.T) (bin, mode string) {
+// new-session hang while the file exists. With the exec transport it
+// refuses control mode, so every call goes through it; with control, the
+// daemon's control connection goes through the fault proxy, which the
+// test sets to the same fault (controlFault).
+func garblingTmux(t *testing.T, transport string) (f faultyTmux, mode string) {
 	t.Helper()
-	real, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux not installed")
-	}
-	dir := t.TempDir()
-	mode = filepath.Join(dir, "mode")
-	bin = filepath.Join(dir, "tmux")
-	script := fmt.Sprintf(`#!/bin/sh
-case " $* " in *" -C "*) echo "no control mode" >&2; exit 1 ;; esac
-if [ "$(cat %[2]q 2>/dev/null)" = hang ]; then
+	mode = filepath.Join(t.TempDir(), "mode")
+	f = newFaultyTmux(t, transport, func(real string) string {
+		return fmt.Sprintf(`if [ "$(cat %[2]q 2>/dev/null)" = hang ]; then
   case " $* " in
     *" new-session "*) ;;
     *) while [ -f %[2]q ]; do sleep 0.05; done ;;
@@ -47,13 +43,14 @@ for a in "$@"; do
         esac
       fi ;;
   esac
-done
-exec %[1]q "$@"
-`, real, mode)
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return bin, mode
+done`, real, mode)
+	})
+	return f, mode
+}
+
+// controlFault is the proxy's fault for a garblingTmux mode.
+var controlFault = map[string]string{
+	"empty": tmuxfault.Empty, "garbage": tmuxfault.Garble, "trunc": tmuxfault.Truncate, "hang": tmuxfault.Hang,
 }
 
 // tmuxSessions lists the tmux sessions on e's private server, asking the
@@ -80,10 +77,14 @@ func (e *env) tmuxSessions() []string {
 // is retried and reported: once the listings recover, nothing of the
 // role is left within a few seconds.
 func TestDeleteRoleUnderGarbledListings(t *testing.T) {
-	for _, mode := range []string{"empty", "garbage", "trunc", "hang"} {
-		t.Run(mode, func(t *testing.T) {
-			bin, modeFile := garblingTmux(t)
-			e := newEnv(t, fmt.Sprintf("binary = %q\n", bin)+fastRestart)
+	for _, tc := range [][2]string{
+		{"exec", "empty"}, {"exec", "garbage"}, {"exec", "trunc"}, {"exec", "hang"},
+		{"control", "empty"}, {"control", "garbage"}, {"control", "trunc"}, {"control", "hang"},
+	} {
+		transport, mode := tc[0], tc[1]
+		t.Run(transport+"/"+mode, func(t *testing.T) {
+			f, modeFile := garblingTmux(t, transport)
+			e := newEnv(t, fmt.Sprintf("binary = %q\n", f.bin)+fastRestart)
 			e.start()
 			e.must("run", "gone", "--", "sleep", "300")
 			e.must("scale", "gone", "--replicas", "3")
@@ -99,13 +100,19 @@ func TestDeleteRoleUnderGarbledListings(t *testing.T) {
 			if n != 3 {
 				t.Fatalf("expected 3 agents … got %d", n)
 			}
+			if f.control {
+				e.waitFor("the control connection", 10*time.Second, func() bool { return len(e.controlClients()) > 0 })
+			}
 			if err := os.WriteFile(modeFile, []byte(mode), 0o600); err != nil {
 				t.Fatal(err)
 			}
+			f.fault(t, controlFault[mode])
 			out, stderr, code := e.herd("delete", "role", "gone")
 			t.Logf("delete under %s listings: exit %d: %s%s", mode, code, out, stderr)
 			time.Sleep(500 * time.Millisecond) // a few listings still garbled
 			os.Remove(modeFile)
+			f.fault(t, "")
+			f.mustHaveInjected(t, controlFault[mode])
 			recovered := time.Now()
 			e.waitFor("the role's tmux sessions and processes gone", 10*time.Second, func() bool {
 				return len(e.tmuxSessions()) == 0 && len(e.agentPIDs()) == 0

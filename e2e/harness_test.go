@@ -18,6 +18,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/testenv"
 )
 
 // bin is the herd binary built once for all tests.
@@ -287,7 +288,7 @@ func count(events []herd.Event, kind string) int {
 func hasTmux(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
+		testenv.Require(t, "tmux", err.Error(), testenv.InstallTmux)
 	}
 }
 

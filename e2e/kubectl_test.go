@@ -19,6 +19,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/testenv"
 )
 
 // noReap keeps the reaper from stopping the archived session these tests
@@ -355,7 +356,7 @@ func TestStartupPrint(t *testing.T) {
 	}
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Skip("systemd-analyze is not installed; the unit's text was checked only")
+		testenv.Require(t, "systemd-analyze", "the unit's text was checked only: "+err.Error(), testenv.InstallSystemdAnalyze)
 	}
 	path := filepath.Join(t.TempDir(), "herd.service")
 	if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {

@@ -7,7 +7,11 @@
 #   scripts/chaos.sh                 # about 10 minutes
 #   CHAOS_MINUTES=3 scripts/chaos.sh # shorter
 #
-# Needs root (pid reuse writes /proc/sys/kernel/ns_last_pid) and tmux.
+# A family fails when it injected no fault, when a fault got through, or
+# when herd did not get every agent running again after a fault ended (an
+# API answer of 5xx counts too). Needs tmux. Without root, the pid reuse
+# family (it writes /proc/sys/kernel/ns_last_pid) is reported SKIPPED, and
+# the full-disk faults (a tmpfs mount) are listed as not injected.
 set -eu
 cd "$(dirname "$0")/.."
 minutes="${CHAOS_MINUTES:-10}"

@@ -26,6 +26,7 @@ import (
 	"herd/internal/config"
 	"herd/internal/loop"
 	"herd/internal/metrics"
+	"herd/internal/status"
 	"herd/internal/store"
 )
 
@@ -63,6 +64,11 @@ type Options struct {
 	Sessions func(ctx context.Context) ([]herd.Session, error)
 	// Metrics counts escalations and deliveries; nil counts nothing.
 	Metrics *metrics.Metrics
+	// Changes, when set, is the writer's subscription (status.Subscribe):
+	// every change of a session (blocked, waiting, failed, ended...) asks
+	// for a look at once, so nothing is looked at every tick while
+	// nothing needs it.
+	Changes func() (<-chan status.Change, func())
 	// Client makes the HTTP requests; http.DefaultClient when nil.
 	Client *http.Client
 }
@@ -78,6 +84,7 @@ type Tracker struct {
 	sessions func(ctx context.Context) ([]herd.Session, error)
 	metrics  *metrics.Metrics
 	client   *http.Client
+	changes  func() (<-chan status.Change, func())
 
 	// Tick is the timer's period: min(1s, probe interval).
 	Tick time.Duration
@@ -147,7 +154,7 @@ func New(o Options) *Tracker {
 		tick = time.Second
 	}
 	t := &Tracker{
-		st: o.Store, host: o.Host, log: o.Log, sessions: o.Sessions, metrics: o.Metrics, client: o.Client,
+		st: o.Store, host: o.Host, log: o.Log, sessions: o.Sessions, metrics: o.Metrics, client: o.Client, changes: o.Changes,
 		Tick: tick, BackoffMin: BackoffMin, BackoffMax: BackoffMax, Timeout: DefaultTimeout, Workers: defaultWorkers,
 		kick:      make(chan struct{}, 1),
 		open:      map[string]Episode{},
@@ -176,8 +183,8 @@ func (t *Tracker) Reconfigure(c *config.Config) {
 	t.Kick()
 }
 
-// Kick asks for a look now, without blocking (the daemon calls it after
-// each change of a session).
+// Kick asks for a look now, without blocking (each change of a session
+// the writer publishes kicks it; so does a reload).
 func (t *Tracker) Kick() { loop.Wake(t.kick) }
 
 // Run evaluates on its own timer (and at each kick) until ctx is done. It
@@ -201,6 +208,23 @@ func (t *Tracker) Run(ctx context.Context) {
 				case j := <-jobs:
 					t.deliver(ctx, j)
 					t.done(j)
+				}
+			}
+		})
+	}
+	if t.changes != nil {
+		changes, cancel := t.changes()
+		defer cancel()
+		g.Go("attention changes", func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case _, ok := <-changes:
+					if !ok {
+						return
+					}
+					t.Kick()
 				}
 			}
 		})

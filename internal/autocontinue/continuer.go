@@ -43,7 +43,7 @@ type Options struct {
 	// Tick spaces the looks: Kick runs one at once, at most one per Tick.
 	Tick time.Duration
 	// Idle is the loop's period (at least Tick): a session changing
-	// (status.OnChange) kicks the loop and a named reset time wakes it,
+	// (the writer's subscription) kicks the loop and a named reset time wakes it,
 	// so an idle fleet is not looked at every Tick; Idle is the backstop.
 	Idle time.Duration
 	// Timeout bounds one inject.
@@ -87,6 +87,19 @@ func (c *Continuer) Kick() { loop.Wake(c.kick) }
 // Run looks at each kick (at most once per Tick), when a reset time
 // comes, and every Idle, until ctx is done.
 func (c *Continuer) Run(ctx context.Context) {
+	// A session's activity changing (blocked, no longer blocked) wakes
+	// the loop: an idle fleet is not looked at every Tick.
+	changes, cancel := c.o.Status.Subscribe()
+	followed := make(chan struct{})
+	defer func() { cancel(); <-followed }()
+	go func() {
+		defer close(followed)
+		for ch := range changes { // closed by cancel
+			if ch.What&(status.ChangeActivity|status.ChangeEnded) != 0 || ch.Activity == herd.ActivityBlocked {
+				c.Kick()
+			}
+		}
+	}()
 	var last time.Time
 	loop.Loop{Name: "auto-continue", Log: c.o.Log, Every: c.o.Idle, Trigger: c.kick}.Run(ctx, func(ctx context.Context) time.Duration {
 		if since := time.Since(last); since < c.o.Tick {
@@ -266,11 +279,9 @@ func (c *Continuer) continueSession(ctx context.Context, p due) {
 		return
 	}
 	late := time.Since(p.resetAt).Round(time.Millisecond)
-	err = c.o.Status.Update(ctx, p.s.Name, p.inc.ID, func(_ store.Tx, s *herd.Session) ([]*herd.Event, error) {
-		msg := fmt.Sprintf("rate limit reset at %s: %q typed in", p.resetAt.UTC().Format(time.RFC3339), Text)
-		return []*herd.Event{c.o.Status.Event(*s, p.inc.ID, herd.EventActivity, Reason, msg, map[string]any{
-			"reset_at": p.resetAt.UTC().Format(time.RFC3339), "text": Text, "blocked_event": p.eventID, "late_ms": late.Milliseconds(),
-		})}, nil
+	msg := fmt.Sprintf("rate limit reset at %s: %q typed in", p.resetAt.UTC().Format(time.RFC3339), Text)
+	_, err = c.o.Status.Continued(ctx, p.s.Name, p.inc.ID, Reason, msg, map[string]any{
+		"reset_at": p.resetAt.UTC().Format(time.RFC3339), "text": Text, "blocked_event": p.eventID, "late_ms": late.Milliseconds(),
 	})
 	if err != nil {
 		c.o.Log.Error("auto-continue: record", "session", p.s.Name, "err", err)

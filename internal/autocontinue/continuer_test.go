@@ -157,11 +157,7 @@ func TestCancelledWhenNoLongerBlocked(t *testing.T) {
 	reset := time.Now().Add(time.Hour).Truncate(time.Second)
 	m, inj, c := setup(t, reset)
 	ctx := context.Background()
-	err := m.Update(ctx, "w-0", "i1", func(_ store.Tx, s *herd.Session) ([]*herd.Event, error) {
-		s.Activity = herd.ActivityWorking
-		return nil, nil
-	})
-	if err != nil {
+	if _, err := m.Activity(ctx, status.Seen{Session: "w-0", Incarnation: "i1", Activity: herd.ActivityWorking, Source: "hook"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Tick(ctx, reset.Add(time.Second)); err != nil {
@@ -182,18 +178,17 @@ func TestKickedWhenBlocked(t *testing.T) {
 	defer cancel()
 	setActivity := func(a herd.Activity) {
 		t.Helper()
-		err := m.Update(ctx, "w-0", "i1", func(_ store.Tx, s *herd.Session) ([]*herd.Event, error) {
-			s.Activity = a
-			return nil, nil
-		})
-		if err != nil {
+		seen := status.Seen{Session: "w-0", Incarnation: "i1", Activity: a, Source: "hook"}
+		if a == herd.ActivityBlocked {
+			seen.Reason, seen.Data = "rate_limited", map[string]any{"reset_at": reset.UTC().Format(time.RFC3339)}
+		}
+		if _, err := m.Activity(ctx, seen); err != nil {
 			t.Fatal(err)
 		}
 	}
 	setActivity(herd.ActivityWorking)
 	c := New(Options{Status: m, Runtimes: map[string]Injector{herd.RuntimeTmux: inj}, Log: slog.New(slog.DiscardHandler),
 		Tick: 20 * time.Millisecond, Idle: time.Hour})
-	m.OnChange(c.Kick)
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()

@@ -16,6 +16,7 @@ import (
 
 	"herd"
 	"herd/internal/proc"
+	"herd/internal/testenv"
 )
 
 // detect returns a Manager with a subtree of the test's own, or skips
@@ -25,7 +26,10 @@ func detect(t *testing.T) *Manager {
 	name := fmt.Sprintf("herd-test-%d", os.Getpid())
 	m, err := Detect(Options{Name: name})
 	if err != nil {
-		t.Skipf("no writable cgroup v2 here, the marker fallback applies: %v", err)
+		testenv.Require(t, "cgroup v2", err.Error(), testenv.InstallCgroup)
+	}
+	if !m.kill {
+		testenv.Lacks(t, "cgroup.kill", "the kernel has no cgroup.kill: groups are frozen and killed process by process", testenv.InstallCgroup)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -168,7 +172,7 @@ func TestCgroupAddAndReopen(t *testing.T) {
 func TestCgroupMemoryMaxOOM(t *testing.T) {
 	m := detect(t)
 	if !m.Memory() {
-		t.Skipf("memory controller not usable here (%s); memory_max falls back to the watchdog, tested by TestMarkedMemoryReal", m.Describe())
+		testenv.Skip(t, "cgroup v2 memory controller", fmt.Sprintf("not usable here (%s); memory_max falls back to the watchdog, tested by TestMarkedMemoryReal", m.Describe()))
 	}
 	g, err := m.Create("inc-oom", Limits{MemoryMax: 64 << 20, PidsMax: 100})
 	if err != nil {

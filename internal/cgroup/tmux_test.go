@@ -12,6 +12,7 @@ import (
 
 	"herd"
 	"herd/internal/proc"
+	"herd/internal/testenv"
 )
 
 // tmuxCmd runs tmux on a private socket.
@@ -31,12 +32,12 @@ func TestTmuxPaneThroughExecIn(t *testing.T) {
 	// The tmux runtime does not fork the agent itself: the pane runs the
 	// launch wrapper, which enters the cgroup and execs the agent.
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skipf("no tmux: %v", err)
+		testenv.Require(t, "tmux", err.Error(), testenv.InstallTmux)
 	}
 	cs := containments(t)
 	c, ok := cs[ModeCgroup]
 	if !ok {
-		t.Skip("no writable cgroup here")
+		testenv.Require(t, "cgroup v2", "no writable cgroup here", testenv.InstallCgroup)
 	}
 	boot := bootID(t)
 	fsys := proc.Real()

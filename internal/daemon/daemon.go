@@ -144,7 +144,6 @@ func New(o Options) (*Daemon, error) {
 	d.prober = prober.New(prober.Options{
 		Status: d.status, Proc: o.Proc, BootID: boot, Tmux: d.tmux,
 		Interval: cfg.Probe.Interval, Concurrency: cfg.Probe.Concurrency, MassDeathFraction: cfg.Probe.MassDeathFraction, Log: log,
-		Leftover: func(inc herd.Incarnation) { d.slots.KillLeftover(inc) },
 	})
 	d.contain = cgroup.New(log, containOptions(), boot)
 	d.status.OOMKilled = d.contain.OOMKilled
@@ -160,9 +159,8 @@ func New(o Options) (*Daemon, error) {
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
 		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,
 	})
-	d.slots.SetBinaryUpdated(d.stalls.BinaryUpdated)
 	d.attention = attention.New(attention.Options{
-		Store: d.status.Store(), Host: host, Config: cfg, Log: log, Metrics: d.metrics,
+		Store: d.status.Store(), Host: host, Config: cfg, Log: log, Metrics: d.metrics, Changes: d.status.Subscribe,
 		Sessions: func(ctx context.Context) ([]herd.Session, error) {
 			all, _, err := d.status.Live(ctx)
 			return all, err
@@ -171,12 +169,6 @@ func New(o Options) (*Daemon, error) {
 	d.continuer = autocontinue.New(autocontinue.Options{
 		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Idle: continueIdle, Timeout: 4 * cfg.Probe.Timeout,
 		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
-	})
-	// A session changing (blocked, waiting, failed...) wakes attention
-	// and auto-continue at once.
-	d.status.OnChange(func() {
-		d.attention.Kick()
-		d.continuer.Kick()
 	})
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	fleet := &verbs.Fleet{Store: d.status.Store(), Host: host, HostTimeout: cfg.Fleet.HostTimeout}
@@ -203,12 +195,6 @@ func New(o Options) (*Daemon, error) {
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d.status.Observe(d.stalls.Summary, func(inc string) {
-		d.prober.Unwatch(inc)
-		d.slots.Ended(inc)
-		d.slots.Kick()
-		d.attention.Kick()
-	})
 	return d, nil
 }
 

@@ -17,7 +17,6 @@ import (
 	"herd/internal/runtime"
 	"herd/internal/runtime/tmux"
 	"herd/internal/status"
-	"herd/internal/store"
 )
 
 // Options configure a Prober.
@@ -36,9 +35,6 @@ type Options struct {
 	// inconclusive (see liveness.BreakMassDeath).
 	MassDeathFraction float64
 	Log               *slog.Logger
-	// Leftover takes down what remains of an incarnation whose agent died
-	// (a wrapper living on, a pane left open); its death is recorded.
-	Leftover func(herd.Incarnation)
 }
 
 // Prober watches this host's live sessions.
@@ -76,7 +72,32 @@ func New(o Options) *Prober {
 	p := &Prober{o: o, st: o.Status, trig: make(chan struct{}, 1), ctx: ctx, cancel: cancel, watched: map[string]*watchSet{},
 		launching: map[string]time.Time{}, targeted: make(chan struct{}, maxTargeted)}
 	p.group.Log = o.Log
+	if o.Status != nil {
+		p.follow(ctx)
+	}
 	return p
+}
+
+// follow ends an incarnation's watchers once a death of it is accounted,
+// by whatever path, until ctx is done.
+func (p *Prober) follow(ctx context.Context) {
+	changes, unsubscribe := p.st.Subscribe()
+	p.group.Go("changes", func() {
+		defer unsubscribe()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case c, ok := <-changes:
+				if !ok {
+					return
+				}
+				if c.What.Has(status.ChangeDied) {
+					p.Unwatch(c.Incarnation)
+				}
+			}
+		}
+	})
 }
 
 // Run probes every interval, and at once when kicked, until ctx is done.
@@ -172,17 +193,9 @@ func (p *Prober) recordDeath(ctx context.Context, dt status.Death) bool {
 	return ok
 }
 
-// update is status.Update with its error logged: the next round looks
-// again.
-func (p *Prober) update(ctx context.Context, name, inc, what string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error)) {
-	if err := p.st.Update(ctx, name, inc, fn); err != nil && ctx.Err() == nil {
-		p.o.Log.Warn("probe: "+what, "session", name, "err", err)
-	}
-}
-
-// updateThen is status.UpdateThen with its error logged.
-func (p *Prober) updateThen(ctx context.Context, name, inc, what string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error), after func()) {
-	if err := p.st.UpdateThen(ctx, name, inc, fn, after); err != nil && ctx.Err() == nil {
+// logged logs a failed report to status: the next round looks again.
+func (p *Prober) logged(ctx context.Context, name, what string, err error) {
+	if err != nil && ctx.Err() == nil {
 		p.o.Log.Warn("probe: "+what, "session", name, "err", err)
 	}
 }
@@ -225,69 +238,29 @@ func (p *Prober) findAgent(ctx context.Context, s herd.Session, inc herd.Incarna
 // markAlive records that an incarnation's agent is alive and watches it.
 // kind is the event to record (adopted, or none).
 func (p *Prober) markAlive(ctx context.Context, s herd.Session, inc herd.Incarnation, kind string) {
-	p.updateThen(ctx, s.Name, inc.ID, "mark alive", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		var events []*herd.Event
-		stored, err := tx.Incarnation(inc.ID)
-		if err != nil {
-			return nil, err
-		}
-		if stored.Identity != inc.Identity || stored.Root != inc.Root {
-			stored.Identity, stored.Root = inc.Identity, inc.Root
-			if err := tx.PutIncarnation(stored); err != nil {
-				return nil, err
-			}
-		}
-		// Under the session's lock: an incarnation this daemon holds
-		// already (launched, or adopted by another probe path first) is
-		// not adopted again, though its watcher may be down for a moment
-		// (dropped after an unreadable /proc, or a death being confirmed).
-		if kind != "" && !(kind == herd.EventAdopted && p.holds(inc.ID)) {
-			events = append(events, p.st.Event(*cur, inc.ID, kind, "", "identity verified: pid, start time, boot id", map[string]any{"pid": inc.Identity.PID}))
-		}
-		if cur.State == herd.StatePending || cur.State == herd.StateUnknown {
-			if cur.State == herd.StateUnknown {
-				events = append(events, p.st.Event(*cur, inc.ID, herd.EventRecovered, "", "process readable again", nil))
-			}
-			cur.State = herd.StateRunning
-			cur.StateSince = time.Now().UTC()
-		}
-		cur.Process = herd.Alive
-		return events, nil
-	}, func() {
+	_, err := p.st.Confirmed(ctx, status.Confirm{Session: s.Name, Inc: inc, Kind: kind, Held: func() bool { return p.holds(inc.ID) }}, func() {
 		// Only once committed (a rolled-back write must leave no watcher,
 		// or later rounds would take the agent as adopted already), under
 		// the session's lock and only while inc is current: a stop or
 		// death that ended it meanwhile leaves no watcher behind.
 		p.Watch(s.Name, inc, nil)
 	})
+	p.logged(ctx, s.Name, "mark alive", err)
 }
 
 // markUnknown records that a session cannot be read; nothing destructive
 // follows from it.
 func (p *Prober) markUnknown(ctx context.Context, s herd.Session, inc, why string) {
-	p.update(ctx, s.Name, inc, "mark unknown", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		if cur.State == herd.StateUnknown {
-			return nil, nil
-		}
-		cur.State = herd.StateUnknown
-		cur.StateSince = time.Now().UTC()
-		cur.Process = herd.Unknown
-		return []*herd.Event{p.st.Event(*cur, inc, herd.EventProbeUnknown, "", why, nil)}, nil
-	})
+	_, err := p.st.Unknown(ctx, s.Name, inc, why)
+	p.logged(ctx, s.Name, "mark unknown", err)
 }
 
 // markPending returns an unknown session to pending: its pane reads alive
 // again and the agent under its wrapper has not been seen yet (markAlive
 // takes it to running once it is).
 func (p *Prober) markPending(ctx context.Context, s herd.Session, inc string) {
-	p.update(ctx, s.Name, inc, "mark pending", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		if cur.State != herd.StateUnknown {
-			return nil, nil
-		}
-		cur.State = herd.StatePending
-		cur.StateSince = time.Now().UTC()
-		return []*herd.Event{p.st.Event(*cur, inc, herd.EventRecovered, "", "tmux pane readable again; agent not seen yet", nil)}, nil
-	})
+	_, err := p.st.Reachable(ctx, s.Name, inc)
+	p.logged(ctx, s.Name, "mark pending", err)
 }
 
 // LastRound returns when the last probe round ended (zero before the

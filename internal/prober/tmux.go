@@ -278,9 +278,9 @@ func (p *Prober) actTmux(ctx context.Context, d tmuxVerdict) {
 	switch v.Action {
 	case liveness.Crash:
 		p.forgetBehind(inc.ID)
-		if p.recordDeath(ctx, status.Death{Session: s.Name, Incarnation: inc.ID, Exit: v.Exit}) && p.o.Leftover != nil {
-			p.group.Go("leftover", func() { p.o.Leftover(inc) })
-		}
+		// What is left (a wrapper living on, the pane) is taken down by
+		// slots, told by the writer's subscription.
+		p.recordDeath(ctx, status.Death{Session: s.Name, Incarnation: inc.ID, Exit: v.Exit, Leftover: true})
 		return
 	case liveness.Reprobe:
 		p.group.Go("reprobe", func() {

@@ -10,7 +10,6 @@ import (
 	"herd/internal/agents"
 	"herd/internal/proc"
 	"herd/internal/status"
-	"herd/internal/store"
 )
 
 // unconfirmedGrace is how long a launch's write-ahead record may go
@@ -149,19 +148,10 @@ func (p *Prober) resolveUnconfirmed(ctx context.Context, s herd.Session, inc her
 }
 
 // recordRoot stores the launched process of an incarnation whose agent is
-// not found yet.
+// not found yet: the incarnation is adopted (and says so in the log).
 func (p *Prober) recordRoot(ctx context.Context, s herd.Session, inc herd.Incarnation) {
-	p.update(ctx, s.Name, inc.ID, "record the launched process", func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		stored, err := tx.Incarnation(inc.ID)
-		if err != nil {
-			return nil, err
-		}
-		if stored.Root != inc.Root {
-			stored.Root = inc.Root
-			return nil, tx.PutIncarnation(stored)
-		}
-		return nil, nil
-	})
+	_, err := p.st.RootFound(ctx, s.Name, inc)
+	p.logged(ctx, s.Name, "record the launched process", err)
 }
 
 // proveRoot returns the launched process's identity once it carries the

@@ -9,7 +9,6 @@ import (
 	"herd/internal/liveness"
 	"herd/internal/proc"
 	"herd/internal/status"
-	"herd/internal/store"
 )
 
 // watchSet is what watches one incarnation: a context for its watchers and
@@ -155,7 +154,9 @@ func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 		// The agent died under a wrapper that lives on: report it as gone.
 		exit = herd.Exit{Reason: herd.ReasonProcessGone}
 	}
-	ok, err := p.st.RecordDeath(p.ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: exit})
+	// An agent dead under a wrapper that lives on leaves the wrapper for
+	// slots to take down (told by the writer's subscription).
+	ok, err := p.st.RecordDeath(p.ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: exit, Leftover: who != inc.Root})
 	if err != nil || !ok {
 		if err != nil && p.ctx.Err() == nil {
 			p.o.Log.Error("record death", "session", session, "err", err)
@@ -165,9 +166,6 @@ func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 		p.dropWatch(inc.ID, who.PID)
 		p.Kick()
 		return
-	}
-	if who != inc.Root && p.o.Leftover != nil {
-		p.o.Leftover(inc)
 	}
 }
 
@@ -208,9 +206,8 @@ func (p *Prober) agentOutlivesWrapper(session, incID string) bool {
 	p.dropWatch(cur.ID, cur.Root.PID)
 	// Under the session's lock and only while the incarnation is current,
 	// so that a stop that ended it meanwhile leaves no watcher behind.
-	p.updateThen(p.ctx, session, cur.ID, "watch the agent", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
-		return nil, nil
-	}, func() { p.Watch(session, cur, nil) })
+	_, err = p.st.WhileCurrent(p.ctx, session, cur.ID, func() { p.Watch(session, cur, nil) })
+	p.logged(p.ctx, session, "watch the agent", err)
 	return true
 }
 

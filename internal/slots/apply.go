@@ -13,6 +13,7 @@ import (
 	"herd"
 	"herd/internal/config"
 	"herd/internal/rollout"
+	"herd/internal/status"
 	"herd/internal/store"
 )
 
@@ -97,7 +98,7 @@ func (sl *Slots) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) (
 		roles[i] = ro
 	}
 	var changes []RoleChange
-	write := func(tx store.Tx) error {
+	write := func(tx store.Tx, rearm status.Rearm) error {
 		changes = changes[:0] // the function may run again (a serialization retry)
 		sessions, err := tx.SessionsOnHost(sl.st.Host())
 		if err != nil {
@@ -139,7 +140,7 @@ func (sl *Slots) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) (
 			if err := tx.PutRole(ro); err != nil {
 				return err
 			}
-			if err := sl.resetFailedTx(tx, ro.Name); err != nil {
+			if err := rearm(ro.Name); err != nil {
 				return err
 			}
 		}
@@ -147,8 +148,8 @@ func (sl *Slots) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) (
 	}
 	var err error
 	if o.DryRun {
-		err = sl.st.Store().View(ctx, write)
-	} else if err = sl.st.Store().Update(ctx, write); err == nil {
+		err = sl.st.Store().View(ctx, func(tx store.Tx) error { return write(tx, nil) })
+	} else if err = sl.st.WriteRoles(ctx, write); err == nil {
 		sl.Kick()
 	}
 	return changes, err

@@ -2,6 +2,7 @@ package slots
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"herd/internal/cgroup"
 	"herd/internal/rollout"
 	"herd/internal/runtime"
+	"herd/internal/status"
 	"herd/internal/store"
 )
 
@@ -108,18 +110,29 @@ func (s *Slots) RemoveStaleCgroups(ctx context.Context) {
 	}
 }
 
-// SetBinaryUpdated gives Slots the watchdog's view of agents whose binary
-// was replaced on disk (session -> incarnation): they are OUTDATED (binary_updated), and a rollout
-// replaces them. Call it before Run.
-func (s *Slots) SetBinaryUpdated(f func() map[string]string) { s.updated = f }
-
-// binaryUpdated maps the sessions whose incarnation runs a replaced binary
-// to that incarnation (the watchdog's view).
+// binaryUpdated maps the sessions whose incarnation runs a binary
+// replaced on disk (the watchdog's outdated events, as the writer
+// publishes them) to that incarnation: they are OUTDATED
+// (binary_updated), and a rollout replaces them.
 func (s *Slots) binaryUpdated() map[string]string {
-	if s.updated == nil {
-		return nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.binaries)
+}
+
+// noteBinary keeps what a change says of an incarnation's binary.
+func (s *Slots) noteBinary(c status.Change) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case c.What.Has(status.ChangeOutdated):
+		if s.binaries == nil {
+			s.binaries = map[string]string{}
+		}
+		s.binaries[c.Session] = c.Incarnation
+	case c.What&(status.ChangeEnded|status.ChangeRemoved) != 0 && s.binaries[c.Session] == c.Incarnation:
+		delete(s.binaries, c.Session)
 	}
-	return s.updated()
 }
 
 // withBinaryUpdated adds binary_updated to a verdict.

@@ -7,16 +7,26 @@ import (
 	"herd/internal/cgroup"
 	"herd/internal/proc"
 	"herd/internal/status"
-	"herd/internal/store"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// KillLeftover takes down what remains of an incarnation whose agent died
+// leftover takes down, in the background, what is left of an
+// incarnation whose death left part of it up (ChangeLeftover).
+func (sl *Slots) leftover(ctx context.Context, c status.Change) {
+	inc, err := sl.st.Incarnation(ctx, c.Incarnation)
+	if err != nil {
+		sl.o.Log.Warn("leftover of a dead agent not read", "session", c.Session, "err", err)
+		return
+	}
+	sl.group.Go("leftover", func() { sl.killLeftover(inc) })
+}
+
+// killLeftover takes down what remains of an incarnation whose agent died
 // (a wrapper shell living on, a pane left open). Its death is recorded
 // already.
-func (sl *Slots) KillLeftover(inc herd.Incarnation) {
+func (sl *Slots) killLeftover(inc herd.Incarnation) {
 	if !sl.ops.begin() {
 		return // shutting down: the next daemon's prober finds the leftover
 	}
@@ -63,10 +73,7 @@ func (sl *Slots) Kill(ctx context.Context, req KillRequest) (bool, error) {
 		return false, err
 	}
 	session := req.Inc.Session
-	err = sl.st.Update(ctx, session, req.Inc.ID, func(tx store.Tx, s *herd.Session) ([]*herd.Event, error) {
-		return []*herd.Event{sl.st.Event(*s, req.Inc.ID, herd.EventKilled, req.Reason, msg, data)}, nil
-	})
-	if err != nil {
+	if _, err := sl.st.Killed(ctx, session, req.Inc.ID, req.Reason, msg, data); err != nil {
 		sl.o.Log.Error("kill: record the kill", "session", session, "err", err)
 	}
 	if _, err := sl.st.RecordDeath(ctx, status.Death{Session: session, Incarnation: req.Inc.ID,

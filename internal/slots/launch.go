@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"time"
 
 	"herd"
@@ -148,17 +147,10 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 			resumedConv = id
 		}
 	}
-	ses := prior
-	if !exists {
-		ses = herd.Session{Name: req.Name, Role: role.Name, Index: req.Index}
+	rec := &status.Launch{Name: req.Name, Role: role.Name, Index: req.Index, Inc: inc, Kind: req.Kind, Reason: req.Reason, Data: data}
+	if exists {
+		rec.Prior = &prior
 	}
-	ses.Host = s.st.Host()
-	ses.RuntimeKind = role.Runtime
-	ses.Incarnation = inc.ID
-	ses.Activity = herd.ActivityUnknown
-	ses.Archived = false
-	ses.Snapshot = nil
-	ses.LastActivityAt = nil
 
 	var l runtime.Started
 	if startErr == nil {
@@ -166,7 +158,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		// exists, so a daemon killed during the launch leaves a record
 		// the next daemon resolves (adopts the process carrying its
 		// marker, or ends the launch) instead of a second agent.
-		if err := s.writeAhead(ctx, ses, inc); err != nil {
+		if err := s.st.LaunchWritten(ctx, rec); err != nil {
 			return err
 		}
 		cg := s.containLaunch(role, &spec, data)
@@ -176,17 +168,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 
 	if startErr != nil {
 		s.o.Log.Warn("launch failed", "session", req.Name, "err", startErr)
-		defer s.st.Metrics.Crash(herd.ReasonLaunchFailed)
-		return s.st.Store().Update(ctx, func(tx store.Tx) error {
-			ses.State = herd.StatePending
-			if err := tx.PutSession(ses); err != nil {
-				return err
-			}
-			if err := tx.PutIncarnation(inc); err != nil {
-				return err
-			}
-			return s.st.CrashTx(tx, &ses, &inc, herd.Exit{Reason: herd.ReasonLaunchFailed, Message: clip(startErr.Error(), 512)}, startErr.Error(), nil, time.Now().UTC())
-		})
+		return s.st.LaunchFailed(ctx, rec, startErr.Error())
 	}
 
 	root, verified := s.identifyLaunched(l.RootPID, inc.ID)
@@ -209,44 +191,25 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		}
 	}
 
-	now := time.Now().UTC()
-	ses.StartedAt = &now
-	ses.StateSince = now
-	ses.Runtime = herd.Alive
-	ses.Exit = nil
-	ses.BackoffUntil = nil
-	if inc.Identity.Zero() {
-		ses.State, ses.Process = herd.StatePending, herd.Unknown
-	} else {
-		ses.State, ses.Process = herd.StateRunning, herd.Alive
-	}
 	// The agent runs now: its record must be written even if ctx ends (a
 	// daemon stopping), or the next daemon would launch a second copy.
 	recCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	err = s.st.Store().Update(recCtx, func(tx store.Tx) error {
-		if err := tx.PutIncarnation(inc); err != nil {
-			return err
-		}
-		if err := tx.PutSession(ses); err != nil {
-			return err
-		}
-		msg := fmt.Sprintf("%s pid %d: %s", role.Runtime, l.RootPID, argvString(argv))
-		if resumedConv != "" {
-			msg += "; conversation " + resumedConv + " resumed"
-		}
-		data["pid"], data["argv"], data["restarts"] = l.RootPID, argv, ses.Restarts
-		return tx.AppendEvent(s.st.Event(ses, inc.ID, req.Kind, req.Reason, msg, data))
-	})
-	if err != nil {
+	rec.Inc = inc
+	rec.Message = fmt.Sprintf("%s pid %d: %s", role.Runtime, l.RootPID, argvString(argv))
+	if resumedConv != "" {
+		rec.Message += "; conversation " + resumedConv + " resumed"
+	}
+	data["pid"], data["argv"] = l.RootPID, argv
+	if err := s.st.Launched(recCtx, rec); err != nil {
 		// Unrecorded, the agent would be invisible: take it down again.
-		s.o.Log.Error("launch: record failed; stopping the new agent", "session", ses.Name, "err", err)
+		s.o.Log.Error("launch: record failed; stopping the new agent", "session", req.Name, "err", err)
 		if terr := s.terminate(recCtx, inc); terr != nil {
-			s.o.Log.Error("launch: stop unrecorded agent", "session", ses.Name, "err", terr)
+			s.o.Log.Error("launch: stop unrecorded agent", "session", req.Name, "err", terr)
 		}
 		return err
 	}
-	s.o.Prober.Watch(ses.Name, inc, l.Wait)
+	s.o.Prober.Watch(req.Name, inc, l.Wait)
 	if req.Kind == herd.EventRestarted {
 		s.st.Metrics.Restart(role.Name)
 	}
@@ -283,21 +246,6 @@ func (s *Slots) identifyLaunched(pid int, marker string) (herd.Identity, bool) {
 		time.Sleep(wait)
 		wait = min(2*wait, 8*time.Millisecond)
 	}
-}
-
-// writeAhead records a launch's session and incarnation before its
-// process starts: pending, with no process known yet.
-func (s *Slots) writeAhead(ctx context.Context, ses herd.Session, inc herd.Incarnation) error {
-	now := time.Now().UTC()
-	ses.State, ses.StateSince, ses.StartedAt = herd.StatePending, now, &now
-	ses.Runtime, ses.Process = herd.Unknown, herd.Unknown
-	ses.Exit, ses.BackoffUntil = nil, nil
-	return s.st.Store().Update(ctx, func(tx store.Tx) error {
-		if err := tx.PutIncarnation(inc); err != nil {
-			return err
-		}
-		return tx.PutSession(ses)
-	})
 }
 
 // start hands a launch to the role's runtime.
@@ -349,16 +297,6 @@ func argvString(argv []string) string {
 		out += fmt.Sprintf("%q", a)
 	}
 	return out
-}
-
-// envNames lists the names (not values) of a role's environment, for snapshots.
-func envNames(env map[string]string) []string {
-	names := make([]string, 0, len(env))
-	for k := range env {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // worktree returns the session's own git worktree when its role asks for

@@ -243,23 +243,7 @@ func (sl *Slots) endMovedOne(ctx context.Context, inc herd.Incarnation) error {
 		return err
 	}
 	sl.o.Prober.Unwatch(inc.ID)
-	return sl.st.Store().Update(ctx, func(tx store.Tx) error {
-		cur, err := tx.Incarnation(inc.ID)
-		if err != nil || cur.EndedAt != nil {
-			return err
-		}
-		s, err := tx.Session(inc.Session)
-		if err != nil {
-			return err
-		}
-		now := time.Now().UTC()
-		cur.EndedAt, cur.Exit = &now, &herd.Exit{Reason: herd.ReasonMoved, At: now}
-		if err := tx.PutIncarnation(cur); err != nil {
-			return err
-		}
-		msg := fmt.Sprintf("stopped (moved): the slot runs on host %s now", s.Host)
-		return tx.AppendEvent(sl.st.Event(s, inc.ID, herd.EventStopped, herd.ReasonMoved, msg, map[string]any{"to_host": s.Host}))
-	})
+	return sl.st.Moved(ctx, inc)
 }
 
 // awaitStopped bounds how long deleting a placed role waits for the other

@@ -8,7 +8,6 @@ import (
 
 	"herd"
 	"herd/internal/reconcile"
-	"herd/internal/store"
 )
 
 // Reconcile runs one plan; it returns the earliest pending backoff
@@ -131,29 +130,6 @@ func (sl *Slots) stopAll(ctx context.Context, reqs []StopRequest) (errs []error)
 	}
 	wg.Wait()
 	return errs
-}
-
-// resetFailedTx re-arms a role's failed sessions after a person acted
-// (apply, scale): their streak starts over and they relaunch now.
-func (sl *Slots) resetFailedTx(tx store.Tx, role string) error {
-	sessions, err := tx.SessionsOnHost(sl.st.Host())
-	if err != nil {
-		return err
-	}
-	now := time.Now().UTC()
-	for _, s := range sessions {
-		if s.Role != role || s.Host != sl.st.Host() || s.State != herd.StateFailed {
-			continue
-		}
-		s.State = herd.StateBackoff
-		s.Restarts = 0
-		s.BackoffUntil = &now
-		s.StateSince = now
-		if err := tx.PutSession(s); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // read returns the unplaced roles this host reconciles, this host's

@@ -8,6 +8,7 @@ import (
 
 	"herd"
 	"herd/internal/config"
+	"herd/internal/status"
 	"herd/internal/store"
 )
 
@@ -35,7 +36,7 @@ func (sl *Slots) Scale(ctx context.Context, name string, replicas int) error {
 	if replicas > config.MaxReplicas {
 		return Badf("scale: replicas = %d: at most %d per role", replicas, config.MaxReplicas)
 	}
-	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
+	err := sl.st.WriteRoles(ctx, func(tx store.Tx, rearm status.Rearm) error {
 		ro, err := tx.Role(name)
 		if err != nil {
 			return named("role", name, err)
@@ -45,7 +46,7 @@ func (sl *Slots) Scale(ctx context.Context, name string, replicas int) error {
 		if err := tx.PutRole(ro); err != nil {
 			return err
 		}
-		return sl.resetFailedTx(tx, name)
+		return rearm(name)
 	})
 	if err == nil {
 		sl.Kick()
@@ -114,23 +115,7 @@ func (sl *Slots) DeleteRole(ctx context.Context, name string) (int, error) {
 		}
 	}
 	events := sl.removeWorktrees(ctx, role, sessions)
-	err = sl.st.Store().Update(ctx, func(tx store.Tx) error {
-		all, err := tx.Sessions()
-		if err != nil {
-			return err
-		}
-		for _, s := range all {
-			if s.Role == name && s.State.Live() {
-				return fmt.Errorf("delete role %s: session %s is %s again; retry", name, s.Name, s.State)
-			}
-		}
-		for _, e := range events {
-			if err := tx.AppendEvent(e); err != nil {
-				return err
-			}
-		}
-		return tx.DeleteRole(name)
-	})
+	err = sl.st.RoleDeleted(ctx, name, events)
 	return len(reqs), err
 }
 
@@ -165,20 +150,10 @@ func (sl *Slots) removeWorktrees(ctx context.Context, role herd.Role, sessions [
 
 // Archive marks a session done; the reaper stops it once detached.
 func (sl *Slots) Archive(ctx context.Context, name string) error {
-	return sl.st.Store().Update(ctx, func(tx store.Tx) error {
-		s, err := tx.Session(name)
-		if err != nil {
-			return named("session", name, err)
-		}
-		if s.Archived {
-			return nil
-		}
-		s.Archived = true
-		if err := tx.PutSession(s); err != nil {
-			return err
-		}
-		return tx.AppendEvent(sl.st.Event(s, s.Incarnation, herd.EventActivity, herd.ReasonArchived, "archived by user; the reaper stops it once detached", nil))
-	})
+	if err := sl.st.Archived(ctx, name); err != nil {
+		return named("session", name, err)
+	}
+	return nil
 }
 
 // named puts the kind and name of a row in front of err, unless err

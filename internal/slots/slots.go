@@ -78,13 +78,17 @@ type Slots struct {
 	cleanup *cgroup.Sweeper
 	// wtStatus caches the worktree status views show.
 	wtStatus worktree.StatusCache
-	// updated reports the sessions whose agent binary was replaced on
-	// disk (the watchdog's); set once before Run (SetBinaryUpdated).
-	updated func() map[string]string
+	// changes is the writer's subscription (see follow), unsubscribe its
+	// cancel.
+	changes     <-chan status.Change
+	unsubscribe func()
 
 	mu sync.Mutex // guards the fields below
 	// stopsUnderWay holds, by session, the end of each bounded stop.
 	stopsUnderWay map[string]chan struct{}
+	// binaries maps a session whose incarnation runs an agent binary
+	// replaced on disk to that incarnation (see noteBinary).
+	binaries map[string]string
 }
 
 // New returns Slots; Run starts the reconcile loop.
@@ -101,6 +105,9 @@ func New(o Options) *Slots {
 		s.o.Worktrees = &worktree.Manager{}
 	}
 	s.wtStatus.M = s.o.Worktrees
+	// Subscribed at once, so that the deaths accounted before Run (the
+	// adoption round) are cleaned up when it starts.
+	s.changes, s.unsubscribe = o.Status.Subscribe()
 	return s
 }
 
@@ -110,6 +117,7 @@ func (s *Slots) Kick() { loop.Wake(s.kick) }
 // Run reconciles every interval, at once when kicked, and exactly when a
 // backoff expires, and retries what stops left behind, until ctx is done.
 func (s *Slots) Run(ctx context.Context) {
+	s.group.Go("changes", func() { s.follow(ctx) })
 	s.group.Go("leftovers", func() { s.runLeftovers(ctx) })
 	s.group.Go("crash cleanup", func() { s.cleanup.Run(ctx) })
 	loop.Loop{Name: "reconcile", Log: s.o.Log, Every: s.o.Interval, Trigger: s.kick}.Run(ctx, func(ctx context.Context) time.Duration {
@@ -119,6 +127,32 @@ func (s *Slots) Run(ctx context.Context) {
 		}
 		return max(time.Until(next), time.Millisecond)
 	})
+}
+
+// follow acts on the writer's changes until ctx is done: a death accounted
+// (by whatever path) gets its incarnation's leftovers cleaned up and the
+// slot reconciled at once (its relaunch, or its backoff's timer); an
+// outdated binary is kept for rollouts.
+func (s *Slots) follow(ctx context.Context) {
+	defer s.unsubscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case c, ok := <-s.changes:
+			if !ok {
+				return
+			}
+			s.noteBinary(c)
+			if c.What.Has(status.ChangeLeftover) {
+				s.leftover(ctx, c)
+			}
+			if c.What.Has(status.ChangeDied) {
+				s.Ended(c.Incarnation)
+				s.Kick()
+			}
+		}
+	}
 }
 
 // Close refuses new launches and stops, waits for those in flight and

@@ -95,7 +95,6 @@ func newEnv(t *testing.T) *env {
 	rt := &fakeRuntime{}
 	sl := New(Options{Status: st, Prober: p, Runtimes: map[string]runtime.Runtime{herd.RuntimeExec: rt}, Proc: proc.Real(), BootID: boot,
 		Grace: time.Second, Interval: time.Second, Defaults: policy, Log: log})
-	st.Observe(nil, func(inc string) { p.Unwatch(inc) })
 	t.Cleanup(func() {
 		sl.Close()
 		p.Close()

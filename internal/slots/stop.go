@@ -41,7 +41,7 @@ type StopRequest struct {
 }
 
 // ErrAlreadyStopped means another caller stopped the session first.
-var ErrAlreadyStopped = errors.New("already stopped")
+var ErrAlreadyStopped = status.ErrAlreadyStopped
 
 // ErrUnverified means the process's identity could not be verified, so
 // herd did not signal it.
@@ -134,76 +134,8 @@ func (sl *Slots) stopLocked(ctx context.Context, req StopRequest) error {
 		}
 	}
 
-	var seen map[string]any
-	if hasInc {
-		seen = sl.st.Seen(inc.ID) // file reads stay out of the write transaction
-	}
-	return sl.st.Store().Update(ctx, func(tx store.Tx) error {
-		cur, err := tx.Session(req.Name)
-		if err != nil {
-			return err
-		}
-		if cur.State == herd.StateStopped || cur.Incarnation != s.Incarnation {
-			return ErrAlreadyStopped // compare-and-set lost: no second event
-		}
-		now := time.Now().UTC()
-		exit := herd.Exit{Reason: req.Reason, At: now}
-		snap := herd.Snapshot{RuntimeKind: cur.RuntimeKind}
-		role, rerr := tx.Role(cur.Role)
-		if rerr != nil && !errors.Is(rerr, store.ErrNotFound) {
-			return rerr
-		}
-		if rerr == nil {
-			snap.Argv, snap.Workdir, snap.Agent = role.Command, role.Workdir, role.Agent
-			snap.EnvNames = envNames(role.Env)
-		}
-		if hasInc {
-			cinc, err := tx.Incarnation(inc.ID)
-			if err != nil {
-				return err
-			}
-			snap.Argv, snap.Workdir, snap.RuntimeKind = cinc.Argv, cinc.Workdir, cinc.RuntimeKind
-			if cinc.EndedAt == nil {
-				status.TakeSeenSessionID(&cinc, seen)
-			}
-			snap.AgentSessionID = cinc.AgentSessionID
-			if cinc.EndedAt == nil {
-				cinc.EndedAt, cinc.Exit = &now, &exit
-				if err := tx.PutIncarnation(cinc); err != nil {
-					return err
-				}
-				if err := tx.AppendEvent(sl.st.SummaryEvent(cur, cinc, seen, now)); err != nil {
-					return err
-				}
-			}
-		}
-		cur.State = herd.StateStopped
-		cur.StateSince = now
-		cur.Snapshot = &snap
-		cur.BackoffUntil = nil
-		cur.Runtime, cur.Process = herd.Dead, herd.Dead
-		cur.Activity = herd.ActivityUnknown
-		cur.Exit = &exit
-		if err := tx.PutSession(cur); err != nil {
-			return err
-		}
-		if req.DropReplica && rerr == nil && role.Replicas > 0 {
-			role.Replicas--
-			role.UpdatedAt = now
-			if err := tx.PutRole(role); err != nil {
-				return err
-			}
-		}
-		data := map[string]any{"snapshot": snap}
-		for k, v := range req.Data {
-			data[k] = v
-		}
-		msg := req.Message
-		if msg == "" {
-			msg = fmt.Sprintf("%s (%s)", req.Kind, req.Reason)
-		}
-		return tx.AppendEvent(sl.st.Event(cur, s.Incarnation, req.Kind, req.Reason, msg, data))
-	})
+	return sl.st.Stopped(ctx, status.Stop{Name: req.Name, Incarnation: s.Incarnation, Reason: req.Reason, Kind: req.Kind,
+		Message: req.Message, Data: req.Data, DropReplica: req.DropReplica})
 }
 
 // terminate takes an incarnation's processes down, verifying identity

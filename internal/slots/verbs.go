@@ -132,28 +132,10 @@ func (sl *Slots) Sessions(ctx context.Context, role string) ([]herd.Session, err
 func (sl *Slots) Reset(ctx context.Context, name string) (rearmed bool, err error) {
 	unlock := sl.st.Lock(name)
 	defer unlock()
-	err = sl.st.Store().Update(ctx, func(tx store.Tx) error {
-		s, err := tx.Session(name)
-		if err != nil {
-			return named("session", name, err)
-		}
-		now := time.Now().UTC()
-		prior := s.Restarts
-		s.Restarts, s.LastCrashAt = 0, nil
-		rearmed = s.State == herd.StateFailed
-		if rearmed {
-			s.State, s.BackoffUntil, s.StateSince = herd.StateBackoff, &now, now
-		}
-		if s.State == herd.StateBackoff {
-			s.BackoffUntil = &now // the backoff belonged to the old count
-		}
-		if err := tx.PutSession(s); err != nil {
-			return err
-		}
-		msg := fmt.Sprintf("crash count reset by user (was %d)", prior)
-		return tx.AppendEvent(sl.st.Event(s, s.Incarnation, herd.EventActivity, herd.ReasonUser, msg,
-			map[string]any{"reset": true, "restarts_before": prior, "rearmed": rearmed}))
-	})
+	rearmed, err = sl.st.Reset(ctx, name)
+	if err != nil {
+		err = named("session", name, err)
+	}
 	if err == nil {
 		sl.Kick()
 	}

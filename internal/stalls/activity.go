@@ -10,6 +10,7 @@ import (
 	"herd/internal/agents"
 	"herd/internal/api"
 	"herd/internal/slots"
+	"herd/internal/status"
 	"herd/internal/store"
 )
 
@@ -99,44 +100,25 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 	// not, a change of activity does.
 	real := h.Progress || next.Activity != prev.Activity
 
-	applied := false
-	err = w.st.Update(ctx, s.Name, inc.ID, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		applied = true
-		var events []*herd.Event
-		if real && (cur.LastActivityAt == nil || at.After(*cur.LastActivityAt)) {
-			t := at.UTC()
-			cur.LastActivityAt = &t
+	seen := status.Seen{Session: s.Name, Incarnation: inc.ID, Activity: next.Activity, Source: "hook", What: h.Event, Tool: next.Tool,
+		SessionEnd: next.Ended && !prev.Ended}
+	if real {
+		seen.At = at
+	}
+	if next.Activity == herd.ActivityBlocked {
+		seen.Reason = next.Reason
+		seen.Data = map[string]any{"error": next.Error}
+		if !next.ResetAt.IsZero() {
+			seen.Data["reset_at"] = next.ResetAt.UTC().Format(time.RFC3339)
 		}
-		if next.Activity != "" && next.Activity != cur.Activity {
-			ev := w.activityEvent(*cur, inc.ID, cur.Activity, next.Activity, "hook", h.Event, next.Tool)
-			if next.Activity == herd.ActivityBlocked {
-				ev.Reason = next.Reason
-				ev.Data["error"] = next.Error
-				if !next.ResetAt.IsZero() {
-					ev.Data["reset_at"] = next.ResetAt.UTC().Format(time.RFC3339)
-				}
-			}
-			events = append(events, ev)
-			cur.Activity = next.Activity
-		}
-		if next.Ended && !prev.Ended {
-			events = append(events, w.st.Event(*cur, inc.ID, herd.EventActivity, "session_end",
-				"the agent ended its session", map[string]any{"agent_session_id": next.AgentSessionID}))
-		}
-		if next.AgentSessionID != "" && next.AgentSessionID != inc.AgentSessionID {
-			stored, err := tx.Incarnation(inc.ID)
-			if err != nil {
-				return nil, err
-			}
-			if stored.AgentSessionID != next.AgentSessionID {
-				stored.AgentSessionID = next.AgentSessionID
-				if err := tx.PutIncarnation(stored); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return events, nil
-	})
+	}
+	if next.AgentSessionID != "" && next.AgentSessionID != inc.AgentSessionID {
+		seen.AgentSessionID = next.AgentSessionID
+	}
+	if seen.SessionEnd {
+		seen.AgentSessionID = next.AgentSessionID
+	}
+	applied, err := w.st.Activity(ctx, seen)
 	if err != nil {
 		return "", fmt.Errorf("activity: %w", err)
 	}

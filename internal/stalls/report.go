@@ -3,11 +3,11 @@ package stalls
 import (
 	"context"
 	"errors"
-	"fmt"
 	"herd"
 	"herd/internal/agents"
 	"herd/internal/api"
 	"herd/internal/diag"
+	"herd/internal/status"
 	"herd/internal/store"
 	"time"
 )
@@ -50,42 +50,23 @@ func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
 	if !needTime && !needAct && !newSID {
 		return
 	}
-	applied := false
-	err := w.st.Update(ctx, it.S.Name, it.Inc.ID, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		applied = true
-		var events []*herd.Event
-		if cur.LastActivityAt == nil || last.After(*cur.LastActivityAt) {
-			t := last.UTC()
-			cur.LastActivityAt = &t
+	seen := status.Seen{Session: it.S.Name, Incarnation: it.Inc.ID, At: last}
+	if needAct {
+		seen.Activity, seen.Source, seen.What, seen.Tool = outAct, "output", snap.LastType, snap.LastTool
+		if outAct == herd.ActivityBlocked {
+			seen.Reason, seen.Data = snap.Reason, map[string]any{"error": snap.Error}
 		}
-		if needAct {
+		// Hooks, once seen, drive the activity axis: output yields.
+		seen.Yield = func() bool {
 			m.mu.Lock()
-			hooks := m.hookSeen
-			m.mu.Unlock()
-			if !hooks && cur.Activity != outAct {
-				ev := w.activityEvent(*cur, it.Inc.ID, cur.Activity, outAct, "output", snap.LastType, snap.LastTool)
-				if outAct == herd.ActivityBlocked {
-					ev.Reason = snap.Reason
-					ev.Data["error"] = snap.Error
-				}
-				events = append(events, ev)
-				cur.Activity = outAct
-			}
+			defer m.mu.Unlock()
+			return m.hookSeen
 		}
-		if newSID {
-			inc, err := tx.Incarnation(it.Inc.ID)
-			if err != nil {
-				return nil, err
-			}
-			if inc.AgentSessionID != sid {
-				inc.AgentSessionID = sid
-				if err := tx.PutIncarnation(inc); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return events, nil
-	})
+	}
+	if newSID {
+		seen.AgentSessionID = sid
+	}
+	applied, err := w.st.Activity(ctx, seen)
 	if err != nil {
 		w.o.Log.Warn("watchdog: record activity", "session", it.S.Name, "err", err)
 		return
@@ -102,29 +83,6 @@ func (w *Stalls) persistActivity(ctx context.Context, it watchItem) {
 		m.hook.Activity, m.hook.Reason = outAct, snap.Reason
 	}
 	m.mu.Unlock()
-}
-
-// activityEvent records a change of the activity axis.
-func (w *Stalls) activityEvent(s herd.Session, inc string, from, to herd.Activity, source, what, tool string) *herd.Event {
-	if from == "" {
-		from = herd.ActivityUnknown
-	}
-	msg := fmt.Sprintf("%s -> %s", from, to)
-	if what != "" {
-		msg += " (" + what
-		if tool != "" {
-			msg += " " + tool
-		}
-		msg += ")"
-	}
-	data := map[string]any{"from": from, "to": to, "source": source}
-	if what != "" {
-		data["event"] = what
-	}
-	if tool != "" {
-		data["tool"] = tool
-	}
-	return w.st.Event(s, inc, herd.EventActivity, source, msg, data)
 }
 
 // Describe adds a fresh /proc sample and what the watchdog knows

@@ -9,7 +9,6 @@ import (
 	"herd"
 	"herd/internal/diag"
 	"herd/internal/slots"
-	"herd/internal/store"
 	"herd/internal/watchdog"
 )
 
@@ -18,16 +17,7 @@ func (w *Stalls) stall(ctx context.Context, it watchItem, v watchdog.Verdict, sa
 	m := it.m
 	data := w.stallData(m, v, sample, sampleErr)
 	msg := fmt.Sprintf("no output or activity for %s (threshold %s)%s", roundDur(v.Silence), v.Threshold, diagSummary(sample))
-	applied := false
-	err := w.st.Update(ctx, it.S.Name, it.Inc.ID, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		if cur.State != herd.StateRunning {
-			return nil, nil
-		}
-		applied = true
-		cur.State = herd.StateStalled
-		cur.StateSince = now.UTC()
-		return []*herd.Event{w.st.Event(*cur, it.Inc.ID, herd.EventStalled, "", msg, data)}, nil
-	})
+	applied, err := w.st.Stalled(ctx, it.S.Name, it.Inc.ID, now, msg, data)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.o.Log.Error("watchdog: mark stalled", "session", it.S.Name, "err", err)
@@ -57,14 +47,7 @@ func (w *Stalls) warn(ctx context.Context, it watchItem, v watchdog.Verdict, sam
 	data["count"] = count
 	data["stalled_for"] = roundDur(now.Sub(it.S.StateSince))
 	msg := fmt.Sprintf("still no output or activity after %s (warning %d)%s", roundDur(v.Silence), count, diagSummary(sample))
-	applied := false
-	err := w.st.Update(ctx, it.S.Name, it.Inc.ID, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		if cur.State != herd.StateStalled {
-			return nil, nil
-		}
-		applied = true
-		return []*herd.Event{w.st.Event(*cur, it.Inc.ID, herd.EventStallWarning, "", msg, data)}, nil
-	})
+	applied, err := w.st.StallWarning(ctx, it.S.Name, it.Inc.ID, msg, data)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.o.Log.Error("watchdog: stall warning", "session", it.S.Name, "err", err)
@@ -93,17 +76,8 @@ func (w *Stalls) unstall(ctx context.Context, it watchItem, now time.Time) {
 	if watchdog.Exempt(act) {
 		msg = fmt.Sprintf("agent is %s after %s stalled", act, stalledFor)
 	}
-	applied := false
-	err := w.st.Update(ctx, it.S.Name, it.Inc.ID, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		if cur.State != herd.StateStalled {
-			return nil, nil
-		}
-		applied = true
-		cur.State = herd.StateRunning
-		cur.StateSince = now.UTC()
-		return []*herd.Event{w.st.Event(*cur, it.Inc.ID, herd.EventUnstalled, "", msg,
-			map[string]any{"stalled_for": stalledFor, "warnings": warnings, "activity": act})}, nil
-	})
+	applied, err := w.st.Unstalled(ctx, it.S.Name, it.Inc.ID, now, msg,
+		map[string]any{"stalled_for": stalledFor, "warnings": warnings, "activity": act})
 	if err != nil {
 		if ctx.Err() == nil {
 			w.o.Log.Error("watchdog: unstall", "session", it.S.Name, "err", err)

@@ -67,6 +67,11 @@ type Stalls struct {
 		items   []watchItem
 		roles   map[string]herd.Role
 		current map[string]bool
+		// gen is the live set's generation the copies below are of
+		// (see status.ListingSince).
+		gen      uint64
+		roleList []herd.Role
+		live     []status.Live
 	}
 
 	mu sync.Mutex // guards the fields below
@@ -84,6 +89,9 @@ func New(o Options) *Stalls {
 	w := &Stalls{o: o, st: o.Status, collector: diag.Collector{Root: o.Proc.Root, Logger: o.Log}, incs: map[string]*incWatch{}}
 	w.kills.Log = o.Log
 	w.spool = w.newIngester()
+	// What the watchdog saw of an incarnation goes into its summary
+	// when it ends.
+	o.Status.SetWitness(w)
 	return w
 }
 
@@ -125,20 +133,25 @@ func (w *Stalls) wdConfig() watchdog.Config {
 func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 	tickCtx, cancel := context.WithTimeout(ctx, w.cfg().Probe.Interval+w.cfg().Probe.Timeout)
 	defer cancel()
+	// The tick's containers are kept from one tick to the next: an idle
+	// fleet's ticks allocate nothing per session.
+	w.tickMu.Lock()
+	defer w.tickMu.Unlock()
+	t := &w.tick
 	// The roles come with the live set (memory): no read of the roles
-	// table every tick.
-	roleList, _, live, err := w.st.Listing(tickCtx)
+	// table every tick. The copy is kept while nothing changed: a quiet
+	// fleet's tick copies nothing.
+	roleList, _, live, gen, changed, err := w.st.ListingSince(tickCtx, t.gen)
 	if err != nil {
 		if ctx.Err() == nil { // a shutdown is no error
 			w.o.Log.Error("watchdog: read store", "err", err)
 		}
 		return
 	}
-	// The tick's containers are kept from one tick to the next: an idle
-	// fleet's ticks allocate nothing per session.
-	w.tickMu.Lock()
-	defer w.tickMu.Unlock()
-	t := &w.tick
+	if changed {
+		t.gen, t.roleList, t.live = gen, roleList, live
+	}
+	roleList, live = t.roleList, t.live
 	if t.roles == nil {
 		t.roles, t.current = map[string]herd.Role{}, map[string]bool{}
 	}
@@ -153,7 +166,7 @@ func (w *Stalls) Tick(ctx context.Context, now time.Time) {
 		t.current[it.Inc.ID] = true
 	}
 	t.items = items
-	defer clear(t.items) // no session is held past the tick
+	defer clear(t.items) // the items are the tick's; the copy above is kept until a change
 	roles := t.roles
 	w.gc(t.current)
 	w.agentKinds(items, roles)

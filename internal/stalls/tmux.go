@@ -10,7 +10,7 @@ import (
 	"herd"
 	"herd/internal/agents"
 	"herd/internal/loop"
-	"herd/internal/store"
+	"herd/internal/status"
 	"herd/internal/watchdog"
 )
 
@@ -172,19 +172,8 @@ func (w *Stalls) readScreen(ctx context.Context, it watchItem, text string, now 
 		what = "spinner"
 	}
 	next := agents.Apply(prev, agents.Signal{Event: screenSource, Activity: act, Reason: reason})
-	applied := false
-	err := w.st.Update(ctx, it.S.Name, it.Inc.ID, func(tx store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		applied = true
-		if cur.Activity == act {
-			return nil, nil
-		}
-		ev := w.activityEvent(*cur, it.Inc.ID, cur.Activity, act, screenSource, what, "")
-		if reason != "" {
-			ev.Reason = reason
-		}
-		cur.Activity = act
-		return []*herd.Event{ev}, nil
-	})
+	applied, err := w.st.Activity(ctx, status.Seen{Session: it.S.Name, Incarnation: it.Inc.ID,
+		Activity: act, Source: screenSource, What: what, Reason: reason})
 	if err != nil {
 		if ctx.Err() == nil {
 			w.o.Log.Warn("watchdog: record screen activity", "session", it.S.Name, "err", err)

@@ -8,7 +8,6 @@ import (
 	"herd"
 	"herd/internal/proc"
 	"herd/internal/slots"
-	"herd/internal/store"
 )
 
 // updateRestartTimeout bounds a restart_on_update restart: the stop's
@@ -104,10 +103,7 @@ func (w *Stalls) checkBinary(ctx context.Context, it watchItem) string {
 	m.mu.Unlock()
 	msg := fmt.Sprintf("the agent's binary %s was replaced on disk; the session runs the old one", path)
 	w.o.Log.Info("agent binary replaced while running", "session", it.S.Name, "exe", path)
-	err = w.st.Update(ctx, it.S.Name, it.Inc.ID, func(_ store.Tx, cur *herd.Session) ([]*herd.Event, error) {
-		return []*herd.Event{w.st.Event(*cur, it.Inc.ID, herd.EventOutdated, herd.ReasonBinaryUpdated, msg,
-			map[string]any{"exe": path, "pid": id.PID})}, nil
-	})
+	_, err = w.st.Outdated(ctx, it.S.Name, it.Inc.ID, herd.ReasonBinaryUpdated, msg, map[string]any{"exe": path, "pid": id.PID})
 	if err != nil && ctx.Err() == nil {
 		w.o.Log.Warn("watchdog: record the replaced binary", "session", it.S.Name, "err", err)
 	}
@@ -168,21 +164,4 @@ func (w *Stalls) restartUpdated(ctx context.Context, it watchItem, exe string) {
 		return
 	}
 	w.o.Log.Info("agent restarted on its updated binary", "session", it.S.Name, "incarnation", fresh)
-}
-
-// BinaryUpdated maps each session with an incarnation that runs an agent
-// binary since replaced on disk to that incarnation's id (the caller
-// compares it with the session's current one).
-func (w *Stalls) BinaryUpdated() map[string]string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[string]string{}
-	for _, m := range w.incs {
-		m.mu.Lock()
-		if m.exeReplaced != "" && !m.ended {
-			out[m.session] = m.id
-		}
-		m.mu.Unlock()
-	}
-	return out
 }

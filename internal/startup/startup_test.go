@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"herd/internal/testenv"
 )
 
 func TestUnit(t *testing.T) {
@@ -64,7 +66,7 @@ func TestInstallRemove(t *testing.T) {
 func TestUnitVerifies(t *testing.T) {
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Skip("systemd-analyze is not installed")
+		testenv.Require(t, "systemd-analyze", err.Error(), testenv.InstallSystemdAnalyze)
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "herd")

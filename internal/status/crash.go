@@ -20,6 +20,10 @@ type Death struct {
 	Exit        herd.Exit
 	// Message explains the evidence, for the event log.
 	Message string
+	// Leftover: part of the incarnation may still be up (the agent died
+	// in a pane that lives on, under a wrapper): the death is published
+	// with ChangeLeftover, and slots takes the rest down.
+	Leftover bool
 }
 
 // RecordDeath is herd's single crash-accounting entry point. Every
@@ -41,6 +45,7 @@ func (m *Manager) RecordDeath(ctx context.Context, dt Death) (bool, error) {
 	seen := m.Seen(dt.Incarnation)
 	dt.Exit, dt.Message = m.oom(dt)
 	accounted := false
+	var state herd.State
 	err = m.st.Update(ctx, func(tx store.Tx) error {
 		accounted = false
 		s, err := tx.Session(dt.Session)
@@ -61,27 +66,31 @@ func (m *Manager) RecordDeath(ctx context.Context, dt Death) (bool, error) {
 			return nil // already accounted, or superseded
 		}
 		accounted = true
-		return m.CrashTx(tx, &s, &inc, dt.Exit, dt.Message, seen, time.Now().UTC())
+		err = m.crashTx(tx, &s, &inc, dt.Exit, dt.Message, seen, time.Now().UTC())
+		state = s.State
+		return err
 	})
 	if err == nil && accounted {
 		if !Succeeded(dt.Exit) {
 			m.Metrics.Crash(dt.Exit.Reason)
 		}
-		if m.ended != nil {
-			m.ended(dt.Incarnation)
+		w := ChangeState | ChangeEnded | ChangeDied
+		if dt.Leftover {
+			w |= ChangeLeftover
 		}
+		m.publish(Change{Session: dt.Session, Incarnation: dt.Incarnation, What: w, State: state, Activity: herd.ActivityUnknown})
 	}
 	return accounted, err
 }
 
-// CrashTx ends inc and applies the role's restart policy to s, inside tx.
+// crashTx ends inc and applies the role's restart policy to s, inside tx.
 // It is the only place that changes crash bookkeeping. seen is what the
 // watchdog saw of the incarnation (the watchdog's summary data), nil when nothing.
-func (m *Manager) CrashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, exit herd.Exit, msg string, seen map[string]any, now time.Time) error {
+func (m *Manager) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, exit herd.Exit, msg string, seen map[string]any, now time.Time) error {
 	exit.At = now
 	inc.EndedAt = &now
 	inc.Exit = &exit
-	TakeSeenSessionID(inc, seen)
+	takeSeenSessionID(inc, seen)
 	if err := tx.PutIncarnation(*inc); err != nil {
 		return err
 	}
@@ -101,7 +110,7 @@ func (m *Manager) CrashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, e
 	if msg == "" {
 		msg = describeExit(exit)
 	}
-	events := []*herd.Event{m.Event(*s, inc.ID, herd.EventExited, exit.Reason, msg, data), m.SummaryEvent(*s, *inc, seen, now)}
+	events := []*herd.Event{m.Event(*s, inc.ID, herd.EventExited, exit.Reason, msg, data), m.summaryEvent(*s, *inc, seen, now)}
 
 	s.Exit = &exit
 	s.Runtime, s.Process = herd.Dead, herd.Dead
@@ -145,18 +154,22 @@ func (m *Manager) CrashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, e
 	return nil
 }
 
-// TakeSeenSessionID records on inc the agent's own session id the watchdog
+// takeSeenSessionID records on inc the agent's own session id the watchdog
 // read last (seen's agent_session_id: the final lines of a run too short
 // for a tick), when inc has none yet, so a resume can continue it.
-func TakeSeenSessionID(inc *herd.Incarnation, seen map[string]any) {
+func takeSeenSessionID(inc *herd.Incarnation, seen map[string]any) {
 	if id, ok := seen["agent_session_id"].(string); ok && inc.AgentSessionID == "" && agents.ValidSessionID(id) {
 		inc.AgentSessionID = id
 	}
 }
 
-// SummaryEvent is the one summary of an ended incarnation: duration, exit,
-// the agent's session id, and what the watchdog saw (seen).
-func (m *Manager) SummaryEvent(s herd.Session, inc herd.Incarnation, seen map[string]any, now time.Time) *herd.Event {
+// summaryEvent is the one summary of an ended incarnation: duration, exit,
+// the agent's session id, and what the watchdog saw (seen). An incarnation
+// whose start was never recorded (written ahead of its launch, neither
+// started nor adopted since: no process on record) ends as a launch that
+// never started, so that every incarnation's story in the log has a
+// beginning.
+func (m *Manager) summaryEvent(s herd.Session, inc herd.Incarnation, seen map[string]any, now time.Time) *herd.Event {
 	data := map[string]any{"duration": now.Sub(inc.StartedAt).Round(time.Millisecond).String()}
 	if inc.Exit != nil {
 		data["exit"] = inc.Exit
@@ -171,7 +184,13 @@ func (m *Manager) SummaryEvent(s herd.Session, inc herd.Incarnation, seen map[st
 	if inc.Exit != nil {
 		reason = inc.Exit.Reason
 	}
-	return m.Event(s, inc.ID, herd.EventSummary, reason, fmt.Sprintf("incarnation ran %s", data["duration"]), data)
+	msg := fmt.Sprintf("incarnation ran %s", data["duration"])
+	if inc.Root.PID == 0 && reason != herd.ReasonLaunchFailed {
+		data["ended_by"] = reason
+		reason = herd.ReasonNeverStarted
+		msg = fmt.Sprintf("launch never recorded as started; ended after %s", data["duration"])
+	}
+	return m.Event(s, inc.ID, herd.EventSummary, reason, msg, data)
 }
 
 func exitData(e herd.Exit) map[string]any {

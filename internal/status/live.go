@@ -82,6 +82,10 @@ type liveSet struct {
 	// stale.
 	live      []Live
 	liveStale bool
+	// gen counts the changes of the set's content (a write applied, a
+	// read installed): a reader that holds the copy of a generation
+	// needs no new one while it is current (ListingSince).
+	gen uint64
 }
 
 // journalEntry is the writes of one transaction applied at seq.
@@ -168,6 +172,7 @@ func (ls *liveSet) applyLocked(ops []op) {
 		}
 	}
 	ls.liveStale = true
+	ls.gen++
 }
 
 // putByName inserts or replaces v in xs, kept sorted by name.
@@ -241,12 +246,36 @@ func (m *Manager) Live(ctx context.Context) (all []herd.Session, live []Live, er
 
 // Listing is Live with the roles.
 func (m *Manager) Listing(ctx context.Context) (roles []herd.Role, all []herd.Session, live []Live, err error) {
+	roles, all, live, _, err = m.listing(ctx)
+	return roles, all, live, err
+}
+
+// ListingSince is Listing when the set changed since generation gen (a
+// write, a hint, the backstop's age; 0: never read), with the generation
+// of the copy; while it has not, it copies nothing and reports changed
+// false: a loop that ticks over a quiet fleet keeps its own copy.
+func (m *Manager) ListingSince(ctx context.Context, gen uint64) (roles []herd.Role, all []herd.Session, live []Live, next uint64, changed bool, err error) {
+	ls := &m.live
+	ls.mu.Lock()
+	if gen != 0 && ls.validLocked(m.raw) && ls.gen == gen {
+		ls.mu.Unlock()
+		return nil, nil, nil, gen, false, nil
+	}
+	ls.mu.Unlock()
+	roles, all, live, next, err = m.listing(ctx)
+	return roles, all, live, next, err == nil, err
+}
+
+// listing is Listing with the generation of the copy (0: a read of the
+// store that is not the set's).
+func (m *Manager) listing(ctx context.Context) (roles []herd.Role, all []herd.Session, live []Live, gen uint64, err error) {
 	ls := &m.live
 	ls.mu.Lock()
 	if ls.validLocked(m.raw) || ls.refreshingLocked() {
 		roles, all, live = slices.Clone(ls.roles), slices.Clone(ls.sessions), slices.Clone(ls.liveLocked())
+		gen = ls.gen
 		ls.mu.Unlock()
-		return roles, all, live, nil
+		return roles, all, live, gen, nil
 	}
 	ls.readers++
 	ls.started++
@@ -269,10 +298,10 @@ func (m *Manager) Listing(ctx context.Context) (roles []herd.Role, all []herd.Se
 		ls.journal = nil
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
 	if ls.installed == no {
-		return slices.Clone(ls.roles), slices.Clone(ls.sessions), slices.Clone(ls.liveLocked()), nil
+		return slices.Clone(ls.roles), slices.Clone(ls.sessions), slices.Clone(ls.liveLocked()), ls.gen, nil
 	}
 	// A later read was installed first: this one's answer is still a
 	// read of the store.
@@ -285,7 +314,7 @@ func (m *Manager) Listing(ctx context.Context) (roles []herd.Role, all []herd.Se
 			live = append(live, Live{S: s, Inc: inc})
 		}
 	}
-	return roles, sessions, live, nil
+	return roles, sessions, live, 0, nil
 }
 
 // installLocked fills the set from a read, then applies the writes
@@ -308,6 +337,7 @@ func (ls *liveSet) installLocked(roles []herd.Role, sessions []herd.Session, ope
 		}
 	}
 	ls.live, ls.liveStale = nil, true
+	ls.gen++
 }
 
 // readLive reads every role, this host's sessions and its open

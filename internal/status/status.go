@@ -1,6 +1,10 @@
 // Package status is the sole writer of session state: one lock per
-// session, the compare-and-set update, the single crash-accounting
-// function, and the one set of takedowns under way.
+// session, one named change per way a session can change (launch, confirm,
+// death, stop, activity, stall...), each one transaction that decides the
+// session's new state, the single crash-accounting function, the one set
+// of takedowns under way, and the subscription that publishes every
+// committed change. No other package writes a session or an incarnation
+// (TestSoleWriter holds it).
 package status
 
 import (
@@ -32,14 +36,13 @@ type Manager struct {
 	// runs.
 	Metrics *metrics.Metrics
 
-	// seen returns what the watchdog saw of an ending incarnation, for its
-	// summary event; ended is told of every death accounted. Both are set
-	// once, before any death is recorded (see Observe).
-	seen  func(inc string) map[string]any
-	ended func(inc string)
-	// changed is told, without blocking, after Update wrote a session
-	// (set once, before the daemon runs; see OnChange).
-	changed func()
+	// witness tells what the watchdog saw of an ending incarnation, for
+	// its summary event; set once, before any death is recorded (see
+	// SetWitness).
+	witness Witness
+
+	// hub publishes committed changes to the subscribers (Subscribe).
+	hub hub
 
 	// OOMKilled, when set, reports whether the kernel killed a process of
 	// an incarnation for its memory limit: such a death is recorded with
@@ -75,17 +78,17 @@ func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Log
 	return m
 }
 
-// Observe sets the watchdog's summary source and the listener of accounted
-// deaths. It is called once, before the daemon runs.
-func (m *Manager) Observe(seen func(inc string) map[string]any, ended func(inc string)) {
-	m.seen, m.ended = seen, ended
+// Witness tells what it saw of an incarnation that is ending, for the
+// incarnation's summary event: the watchdog.
+type Witness interface {
+	// Summary returns what was seen of incarnation inc (last output,
+	// activity counts...), nil when nothing. It may read files.
+	Summary(inc string) map[string]any
 }
 
-// OnChange sets a listener told after each Update that changed a
-// session (state, activity): the notifier looks at once instead of at
-// its next tick. fn must not block. It is called once, before the daemon
-// runs.
-func (m *Manager) OnChange(fn func()) { m.changed = fn }
+// SetWitness sets the source of ending incarnations' summaries; the
+// watchdog registers itself once, before the daemon runs.
+func (m *Manager) SetWitness(w Witness) { m.witness = w }
 
 // Store is the store the manager writes through. Every write of the
 // daemon goes through it: what a committed transaction puts or deletes
@@ -117,28 +120,31 @@ func (m *Manager) LockCtx(ctx context.Context, name string) (func(), error) {
 	return m.locks.LockCtx(ctx, name)
 }
 
-// Update applies fn to a live session under its lock, only while inc is
+// update applies fn to a live session under its lock, only while inc is
 // still its current incarnation; the session is written only when fn
 // changed it, and the events fn returns are appended in the same
-// transaction.
-func (m *Manager) Update(ctx context.Context, name, inc string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error)) error {
-	return m.UpdateThen(ctx, name, inc, fn, nil)
+// transaction. then, when set, runs once the transaction has committed
+// with inc current, still under the session's lock: what must follow only
+// a committed write (a watcher of the incarnation) goes there, so that a
+// rolled-back write leaves nothing behind and a stop that ends the
+// incarnation cannot slip in between. The committed change is published.
+// applied reports whether inc was current.
+func (m *Manager) update(ctx context.Context, name, inc string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error), then func()) (applied bool, err error) {
+	return m.updateAs(ctx, name, inc, 0, fn, then)
 }
 
-// UpdateThen is Update followed by after, called once the transaction has
-// committed with inc current, still under the session's lock. What must
-// follow only a committed write (a watcher of the incarnation) goes there:
-// a transaction the deadline rolled back leaves nothing behind, and a stop
-// that ends the incarnation cannot slip in between.
-func (m *Manager) UpdateThen(ctx context.Context, name, inc string, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error), after func()) error {
+// updateAs is update publishing what besides what it sees change (a
+// change that is an event only: outdated).
+func (m *Manager) updateAs(ctx context.Context, name, inc string, what What, fn func(tx store.Tx, s *herd.Session) ([]*herd.Event, error), then func()) (applied bool, err error) {
 	unlock, err := m.locks.LockCtx(ctx, name)
 	if err != nil {
-		return err // busy (a stop in progress): the caller looks again later
+		return false, err // busy (a stop in progress): the caller looks again later
 	}
 	defer unlock()
-	wrote, current := false, false
+	var change Change
+	current := false
 	err = m.st.Update(ctx, func(tx store.Tx) error {
-		wrote, current = false, false
+		current, change = false, Change{}
 		s, err := tx.Session(name)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -150,31 +156,70 @@ func (m *Manager) UpdateThen(ctx context.Context, name, inc string, fn func(tx s
 			return nil
 		}
 		before := s
-		events, err := fn(tx, &s)
+		itx := &incWrites{Tx: tx}
+		events, err := fn(itx, &s)
 		if err != nil {
 			return err
+		}
+		change = Change{Session: name, Incarnation: inc, State: s.State, Activity: s.Activity}
+		if itx.wrote {
+			change.What |= ChangeIncarnation
 		}
 		if !reflect.DeepEqual(before, s) {
 			if err := tx.PutSession(s); err != nil {
 				return err
 			}
-			wrote = true
+			change.What |= diff(before, s)
 		}
 		for _, e := range events {
 			if err := tx.AppendEvent(e); err != nil {
 				return err
 			}
 		}
+		if change.What == 0 && len(events) > 0 {
+			change.What = ChangeEvent
+		}
+		change.What |= what
 		current = true
 		return nil
 	})
-	if err == nil && current && after != nil {
-		after()
+	if err != nil {
+		return false, err
 	}
-	if err == nil && wrote && m.changed != nil {
-		m.changed()
+	if current && then != nil {
+		then()
 	}
-	return err
+	if current && change.What != 0 {
+		m.publish(change)
+	}
+	return current, nil
+}
+
+// incWrites is a transaction that notes whether an incarnation was
+// written.
+type incWrites struct {
+	store.Tx
+	wrote bool
+}
+
+func (t *incWrites) PutIncarnation(inc herd.Incarnation) error {
+	t.wrote = true
+	return t.Tx.PutIncarnation(inc)
+}
+
+// diff says what changed from a to b.
+func diff(a, b herd.Session) What {
+	var w What
+	if a.State != b.State || a.Runtime != b.Runtime || a.Process != b.Process {
+		w |= ChangeState
+	}
+	if a.Activity != b.Activity || !reflect.DeepEqual(a.LastActivityAt, b.LastActivityAt) {
+		w |= ChangeActivity
+	}
+	if w == 0 {
+		w = ChangeState // another field of the session
+	}
+	return w
 }
 
 // BeginTakedown registers a takedown of incarnation inc that records its
@@ -326,8 +371,8 @@ func (k *keyedMutex) LockCtx(ctx context.Context, key string) (unlock func(), er
 // nothing; callers gather it before their write transaction (it reads
 // files).
 func (m *Manager) Seen(inc string) map[string]any {
-	if m.seen == nil {
+	if m.witness == nil {
 		return nil
 	}
-	return m.seen(inc)
+	return m.witness.Summary(inc)
 }

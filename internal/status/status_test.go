@@ -49,17 +49,18 @@ func events(t *testing.T, m *Manager, kind string) []herd.Event {
 	return evs
 }
 
+// witness is a watchdog that saw one stall of every incarnation.
+type witness struct{}
+
+func (witness) Summary(string) map[string]any { return map[string]any{"stalls": 1} }
+
 // TestRecordDeathOnce: the same death reported by many paths at once is
-// accounted exactly once, and the ended listener hears of it once.
+// accounted exactly once, and subscribers hear of it once.
 func TestRecordDeathOnce(t *testing.T) {
 	m := newManager(t)
-	var mu sync.Mutex
-	var ended []string
-	m.Observe(func(string) map[string]any { return map[string]any{"stalls": 1} }, func(inc string) {
-		mu.Lock()
-		ended = append(ended, inc)
-		mu.Unlock()
-	})
+	m.SetWitness(witness{})
+	changes, cancel := m.Subscribe()
+	defer cancel()
 	reasons := []string{herd.ReasonProcessGone, herd.ReasonPaneGone, herd.ReasonSignal, herd.ReasonExitCode, herd.ReasonProcessGone}
 	var wg sync.WaitGroup
 	var accounted sync.Map
@@ -80,8 +81,24 @@ func TestRecordDeathOnce(t *testing.T) {
 		}
 		return true
 	})
+	var ended []string
+	for len(ended) == 0 {
+		select {
+		case c := <-changes:
+			if c.What.Has(ChangeDied) {
+				ended = append(ended, c.Incarnation)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("expected the death published")
+		}
+	}
+	select {
+	case c := <-changes:
+		t.Errorf("expected one change published, got a second: %+v", c)
+	case <-time.After(50 * time.Millisecond):
+	}
 	if n != 1 || len(ended) != 1 || ended[0] != "inc-1" {
-		t.Fatalf("expected one path to account the death and one ended call … got %d and %v", n, ended)
+		t.Fatalf("expected one path to account the death and one died change … got %d and %v", n, ended)
 	}
 	s, _ := m.Session(context.Background(), "w-0")
 	if s.State != herd.StateBackoff || s.Restarts != 1 || s.BackoffUntil == nil {
@@ -135,17 +152,17 @@ func TestTakedownsOwnTheirDeaths(t *testing.T) {
 func TestUpdateOnlyCurrent(t *testing.T) {
 	m := newManager(t)
 	called := false
-	err := m.Update(context.Background(), "w-0", "inc-old", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
+	_, err := m.update(context.Background(), "w-0", "inc-old", func(store.Tx, *herd.Session) ([]*herd.Event, error) {
 		called = true
 		return nil, nil
-	})
+	}, nil)
 	if err != nil || called {
 		t.Errorf("expected a superseded incarnation skipped … got called=%v, %v", called, err)
 	}
-	err = m.Update(context.Background(), "w-0", "inc-1", func(_ store.Tx, s *herd.Session) ([]*herd.Event, error) {
+	_, err = m.update(context.Background(), "w-0", "inc-1", func(_ store.Tx, s *herd.Session) ([]*herd.Event, error) {
 		s.Activity = herd.ActivityIdle
 		return []*herd.Event{m.Event(*s, "inc-1", herd.EventActivity, "", "x", nil)}, nil
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +172,7 @@ func TestUpdateOnlyCurrent(t *testing.T) {
 	unlock := m.Lock("w-0")
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := m.Update(ctx, "w-0", "inc-1", func(store.Tx, *herd.Session) ([]*herd.Event, error) { return nil, nil }); err == nil {
+	if _, err := m.update(ctx, "w-0", "inc-1", func(store.Tx, *herd.Session) ([]*herd.Event, error) { return nil, nil }, nil); err == nil {
 		t.Errorf("expected a held session lock to end the update with its context")
 	}
 	unlock()
@@ -198,7 +215,7 @@ func TestRetentionPrunes(t *testing.T) {
 	}
 }
 
-// TestUpdateThenOnlyAfterCommit: after runs once the write committed with
+// TestUpdateThenOnlyAfterCommit: then runs once the write committed with
 // the incarnation current, and never after a rollback or a skipped write.
 func TestUpdateThenOnlyAfterCommit(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
@@ -219,7 +236,7 @@ func TestUpdateThenOnlyAfterCommit(t *testing.T) {
 	for _, c := range cases {
 		m := newManager(t)
 		after := 0
-		err := m.UpdateThen(c.ctx, "w-0", c.inc, func(tx store.Tx, s *herd.Session) ([]*herd.Event, error) {
+		_, err := m.update(c.ctx, "w-0", c.inc, func(tx store.Tx, s *herd.Session) ([]*herd.Event, error) {
 			if c.fnErr {
 				return nil, context.DeadlineExceeded
 			}

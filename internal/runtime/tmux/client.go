@@ -296,11 +296,18 @@ func clientEnv() []string {
 // session killed meanwhile) is repeated, up to serverExitRetries times: the
 // command did not run, and the next attempt meets no server or a new one.
 func (c *Client) run(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]byte, error) {
+	out, _, err := c.runVia(ctx, stdin, cmds...)
+	return out, err
+}
+
+// runVia is run, and also says whether the answer came over the control
+// connection.
+func (c *Client) runVia(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]byte, bool, error) {
 	var input []byte
 	if stdin != nil {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
-			return nil, fmt.Errorf("tmux: read input: %w", err)
+			return nil, false, fmt.Errorf("tmux: read input: %w", err)
 		}
 		input = b
 	}
@@ -309,13 +316,13 @@ func (c *Client) run(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]
 		if stdin != nil {
 			in = bytes.NewReader(input)
 		}
-		out, err := c.runOnce(ctx, in, cmds...)
+		out, control, err := c.runOnceVia(ctx, in, cmds...)
 		if err == nil || !errors.Is(err, ErrServerExited) || attempt == serverExitRetries {
-			return out, err
+			return out, control, err
 		}
 		select {
 		case <-ctx.Done():
-			return out, err
+			return out, control, err
 		case <-time.After(time.Duration(attempt+1) * 10 * time.Millisecond):
 		}
 	}
@@ -327,12 +334,19 @@ func (c *Client) run(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]
 // tmux process is killed, so a wedged wrapper and its children cannot
 // hold the call open, and a connection that did not answer is closed.
 func (c *Client) runOnce(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]byte, error) {
+	out, _, err := c.runOnceVia(ctx, stdin, cmds...)
+	return out, err
+}
+
+// runOnceVia is runOnce, and also says whether the answer came over the
+// control connection.
+func (c *Client) runOnceVia(ctx context.Context, stdin io.Reader, cmds ...[]string) ([]byte, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 
 	if c.Control && stdin == nil {
 		if out, handled, err := c.callControl(ctx, cmds); handled {
-			return out, err
+			return out, true, err
 		}
 	}
 	out, err := c.execOnce(ctx, stdin, cmds...)
@@ -340,7 +354,7 @@ func (c *Client) runOnce(ctx context.Context, stdin io.Reader, cmds ...[]string)
 		// A server answered: the control connection may be set up.
 		c.kick()
 	}
-	return out, err
+	return out, false, err
 }
 
 // execOnce is one call through a tmux process of its own.

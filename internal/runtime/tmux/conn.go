@@ -232,6 +232,7 @@ func (cn *conn) read(stdout io.Reader) {
 		lines   []string
 	)
 	attached := false
+stream:
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
@@ -241,7 +242,14 @@ func (cn *conn) read(stdout io.Reader) {
 		if inBlock {
 			if line == "%end "+head || line == "%error "+head {
 				inBlock = false
-				cn.block(head, lines, strings.HasPrefix(line, "%error "))
+				if err := cn.block(head, lines, strings.HasPrefix(line, "%error ")); err != nil {
+					// Answers out of order: which call a block belongs
+					// to is no longer known, so none is trusted, not
+					// even what is already read (a pending call could
+					// complete with another's answer).
+					cn.close(err)
+					break stream
+				}
 				lines = nil
 				continue
 			}
@@ -275,18 +283,22 @@ func (cn *conn) read(stdout io.Reader) {
 // block hands one finished block to the oldest pending call: its end
 // word completes the call, an %error block marks it failed, any other
 // block's lines are its output. Blocks of commands not written on stdin
-// (the flags field is 0: the attach command itself) are no call's.
-func (cn *conn) block(head string, lines []string, failed bool) {
+// (the flags field is 0: the attach command itself) are no call's. The
+// end word of another call while this one is pending means the answers
+// come out of order: block returns an error, and the connection must go.
+func (cn *conn) block(head string, lines []string, failed bool) error {
 	if !strings.HasSuffix(head, " 1") {
-		return
+		return nil
 	}
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	if len(cn.pending) == 0 {
-		return
+		return nil
 	}
 	req := cn.pending[0]
 	switch {
+	case !failed && len(lines) == 1 && cn.token != "" && lines[0] != req.end && strings.HasPrefix(lines[0], cn.token+"-"):
+		return fmt.Errorf("%w: answers out of order (%s while %s is pending)", errConnClosed, lines[0], req.end)
 	case !failed && len(lines) == 1 && lines[0] == req.end:
 		cn.pending = cn.pending[1:]
 		if req.failed {
@@ -302,4 +314,5 @@ func (cn *conn) block(head string, lines []string, failed bool) {
 			req.out = append(req.out, '\n')
 		}
 	}
+	return nil
 }

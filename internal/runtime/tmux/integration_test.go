@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"herd/internal/testenv"
 )
 
 // waitTimeout bounds every poll in these tests.
@@ -25,7 +27,7 @@ var socketSeq atomic.Int64
 func newClient(t testing.TB) *Client {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
+		testenv.Require(t, "tmux", err.Error(), testenv.InstallTmux)
 	}
 	sock := fmt.Sprintf("herd-test-%d-%d", os.Getpid(), socketSeq.Add(1))
 	c := &Client{Socket: sock, Timeout: 5 * time.Second}

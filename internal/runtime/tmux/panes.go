@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,7 +98,7 @@ func (c *Client) ListPanes(ctx context.Context) ([]Pane, error) {
 }
 
 func (c *Client) listPanes(ctx context.Context) ([]Pane, error) {
-	out, err := c.run(ctx, nil, []string{"list-panes", "-a", "-F", paneFormat})
+	out, control, err := c.runVia(ctx, nil, []string{"list-panes", "-a", "-F", paneFormat})
 	if errors.Is(err, ErrEmptyServer) {
 		// A server with no session left, between its last session's
 		// kill and its exit: a good, empty listing. (A call that timed
@@ -107,7 +108,14 @@ func (c *Client) listPanes(ctx context.Context) ([]Pane, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParsePanes(out), nil
+	panes := ParsePanes(out)
+	if control && !slices.ContainsFunc(panes, func(p Pane) bool { return p.Session == ControlSession }) {
+		// The connection's client is attached to ControlSession, so a
+		// listing it answered without that session is not tmux's
+		// word: every session in it is unknown, none absent.
+		return nil, fmt.Errorf("tmux: a listing over the control connection lacks %s, the session the connection is attached to: answer not trusted", ControlSession)
+	}
+	return panes, nil
 }
 
 // FindPane returns the well-formed row of session whose pane pid is pid: the

@@ -188,7 +188,7 @@ func New(o Options) (*Daemon, error) {
 		}
 		d.web = web.New(web.Options{
 			Config: cfg.Web, Host: host, Backend: web.APIBackend{API: d.server.Handler()}, Verbs: d.verbs,
-			Events: web.StoreRecorder{Store: d.status.Store()}, Token: tok, Log: log,
+			Events: web.StoreRecorder{Store: d.status.Store()}, Token: tok, Log: log, Local: d.status.Subscribe,
 		})
 	}
 	d.commands = commands.NewRunner(d.status.Store(), host, d.verbs.Execute, commands.PollEvery, log)

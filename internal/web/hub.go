@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/status"
 )
 
 // Changes is how the console learns that the fleet changed. The hub
@@ -33,6 +34,9 @@ type hub struct {
 	backend Backend
 	every   time.Duration
 	log     *slog.Logger
+	// local, when set, subscribes to this host's committed changes, each
+	// of which is read at once.
+	local func() (<-chan status.Change, func())
 
 	// mu guards the fields below.
 	mu   sync.Mutex
@@ -44,6 +48,9 @@ var _ Changes = (*hub)(nil)
 func newHub(b Backend, every time.Duration, log *slog.Logger) *hub {
 	return &hub{backend: b, every: every, log: log, subs: map[chan Change]struct{}{}}
 }
+
+// minGap spaces the reads that local changes trigger.
+const minGap = 100 * time.Millisecond
 
 // subBuffer bounds what a slow browser may fall behind; past it, changes
 // are dropped for it (a sessions change is re-read whole anyway).
@@ -85,6 +92,12 @@ func (h *hub) publish(c Change) {
 func (h *hub) run(ctx context.Context) {
 	t := time.NewTicker(h.every)
 	defer t.Stop()
+	var changed <-chan status.Change
+	if h.local != nil {
+		c, cancel := h.local()
+		defer cancel()
+		changed = c
+	}
 	var last []byte
 	cursor := int64(-1)
 	for {
@@ -99,6 +112,33 @@ func (h *hub) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case _, ok := <-changed:
+			if !ok {
+				changed = nil
+				continue
+			}
+			// A burst of changes (an agent printing) is read once, at
+			// most minGap late.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(minGap):
+			}
+			drain(changed)
+		}
+	}
+}
+
+// drain takes what else is queued in c: one read serves them all.
+func drain(c <-chan status.Change) {
+	for c != nil {
+		select {
+		case _, ok := <-c:
+			if !ok {
+				return
+			}
+		default:
+			return
 		}
 	}
 }

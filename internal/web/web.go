@@ -27,6 +27,7 @@ import (
 
 	"herd"
 	"herd/internal/config"
+	"herd/internal/status"
 	"herd/internal/verbs"
 )
 
@@ -65,6 +66,10 @@ type Options struct {
 	// Changes tells of changes to the fleet and the event log; nil: the
 	// console polls the Backend for them every Poll.
 	Changes Changes
+	// Local, when set, is the writer's subscription (status.Subscribe):
+	// a change of this host's sessions is read at once instead of at the
+	// next poll. Other hosts' changes and the log still come by polling.
+	Local func() (<-chan status.Change, func())
 	// Poll is how often the fleet is read for changes; 300ms when 0.
 	Poll time.Duration
 	// FailDelay slows each failed login; 1s when 0.
@@ -115,6 +120,7 @@ func New(o Options) *Server {
 	s.changes = o.Changes
 	if s.changes == nil {
 		s.hub = newHub(o.Backend, o.Poll, o.Log)
+		s.hub.local = o.Local
 		s.changes = s.hub
 	}
 	return s

@@ -212,7 +212,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	io.WriteString(w, "retry: 1000\n\n")
+	// What changed between the page's first reads and this subscription
+	// is not streamed: the page is told to read again once, now.
+	io.WriteString(w, "retry: 1000\n\nevent: sessions\ndata: {}\n\n")
 	fl.Flush()
 	keep := time.NewTicker(15 * time.Second)
 	defer keep.Stop()

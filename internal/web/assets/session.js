@@ -102,6 +102,7 @@
       refreshScreen();
       herd.live(function (ev) { if (ev.session === name) refresh(); }, refresh);
       setInterval(function () { if (!document.hidden) refreshScreen(); }, 1000);
+      setInterval(function () { if (!document.hidden) refresh(); }, 5000);
     });
   });
 })();

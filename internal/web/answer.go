@@ -102,6 +102,15 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		what = "option " + it.Options[i].Label
 		req = optionInput(it, in.Option)
 	}
+	if in.Text != "" && it.Kind == KindPermission && knownAgent(it.Agent) {
+		// A reply in words to a permission dialog declines it first
+		// (Esc: "No, and tell the agent what to do differently"), then
+		// types the words to the agent's prompt.
+		if _, err := s.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: name, Text: "\x1b", NoClear: true}); err != nil {
+			fail(w, err)
+			return
+		}
+	}
 	res, err := s.o.Verbs.Inject(r.Context(), req)
 	if err != nil {
 		fail(w, err)
@@ -127,8 +136,14 @@ func optionInput(it Item, key string) verbs.InjectRequest {
 	switch {
 	case it.Kind == KindBlocked:
 		return verbs.InjectRequest{Name: it.Session, Text: "continue", Enter: true}
-	case it.Agent == herd.AgentClaude || it.Agent == herd.AgentCodex || it.Agent == herd.AgentGemini:
+	case knownAgent(it.Agent):
 		return verbs.InjectRequest{Name: it.Session, Text: key, NoClear: true}
 	}
 	return verbs.InjectRequest{Name: it.Session, Text: key, Enter: true, NoClear: true}
+}
+
+// knownAgent reports whether herd knows agent's numbered dialogs (a digit
+// answers them).
+func knownAgent(agent string) bool {
+	return agent == herd.AgentClaude || agent == herd.AgentCodex || agent == herd.AgentGemini
 }

@@ -357,8 +357,9 @@ func TestAnswerOnce(t *testing.T) {
 		AnswerRequest{Text: "use git mv instead"}, nil); code != http.StatusOK {
 		t.Errorf("[free text] expected 200 … got %d", code)
 	}
-	if in := c.verbs.injected[len(c.verbs.injected)-1]; in.Text != "use git mv instead" || !in.Enter {
-		t.Errorf("[free text] expected the reply typed with Enter … got %+v", in)
+	n := len(c.verbs.injected)
+	if esc, in := c.verbs.injected[n-2], c.verbs.injected[n-1]; esc.Text != "\x1b" || esc.Enter || in.Text != "use git mv instead" || !in.Enter {
+		t.Errorf("[free text] expected Esc, then the reply typed with Enter … got %+v, %+v", esc, in)
 	}
 }
 

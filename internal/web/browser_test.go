@@ -22,8 +22,12 @@ import (
 	"herd/internal/daemon"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
+	"herd/internal/testenv"
 	"herd/internal/web"
 )
+
+// installChromium says how to get the browser the console's tests drive.
+const installChromium = "chromium (apt-get install chromium; scripts/test.sh installs it)"
 
 // herdBin is the herd binary the simulated agents run (`herd sim`).
 var herdBin string
@@ -63,7 +67,7 @@ type fleet struct {
 func startFleet(t *testing.T) *fleet {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
+		testenv.Require(t, "tmux", "the console's browser test runs its agents in tmux panes", testenv.InstallTmux)
 	}
 	dir := t.TempDir()
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "herd.db"))
@@ -152,7 +156,7 @@ func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Skip("chromium is not installed (scripts/test.sh installs it)")
+		testenv.Require(t, "chromium", "the console's tests drive a real headless browser", installChromium)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),

@@ -115,12 +115,15 @@ func startFleet(t *testing.T) *fleet {
 }
 
 // link asks the daemon, as `herd web url` does, for a login link.
-func (f *fleet) link(next string) string {
+func (f *fleet) link(next string) string { return f.linkScope(next, false) }
+
+// linkScope is link, read-only when asked.
+func (f *fleet) linkScope(next string, readOnly bool) string {
 	f.t.Helper()
 	var res web.LinkResult
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := f.client.Do(context.Background(), http.MethodPost, web.LinkPath, nil, web.LinkRequest{Next: next}, &res)
+		err := f.client.Do(context.Background(), http.MethodPost, web.LinkPath, nil, web.LinkRequest{Next: next, ReadOnly: readOnly}, &res)
 		if err == nil {
 			return res.URL
 		}
@@ -354,6 +357,17 @@ fetch("`+base+`/api/v1/sessions/asker-0/input", {method: "POST", mode: "no-cors"
 	}
 	if out, _ := f.screen("asker-0"); strings.Contains(out, "pwned") {
 		t.Errorf("[cross-origin] expected nothing typed … the screen shows %q", out)
+	}
+
+	// A read-only login sees the session and none of the controls.
+	do(t, ctx, "read-only", 15*time.Second, chromedp.Navigate(f.linkScope("/sessions/worker-0", true)),
+		visible("#info dd"), until(`document.body.classList.contains("readonly")`))
+	if who := get(t, ctx, "scope", chromedp.Text(chromedp.CSS("#scope"))); who != "read-only" {
+		t.Errorf("[read-only] expected the read scope shown … got %q", who)
+	}
+	if shown := get(t, ctx, "controls", chromedp.Evaluate[int](
+		`[...document.querySelectorAll(".operate")].filter(e => e.offsetParent !== null).length`)); shown != 0 {
+		t.Errorf("[read-only] expected no controls … %d shown", shown)
 	}
 }
 

@@ -20,10 +20,10 @@ import (
 	"herd/internal/cells"
 	"herd/internal/config"
 	"herd/internal/daemon"
-	"herd/internal/web"
 	"herd/internal/redraw"
 	"herd/internal/runtime/tmux"
 	"herd/internal/store/sqlite"
+	"herd/internal/web"
 )
 
 // Options configure a demo run.

@@ -28,6 +28,8 @@ type fakeBackend struct {
 	cause    map[string]*herd.Event
 	screen   string
 	events   []herd.Event
+	// cursors counts the reads of the newest event (a hub's start).
+	cursors int
 }
 
 func (f *fakeBackend) Sessions(context.Context) (json.RawMessage, []api.SessionView, error) {
@@ -51,6 +53,9 @@ func (f *fakeBackend) Events(_ context.Context, q EventQuery) ([]herd.Event, err
 			return []herd.Event{*e}, nil
 		}
 		return nil, nil
+	}
+	if q.Limit == 1 && q.Session == "" {
+		f.cursors++
 	}
 	var out []herd.Event
 	for _, e := range f.events {
@@ -377,9 +382,19 @@ func TestEventStream(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("[stream] expected text/event-stream … got %q", ct)
 	}
-	// Let the hub read its cursor, then append an event and change the
+	// Once the hub has read its cursor, append an event and change the
 	// fleet.
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		c.back.mu.Lock()
+		n := c.back.cursors
+		c.back.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("[stream] expected the hub to start … it did not")
+		}
+	}
 	c.back.mu.Lock()
 	c.back.events = append(c.back.events, herd.Event{ID: 7, Session: "w-0", Kind: herd.EventStopped, Message: "<script>"})
 	c.back.sessions[0].State = herd.StateStopped

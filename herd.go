@@ -137,6 +137,12 @@ const (
 	// calling session, the tool, its targets, and a refusal's reason
 	// (reason mcp_refused).
 	EventMCPCall = "mcp_call"
+	// EventAnswered records a person's answer to an agent that waited,
+	// given through the console: who, from where, what.
+	EventAnswered = "answered"
+	// EventConsole records any other action taken through the console
+	// (reason: the verb, or input), with its origin.
+	EventConsole = "console"
 )
 
 // EventKinds lists the event kinds, in the order of PRODUCT.md.
@@ -148,6 +154,7 @@ var EventKinds = []string{
 	EventEscalated, EventActivity, EventProbeUnknown, EventSummary,
 	EventNotified, EventRollout, EventWorktree, EventLeftover, EventOutdated,
 	EventMCPCall,
+	EventAnswered, EventConsole,
 }
 
 // Reasons: short machine words carried by events and exits.

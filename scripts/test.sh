@@ -47,6 +47,12 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
   apt_install systemd
 fi
 
+# The console's tests drive a real headless browser.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "chromium is missing; installing it"
+  apt_install chromium
+fi
+
 echo "== gofmt"
 unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.git/*'))
 if [ -n "$unformatted" ]; then

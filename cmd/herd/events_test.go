@@ -41,7 +41,7 @@ func TestCheckEventFilter(t *testing.T) {
 func TestEventKindsComplete(t *testing.T) {
 	product := "spawned adopted exited crashed backoff restarted failed succeeded stalled stall_warning " +
 		"unstalled killed reaped stopped resumed recovered escalated activity probe_unknown summary " +
-		"notified rollout worktree leftover outdated mcp_call"
+		"notified rollout worktree leftover outdated mcp_call answered console"
 	if got := strings.Join(herd.EventKinds, " "); got != product {
 		t.Errorf("expected %q, got %q", product, got)
 	}

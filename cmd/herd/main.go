@@ -62,7 +62,7 @@ Try it all with no setup: 'herd demo'.`,
 		newStopCmd(g), newResumeCmd(g), newScaleCmd(g), newDeleteCmd(g), newArchiveCmd(g), newReapCmd(g),
 		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g), newCaptureCmd(), newCgexecCmd(), newWorktreeCmd(g),
 		newStartupCmd(g), newTopCmd(g),
-		newRestartCmd(g), newResetCmd(g), newSignalCmd(g), newRolloutCmd(g), newReloadCmd(g),
+		newRestartCmd(g), newResetCmd(g), newSignalCmd(g), newRolloutCmd(g), newReloadCmd(g), newWebCmd(g),
 		newWaitCmd(g), newMCPCmd(g),
 	)
 	return root

@@ -216,6 +216,7 @@ func (b *builder) build(f *fileConfig) *Config {
 		}
 	}
 
+	b.web(c, f.Web)
 	b.notify(c, f.Notify)
 	b.fleet(c, f.Fleet)
 	b.mcp(c, f.MCP)

@@ -33,6 +33,7 @@ type Config struct {
 	Escalation Escalation
 	Notify     Notify
 	Metrics    Metrics
+	Web        Web
 	Fleet      Fleet
 	MCP        MCP
 	// Roles are fully resolved: defaults filled, each role's restart table
@@ -161,6 +162,7 @@ func Default() *Config {
 			WaitingAfter: 30 * time.Minute,
 			UnknownAfter: 5 * time.Minute,
 		},
+		Web:   Web{Listen: DefaultWebListen},
 		Fleet: defaultFleet(),
 	}
 }

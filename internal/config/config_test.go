@@ -316,6 +316,7 @@ func TestParseFullFile(t *testing.T) {
 		Escalation: Escalation{WaitingAfter: 10 * time.Minute, UnknownAfter: 2 * time.Minute,
 			Command: []string{"notify-send", "herd"}, Webhook: "https://hooks.example.com/herd"},
 		Metrics: Metrics{Listen: "127.0.0.1:9464"},
+		Web:     Web{Listen: "127.0.0.1:7780"},
 		Fleet:   Fleet{HostTimeout: 45 * time.Second, SSH: []string{"ssh", "-o", "BatchMode=yes"}},
 		Roles: []herd.Role{
 			{
@@ -353,6 +354,7 @@ func TestDefaults(t *testing.T) {
 			LivenessTimeout: 10 * time.Minute, StallAutoKill: false},
 		Reaper:     Reaper{Interval: 30 * time.Minute, IdleAfter: 48 * time.Hour, Orphans: true, Archived: true},
 		Escalation: Escalation{WaitingAfter: 30 * time.Minute, UnknownAfter: 5 * time.Minute},
+		Web:        Web{Listen: "127.0.0.1:7780"},
 		Fleet:      Fleet{HostTimeout: 30 * time.Second, SSH: []string{"ssh", "-t"}},
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {

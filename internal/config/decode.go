@@ -25,6 +25,7 @@ type fileConfig struct {
 	Escalation fileEscalation `toml:"escalation"`
 	Notify     fileNotify     `toml:"notify"`
 	Metrics    fileMetrics    `toml:"metrics"`
+	Web        fileWeb        `toml:"web"`
 	Fleet      fileFleet      `toml:"fleet"`
 	MCP        fileMCP        `toml:"mcp"`
 	Role       []fileRole     `toml:"role"`

@@ -23,6 +23,7 @@ func testConfig() *config.Config {
 	cfg := config.Default()
 	cfg.Tmux.Socket = herdtest.Run + "-daemon"
 	cfg.Tmux.Binary = "/bin/false"
+	cfg.Web.Listen = "" // no console: test daemons side by side would all want its port
 	return cfg
 }
 

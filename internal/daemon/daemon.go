@@ -38,6 +38,7 @@ import (
 	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/verbs"
+	"herd/internal/web"
 )
 
 // Options configure a Daemon.
@@ -91,6 +92,8 @@ type Daemon struct {
 	commands  *commands.Runner
 	// metrics is nil unless [metrics] listen is set.
 	metrics *metrics.Metrics
+	// web is the console; nil unless [web] listen is set.
+	web *web.Server
 
 	// live is the configuration in force; a reload swaps it.
 	live *config.Live
@@ -178,6 +181,16 @@ func New(o Options) (*Daemon, error) {
 		Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Version: o.Version, BootID: boot,
 		Reload: d.Reload, Verbs: d.verbs,
 	})
+	if cfg.Web.Listen != "" {
+		tok, err := web.LoadToken(o.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+		d.web = web.New(web.Options{
+			Config: cfg.Web, Host: host, Backend: web.APIBackend{API: d.server.Handler()}, Verbs: d.verbs,
+			Events: web.StoreRecorder{Store: d.status.Store()}, Token: tok, Log: log, Local: d.status.Subscribe,
+		})
+	}
 	d.commands = commands.NewRunner(d.status.Store(), host, d.verbs.Execute, commands.PollEvery, log)
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -196,7 +209,15 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	if err := d.slots.SweepAfterReboot(ctx); err != nil && ctx.Err() == nil {
 		d.log.Error("reboot sweep", "err", err)
 	}
-	srv := &http.Server{Handler: d.server.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	handler := d.server.Handler()
+	if d.web != nil {
+		// herd web url asks for its login links over the socket.
+		mux := http.NewServeMux()
+		mux.Handle("/", handler)
+		mux.Handle("POST "+web.LinkPath, d.web.LinkHandler())
+		handler = mux
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	g := loop.Group{Log: d.log}
 	// The API and the loops on their own clocks (attention, watchdog,
 	// reaper) start first: a hung runtime during adoption must not hold
@@ -219,6 +240,21 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 		} else {
 			d.log.Info("metrics served", "addr", mln.Addr().String())
 			g.Go("metrics", func() { d.metrics.Run(ctx, mln) })
+		}
+	}
+	if d.web != nil {
+		// A console that cannot listen (its port taken) is logged; the
+		// daemon supervises on without it.
+		wln, err := net.Listen("tcp", d.cfg.Web.Listen)
+		if err != nil {
+			d.log.Warn("web: console not served", "listen", d.cfg.Web.Listen, "err", err)
+		} else {
+			d.log.Info("web: console served", "addr", wln.Addr().String(), "tls", d.cfg.Web.TLS())
+			g.Go("web", func() {
+				if err := d.web.Run(ctx, wln); err != nil {
+					d.log.Error("web: console", "err", err)
+				}
+			})
 		}
 	}
 	g.Go("retention", func() {

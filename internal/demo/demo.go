@@ -23,6 +23,7 @@ import (
 	"herd/internal/redraw"
 	"herd/internal/runtime/tmux"
 	"herd/internal/store/sqlite"
+	"herd/internal/web"
 )
 
 // Options configure a demo run.
@@ -123,6 +124,10 @@ func Run(ctx context.Context, o Options) error {
 	fmt.Fprintln(o.Out, "declared roles:")
 	for _, r := range roles {
 		fmt.Fprintf(o.Out, "  %-10s %s\n", r.Name, describeRole(r.Name))
+	}
+	var link web.LinkResult
+	if err := c.Do(ctx, http.MethodPost, web.LinkPath, nil, web.LinkRequest{}, &link); err == nil {
+		fmt.Fprintf(o.Out, "console: %s (a single-use login link)\n", link.URL)
 	}
 	fmt.Fprintln(o.Out)
 

@@ -93,6 +93,11 @@ func NewAt(tb testing.TB, dir, config string) *Sandbox {
 		Log: filepath.Join(dir, "daemon.log"),
 	}
 	cfg := fmt.Sprintf("[tmux]\nsocket = %q\n%s\n", s.Tmux, config)
+	if !strings.Contains(config, "[web]") {
+		// No console unless a test asks for one: the daemons of tests
+		// side by side would all want its default port.
+		cfg += "[web]\nlisten = \"\"\n"
+	}
 	if err := os.WriteFile(s.Config(), []byte(cfg), 0o600); err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,149 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/verbs"
+)
+
+// AnswerRequest answers one inbox item: one of its options, or free text.
+type AnswerRequest struct {
+	Option string `json:"option"`
+	Text   string `json:"text"`
+	// Since is the item's since as the inbox showed it: an answer to a
+	// need that is no longer the session's is refused. Zero: whatever the
+	// session waits for now.
+	Since time.Time `json:"since"`
+}
+
+// AnswerResult says what an answer did.
+type AnswerResult struct {
+	Message string `json:"message"`
+}
+
+// answer is the last answer given to a session.
+type answer struct {
+	incarnation string
+	since       time.Time
+	at          time.Time
+	who         string
+}
+
+// covers reports whether an answer settled item: same incarnation, and
+// the need began before the answer. A need that began after it (the
+// agent moved on and asks again) is a new one.
+func (a answer) covers(it Item) bool {
+	return a.incarnation == it.Incarnation && !it.Since.After(a.at)
+}
+
+// lock returns session name's answer lock.
+func (s *Server) lock(name string) *sync.Mutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.locks[name]
+	if !ok {
+		l = &sync.Mutex{}
+		s.locks[name] = l
+	}
+	return l
+}
+
+// AlreadyAnswered is the reply to an answer that came too late.
+const AlreadyAnswered = "already answered"
+
+func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var in AnswerRequest
+	if err := decode(r, &in); err != nil {
+		fail(w, err)
+		return
+	}
+	if (in.Option == "") == (in.Text == "") {
+		replyError(w, http.StatusBadRequest, `answer: give "option" or "text"`)
+		return
+	}
+	// One answer at a time per session: the second of two people sees
+	// the first's answer recorded, and is told.
+	l := s.lock(name)
+	l.Lock()
+	defer l.Unlock()
+	items, err := s.inbox(r.Context(), name)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if len(items) == 0 || (!in.Since.IsZero() && !items[0].Since.Equal(in.Since)) {
+		s.mu.Lock()
+		a, ok := s.answered[name]
+		s.mu.Unlock()
+		msg := AlreadyAnswered
+		if ok {
+			msg += " by " + a.who + " at " + a.at.Format(time.RFC3339)
+		} else if len(items) == 0 {
+			msg = "session " + name + " waits for nothing a person can answer now"
+		}
+		replyError(w, http.StatusConflict, msg)
+		return
+	}
+	it := items[0]
+	req := verbs.InjectRequest{Name: name, Text: in.Text, Enter: true}
+	what := "text"
+	if in.Option != "" {
+		i := slices.IndexFunc(it.Options, func(o Option) bool { return o.Key == in.Option })
+		if i < 0 {
+			replyError(w, http.StatusBadRequest, fmt.Sprintf("answer: %s offers no option %q", name, in.Option))
+			return
+		}
+		what = "option " + it.Options[i].Label
+		req = optionInput(it, in.Option)
+	}
+	if in.Text != "" && it.Kind == KindPermission && knownAgent(it.Agent) {
+		// A reply in words to a permission dialog declines it first
+		// (Esc: "No, and tell the agent what to do differently"), then
+		// types the words to the agent's prompt.
+		if _, err := s.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: name, Text: "\x1b", NoClear: true}); err != nil {
+			fail(w, err)
+			return
+		}
+	}
+	res, err := s.o.Verbs.Inject(r.Context(), req)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	p := principal(r)
+	now := time.Now().UTC()
+	s.mu.Lock()
+	s.answered[name] = answer{incarnation: it.Incarnation, since: it.Since, at: now, who: p.Who}
+	s.mu.Unlock()
+	s.record(r.Context(), name, it.Incarnation, herd.EventAnswered, it.Kind, fmt.Sprintf("%s answered by %s", what, origin(r)),
+		map[string]any{"who": p.Who, "from": r.RemoteAddr, "kind": it.Kind, "option": in.Option, "text": in.Text, "question": clip(it.Text, 500)})
+	if s.hub != nil {
+		s.hub.publish(Change{Sessions: true}) // the item is gone now, not at the next poll
+	}
+	replyJSON(w, http.StatusOK, AnswerResult{Message: res.Message})
+}
+
+// optionInput is what typing option key into item's dialog takes: a
+// numbered dialog of a known agent takes the digit alone; any other agent
+// (and a blocked session's "continue") a line.
+func optionInput(it Item, key string) verbs.InjectRequest {
+	switch {
+	case it.Kind == KindBlocked:
+		return verbs.InjectRequest{Name: it.Session, Text: "continue", Enter: true}
+	case knownAgent(it.Agent):
+		return verbs.InjectRequest{Name: it.Session, Text: key, NoClear: true}
+	}
+	return verbs.InjectRequest{Name: it.Session, Text: key, Enter: true, NoClear: true}
+}
+
+// knownAgent reports whether herd knows agent's numbered dialogs (a digit
+// answers them).
+func knownAgent(agent string) bool {
+	return agent == herd.AgentClaude || agent == herd.AgentCodex || agent == herd.AgentGemini
+}

@@ -1,0 +1,155 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"herd"
+	"herd/internal/api"
+)
+
+// Backend reads what the console shows. The daemon's one is its own API
+// (APIBackend), so the console lists exactly what `herd get` does.
+type Backend interface {
+	// Sessions is `herd get sessions -o json`.
+	Sessions(ctx context.Context) (json.RawMessage, []api.SessionView, error)
+	// Session is `herd describe session NAME -o json`.
+	Session(ctx context.Context, name string) (json.RawMessage, error)
+	// Screen is the last lines of a session's pane or output.
+	Screen(ctx context.Context, name string, lines int) (string, error)
+	// Events lists events after id (of session and kind when set), at
+	// most limit (the newest) when limit > 0.
+	Events(ctx context.Context, q EventQuery) ([]herd.Event, error)
+	// Agents maps each role to its agent kind.
+	Agents(ctx context.Context) (map[string]string, error)
+}
+
+// EventQuery selects events.
+type EventQuery struct {
+	After   int64
+	Session string
+	Kind    string
+	Limit   int
+}
+
+// APIBackend reads through an http.Handler serving herd's API (the
+// daemon's, in process: no socket, no second copy of a listing).
+type APIBackend struct {
+	API http.Handler
+}
+
+var _ Backend = APIBackend{}
+
+// buffer is a minimal http.ResponseWriter.
+type buffer struct {
+	h    http.Header
+	code int
+	body bytes.Buffer
+}
+
+func (b *buffer) Header() http.Header         { return b.h }
+func (b *buffer) Write(p []byte) (int, error) { return b.body.Write(p) }
+func (b *buffer) WriteHeader(code int)        { b.code = code }
+
+// get serves one GET and returns its body, or the API's error.
+func (a APIBackend) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
+	u := path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	w := &buffer{h: http.Header{}, code: http.StatusOK}
+	a.API.ServeHTTP(w, r)
+	if w.code != http.StatusOK {
+		var e api.Error
+		if json.Unmarshal(w.body.Bytes(), &e) == nil && e.Error != "" {
+			return nil, &StatusError{Code: w.code, Message: e.Error}
+		}
+		return nil, &StatusError{Code: w.code, Message: strings.TrimSpace(w.body.String())}
+	}
+	return w.body.Bytes(), nil
+}
+
+// StatusError is an API error with its HTTP status.
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string { return e.Message }
+
+// Sessions implements Backend.
+func (a APIBackend) Sessions(ctx context.Context) (json.RawMessage, []api.SessionView, error) {
+	b, err := a.get(ctx, "/v1/sessions", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var views []api.SessionView
+	if err := json.Unmarshal(b, &views); err != nil {
+		return nil, nil, fmt.Errorf("web: sessions: %w", err)
+	}
+	return b, views, nil
+}
+
+// Session implements Backend.
+func (a APIBackend) Session(ctx context.Context, name string) (json.RawMessage, error) {
+	return a.get(ctx, "/v1/sessions/"+url.PathEscape(name), nil)
+}
+
+// Screen implements Backend.
+func (a APIBackend) Screen(ctx context.Context, name string, lines int) (string, error) {
+	b, err := a.get(ctx, "/v1/sessions/"+url.PathEscape(name)+"/logs", url.Values{"tail": {strconv.Itoa(lines)}})
+	return string(b), err
+}
+
+// Events implements Backend.
+func (a APIBackend) Events(ctx context.Context, q EventQuery) ([]herd.Event, error) {
+	v := url.Values{}
+	if q.After > 0 {
+		v.Set("after", strconv.FormatInt(q.After, 10))
+	}
+	if q.Session != "" {
+		v.Set("session", q.Session)
+	}
+	if q.Kind != "" {
+		v.Set("kind", q.Kind)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	b, err := a.get(ctx, "/v1/events", v)
+	if err != nil {
+		return nil, err
+	}
+	var evs []herd.Event
+	if err := json.Unmarshal(b, &evs); err != nil {
+		return nil, fmt.Errorf("web: events: %w", err)
+	}
+	return evs, nil
+}
+
+// Agents implements Backend.
+func (a APIBackend) Agents(ctx context.Context) (map[string]string, error) {
+	b, err := a.get(ctx, "/v1/roles", nil)
+	if err != nil {
+		return nil, err
+	}
+	var roles []api.RoleView
+	if err := json.Unmarshal(b, &roles); err != nil {
+		return nil, fmt.Errorf("web: roles: %w", err)
+	}
+	m := make(map[string]string, len(roles))
+	for _, r := range roles {
+		m[r.Name] = r.Agent
+	}
+	return m, nil
+}

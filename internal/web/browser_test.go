@@ -1,0 +1,379 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"herd"
+	"herd/internal/api"
+	"herd/internal/config"
+	"herd/internal/daemon"
+	"herd/internal/store"
+	"herd/internal/store/sqlite"
+	"herd/internal/testenv"
+	"herd/internal/web"
+)
+
+// installChromium says how to get the browser the console's tests drive.
+const installChromium = "chromium (apt-get install chromium; scripts/test.sh installs it)"
+
+// herdBin is the herd binary the simulated agents run (`herd sim`).
+var herdBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if _, err := exec.LookPath("chromium"); err == nil {
+		dir, err := os.MkdirTemp("", "herd-web-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		herdBin = filepath.Join(dir, "herd")
+		out, err := exec.Command("go", "build", "-o", herdBin, "herd/cmd/herd").CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build herd: %v\n%s", err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// fleet is a daemon with its console, for a browser to drive.
+type fleet struct {
+	t      *testing.T
+	dir    string
+	d      *daemon.Daemon
+	st     store.Store
+	client *api.Client
+	tmux   string
+}
+
+func startFleet(t *testing.T) *fleet {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		testenv.Require(t, "tmux", "the console's browser test runs its agents in tmux panes", testenv.InstallTmux)
+	}
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "herd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Daemon.Host = "web-test"
+	cfg.Tmux.Socket = fmt.Sprintf("herd-web-%d", os.Getpid())
+	cfg.Probe.Interval = 200 * time.Millisecond
+	cfg.Probe.Timeout = time.Second
+	cfg.Web.Listen = "127.0.0.1:0"
+	logf, err := os.Create(filepath.Join(dir, "daemon.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.New(daemon.Options{StateDir: dir, Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(logf, nil)),
+		StopGrace: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", daemon.SocketPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx, ln)
+	}()
+	f := &fleet{t: t, dir: dir, d: d, st: st, client: api.NewClient(daemon.SocketPath(dir)), tmux: cfg.Tmux.Socket}
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		exec.Command("tmux", "-L", f.tmux, "kill-server").Run()
+		st.Close()
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "daemon.log"))
+			t.Logf("daemon log:\n%s", b)
+		}
+	})
+	return f
+}
+
+// link asks the daemon, as `herd web url` does, for a login link.
+func (f *fleet) link(next string) string { return f.linkScope(next, false) }
+
+// linkScope is link, read-only when asked.
+func (f *fleet) linkScope(next string, readOnly bool) string {
+	f.t.Helper()
+	var res web.LinkResult
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := f.client.Do(context.Background(), http.MethodPost, web.LinkPath, nil, web.LinkRequest{Next: next, ReadOnly: readOnly}, &res)
+		if err == nil {
+			return res.URL
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("[link] expected a login link … got %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// role declares a one-replica tmux role running argv.
+func (f *fleet) role(name, agent string, argv ...string) {
+	f.t.Helper()
+	r := herd.Role{Name: name, Replicas: 1, Command: argv, Workdir: f.dir, Runtime: herd.RuntimeTmux, Agent: agent,
+		AgentProcess: filepath.Base(argv[0]), Restart: herd.RestartPolicy{Policy: herd.PolicyNever}}
+	if err := f.d.ApplyRoles(context.Background(), []herd.Role{r}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// consoleEvents counts the console's events of session.
+func (f *fleet) events(session, kind string) []herd.Event {
+	var evs []herd.Event
+	f.st.View(context.Background(), func(tx store.Tx) (err error) {
+		evs, err = tx.Events(store.EventFilter{Session: session, Kind: kind})
+		return err
+	})
+	return evs
+}
+
+// newBrowser starts one headless chromium for the test.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		testenv.Require(t, "chromium", "the console's tests drive a real headless browser", installChromium)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	if err := chromedp.Do(ctx); err != nil {
+		cancelB()
+		cancelA()
+		t.Fatalf("chromium: %v", err)
+	}
+	t.Cleanup(func() { cancelB(); cancelA() })
+	return ctx
+}
+
+// do runs steps with a deadline.
+func do(t *testing.T, ctx context.Context, what string, d time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("[%s] %v", what, err)
+	}
+}
+
+// get runs one action with a deadline and returns its value.
+func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("[%s] %v", what, err)
+	}
+	return v
+}
+
+// until polls a predicate in the page.
+func until(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond))
+}
+
+// visible waits for a CSS selector to be visible.
+func visible(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(sel))
+}
+
+// screenshot writes a PNG of the page to docs/ when HERD_SCREENSHOTS is
+// set (the docs' pictures are made with it).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("HERD_SCREENSHOTS") == "" {
+		return
+	}
+	png := get(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBrowser drives the console in a real chromium: log in through a
+// link, watch a session appear live, answer a permission prompt with a
+// click, see an agent's hostile output shown as text, refuse a
+// cross-origin POST, and render the inbox on a phone.
+func TestBrowser(t *testing.T) {
+	ctx := newBrowser(t)
+	f := startFleet(t)
+
+	// Log in through the link `herd web url` prints.
+	link := f.link("/")
+	do(t, ctx, "login", 15*time.Second, chromedp.Navigate(link), visible("#fleet"), visible("#live.on"))
+	if who := get(t, ctx, "scope", chromedp.Text(chromedp.CSS("#scope"))); who != "operate" {
+		t.Fatalf("[login] expected the operate scope … got %q", who)
+	}
+	base := strings.SplitN(link, "/login", 2)[0]
+
+	// A session appears live (no reload).
+	f.role("asker", herd.AgentGeneric, herdBin, "sim", "--interval", "200ms", "--quiet", "--wait-input",
+		"--hooks", "SessionStart,UserPromptSubmit,PreToolUse:Bash,PermissionRequest:Bash")
+	do(t, ctx, "session appears", 15*time.Second, visible(`#fleet tr[data-session="asker-0"]`))
+
+	// A worker that works, and one that fails (the inbox lists it too).
+	f.role("worker", herd.AgentGeneric, herdBin, "sim", "--interval", "500ms", "--hooks", "SessionStart,UserPromptSubmit,PreToolUse:Bash,PostToolUse:Bash")
+	f.role("broken", herd.AgentGeneric, "/bin/sh", "-c", "echo 'cannot reach the repository' >&2; exit 3")
+
+	// It asks for permission: the inbox shows it with its answers.
+	item := `.item[data-session="asker-0"]`
+	do(t, ctx, "inbox item", 20*time.Second, visible(item+` button[data-key="1"]`), visible(`.item[data-session="broken-0"]`),
+		visible(`#fleet tr[data-session="worker-0"]`))
+	if text := get(t, ctx, "item text", chromedp.Text(chromedp.CSS(item+" .item-text"))); !strings.Contains(text, "Bash") {
+		t.Errorf("[inbox] expected the tool asked for … got %q", text)
+	}
+	screenshot(t, ctx, "console-desktop.png")
+
+	// The same inbox on a phone.
+	do(t, ctx, "phone", 15*time.Second,
+		chromedp.EmulateViewport(375, 812, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulatePortrait),
+		chromedp.Reload(), visible(item+` button[data-key="1"]`))
+	if get(t, ctx, "phone width", chromedp.Evaluate[bool](`document.documentElement.scrollWidth > 375`)) {
+		t.Errorf("[phone] expected the page to fit 375 px … it scrolls sideways")
+	}
+	screenshot(t, ctx, "console-phone.png")
+	do(t, ctx, "desktop", 15*time.Second, chromedp.EmulateViewport(1280, 900), chromedp.Reload(), visible(item+` button[data-key="1"]`))
+
+	// Answer with a click: the agent gets it, its item leaves the inbox.
+	do(t, ctx, "answer", 15*time.Second, chromedp.Click(chromedp.CSS(item+` button[data-key="1"]`)), chromedp.WaitNotPresent(chromedp.CSS(item)))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := f.screen("asker-0")
+		if strings.Contains(out, "You said: 1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("[answer] expected the agent to read the answer … its screen: %q", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if evs := f.events("asker-0", herd.EventAnswered); len(evs) != 1 || !strings.Contains(evs[0].Message, "browser:") {
+		t.Errorf("[answer] expected one answered event naming the browser … got %+v", evs)
+	}
+
+	// The failed one is stopped (through the API, as a script would):
+	// the inbox empties.
+	tok, err := os.ReadFile(filepath.Join(f.dir, web.TokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/sessions/broken-0/stop", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("[stop by token] expected 200 … got %d", resp.StatusCode)
+	}
+	do(t, ctx, "inbox empty", 15*time.Second, visible("#inbox-empty"))
+
+	// An agent prints markup: it shows as text and runs nothing.
+	f.role("xss", herd.AgentGeneric, "/bin/sh", "-c",
+		`printf '%s\n' '<script>window.pwned=1</script>' '<img src=x onerror="window.pwned=2">'; exec sleep 600`)
+	do(t, ctx, "hostile output", 20*time.Second,
+		chromedp.Navigate(base+"/sessions/xss-0"),
+		until(`document.getElementById("screen").textContent.includes("<img src=x")`))
+	text := get(t, ctx, "screen", chromedp.Text(chromedp.CSS("#screen")))
+	pwned := get(t, ctx, "pwned", chromedp.Evaluate[bool](`window.pwned !== undefined`))
+	elems := get(t, ctx, "elements", chromedp.Evaluate[int](`document.querySelectorAll("#screen img, #screen script").length`))
+	if !strings.Contains(text, "<script>window.pwned=1</script>") || pwned || elems != 0 {
+		t.Errorf("[hostile output] expected the markup as text, nothing run … got text %q, pwned %v, elements %d", text, pwned, elems)
+	}
+	do(t, ctx, "session page", 10*time.Second, visible("#events li"))
+	screenshot(t, ctx, "console-session.png")
+
+	// A page of another origin POSTs to the console with the browser's
+	// cookie: refused.
+	evil := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!doctype html><script>
+fetch("`+base+`/api/v1/sessions/asker-0/input", {method: "POST", mode: "no-cors", credentials: "include",
+  headers: {"Content-Type": "text/plain"}, body: JSON.stringify({text: "pwned"})})
+  .then(() => { document.title = "sent"; }, () => { document.title = "sent"; });
+</script>`)
+	})}
+	eln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go evil.Serve(eln)
+	defer evil.Close()
+	do(t, ctx, "cross-origin", 15*time.Second, chromedp.Navigate("http://"+eln.Addr().String()+"/"), until(`document.title === "sent"`))
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
+		if strings.Contains(string(log), "cross-origin request refused") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("[cross-origin] expected the refusal logged … log has none")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if evs := f.events("asker-0", herd.EventConsole); len(evs) != 0 {
+		t.Errorf("[cross-origin] expected the POST refused … got %+v", evs)
+	}
+	if out, _ := f.screen("asker-0"); strings.Contains(out, "pwned") {
+		t.Errorf("[cross-origin] expected nothing typed … the screen shows %q", out)
+	}
+
+	// A read-only login sees the session and none of the controls.
+	do(t, ctx, "read-only", 15*time.Second, chromedp.Navigate(f.linkScope("/sessions/worker-0", true)),
+		visible("#info dd"), until(`document.body.classList.contains("readonly")`))
+	if who := get(t, ctx, "scope", chromedp.Text(chromedp.CSS("#scope"))); who != "read-only" {
+		t.Errorf("[read-only] expected the read scope shown … got %q", who)
+	}
+	if shown := get(t, ctx, "controls", chromedp.Evaluate[int](
+		`[...document.querySelectorAll(".operate")].filter(e => e.offsetParent !== null).length`)); shown != 0 {
+		t.Errorf("[read-only] expected no controls … %d shown", shown)
+	}
+}
+
+// screen reads a session's pane as `herd logs` does.
+func (f *fleet) screen(name string) (string, error) {
+	var out []byte
+	err := f.client.Do(context.Background(), http.MethodGet, "/v1/sessions/"+name+"/logs", nil, nil, &out)
+	return string(out), err
+}

@@ -1,0 +1,63 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"herd"
+	"herd/internal/store"
+)
+
+// LinkRequest asks the daemon, over its unix socket, for a login link.
+type LinkRequest struct {
+	// ReadOnly: the link logs in with the read scope.
+	ReadOnly bool `json:"read_only"`
+	// Next is the console path to land on ("/" when empty).
+	Next string `json:"next"`
+}
+
+// LinkResult is a login link.
+type LinkResult struct {
+	URL string `json:"url"`
+	// Scope the link logs in with.
+	Scope string `json:"scope"`
+}
+
+// LinkPath is the daemon API's route that mints login links.
+const LinkPath = "/v1/web/link"
+
+// LinkHandler mints login links for `herd web url`. It is served on the
+// daemon's unix socket only (mode 0600): whoever can reach it can already
+// run every verb.
+func (s *Server) LinkHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in LinkRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&in); err != nil && err != io.EOF {
+			replyError(w, http.StatusBadRequest, "web: bad request body: "+err.Error())
+			return
+		}
+		if !s.Serving() {
+			replyError(w, http.StatusServiceUnavailable, "web: the console is not served (see [web] listen and the daemon's log)")
+			return
+		}
+		scope := ScopeOperate
+		if in.ReadOnly {
+			scope = ScopeRead
+		}
+		replyJSON(w, http.StatusOK, LinkResult{URL: s.LoginURL(scope, in.Next), Scope: scope})
+	})
+}
+
+// StoreRecorder appends the console's events to a store.
+type StoreRecorder struct {
+	Store store.Store
+}
+
+var _ Recorder = StoreRecorder{}
+
+// Record implements Recorder.
+func (r StoreRecorder) Record(ctx context.Context, e herd.Event) error {
+	return r.Store.Update(ctx, func(tx store.Tx) error { return tx.AppendEvent(&e) })
+}

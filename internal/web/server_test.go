@@ -1,0 +1,436 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"herd"
+	"herd/internal/api"
+	"herd/internal/config"
+	"herd/internal/verbs"
+)
+
+// fakeBackend serves a fixed fleet.
+type fakeBackend struct {
+	mu       sync.Mutex
+	sessions []api.SessionView
+	cause    map[string]*herd.Event
+	screen   string
+	events   []herd.Event
+	// cursors counts the reads of the newest event (a hub's start).
+	cursors int
+}
+
+func (f *fakeBackend) Sessions(context.Context) (json.RawMessage, []api.SessionView, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, _ := json.Marshal(f.sessions)
+	return b, append([]api.SessionView(nil), f.sessions...), nil
+}
+
+func (f *fakeBackend) Session(_ context.Context, name string) (json.RawMessage, error) {
+	return json.RawMessage(`{"name":"` + name + `"}`), nil
+}
+
+func (f *fakeBackend) Screen(context.Context, string, int) (string, error) { return f.screen, nil }
+
+func (f *fakeBackend) Events(_ context.Context, q EventQuery) ([]herd.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if q.Kind == herd.EventActivity {
+		if e := f.cause[q.Session]; e != nil {
+			return []herd.Event{*e}, nil
+		}
+		return nil, nil
+	}
+	if q.Limit == 1 && q.Session == "" {
+		f.cursors++
+	}
+	var out []herd.Event
+	for _, e := range f.events {
+		if e.ID > q.After {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) Agents(context.Context) (map[string]string, error) {
+	return map[string]string{"w": herd.AgentClaude}, nil
+}
+
+// fakeVerbs records what was typed.
+type fakeVerbs struct {
+	mu       sync.Mutex
+	injected []verbs.InjectRequest
+	stopped  []string
+}
+
+func (f *fakeVerbs) Inject(_ context.Context, req verbs.InjectRequest) (verbs.Result, error) {
+	time.Sleep(20 * time.Millisecond) // a slow tmux: two answers overlap
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.injected = append(f.injected, req)
+	return verbs.Result{Message: "sent"}, nil
+}
+
+func (f *fakeVerbs) Stop(_ context.Context, req verbs.StopRequest) (verbs.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = append(f.stopped, req.Name)
+	return verbs.Result{Message: "stopped"}, nil
+}
+
+func (f *fakeVerbs) Resume(context.Context, verbs.SessionRequest) (verbs.Result, error) {
+	return verbs.Result{}, nil
+}
+
+func (f *fakeVerbs) Restart(context.Context, verbs.RestartRequest) (verbs.RestartResult, error) {
+	return verbs.RestartResult{}, nil
+}
+
+func (f *fakeVerbs) Reset(context.Context, verbs.SessionRequest) (verbs.ResetResult, error) {
+	return verbs.ResetResult{}, nil
+}
+
+func (f *fakeVerbs) Archive(context.Context, verbs.SessionRequest) (verbs.Result, error) {
+	return verbs.Result{}, nil
+}
+
+// fakeRecorder keeps the console's events.
+type fakeRecorder struct {
+	mu     sync.Mutex
+	events []herd.Event
+}
+
+func (f *fakeRecorder) Record(_ context.Context, e herd.Event) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, e)
+	return nil
+}
+
+func (f *fakeRecorder) kinds() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, e := range f.events {
+		out = append(out, e.Kind+"/"+e.Reason)
+	}
+	return out
+}
+
+type testConsole struct {
+	srv   *Server
+	url   string
+	back  *fakeBackend
+	verbs *fakeVerbs
+	rec   *fakeRecorder
+}
+
+func newTestConsole(t *testing.T) *testConsole {
+	t.Helper()
+	t0 := time.Now().Add(-time.Minute).UTC()
+	back := &fakeBackend{
+		sessions: []api.SessionView{{Name: "w-0", Role: "w", Host: "h", Incarnation: "i1", RuntimeKind: herd.RuntimeTmux,
+			State: herd.StateRunning, Activity: herd.ActivityWaiting, LastActivityAt: &t0, StateSince: t0}},
+		cause: map[string]*herd.Event{"w-0": {Session: "w-0", Incarnation: "i1", Kind: herd.EventActivity, Reason: "hook",
+			Data: map[string]any{"event": "PermissionRequest", "tool": "Bash"}}},
+	}
+	c := &testConsole{back: back, verbs: &fakeVerbs{}, rec: &fakeRecorder{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.srv = New(Options{Config: config.Web{Listen: "127.0.0.1:0"}, Host: "h", Backend: back, Verbs: c.verbs, Events: c.rec,
+		Token: "the-token", Poll: 20 * time.Millisecond, FailDelay: time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.srv.Run(ctx, ln)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	c.url = "http://" + ln.Addr().String()
+	return c
+}
+
+// browser logs a client with a cookie jar in through a link of scope.
+func (c *testConsole) browser(t *testing.T, scope string) (*http.Client, string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	cl := &http.Client{Jar: jar}
+	for !c.srv.Serving() {
+		time.Sleep(time.Millisecond)
+	}
+	resp, err := cl.Get(c.srv.LoginURL(scope, "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("[login] expected 200 … got %d", resp.StatusCode)
+	}
+	var w Whoami
+	c.call(t, cl, http.MethodGet, "/api/v1/whoami", nil, nil, &w)
+	return cl, w.CSRF
+}
+
+// call makes one request; it returns the status.
+func (c *testConsole) call(t *testing.T, cl *http.Client, method, path string, h map[string]string, body, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = strings.NewReader(string(b))
+	}
+	req, _ := http.NewRequest(method, c.url+path, rd)
+	for k, v := range h {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+func TestLoginAndCookie(t *testing.T) {
+	c := newTestConsole(t)
+	for !c.srv.Serving() {
+		time.Sleep(time.Millisecond)
+	}
+	link := c.srv.LoginURL(ScopeOperate, "/sessions/w-0")
+	resp, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	ck := resp.Cookies()
+	if resp.StatusCode != 200 || len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || ck[0].Secure {
+		t.Fatalf("[login] expected 200 and an HttpOnly SameSite=Strict cookie … got %d %+v", resp.StatusCode, ck)
+	}
+	if !strings.Contains(string(body), `url=/sessions/w-0`) {
+		t.Errorf("[login] expected to land on next … got %s", body)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+		t.Errorf("[csp] expected a strict policy … got %q", csp)
+	}
+	resp, _ = http.Get(link)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("[second use] expected 401 … got %d", resp.StatusCode)
+	}
+	resp, _ = http.Get(c.url + "/api/v1/sessions")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("[no credential] expected 401 … got %d", resp.StatusCode)
+	}
+}
+
+func TestRequestChecks(t *testing.T) {
+	c := newTestConsole(t)
+	op, csrf := c.browser(t, ScopeOperate)
+	ro, roCSRF := c.browser(t, ScopeRead)
+	anon := &http.Client{}
+	same := c.url
+	for _, x := range []struct {
+		name   string
+		cl     *http.Client
+		method string
+		path   string
+		h      map[string]string
+		want   int
+	}{
+		{"browser reads", op, "GET", "/api/v1/sessions", nil, 200},
+		{"page", op, "GET", "/", nil, 200},
+		{"session page", op, "GET", "/sessions/w-0", nil, 200},
+		{"script", op, "GET", "/static/common.js", nil, 200},
+		{"no listing", op, "GET", "/static/", nil, 404},
+		{"page without login", anon, "GET", "/", nil, 401},
+		{"script without login", anon, "GET", "/static/common.js", nil, 401},
+		{"read scope reads", ro, "GET", "/api/v1/inbox", nil, 200},
+		{"token reads", anon, "GET", "/api/v1/sessions", map[string]string{"Authorization": "Bearer the-token"}, 200},
+		{"wrong token", anon, "GET", "/api/v1/sessions", map[string]string{"Authorization": "Bearer nope"}, 401},
+		{"rebinding host", op, "GET", "/api/v1/sessions", map[string]string{"Host": "evil.example"}, 421},
+		{"post without csrf", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same}, 403},
+		{"post with wrong csrf", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same, CSRFHeader: "x"}, 403},
+		{"post from another origin", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": "http://127.0.0.1:1", CSRFHeader: csrf}, 403},
+		{"post without origin", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{CSRFHeader: csrf}, 403},
+		{"read scope post", ro, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same, CSRFHeader: roCSRF}, 403},
+		{"browser post", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same, CSRFHeader: csrf}, 200},
+		{"token post", anon, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Authorization": "Bearer the-token"}, 200},
+		{"unknown verb", anon, "POST", "/api/v1/sessions/w-0/explode", map[string]string{"Authorization": "Bearer the-token"}, 404},
+	} {
+		if got := c.call(t, x.cl, x.method, x.path, x.h, nil, nil); got != x.want {
+			t.Errorf("[%s] expected %d … got %d", x.name, x.want, got)
+		}
+	}
+	if got := len(c.verbs.stopped); got != 2 {
+		t.Errorf("[stops] expected the 2 allowed stops to reach the verb … got %d", got)
+	}
+	kinds := c.rec.kinds()
+	if len(kinds) != 2 || kinds[0] != "console/stop" {
+		t.Errorf("[events] expected 2 console/stop events … got %v", kinds)
+	}
+}
+
+func TestAnswerOnce(t *testing.T) {
+	c := newTestConsole(t)
+	a, csrfA := c.browser(t, ScopeOperate)
+	b, csrfB := c.browser(t, ScopeOperate)
+	var items []Item
+	c.call(t, a, "GET", "/api/v1/inbox", nil, nil, &items)
+	if len(items) != 1 || items[0].Kind != KindPermission || len(items[0].Options) != 3 {
+		t.Fatalf("[inbox] expected one permission item with 3 answers … got %+v", items)
+	}
+	since := items[0].Since
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	msgs := make([]api.Error, 2)
+	for i, who := range []struct {
+		cl   *http.Client
+		csrf string
+	}{{a, csrfA}, {b, csrfB}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = c.call(t, who.cl, "POST", "/api/v1/sessions/w-0/answer",
+				map[string]string{"Origin": c.url, CSRFHeader: who.csrf}, AnswerRequest{Option: "1", Since: since}, &msgs[i])
+		}()
+	}
+	wg.Wait()
+	ok, conflict := 0, 0
+	for i, code := range codes {
+		switch code {
+		case 200:
+			ok++
+		case 409:
+			conflict++
+			if !strings.Contains(msgs[i].Error, AlreadyAnswered) {
+				t.Errorf("[second answer] expected %q … got %q", AlreadyAnswered, msgs[i].Error)
+			}
+		}
+	}
+	if ok != 1 || conflict != 1 || len(c.verbs.injected) != 1 {
+		t.Fatalf("[two answers] expected one delivered, one refused … got codes %v, %d injected", codes, len(c.verbs.injected))
+	}
+	if in := c.verbs.injected[0]; in.Text != "1" || in.Enter || !in.NoClear {
+		t.Errorf("[delivered] expected Claude's dialog to get the digit alone … got %+v", in)
+	}
+	c.call(t, a, "GET", "/api/v1/inbox", nil, nil, &items)
+	if len(items) != 0 {
+		t.Errorf("[after] expected the inbox empty … got %+v", items)
+	}
+	if kinds := c.rec.kinds(); len(kinds) != 1 || kinds[0] != herd.EventAnswered+"/"+KindPermission {
+		t.Errorf("[events] expected one answered event … got %v", kinds)
+	}
+	// The agent asks again, later: a new need, answerable again.
+	later := time.Now().Add(time.Second).UTC()
+	c.back.mu.Lock()
+	c.back.sessions[0].LastActivityAt = &later
+	c.back.mu.Unlock()
+	c.call(t, a, "GET", "/api/v1/inbox", nil, nil, &items)
+	if len(items) != 1 {
+		t.Fatalf("[asks again] expected the new need listed … got %+v", items)
+	}
+	if code := c.call(t, b, "POST", "/api/v1/sessions/w-0/answer", map[string]string{"Origin": c.url, CSRFHeader: csrfB},
+		AnswerRequest{Option: "1", Since: since}, nil); code != http.StatusConflict {
+		t.Errorf("[answer to the old need] expected 409 … got %d", code)
+	}
+	if code := c.call(t, b, "POST", "/api/v1/sessions/w-0/answer", map[string]string{"Origin": c.url, CSRFHeader: csrfB},
+		AnswerRequest{Text: "use git mv instead"}, nil); code != http.StatusOK {
+		t.Errorf("[free text] expected 200 … got %d", code)
+	}
+	n := len(c.verbs.injected)
+	if esc, in := c.verbs.injected[n-2], c.verbs.injected[n-1]; esc.Text != "\x1b" || esc.Enter || in.Text != "use git mv instead" || !in.Enter {
+		t.Errorf("[free text] expected Esc, then the reply typed with Enter … got %+v, %+v", esc, in)
+	}
+}
+
+func TestEventStream(t *testing.T) {
+	c := newTestConsole(t)
+	cl, _ := c.browser(t, ScopeRead)
+	req, _ := http.NewRequest("GET", c.url+"/api/v1/events", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("[stream] expected text/event-stream … got %q", ct)
+	}
+	// Once the hub has read its cursor, append an event and change the
+	// fleet.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		c.back.mu.Lock()
+		n := c.back.cursors
+		c.back.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("[stream] expected the hub to start … it did not")
+		}
+	}
+	c.back.mu.Lock()
+	c.back.events = append(c.back.events, herd.Event{ID: 7, Session: "w-0", Kind: herd.EventStopped, Message: "<script>"})
+	c.back.sessions[0].State = herd.StateStopped
+	c.back.mu.Unlock()
+	sc := bufio.NewScanner(resp.Body)
+	var sawEvent bool
+	sessions := 0 // the first is the ping of a new subscription
+	for sc.Scan() && !(sawEvent && sessions >= 2) {
+		line := sc.Text()
+		if strings.HasPrefix(line, "data: {\"id\":7") {
+			var e herd.Event
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &e); err != nil || e.Message != "<script>" {
+				t.Errorf("[event] expected the event as one JSON object … got %q (%v)", line, err)
+			}
+			sawEvent = true
+		}
+		if line == "event: sessions" {
+			sessions++
+		}
+	}
+	if !sawEvent || sessions < 2 {
+		t.Errorf("[stream] expected the event, the first ping and a sessions change … got event=%v sessions=%d", sawEvent, sessions)
+	}
+}
+
+func TestLinkHandler(t *testing.T) {
+	c := newTestConsole(t)
+	for !c.srv.Serving() {
+		time.Sleep(time.Millisecond)
+	}
+	rec := httptest.NewRecorder()
+	c.srv.LinkHandler().ServeHTTP(rec, httptest.NewRequest("POST", LinkPath, strings.NewReader(`{"read_only":true,"next":"/sessions/w-0"}`)))
+	var res LinkResult
+	json.NewDecoder(rec.Body).Decode(&res)
+	u, err := url.Parse(res.URL)
+	if err != nil || res.Scope != ScopeRead || u.Path != "/login" || u.Query().Get("t") == "" || "http://"+u.Host != c.url {
+		t.Fatalf("[link] expected a read-only login link to the console … got %+v", res)
+	}
+}

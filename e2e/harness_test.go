@@ -89,10 +89,6 @@ func (e *env) setBootID(id string) {
 	}
 }
 
-// expectErrors declares the daemon's ERROR lines this test causes on
-// purpose: lines matching one of the regexps do not fail it.
-func (e *env) expectErrors(patterns ...string) { e.sb.ExpectErrors(patterns...) }
-
 // environ is the environment of the daemon and of every CLI call.
 func (e *env) environ() []string { return e.sb.Environ(e.extra()...) }
 

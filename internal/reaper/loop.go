@@ -23,13 +23,22 @@ type Lister interface {
 	KillUnmanaged(ctx context.Context, name string) error
 }
 
+// WorktreeRemover removes a stopped session's worktree under delete
+// role's rule.
+type WorktreeRemover interface {
+	Remove(ctx context.Context, session string)
+}
+
 // Options configure a Reaper.
 type Options struct {
 	Status *status.Manager
 	// Slots stops managed sessions through the one stop path.
 	Slots *slots.Slots
-	Tmux  Lister
-	Exec  *execrt.Runtime
+	// Worktrees removes a reaped session's worktree when that loses
+	// nothing (nil: worktrees are left alone).
+	Worktrees WorktreeRemover
+	Tmux      Lister
+	Exec      *execrt.Runtime
 	// Config gives [reaper], [probe] and [tmux].
 	Config *config.Config
 	// Live, when set, is read instead of Config: a reload applies a new

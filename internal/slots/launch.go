@@ -307,19 +307,11 @@ func (s *Slots) worktree(ctx context.Context, role herd.Role, session string) (*
 	if !role.Worktree {
 		return nil, nil
 	}
-	wt, err := s.o.Worktrees.Ensure(ctx, worktreeOptions(role, session))
+	wt, err := s.o.Worktrees.Ensure(ctx, worktree.OptionsFor(role, session))
 	if err != nil {
 		return nil, err
 	}
 	return &wt, nil
-}
-
-// worktreeOptions describes the worktree of session of role.
-func worktreeOptions(role herd.Role, session string) worktree.Options {
-	return worktree.Options{
-		Workdir: role.Workdir, Session: session, Base: role.WorktreeBase,
-		Include: role.WorktreeInclude, Setup: role.WorktreeSetup,
-	}
 }
 
 // clip bounds s to n bytes, keeping its end (where an error is).

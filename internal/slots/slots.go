@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"herd"
 	"herd/internal/cgroup"
 	"herd/internal/loop"
 	"herd/internal/prober"
@@ -35,8 +34,6 @@ type Options struct {
 	Grace time.Duration
 	// Interval is the reconcile period.
 	Interval time.Duration
-	// Defaults are the [restart] defaults of roles that leave them zero.
-	Defaults herd.RestartPolicy
 	// Worktrees makes and removes the git worktrees of roles that ask for
 	// one per session.
 	Worktrees *worktree.Manager
@@ -69,15 +66,11 @@ type Slots struct {
 	// stopSlots bounds the stops that run side by side (a scale-down of a
 	// large role, a role deletion).
 	stopSlots chan struct{}
-	// defs are the [restart] defaults roles inherit (a reload changes them).
-	defs defaults
 	// left retries what stops left behind.
 	left leftovers
 	// cleanup ends, after deaths, the processes carrying the dead
 	// incarnations' markers: one scan of /proc for all of them.
 	cleanup *cgroup.Sweeper
-	// wtStatus caches the worktree status views show.
-	wtStatus worktree.StatusCache
 	// changes is the writer's subscription (see follow), unsubscribe its
 	// cancel.
 	changes     <-chan status.Change
@@ -100,11 +93,9 @@ func New(o Options) *Slots {
 	s.left.wake = make(chan struct{}, 1)
 	s.cleanup = cgroup.NewSweeper(cgroup.SweeperOptions{FS: o.Proc, BootID: o.BootID, Log: o.Log})
 	s.group.Log = o.Log
-	s.defs.p = o.Defaults
 	if s.o.Worktrees == nil {
 		s.o.Worktrees = &worktree.Manager{}
 	}
-	s.wtStatus.M = s.o.Worktrees
 	// Subscribed at once, so that the deaths accounted before Run (the
 	// adoption round) are cleaned up when it starts.
 	s.changes, s.unsubscribe = o.Status.Subscribe()

@@ -111,22 +111,6 @@ func (sl *Slots) Restart(ctx context.Context, req RestartRequest) (string, error
 	return fresh, err
 }
 
-// Sessions returns this host's sessions of role (every role when role is
-// ""), by role and index.
-func (sl *Slots) Sessions(ctx context.Context, role string) ([]herd.Session, error) {
-	_, sessions, _, err := sl.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []herd.Session
-	for _, s := range sessions {
-		if role == "" || s.Role == role {
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
-
 // Reset clears a session's crash count: the next crash backs off from the
 // initial delay again. A failed session is re-armed (it relaunches now).
 func (sl *Slots) Reset(ctx context.Context, name string) (rearmed bool, err error) {

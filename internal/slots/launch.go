@@ -56,10 +56,10 @@ func (s *Slots) launch(ctx context.Context, req LaunchRequest) error {
 
 // launchLocked is launch for a caller that holds the slot's lock.
 func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
-	if !s.ops.begin() {
+	if !s.ops.Begin() {
 		return errShuttingDown
 	}
-	defer s.ops.end()
+	defer s.ops.End()
 	var prior herd.Session
 	exists := false
 	prevRoot := 0

@@ -230,10 +230,10 @@ func (sl *Slots) endMoved(ctx context.Context, moved []herd.Incarnation) {
 }
 
 func (sl *Slots) endMovedOne(ctx context.Context, inc herd.Incarnation) error {
-	if !sl.ops.begin() {
+	if !sl.ops.Begin() {
 		return errShuttingDown
 	}
-	defer sl.ops.end()
+	defer sl.ops.End()
 	ctx, cancel := sl.KillContext(ctx)
 	defer cancel()
 	sl.st.BeginTakedown(inc.ID, "")

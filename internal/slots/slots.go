@@ -17,6 +17,7 @@ import (
 	"herd/internal/proc"
 	"herd/internal/runtime"
 	"herd/internal/status"
+	"herd/internal/takedown"
 	"herd/internal/worktree"
 )
 
@@ -66,8 +67,8 @@ type Slots struct {
 	// stopSlots bounds the stops that run side by side (a scale-down of a
 	// large role, a role deletion).
 	stopSlots chan struct{}
-	// left retries what stops left behind.
-	left leftovers
+	// td ends incarnations and retries what they leave behind.
+	td *takedown.Takedown
 	// cleanup ends, after deaths, the processes carrying the dead
 	// incarnations' markers: one scan of /proc for all of them.
 	cleanup *cgroup.Sweeper
@@ -90,7 +91,9 @@ func New(o Options) *Slots {
 		o: o, st: o.Status, kick: make(chan struct{}, 1),
 		stopSlots: make(chan struct{}, maxParallelStops), stopsUnderWay: map[string]chan struct{}{},
 	}
-	s.left.wake = make(chan struct{}, 1)
+	s.td = takedown.New(takedown.Options{
+		Status: o.Status, Runtimes: o.Runtimes, Proc: o.Proc, BootID: o.BootID, Contain: o.Contain, Ops: &s.ops, Log: o.Log,
+	})
 	s.cleanup = cgroup.NewSweeper(cgroup.SweeperOptions{FS: o.Proc, BootID: o.BootID, Log: o.Log})
 	s.group.Log = o.Log
 	if s.o.Worktrees == nil {
@@ -109,7 +112,7 @@ func (s *Slots) Kick() { loop.Wake(s.kick) }
 // backoff expires, and retries what stops left behind, until ctx is done.
 func (s *Slots) Run(ctx context.Context) {
 	s.group.Go("changes", func() { s.follow(ctx) })
-	s.group.Go("leftovers", func() { s.runLeftovers(ctx) })
+	s.group.Go("leftovers", func() { s.td.Run(ctx) })
 	s.group.Go("crash cleanup", func() { s.cleanup.Run(ctx) })
 	loop.Loop{Name: "reconcile", Log: s.o.Log, Every: s.o.Interval, Trigger: s.kick}.Run(ctx, func(ctx context.Context) time.Duration {
 		next := s.Reconcile(ctx)
@@ -192,8 +195,8 @@ type opTracker struct {
 	closed bool
 }
 
-// begin registers an operation; false means the daemon is shutting down.
-func (o *opTracker) begin() bool {
+// Begin registers an operation; false means the daemon is shutting down.
+func (o *opTracker) Begin() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -203,8 +206,8 @@ func (o *opTracker) begin() bool {
 	return true
 }
 
-// end marks an operation begun with begin as done.
-func (o *opTracker) end() {
+// End marks an operation begun with Begin as done.
+func (o *opTracker) End() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.n--

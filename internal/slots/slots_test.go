@@ -201,7 +201,7 @@ func TestLeftoverRetriedAndReported(t *testing.T) {
 	e.sl.Reconcile(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go e.sl.runLeftovers(ctx)
+	go e.sl.td.Run(ctx)
 	if err := e.sl.Stop(context.Background(), StopRequest{Name: "w-0", Reason: herd.ReasonUser, DropReplica: true}); err != nil {
 		t.Fatal(err)
 	}

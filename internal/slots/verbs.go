@@ -40,10 +40,10 @@ func (sl *Slots) Restart(ctx context.Context, req RestartRequest) (string, error
 	if req.Reason == "" {
 		req.Reason = herd.ReasonUser
 	}
-	if !sl.ops.begin() {
+	if !sl.ops.Begin() {
 		return "", errShuttingDown
 	}
-	defer sl.ops.end()
+	defer sl.ops.End()
 	unlock := sl.st.Lock(req.Name)
 	defer unlock()
 

@@ -1,7 +1,10 @@
-// Package slots fills and empties session slots: launches, the one stop
-// path (every takedown, the stall kill included, goes through it), the
-// reconcile loop, the reboot sweep and resume, and the role changes that
-// decide what the slots should hold.
+// Package slots fills and empties this host's session slots: launches,
+// the one stop path (every takedown, the stall kill included, goes through
+// it), the reconcile loop with its placed slots, the reboot sweep and
+// resume, and restart, reset and signal. The daemon runs it; the verbs,
+// roles, the reaper and the watchdog call it. It writes session state only
+// through internal/status, ends processes only through internal/takedown,
+// and never changes a role (internal/roles does).
 package slots
 
 import (

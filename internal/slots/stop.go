@@ -61,7 +61,9 @@ func (sl *Slots) Stop(ctx context.Context, req StopRequest) error {
 
 // stopLocked is Stop for a caller that holds the session's lock and has
 // begun an operation (a restart keeps the lock from the stop to the
-// launch, so the reconciler cannot fill the slot in between).
+// launch, so the reconciler cannot fill the slot in between): read the
+// session, check the stop still applies, take its incarnation down, and
+// record the stop.
 func (sl *Slots) stopLocked(ctx context.Context, req StopRequest) error {
 	if req.Kind == "" {
 		req.Kind = herd.EventStopped
@@ -73,28 +75,54 @@ func (sl *Slots) stopLocked(ctx context.Context, req StopRequest) error {
 	// A stop, once begun, runs to its end whatever its caller does.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+stopSlack)
 	defer cancel()
+	s, inc, err := sl.readStop(ctx, req.Name)
+	if err != nil {
+		return err
+	}
+	if err := sl.checkStop(req, s); err != nil {
+		return err
+	}
+	if inc != nil && inc.EndedAt == nil && !req.NoSignal {
+		// Deaths seen during the takedown are the stop's, until it is
+		// recorded.
+		sl.st.BeginTakedown(inc.ID, "")
+		defer sl.st.EndTakedown(inc.ID, "")
+		if err := sl.takeDown(ctx, &req, *inc, grace); err != nil {
+			return err
+		}
+	}
+	return sl.st.Stopped(ctx, status.Stop{Name: req.Name, Incarnation: s.Incarnation, Reason: req.Reason, Kind: req.Kind,
+		Message: req.Message, Data: req.Data, DropReplica: req.DropReplica})
+}
 
-	var s herd.Session
-	var inc herd.Incarnation
-	hasInc := false
-	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
+// readStop reads the session to stop and its current incarnation (nil
+// when it has none on record).
+func (sl *Slots) readStop(ctx context.Context, name string) (s herd.Session, inc *herd.Incarnation, err error) {
+	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
 		var err error
-		if s, err = tx.Session(req.Name); err != nil {
+		inc = nil
+		if s, err = tx.Session(name); err != nil {
 			return err
 		}
 		if s.Incarnation == "" {
 			return nil
 		}
-		inc, err = tx.Incarnation(s.Incarnation)
+		cur, err := tx.Incarnation(s.Incarnation)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
-		hasInc = err == nil
+		if err == nil {
+			inc = &cur
+		}
 		return err
 	})
-	if err != nil {
-		return err
-	}
+	return s, inc, err
+}
+
+// checkStop says whether the stop still applies to s: not stopped by
+// another caller first, its guard passes, and it runs on this host unless
+// the stop only records (reboot sweep).
+func (sl *Slots) checkStop(req StopRequest, s herd.Session) error {
 	if s.State == herd.StateStopped || (req.Incarnation != "" && s.Incarnation != req.Incarnation) {
 		return ErrAlreadyStopped
 	}
@@ -106,30 +134,29 @@ func (sl *Slots) stopLocked(ctx context.Context, req StopRequest) error {
 	if s.Host != sl.st.Host() && !req.NoSignal {
 		return fmt.Errorf("session %s runs on host %s, not %s", s.Name, s.Host, sl.st.Host())
 	}
-	open := hasInc && inc.EndedAt == nil
-	if open && !req.NoSignal {
-		sl.st.BeginTakedown(inc.ID, "")
-		defer sl.st.EndTakedown(inc.ID, "")
-		killed, err := sl.td.Terminate(ctx, inc, grace)
-		if err != nil {
-			// Deaths seen meanwhile were suppressed: the prober looks again.
-			sl.o.Prober.Unwatch(inc.ID)
-			sl.o.Prober.Kick()
-			return err
-		}
-		sl.o.Prober.Unwatch(inc.ID)
-		if killed {
-			// The agent outlived its grace period: say so in the event.
-			data := map[string]any{"escalated": true, "after": grace.String()}
-			for k, v := range req.Data {
-				data[k] = v
-			}
-			req.Data = data
-		}
-	}
+	return nil
+}
 
-	return sl.st.Stopped(ctx, status.Stop{Name: req.Name, Incarnation: s.Incarnation, Reason: req.Reason, Kind: req.Kind,
-		Message: req.Message, Data: req.Data, DropReplica: req.DropReplica})
+// takeDown ends inc's processes for a stop; an agent that outlived its
+// grace period is noted in the stop's event data.
+func (sl *Slots) takeDown(ctx context.Context, req *StopRequest, inc herd.Incarnation, grace time.Duration) error {
+	killed, err := sl.td.Terminate(ctx, inc, grace)
+	if err != nil {
+		// Deaths seen meanwhile were suppressed: the prober looks again.
+		sl.o.Prober.Unwatch(inc.ID)
+		sl.o.Prober.Kick()
+		return err
+	}
+	sl.o.Prober.Unwatch(inc.ID)
+	if killed {
+		// The agent outlived its grace period: say so in the event.
+		data := map[string]any{"escalated": true, "after": grace.String()}
+		for k, v := range req.Data {
+			data[k] = v
+		}
+		req.Data = data
+	}
+	return nil
 }
 
 // ErrUnverified means the process's identity could not be verified, so

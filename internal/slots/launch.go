@@ -10,6 +10,7 @@ import (
 	"herd"
 	"herd/internal/agents"
 	"herd/internal/cmdpath"
+	"herd/internal/conversation"
 	"herd/internal/reconcile"
 	"herd/internal/rollout"
 	"herd/internal/runtime"
@@ -207,13 +208,13 @@ func (s *Slots) prepareWorkdir(ctx context.Context, l *slotLaunch) error {
 // once, so a crash before its first hook is resumable), and a crash
 // relaunch continues the prior one (resume_on_crash).
 func (l *slotLaunch) pickConversation(priorID string) {
-	out, id, how := conversation(l.role.Agent, l.argv, agents.Resolve(l.argv[0], l.spec.Workdir), priorID, l.req.Continue,
-		claudeTranscriptExists(l.spec.Workdir, l.role.Env), nil)
+	out, id, how := conversation.Pick(l.role.Agent, l.argv, agents.Resolve(l.argv[0], l.spec.Workdir), priorID, l.req.Continue,
+		conversation.ClaudeTranscriptExists(l.spec.Workdir, l.role.Env), nil)
 	l.argv, l.spec.Argv, l.inc.Argv, l.inc.AgentSessionID = out, out, out, id
 	if id != "" {
 		l.data["agent_session_id"] = id
 	}
-	if how != convNew {
+	if how != conversation.New {
 		l.data["resumed_conversation"], l.data["resumed_because"] = true, how
 		l.resumedConv = id
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/conversation"
 	"herd/internal/store"
 )
 
@@ -196,7 +197,7 @@ func (sl *Slots) resume(ctx context.Context, name string, byUser, onlyRestartabl
 		}
 	}
 	return sl.launchLocked(ctx, LaunchRequest{
-		Role: role, Name: name, Index: s.Index, Kind: herd.EventResumed, Argv: resumeArgv(snap, role.Env),
+		Role: role, Name: name, Index: s.Index, Kind: herd.EventResumed, Argv: conversation.ResumeArgv(snap, role.Env),
 		AgentSessionID: snap.AgentSessionID,
 		Check: func(cur *herd.Session, exists bool) error {
 			if !exists || cur.State != herd.StateStopped {

@@ -26,13 +26,7 @@ const defaultEventsLimit = 1000
 const eventsBlock = 512
 
 func newEventsCmd(g *globals) *cobra.Command {
-	var (
-		follow               bool
-		session, kind, since string
-		host                 string
-		output               string
-		limit                int
-	)
+	var fl eventsFlags
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Show the event log (append-only)",
@@ -41,101 +35,115 @@ func newEventsCmd(g *globals) *cobra.Command {
   herd events --since 10m -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "" && output != "json" {
-				return fmt.Errorf("events: unknown output format %q (want json)", output)
-			}
-			if err := checkEventFilter(session, kind, since, limit); err != nil {
-				return err
-			}
-			if host != "" {
-				if err := checkHost("events: --host", host); err != nil {
-					return err
-				}
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			q := url.Values{}
-			set := func(k, v string) {
-				if v != "" {
-					q.Set(k, v)
-				}
-			}
-			set("session", session)
-			set("kind", kind)
-			set("host", host)
-			set("since", since)
-			if limit > 0 {
-				q.Set("limit", strconv.Itoa(limit))
-			}
-			w := cmd.OutOrStdout()
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			header := output != "json"
-			// A HOST column when the events may come from several hosts.
-			fleet := header && host == "" && fleetHosts(cmd.Context(), g)
-			var after int64
-			for first := true; ; first = false {
-				if !first {
-					q.Set("after", strconv.FormatInt(after, 10))
-					q.Del("limit")
-					q.Set("wait", "25s")
-				}
-				rows := 0
-				err := c.Each(cmd.Context(), "/v1/events", q, func(raw json.RawMessage) error {
-					var e herd.Event
-					if err := json.Unmarshal(raw, &e); err != nil {
-						return fmt.Errorf("events: %w", err)
-					}
-					if header {
-						if fleet {
-							fmt.Fprintln(tw, "TIME\tHOST\tSESSION\tKIND\tREASON\tMESSAGE")
-						} else {
-							fmt.Fprintln(tw, "TIME\tSESSION\tKIND\tREASON\tMESSAGE")
-						}
-						header = false
-					}
-					printEvent(tw, w, e, output, fleet)
-					after = max(after, e.ID)
-					// Printed as they arrive, aligned a block at a time: a
-					// long log is never held whole in memory.
-					if rows++; rows%eventsBlock == 0 {
-						tw.Flush()
-					}
-					return nil
-				})
-				if err != nil {
-					if cmd.Context().Err() != nil {
-						return nil
-					}
-					return explain(err, g)
-				}
-				if header {
-					if fleet {
-						fmt.Fprintln(tw, "TIME\tHOST\tSESSION\tKIND\tREASON\tMESSAGE")
-					} else {
-						fmt.Fprintln(tw, "TIME\tSESSION\tKIND\tREASON\tMESSAGE")
-					}
-					header = false
-				}
-				tw.Flush()
-				if !follow {
-					return nil
-				}
-			}
+			return runEvents(cmd, g, fl)
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVarP(&follow, "follow", "f", false, "keep printing new events until interrupted")
-	f.StringVar(&session, "session", "", "only this session, e.g. worker-0 (default: all)")
-	f.StringVar(&kind, "kind", "", "only this kind: "+strings.Join(herd.EventKinds, ", ")+" (default: all)")
-	f.StringVar(&host, "host", "", "only events of this host (default: every host of the fleet)")
-	f.StringVar(&since, "since", "", "only events newer than this duration, e.g. 10m or 2h (default: all)")
-	f.StringVarP(&output, "output", "o", "", "output format: json, one object per line (default: a table)")
-	f.IntVar(&limit, "limit", defaultEventsLimit, "only the newest N events; 0: the whole log (printed as it is read)")
+	f.BoolVarP(&fl.follow, "follow", "f", false, "keep printing new events until interrupted")
+	f.StringVar(&fl.session, "session", "", "only this session, e.g. worker-0 (default: all)")
+	f.StringVar(&fl.kind, "kind", "", "only this kind: "+strings.Join(herd.EventKinds, ", ")+" (default: all)")
+	f.StringVar(&fl.host, "host", "", "only events of this host (default: every host of the fleet)")
+	f.StringVar(&fl.since, "since", "", "only events newer than this duration, e.g. 10m or 2h (default: all)")
+	f.StringVarP(&fl.output, "output", "o", "", "output format: json, one object per line (default: a table)")
+	f.IntVar(&fl.limit, "limit", defaultEventsLimit, "only the newest N events; 0: the whole log (printed as it is read)")
 	cmd.RegisterFlagCompletionFunc("session", completeSessions(g))
 	cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(herd.EventKinds, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// eventsFlags are the flags of herd events.
+type eventsFlags struct {
+	follow               bool
+	session, kind, since string
+	host                 string
+	output               string
+	limit                int
+}
+
+// runEvents prints the event log as fl asks, following it with -f.
+func runEvents(cmd *cobra.Command, g *globals, fl eventsFlags) error {
+	if fl.output != "" && fl.output != "json" {
+		return fmt.Errorf("events: unknown output format %q (want json)", fl.output)
+	}
+	if err := checkEventFilter(fl.session, fl.kind, fl.since, fl.limit); err != nil {
+		return err
+	}
+	if fl.host != "" {
+		if err := checkHost("events: --host", fl.host); err != nil {
+			return err
+		}
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("session", fl.session)
+	set("kind", fl.kind)
+	set("host", fl.host)
+	set("since", fl.since)
+	if fl.limit > 0 {
+		q.Set("limit", strconv.Itoa(fl.limit))
+	}
+	w := cmd.OutOrStdout()
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	header := fl.output != "json"
+	// A HOST column when the events may come from several hosts.
+	fleet := header && fl.host == "" && fleetHosts(cmd.Context(), g)
+	var after int64
+	for first := true; ; first = false {
+		if !first {
+			q.Set("after", strconv.FormatInt(after, 10))
+			q.Del("limit")
+			q.Set("wait", "25s")
+		}
+		rows := 0
+		err := c.Each(cmd.Context(), "/v1/events", q, func(raw json.RawMessage) error {
+			var e herd.Event
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return fmt.Errorf("events: %w", err)
+			}
+			if header {
+				if fleet {
+					fmt.Fprintln(tw, "TIME\tHOST\tSESSION\tKIND\tREASON\tMESSAGE")
+				} else {
+					fmt.Fprintln(tw, "TIME\tSESSION\tKIND\tREASON\tMESSAGE")
+				}
+				header = false
+			}
+			printEvent(tw, w, e, fl.output, fleet)
+			after = max(after, e.ID)
+			// Printed as they arrive, aligned a block at a time: a
+			// long log is never held whole in memory.
+			if rows++; rows%eventsBlock == 0 {
+				tw.Flush()
+			}
+			return nil
+		})
+		if err != nil {
+			if cmd.Context().Err() != nil {
+				return nil
+			}
+			return explain(err, g)
+		}
+		if header {
+			if fleet {
+				fmt.Fprintln(tw, "TIME\tHOST\tSESSION\tKIND\tREASON\tMESSAGE")
+			} else {
+				fmt.Fprintln(tw, "TIME\tSESSION\tKIND\tREASON\tMESSAGE")
+			}
+			header = false
+		}
+		tw.Flush()
+		if !fl.follow {
+			return nil
+		}
+	}
 }
 
 // checkEventFilter rejects a filter that could only ever match nothing by

@@ -43,24 +43,7 @@ func (t *Tracker) deliver(ctx context.Context, j job) {
 	if ch == nil {
 		return // no longer configured: the next look drops what it owed
 	}
-	var (
-		ep      Episode
-		note    Note
-		lookErr error
-	)
-	err := t.st.View(ctx, func(tx store.Tx) error {
-		raw, ok, err := tx.KV(j.key)
-		if err != nil || !ok {
-			return err
-		}
-		ep = t.decode(j.key, raw, true)
-		if d := ep.Channels[j.channel]; ep.FiredAt == nil || d == nil || d.Done || d.Next.After(time.Now()) {
-			ep = Episode{}
-			return nil
-		}
-		note, lookErr = t.note(tx, tr, session, ep, j.channel)
-		return nil
-	})
+	ep, note, lookErr, err := t.readDue(ctx, j, tr, session)
 	if err != nil {
 		t.log.Error("attention: read for delivery", "key", j.key, "err", err)
 		return
@@ -78,12 +61,57 @@ func (t *Tracker) deliver(ctx context.Context, j job) {
 	if ctx.Err() != nil {
 		return // shutting down: the attempt did not count; tried again at the next start
 	}
+	d, written, kept, err := t.recordDelivery(ctx, j, tr, ep, ch, sendErr)
+	if err != nil {
+		t.log.Error("attention: record delivery", "key", j.key, "channel", j.channel, "err", err)
+		return
+	}
+	if d.Attempts == 0 {
+		return // nothing recorded
+	}
+	t.showDelivery(j, d, written, kept)
+	t.metrics.Notification(j.channel, sendErr == nil)
+	attrs := []any{"track", tr, "session", session, "rule", rule, "channel", j.channel, "attempts", d.Attempts}
+	if tr == TrackEscalation {
+		attrs = append(attrs, "event", ep.EventID)
+	}
+	switch {
+	case sendErr == nil:
+		t.log.Info("delivered", append(attrs, "took", time.Since(sent).Round(time.Millisecond))...)
+	case d.Done:
+		t.log.Warn("delivery failed; not tried again", append(attrs, "err", sendErr)...)
+	default:
+		t.log.Warn("delivery failed; will retry", append(attrs, "retry_at", d.Next, "err", sendErr)...)
+	}
+}
+
+// readDue reads job j's episode and makes its note when the channel's
+// delivery is due; a zero episode (FiredAt nil) when it is not.
+func (t *Tracker) readDue(ctx context.Context, j job, tr Track, session string) (ep Episode, note Note, lookErr, err error) {
+	err = t.st.View(ctx, func(tx store.Tx) error {
+		raw, ok, err := tx.KV(j.key)
+		if err != nil || !ok {
+			return err
+		}
+		ep = t.decode(j.key, raw, true)
+		if d := ep.Channels[j.channel]; ep.FiredAt == nil || d == nil || d.Done || d.Next.After(time.Now()) {
+			ep = Episode{}
+			return nil
+		}
+		note, lookErr = t.note(tx, tr, session, ep, j.channel)
+		return nil
+	})
+	return ep, note, lookErr, err
+}
+
+// recordDelivery records the outcome of one attempt of job j on the
+// episode ep it was made for (re-read: a newer firing, or a delivery
+// already done, is left alone): the channel's delivery, a notified event,
+// and the episode kept or forgotten. d.Attempts is zero when nothing was
+// recorded; written is the episode as recorded, kept whether it is still
+// stored.
+func (t *Tracker) recordDelivery(ctx context.Context, j job, tr Track, ep Episode, ch Channel, sendErr error) (d Delivery, written Episode, kept bool, err error) {
 	now := time.Now().UTC()
-	var (
-		d       Delivery
-		written Episode // the episode as recorded; kept: still stored
-		kept    bool
-	)
 	t.forgetIndex()
 	wctx, cancel := context.WithTimeout(ctx, tickTimeout)
 	defer cancel()
@@ -125,16 +153,14 @@ func (t *Tracker) deliver(ctx context.Context, j job) {
 		}
 		return tx.PutKV(IndexKey(t.host), EncodeIndex(removeKey(index, j.key)))
 	})
-	if err != nil {
-		t.log.Error("attention: record delivery", "key", j.key, "channel", j.channel, "err", err)
-		return
-	}
-	if d.Attempts == 0 {
-		return // nothing recorded
-	}
-	// The readers see this channel's outcome now, not at the next look
-	// (unless a look since holds a newer firing).
+	return d, written, kept, err
+}
+
+// showDelivery has the readers see a channel's outcome now, not at the
+// next look (unless a look since holds a newer firing).
+func (t *Tracker) showDelivery(j job, d Delivery, written Episode, kept bool) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if o, ok := t.open[j.key]; ok && o.FiredAt != nil && o.FiredAt.Equal(*written.FiredAt) {
 		if kept {
 			o.Channels = maps.Clone(o.Channels)
@@ -143,20 +169,6 @@ func (t *Tracker) deliver(ctx context.Context, j job) {
 		} else {
 			delete(t.open, j.key)
 		}
-	}
-	t.mu.Unlock()
-	t.metrics.Notification(j.channel, sendErr == nil)
-	attrs := []any{"track", tr, "session", session, "rule", rule, "channel", j.channel, "attempts", d.Attempts}
-	if tr == TrackEscalation {
-		attrs = append(attrs, "event", ep.EventID)
-	}
-	switch {
-	case sendErr == nil:
-		t.log.Info("delivered", append(attrs, "took", time.Since(sent).Round(time.Millisecond))...)
-	case d.Done:
-		t.log.Warn("delivery failed; not tried again", append(attrs, "err", sendErr)...)
-	default:
-		t.log.Warn("delivery failed; will retry", append(attrs, "retry_at", d.Next, "err", sendErr)...)
 	}
 }
 

@@ -113,7 +113,42 @@ func (b *builder) build(f *fileConfig) *Config {
 	if f.Daemon.Host != nil && *f.Daemon.Host != "" {
 		c.Daemon.Host = *f.Daemon.Host
 	}
+	b.store(c, f)
+	b.tmuxProbe(c, f)
+	b.restartDefaults(c, f)
 
+	b.positive(&c.Watchdog.StallAfter, f.Watchdog.StallAfter, "watchdog.stall_after")
+	b.positive(&c.Watchdog.StallRepeat, f.Watchdog.StallRepeat, "watchdog.stall_repeat")
+	b.positive(&c.Watchdog.LivenessTimeout, f.Watchdog.LivenessTimeout, "watchdog.liveness_timeout")
+	set(&c.Watchdog.StallAutoKill, f.Watchdog.StallAutoKill)
+
+	b.positive(&c.Reaper.Interval, f.Reaper.Interval, "reaper.interval")
+	b.positive(&c.Reaper.IdleAfter, f.Reaper.IdleAfter, "reaper.idle_after")
+	set(&c.Reaper.Orphans, f.Reaper.Orphans)
+	set(&c.Reaper.Archived, f.Reaper.Archived)
+
+	b.positive(&c.Escalation.WaitingAfter, f.Escalation.WaitingAfter, "escalation.waiting_after")
+	b.positive(&c.Escalation.UnknownAfter, f.Escalation.UnknownAfter, "escalation.unknown_after")
+	b.escalation(c, f)
+
+	set(&c.Metrics.Listen, f.Metrics.Listen)
+	if l := c.Metrics.Listen; l != "" {
+		if err := checkListen(l); err != nil {
+			b.fail("metrics.listen", "%q %v", l, err)
+		}
+	}
+
+	b.web(c, f.Web)
+	b.notify(c, f.Notify)
+	b.fleet(c, f.Fleet)
+	b.mcp(c, f.MCP)
+
+	c.Roles = b.roles(f.Role, c.Restart)
+	return c
+}
+
+// store overlays and checks [store].
+func (b *builder) store(c *Config, f *fileConfig) {
 	set(&c.Store.Driver, f.Store.Driver)
 	set(&c.Store.DSN, f.Store.DSN)
 	switch c.Store.Driver {
@@ -148,7 +183,10 @@ func (b *builder) build(f *fileConfig) *Config {
 	if c.Store.EventMaxRows < 0 {
 		b.fail("store.event_max_rows", "must be 0 (keep all) or more, got %d", c.Store.EventMaxRows)
 	}
+}
 
+// tmuxProbe overlays and checks [tmux] and [probe].
+func (b *builder) tmuxProbe(c *Config, f *fileConfig) {
 	set(&c.Tmux.Socket, f.Tmux.Socket)
 	set(&c.Tmux.Binary, f.Tmux.Binary)
 	if strings.ContainsAny(c.Tmux.Socket, "/\x00") {
@@ -168,7 +206,11 @@ func (b *builder) build(f *fileConfig) *Config {
 	if f := c.Probe.MassDeathFraction; !(f > 0 && f <= 1) { // also NaN
 		b.fail("probe.mass_death_fraction", "must be above 0 and at most 1, got %v", f)
 	}
+}
 
+// restartDefaults overlays [restart] and reports the problems of the keys
+// the file sets.
+func (b *builder) restartDefaults(c *Config, f *fileConfig) {
 	var restartSet map[string]bool
 	c.Restart, restartSet = b.restart(c.Restart, f.Restart, func(p problem) { b.report("", "restart.", p) })
 	for _, p := range restartProblems(c.Restart) {
@@ -176,19 +218,10 @@ func (b *builder) build(f *fileConfig) *Config {
 			b.report("", "restart.", p)
 		}
 	}
+}
 
-	b.positive(&c.Watchdog.StallAfter, f.Watchdog.StallAfter, "watchdog.stall_after")
-	b.positive(&c.Watchdog.StallRepeat, f.Watchdog.StallRepeat, "watchdog.stall_repeat")
-	b.positive(&c.Watchdog.LivenessTimeout, f.Watchdog.LivenessTimeout, "watchdog.liveness_timeout")
-	set(&c.Watchdog.StallAutoKill, f.Watchdog.StallAutoKill)
-
-	b.positive(&c.Reaper.Interval, f.Reaper.Interval, "reaper.interval")
-	b.positive(&c.Reaper.IdleAfter, f.Reaper.IdleAfter, "reaper.idle_after")
-	set(&c.Reaper.Orphans, f.Reaper.Orphans)
-	set(&c.Reaper.Archived, f.Reaper.Archived)
-
-	b.positive(&c.Escalation.WaitingAfter, f.Escalation.WaitingAfter, "escalation.waiting_after")
-	b.positive(&c.Escalation.UnknownAfter, f.Escalation.UnknownAfter, "escalation.unknown_after")
+// escalation overlays and checks [escalation] command and webhook.
+func (b *builder) escalation(c *Config, f *fileConfig) {
 	if f.Escalation.Command != nil {
 		argv, p := argvOf(f.Escalation.Command, "command")
 		if p == nil && len(argv) > 0 {
@@ -208,21 +241,6 @@ func (b *builder) build(f *fileConfig) *Config {
 			b.fail("escalation.webhook", "%q is not an http or https URL", w)
 		}
 	}
-
-	set(&c.Metrics.Listen, f.Metrics.Listen)
-	if l := c.Metrics.Listen; l != "" {
-		if err := checkListen(l); err != nil {
-			b.fail("metrics.listen", "%q %v", l, err)
-		}
-	}
-
-	b.web(c, f.Web)
-	b.notify(c, f.Notify)
-	b.fleet(c, f.Fleet)
-	b.mcp(c, f.MCP)
-
-	c.Roles = b.roles(f.Role, c.Restart)
-	return c
 }
 
 // restart overlays the keys of f that are present on base, reporting

@@ -28,6 +28,7 @@ import (
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/reaper"
+	"herd/internal/roles"
 	"herd/internal/runtime"
 	"herd/internal/runtime/execrt"
 	"herd/internal/runtime/tmux"
@@ -39,6 +40,8 @@ import (
 	"herd/internal/store"
 	"herd/internal/verbs"
 	"herd/internal/web"
+	"herd/internal/worktree"
+	"herd/internal/worktrees"
 )
 
 // Options configure a Daemon.
@@ -81,6 +84,8 @@ type Daemon struct {
 	exec      *execrt.Runtime
 	prober    *prober.Prober
 	slots     *slots.Slots
+	roles     *roles.Roles
+	worktrees *worktrees.Worktrees
 	stalls    *stalls.Stalls
 	attention *attention.Tracker
 	continuer *autocontinue.Continuer
@@ -147,12 +152,18 @@ func New(o Options) (*Daemon, error) {
 	})
 	d.contain = cgroup.New(log, containOptions(), boot)
 	d.status.OOMKilled = d.contain.OOMKilled
+	wt := &worktree.Manager{}
 	d.slots = slots.New(slots.Options{
 		Status: d.status, Prober: d.prober, Proc: o.Proc, BootID: boot,
 		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
 		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
-		Defaults: cfg.Restart, Log: log, Contain: d.contain, EnterCommand: o.EnterCommand,
+		Log: log, Contain: d.contain, EnterCommand: o.EnterCommand, Worktrees: wt,
 		HostTimeout: cfg.Fleet.HostTimeout, MCPCommand: mcpCommand(),
+	})
+	d.worktrees = worktrees.New(worktrees.Options{Status: d.status, Manager: wt, Log: log})
+	d.roles = roles.New(roles.Options{
+		Status: d.status, Slots: d.slots, Worktrees: d.worktrees, Defaults: cfg.Restart,
+		HostTimeout: cfg.Fleet.HostTimeout, Log: log,
 	})
 	d.placement = d.newPlacement(o.Store)
 	d.stalls = stalls.New(stalls.Options{
@@ -170,14 +181,14 @@ func New(o Options) (*Daemon, error) {
 		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Idle: continueIdle, Timeout: 4 * cfg.Probe.Timeout,
 		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
 	})
-	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
+	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Worktrees: d.worktrees, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 	fleet := &verbs.Fleet{Store: d.status.Store(), Host: host, HostTimeout: cfg.Fleet.HostTimeout}
 	d.verbs = verbs.New(verbs.Options{
-		Host: host, Sessions: d.slots, Roles: d.slots, Kicker: d.slots, Reaper: d.reaper, Tmux: d.tmux,
+		Host: host, Sessions: d.slots, Roles: d.roles, Kicker: d.slots, Reaper: d.reaper, Tmux: d.tmux,
 		Reader: fleet, Forward: fleet, HostTimeout: cfg.Fleet.HostTimeout, CallTimeout: cfg.Probe.Timeout, Log: log,
 	})
 	d.server = server.New(server.Options{
-		Status: d.status, Slots: d.slots, Prober: d.prober, Stalls: d.stalls, Attention: d.attention,
+		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Stalls: d.stalls, Attention: d.attention,
 		Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Version: o.Version, BootID: boot,
 		Reload: d.Reload, Verbs: d.verbs,
 	})
@@ -299,10 +310,10 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// ApplyRoles validates and upserts roles (see slots.ApplyRoles): the roles
+// ApplyRoles validates and upserts roles (see roles.ApplyRoles): the roles
 // of the daemon's own config file at start.
-func (d *Daemon) ApplyRoles(ctx context.Context, roles []herd.Role) error {
-	return d.slots.ApplyRoles(ctx, roles)
+func (d *Daemon) ApplyRoles(ctx context.Context, rs []herd.Role) error {
+	return d.roles.ApplyRoles(ctx, rs)
 }
 
 // CaptureCommand is this binary's capture process argv, for Options; nil

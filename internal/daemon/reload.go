@@ -7,7 +7,7 @@ import (
 
 	"herd/internal/api"
 	"herd/internal/config"
-	"herd/internal/slots"
+	"herd/internal/roles"
 )
 
 // Reload reads the daemon's config file again (through Options.Load),
@@ -54,7 +54,7 @@ func (d *Daemon) Reload(ctx context.Context) (api.ReloadResult, error) {
 	}
 	merged.Roles = next.Roles
 	if len(next.Roles) > 0 {
-		changes, err := d.slots.Apply(ctx, next.Roles, slots.ApplyOptions{})
+		changes, err := d.roles.Apply(ctx, next.Roles, roles.ApplyOptions{})
 		if err != nil {
 			return res, fmt.Errorf("reload: roles: %w (sections not applied)", err)
 		}
@@ -63,7 +63,7 @@ func (d *Daemon) Reload(ctx context.Context) (api.ReloadResult, error) {
 		}
 	}
 	d.live.Store(&merged)
-	d.slots.SetRestartDefaults(merged.Restart)
+	d.roles.SetRestartDefaults(merged.Restart)
 	d.attention.Reconfigure(&merged)
 	d.reaper.Reconfigured()
 	res.Message = reloadMessage(res)
@@ -87,7 +87,7 @@ func reloadMessage(r api.ReloadResult) string {
 	}
 	changed := 0
 	for _, c := range r.Roles {
-		if c.Action != slots.RoleUnchanged {
+		if c.Action != roles.RoleUnchanged {
 			changed++
 		}
 	}

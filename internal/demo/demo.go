@@ -59,20 +59,9 @@ func Run(ctx context.Context, o Options) error {
 	if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
-	runtime := o.Runtime
-	if runtime == "" {
-		runtime = herd.RuntimeExec
-		if _, err := exec.LookPath("tmux"); err == nil {
-			runtime = herd.RuntimeTmux
-		}
-	}
-	switch runtime {
-	case herd.RuntimeTmux:
-		fmt.Fprintf(o.Out, "herd demo: tmux is installed, so agents run in tmux panes (private server -L %s)\n", socketName())
-	case herd.RuntimeExec:
-		fmt.Fprintln(o.Out, "herd demo: agents run as child processes (exec runtime; install tmux to see them in panes)")
-	default:
-		return fmt.Errorf("demo: unknown runtime %q", runtime)
+	runtime, err := pickRuntime(o)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(o.Out, "state dir %s; the daemon log is %s\n", dir, filepath.Join(dir, "daemon.log"))
 	if !o.Keep {
@@ -80,41 +69,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	fmt.Fprintln(o.Out)
 
-	cfg := demoConfig()
-	logFile, err := os.Create(filepath.Join(dir, "daemon.log"))
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	defer logFile.Close()
-	ln, release, err := daemon.Listen(dir)
+	stop, err := startDaemon(ctx, o, dir, runtime)
 	if err != nil {
 		return err
 	}
-	defer release()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "herd.db"))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	d, err := daemon.New(daemon.Options{
-		StateDir: dir, Config: cfg, Store: st, Version: o.Version, StopGrace: 2 * time.Second,
-		CaptureCommand: daemon.CaptureCommand(), EnterCommand: daemon.EnterCommand(),
-		Logger: slog.New(slog.NewTextHandler(logFile, nil)),
-	})
-	if err != nil {
-		return err
-	}
-	runCtx, stopDaemon := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx, ln) }()
-	defer func() {
-		stopDaemon()
-		<-done
-		if runtime == herd.RuntimeTmux {
-			c := &tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket, Timeout: 5 * time.Second}
-			c.KillServer(context.Background())
-		}
-	}()
+	defer stop()
 
 	c := api.NewClient(daemon.SocketPath(dir))
 	roles := demoRoles(self, dir, runtime)
@@ -132,7 +91,90 @@ func Run(ctx context.Context, o Options) error {
 	fmt.Fprintln(o.Out)
 
 	watchErr := live(ctx, c, o)
-	// Clean up: every role deleted through the daemon's stop path.
+	finish(o, c, self, dir, roles, watchErr)
+	if errors.Is(watchErr, context.Canceled) {
+		return nil
+	}
+	return watchErr
+}
+
+// pickRuntime is the runtime the demo's agents run in (tmux when it is
+// installed), said out loud.
+func pickRuntime(o Options) (string, error) {
+	runtime := o.Runtime
+	if runtime == "" {
+		runtime = herd.RuntimeExec
+		if _, err := exec.LookPath("tmux"); err == nil {
+			runtime = herd.RuntimeTmux
+		}
+	}
+	switch runtime {
+	case herd.RuntimeTmux:
+		fmt.Fprintf(o.Out, "herd demo: tmux is installed, so agents run in tmux panes (private server -L %s)\n", socketName())
+	case herd.RuntimeExec:
+		fmt.Fprintln(o.Out, "herd demo: agents run as child processes (exec runtime; install tmux to see them in panes)")
+	default:
+		return "", fmt.Errorf("demo: unknown runtime %q", runtime)
+	}
+	return runtime, nil
+}
+
+// startDaemon starts the demo's own daemon with its state in dir; stop
+// stops it (and its tmux server) and closes what it used.
+func startDaemon(ctx context.Context, o Options, dir, runtime string) (stop func(), err error) {
+	var undo []func()
+	cleanup := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	cfg := demoConfig()
+	logFile, err := os.Create(filepath.Join(dir, "daemon.log"))
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	undo = append(undo, func() { logFile.Close() })
+	ln, release, err := daemon.Listen(dir)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, release)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "herd.db"))
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { st.Close() })
+	d, err := daemon.New(daemon.Options{
+		StateDir: dir, Config: cfg, Store: st, Version: o.Version, StopGrace: 2 * time.Second,
+		CaptureCommand: daemon.CaptureCommand(), EnterCommand: daemon.EnterCommand(),
+		Logger: slog.New(slog.NewTextHandler(logFile, nil)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stopDaemon := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx, ln) }()
+	undo = append(undo, func() {
+		stopDaemon()
+		<-done
+		if runtime == herd.RuntimeTmux {
+			c := &tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket, Timeout: 5 * time.Second}
+			c.KillServer(context.Background())
+		}
+	})
+	return cleanup, nil
+}
+
+// finish shows the summary (and the stalled agent's describe when the
+// demo ran its course), then deletes every role through the daemon's stop
+// path.
+func finish(o Options, c *api.Client, self, dir string, roles []herd.Role, watchErr error) {
 	cleanCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var views []api.SessionView
@@ -154,10 +196,6 @@ func Run(ctx context.Context, o Options) error {
 	} else {
 		fmt.Fprintf(o.Out, "removed %s and the daemon log in it (--keep keeps them)\n", dir)
 	}
-	if errors.Is(watchErr, context.Canceled) {
-		return nil
-	}
-	return watchErr
 }
 
 func socketName() string { return fmt.Sprintf("herd-demo-%d", os.Getpid()) }

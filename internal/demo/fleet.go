@@ -119,14 +119,42 @@ func RunFleet(ctx context.Context, o Options) error {
 		fmt.Fprintln(o.Out, "cleaned up: every agent stopped, both daemons, their tmux servers and PostgreSQL shut down.")
 	}()
 	fmt.Fprintf(o.Out, "two daemons, hosts %s and %s, state under %s, sharing one database\n\n", a.name, b.name, root)
-
-	sim := []string{self, "sim", "--interval", "1s"}
-	role := func(name string, replicas int) []herd.Role {
-		return []herd.Role{{Name: name, Replicas: replicas, Command: sim, Workdir: root, Runtime: herd.RuntimeExec, Agent: herd.AgentClaude,
-			AgentProcess: filepath.Base(self),
-			Restart:      herd.RestartPolicy{Policy: herd.PolicyAlways, InitialBackoff: time.Second, MaxBackoff: 8 * time.Second, ResetAfter: time.Minute}}}
+	d := &fleetDemo{o: o, a: a, b: b, root: root, self: self}
+	for _, step := range []func(context.Context) error{d.ownRoles, d.placedRoles, d.stopElsewhere, d.hostGone, d.hostBack} {
+		if err := step(ctx); err != nil {
+			return err
+		}
 	}
-	step := func(what string) { fmt.Fprintf(o.Out, "== %s\n", what) }
+	if o.Keep {
+		fmt.Fprintf(o.Out, "state kept in %s\n", root)
+	}
+	return nil
+}
+
+// fleetDemo is the fleet demo's story, told step by step against hosts a
+// and b.
+type fleetDemo struct {
+	o    Options
+	a, b *fleetHost
+	root string
+	// self is this binary, which runs the simulated agents.
+	self string
+}
+
+// role is a one-role declaration of simulated agents.
+func (d *fleetDemo) role(name string, replicas int) []herd.Role {
+	sim := []string{d.self, "sim", "--interval", "1s"}
+	return []herd.Role{{Name: name, Replicas: replicas, Command: sim, Workdir: d.root, Runtime: herd.RuntimeExec, Agent: herd.AgentClaude,
+		AgentProcess: filepath.Base(d.self),
+		Restart:      herd.RestartPolicy{Policy: herd.PolicyAlways, InitialBackoff: time.Second, MaxBackoff: 8 * time.Second, ResetAfter: time.Minute}}}
+}
+
+// step announces a step of the story.
+func (d *fleetDemo) step(what string) { fmt.Fprintf(d.o.Out, "== %s\n", what) }
+
+// ownRoles: each host runs the roles declared on it.
+func (d *fleetDemo) ownRoles(ctx context.Context) error {
+	o, a, b, role, step := d.o, d.a, d.b, d.role, d.step
 	step("alpha (2 replicas) declared on demo-a, beta (1) on demo-b: each host runs its own roles")
 	if err := a.client.Do(ctx, http.MethodPost, "/v1/roles", nil, role("alpha", 2), nil); err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -140,7 +168,12 @@ func RunFleet(ctx context.Context, o Options) error {
 	if err := showFleet(ctx, o, a.client, "the whole fleet, as demo-a's daemon shows it"); err != nil {
 		return err
 	}
+	return nil
+}
 
+// placedRoles: the placement leader spreads one role and places another.
+func (d *fleetDemo) placedRoles(ctx context.Context) error {
+	o, a, b, role, step := d.o, d.a, d.b, d.role, d.step
 	step("placement: gamma (2 replicas, spread = true) and delta (hosts = [\"demo-b\", \"demo-a\"], failover = true), both declared on demo-a; the placement leader puts gamma on both hosts and delta on demo-b, the first host listed")
 	gamma, delta := role("gamma", 2), role("delta", 1)
 	gamma[0].Spread = true
@@ -163,7 +196,12 @@ func RunFleet(ctx context.Context, o Options) error {
 	if err := showPlacement(ctx, o, a.client); err != nil {
 		return err
 	}
+	return nil
+}
 
+// stopElsewhere: a verb typed on one host runs on the session's host.
+func (d *fleetDemo) stopElsewhere(ctx context.Context) error {
+	o, a, step := d.o, d.a, d.step
 	step("stop beta-0 through demo-a: a command row that demo-b's daemon executes")
 	var res api.Result
 	if err := a.client.Do(ctx, http.MethodPost, "/v1/sessions/beta-0/stop", nil, nil, &res); err != nil {
@@ -177,7 +215,13 @@ func RunFleet(ctx context.Context, o Options) error {
 	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool { return countState(v, "", herd.StateRunning) == 6 }); err != nil {
 		return err
 	}
+	return nil
+}
 
+// hostGone: a host's daemon stops; its sessions are unknown, and a
+// failover role moves.
+func (d *fleetDemo) hostGone(ctx context.Context) error {
+	o, a, b, step := d.o, d.a, d.b, d.step
 	step("demo-b's daemon stops (its agents keep running): within host_timeout (3s) its sessions are unknown, never dead, never relaunched on demo-a — but delta fails over: its slot moves to demo-a")
 	b.stop()
 	b.stop = nil
@@ -189,7 +233,13 @@ func RunFleet(ctx context.Context, o Options) error {
 	if err := showFleet(ctx, o, a.client, "demo-a's view with demo-b gone"); err != nil {
 		return err
 	}
+	return nil
+}
 
+// hostBack: the host's daemon is back, adopts its agents and ends its
+// moved copy.
+func (d *fleetDemo) hostBack(ctx context.Context) error {
+	o, a, b, step := d.o, d.a, d.b, d.step
 	step("demo-b's daemon is back: it adopts its agents, still the same processes, and ends its copy of delta-0 (stopped, reason moved)")
 	if err := b.start(ctx); err != nil {
 		return err
@@ -203,9 +253,6 @@ func RunFleet(ctx context.Context, o Options) error {
 	fmt.Fprintf(o.Out, "   delta-0: demo-b's copy stopped (moved); it runs on %s\n\n", a.name)
 	if err := showFleet(ctx, o, a.client, "the fleet whole again"); err != nil {
 		return err
-	}
-	if o.Keep {
-		fmt.Fprintf(o.Out, "state kept in %s\n", root)
 	}
 	return nil
 }

@@ -92,10 +92,49 @@ func Assign(roles []herd.Role, current []herd.Placement, sessions []herd.Session
 // assignRole adds to c the changes of one placed role; sessions are its
 // sessions by index.
 func assignRole(c *Change, r herd.Role, current []herd.Placement, sessions map[int]herd.Session, live map[string]bool, now time.Time) {
-	want := min(r.Replicas, config.MaxReplicas)
-	allowed := func(h string) bool { return len(r.Hosts) == 0 || slices.Contains(r.Hosts, h) }
-	// Candidates: allowed hosts up now, in preference order (the listed
-	// order, or by name).
+	a := &roleAssignment{c: c, r: r, sessions: sessions, live: live, now: now, want: min(r.Replicas, config.MaxReplicas),
+		up: candidates(r, live), load: map[string]int{}, held: make(map[int]bool, len(current))}
+	active, idle, unslotted := a.split(current)
+	for _, p := range active {
+		if a.kept < a.want {
+			a.keep(p)
+		} else {
+			c.Delete = append(c.Delete, Slot{r.Name, p.Index})
+		}
+	}
+	for _, s := range unslotted {
+		if a.kept < a.want {
+			a.adopt(s)
+		}
+	}
+	for _, p := range idle {
+		a.keepIdle(p)
+	}
+	a.placeRest()
+}
+
+// roleAssignment is one role's assignment on its way.
+type roleAssignment struct {
+	c        *Change
+	r        herd.Role
+	sessions map[int]herd.Session
+	live     map[string]bool
+	now      time.Time
+	want     int
+	// up are the candidate hosts: allowed and up now, in preference order.
+	up []string
+	// load counts the slots kept or placed per host.
+	load map[string]int
+	// held marks the indices kept; kept counts them.
+	held map[int]bool
+	kept int
+	// move are the kept slots that must move to another host.
+	move []int
+}
+
+// candidates are the allowed hosts up now, in preference order (the
+// listed order, or by name).
+func candidates(r herd.Role, live map[string]bool) []string {
 	var up []string
 	if len(r.Hosts) > 0 {
 		for _, h := range r.Hosts {
@@ -103,26 +142,36 @@ func assignRole(c *Change, r herd.Role, current []herd.Placement, sessions map[i
 				up = append(up, h)
 			}
 		}
-	} else {
-		for h, ok := range live {
-			if ok {
-				up = append(up, h)
-			}
+		return up
+	}
+	for h, ok := range live {
+		if ok {
+			up = append(up, h)
 		}
-		sort.Strings(up)
 	}
-	stopped := func(idx int) (herd.Session, bool) {
-		s, ok := sessions[idx]
-		return s, ok && s.State == herd.StateStopped
-	}
-	// Slots whose session runs (or will: none yet) come first, then the
-	// unslotted live sessions, then the slots of stopped sessions, each by
-	// index; the first want are kept.
-	var active, idle []herd.Placement
+	sort.Strings(up)
+	return up
+}
+
+// allowed reports whether the role may run on host h.
+func (a *roleAssignment) allowed(h string) bool {
+	return len(a.r.Hosts) == 0 || slices.Contains(a.r.Hosts, h)
+}
+
+// stopped returns the session of slot idx when it is stopped.
+func (a *roleAssignment) stopped(idx int) (herd.Session, bool) {
+	s, ok := a.sessions[idx]
+	return s, ok && s.State == herd.StateStopped
+}
+
+// split orders what there is to keep: slots whose session runs (or will:
+// none yet) come first, then the unslotted live sessions, then the slots
+// of stopped sessions, each by index; the first want are kept.
+func (a *roleAssignment) split(current []herd.Placement) (active, idle []herd.Placement, unslotted []herd.Session) {
 	slotted := map[int]bool{}
 	for _, p := range current {
 		slotted[p.Index] = true
-		if _, ok := stopped(p.Index); ok {
+		if _, ok := a.stopped(p.Index); ok {
 			idle = append(idle, p)
 		} else {
 			active = append(active, p)
@@ -133,83 +182,81 @@ func assignRole(c *Change, r herd.Role, current []herd.Placement, sessions map[i
 	}
 	byIndex(active)
 	byIndex(idle)
-	var unslotted []herd.Session
-	for idx, s := range sessions {
-		if !slotted[idx] && s.State.HoldsSlot() && allowed(s.Host) {
+	for idx, s := range a.sessions {
+		if !slotted[idx] && s.State.HoldsSlot() && a.allowed(s.Host) {
 			unslotted = append(unslotted, s)
 		}
 	}
 	sort.Slice(unslotted, func(i, j int) bool { return unslotted[i].Index < unslotted[j].Index })
+	return active, idle, unslotted
+}
 
-	load := map[string]int{}
-	held := make(map[int]bool, len(current))
-	kept := 0
-	var move []int
-	keep := func(p herd.Placement) {
-		kept++
-		held[p.Index] = true
-		if !allowed(p.Host) || (r.Failover && !live[p.Host] && len(up) > 0) {
-			move = append(move, p.Index)
-			return
-		}
-		load[p.Host]++
+// keep keeps slot p, to move when its host is not allowed or, failing
+// over, down while another is up.
+func (a *roleAssignment) keep(p herd.Placement) {
+	a.kept++
+	a.held[p.Index] = true
+	if !a.allowed(p.Host) || (a.r.Failover && !a.live[p.Host] && len(a.up) > 0) {
+		a.move = append(a.move, p.Index)
+		return
 	}
-	for _, p := range active {
-		if kept < want {
-			keep(p)
-		} else {
-			c.Delete = append(c.Delete, Slot{r.Name, p.Index})
-		}
+	a.load[p.Host]++
+}
+
+// adopt places an unslotted live session's slot where it runs.
+func (a *roleAssignment) adopt(s herd.Session) {
+	a.kept++
+	a.held[s.Index] = true
+	a.load[s.Host]++
+	a.c.Put = append(a.c.Put, herd.Placement{Role: a.r.Name, Index: s.Index, Host: s.Host, AssignedAt: a.now})
+}
+
+// keepIdle keeps the slot of a stopped session while one is wanted, else
+// deletes it.
+func (a *roleAssignment) keepIdle(p herd.Placement) {
+	if a.kept >= a.want {
+		a.c.Delete = append(a.c.Delete, Slot{a.r.Name, p.Index})
+		return
 	}
-	for _, s := range unslotted {
-		if kept < want {
-			kept++
-			held[s.Index] = true
-			load[s.Host]++
-			c.Put = append(c.Put, herd.Placement{Role: r.Name, Index: s.Index, Host: s.Host, AssignedAt: now})
+	a.keep(p)
+	// Still wanted after its session stopped: placed again, after the
+	// stop, so that its host relaunches it (a host never relaunches a
+	// slot whose session stopped after it was placed: the stop may
+	// give the slot back).
+	if s, _ := a.stopped(p.Index); !p.AssignedAt.After(s.StateSince) && !slices.Contains(a.move, p.Index) {
+		at := a.now
+		if !at.After(s.StateSince) {
+			at = s.StateSince.Add(time.Millisecond)
 		}
+		a.c.Put = append(a.c.Put, herd.Placement{Role: a.r.Name, Index: p.Index, Host: p.Host, AssignedAt: at})
 	}
-	for _, p := range idle {
-		if kept >= want {
-			c.Delete = append(c.Delete, Slot{r.Name, p.Index})
-			continue
-		}
-		keep(p)
-		// Still wanted after its session stopped: placed again, after the
-		// stop, so that its host relaunches it (a host never relaunches a
-		// slot whose session stopped after it was placed: the stop may
-		// give the slot back).
-		if s, _ := stopped(p.Index); !p.AssignedAt.After(s.StateSince) && !slices.Contains(move, p.Index) {
-			at := now
-			if !at.After(s.StateSince) {
-				at = s.StateSince.Add(time.Millisecond)
-			}
-			c.Put = append(c.Put, herd.Placement{Role: r.Name, Index: p.Index, Host: p.Host, AssignedAt: at})
-		}
-	}
+}
+
+// placeRest places the moved slots first (they ran somewhere), then new
+// ones up to want, each by index.
+func (a *roleAssignment) placeRest() {
 	var free []int
-	for i := 0; kept < want; i++ {
-		if !held[i] {
+	for i := 0; a.kept < a.want; i++ {
+		if !a.held[i] {
 			free = append(free, i)
-			kept++
+			a.kept++
 		}
 	}
-	// Moved slots first (they ran somewhere), then new ones, each by index.
-	sort.Ints(move)
-	for _, idx := range append(move, free...) {
-		h := pick(r, up, load)
-		if s, ok := stopped(idx); ok && allowed(s.Host) && live[s.Host] && !slices.Contains(move, idx) {
+	sort.Ints(a.move)
+	for _, idx := range append(a.move, free...) {
+		h := pick(a.r, a.up, a.load)
+		if s, ok := a.stopped(idx); ok && a.allowed(s.Host) && a.live[s.Host] && !slices.Contains(a.move, idx) {
 			h = s.Host // back where it ran
 		}
 		if h == "" {
 			continue
 		}
-		load[h]++
-		at := now
-		if s, ok := stopped(idx); ok && !at.After(s.StateSince) {
+		a.load[h]++
+		at := a.now
+		if s, ok := a.stopped(idx); ok && !at.After(s.StateSince) {
 			at = s.StateSince.Add(time.Millisecond)
 		}
-		c.Put = append(c.Put, herd.Placement{Role: r.Name, Index: idx, Host: h, AssignedAt: at})
+		a.c.Put = append(a.c.Put, herd.Placement{Role: a.r.Name, Index: idx, Host: h, AssignedAt: at})
 	}
 }
 

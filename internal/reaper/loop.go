@@ -33,9 +33,12 @@ type Stopper interface {
 	// the first signal, and its error keeps the session. A session
 	// stopped or relaunched meanwhile is slots.ErrAlreadyStopped.
 	Stop(ctx context.Context, req slots.StopRequest) error
-	// RemoveWorktree removes a reaped session's worktree when that loses
-	// nothing.
-	RemoveWorktree(ctx context.Context, session string)
+}
+
+// WorktreeRemover removes a stopped session's worktree under delete
+// role's rule.
+type WorktreeRemover interface {
+	Remove(ctx context.Context, session string)
 }
 
 // Outputs locates the captured output of exec agents (*execrt.Runtime in
@@ -50,7 +53,10 @@ type Options struct {
 	Status *status.Manager
 	// Slots stops managed sessions through the one stop path.
 	Slots Stopper
-	Tmux  Lister
+	// Worktrees removes a reaped session's worktree when that loses
+	// nothing (nil: worktrees are left alone).
+	Worktrees WorktreeRemover
+	Tmux      Lister
 	// Exec tells when an exec agent's output last grew.
 	Exec Outputs
 	// Config gives [reaper], [probe] and [tmux].

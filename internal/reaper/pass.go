@@ -188,9 +188,9 @@ func (r *Reaper) reapOne(ctx context.Context, first Facts, firstDec Decision, tm
 	if errors.Is(err, slots.ErrAlreadyStopped) {
 		return dec, errors.New("re-check: stopped or relaunched meanwhile")
 	}
-	if err == nil {
+	if err == nil && r.o.Worktrees != nil {
 		// Its worktree goes too when that loses nothing (delete role's rule).
-		r.o.Slots.RemoveWorktree(kctx, f.Name)
+		r.o.Worktrees.Remove(kctx, f.Name)
 	}
 	return dec, err
 }

@@ -12,18 +12,22 @@ import (
 	"herd/internal/attention"
 	"herd/internal/config"
 	"herd/internal/prober"
+	"herd/internal/roles"
 	"herd/internal/runtime"
 	"herd/internal/runtime/execrt"
-	"herd/internal/slots"
 	"herd/internal/stalls"
 	"herd/internal/status"
 	"herd/internal/verbs"
+	"herd/internal/worktrees"
 )
 
 // Options are the components the API serves.
 type Options struct {
-	Status    *status.Manager
-	Slots     *slots.Slots
+	Status *status.Manager
+	// Roles judges which sessions are outdated.
+	Roles *roles.Roles
+	// Worktrees gives the worktree status views show and prunes.
+	Worktrees *worktrees.Worktrees
 	Prober    *prober.Prober
 	Stalls    *stalls.Stalls
 	Attention *attention.Tracker // open escalations and notifications (nil: none)

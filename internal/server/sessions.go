@@ -89,7 +89,7 @@ func (sv *Server) sessionViews(ctx context.Context) ([]api.SessionView, error) {
 			j++
 		}
 	}
-	if verdicts := sv.o.Slots.OutdatedIn(roles, live, ""); len(verdicts) > 0 {
+	if verdicts := sv.o.Roles.OutdatedIn(roles, live, ""); len(verdicts) > 0 {
 		for i := range views {
 			if v, ok := verdicts[views[i].Name]; ok && views[i].Host == sv.st.Host() {
 				views[i].Outdated, views[i].OutdatedReason = true, v.Reason

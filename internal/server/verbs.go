@@ -203,7 +203,7 @@ func (sv *Server) handleReload(w http.ResponseWriter, r *http.Request) {
 // that run an older template than their role's, or an agent binary since
 // replaced on disk (binary_updated).
 func (sv *Server) markOutdated(ctx context.Context, views []api.SessionView) {
-	verdicts, err := sv.o.Slots.Outdated(ctx, "")
+	verdicts, err := sv.o.Roles.Outdated(ctx, "")
 	if err != nil {
 		return // a view without the marker beats no view
 	}

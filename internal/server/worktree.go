@@ -14,14 +14,14 @@ func (sv *Server) handleWorktrees(mux *http.ServeMux) {
 }
 
 // handlePrune removes the kept worktrees of sessions that no longer exist
-// (see slots.PruneWorktrees).
+// (see worktrees.Worktrees.Prune).
 func (sv *Server) handlePrune(w http.ResponseWriter, r *http.Request) {
 	var req api.PruneRequest
 	if err := decodeOptional(r, &req); err != nil {
 		fail(w, err)
 		return
 	}
-	res, err := sv.o.Slots.PruneWorktrees(r.Context(), req.Force)
+	res, err := sv.o.Worktrees.Prune(r.Context(), req.Force)
 	out := api.PruneResult{Worktrees: []api.WorktreeRemoval{}}
 	for _, x := range res {
 		out.Worktrees = append(out.Worktrees, api.WorktreeRemoval{
@@ -38,7 +38,7 @@ func (sv *Server) handlePrune(w http.ResponseWriter, r *http.Request) {
 const worktreeViewTimeout = 2 * time.Second
 
 // markWorktrees sets the worktree of the views of this host's sessions
-// that run in one (cached per tick in slots; a worktree not read in time
+// that run in one (cached per tick; a worktree not read in time
 // shows null rather than holding up the view).
 func (sv *Server) markWorktrees(ctx context.Context, views []api.SessionView) {
 	var names []string
@@ -52,7 +52,7 @@ func (sv *Server) markWorktrees(ctx context.Context, views []api.SessionView) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, worktreeViewTimeout)
 	defer cancel()
-	st := sv.o.Slots.WorktreeStatus(ctx, names)
+	st := sv.o.Worktrees.Status(ctx, names)
 	for i := range views {
 		if s, ok := st[views[i].Name]; ok {
 			views[i].Worktree = &api.Worktree{Path: s.Path, Branch: s.Branch, Dirty: s.Dirty, Ahead: s.Ahead}

@@ -8,7 +8,6 @@ import (
 
 	"herd"
 	"herd/internal/cgroup"
-	"herd/internal/rollout"
 	"herd/internal/runtime"
 	"herd/internal/status"
 	"herd/internal/store"
@@ -110,11 +109,11 @@ func (s *Slots) RemoveStaleCgroups(ctx context.Context) {
 	}
 }
 
-// binaryUpdated maps the sessions whose incarnation runs a binary
+// BinaryUpdated maps the sessions whose incarnation runs a binary
 // replaced on disk (the watchdog's outdated events, as the writer
 // publishes them) to that incarnation: they are OUTDATED
 // (binary_updated), and a rollout replaces them.
-func (s *Slots) binaryUpdated() map[string]string {
+func (s *Slots) BinaryUpdated() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.binaries)
@@ -133,13 +132,4 @@ func (s *Slots) noteBinary(c status.Change) {
 	case c.What&(status.ChangeEnded|status.ChangeRemoved) != 0 && s.binaries[c.Session] == c.Incarnation:
 		delete(s.binaries, c.Session)
 	}
-}
-
-// withBinaryUpdated adds binary_updated to a verdict.
-func withBinaryUpdated(v rollout.Verdict) rollout.Verdict {
-	if v.Outdated {
-		v.Reason += "; " + herd.ReasonBinaryUpdated
-		return v
-	}
-	return rollout.Verdict{Outdated: true, Reason: herd.ReasonBinaryUpdated}
 }

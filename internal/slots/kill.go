@@ -3,13 +3,10 @@ package slots
 import (
 	"context"
 	"fmt"
-	"herd"
-	"herd/internal/cgroup"
-	"herd/internal/proc"
-	"herd/internal/status"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"herd"
+	"herd/internal/status"
 )
 
 // leftover takes down, in the background, what is left of an
@@ -27,10 +24,10 @@ func (sl *Slots) leftover(ctx context.Context, c status.Change) {
 // (a wrapper shell living on, a pane left open). Its death is recorded
 // already.
 func (sl *Slots) killLeftover(inc herd.Incarnation) {
-	if !sl.ops.begin() {
+	if !sl.ops.Begin() {
 		return // shutting down: the next daemon's prober finds the leftover
 	}
-	defer sl.ops.end()
+	defer sl.ops.End()
 	ctx, cancel := sl.KillContext(context.Background())
 	defer cancel()
 	if err := sl.terminate(ctx, inc); err != nil {
@@ -55,10 +52,10 @@ type KillRequest struct {
 // event, then exited/crashed/backoff as for any crash. It reports whether
 // the agent was killed.
 func (sl *Slots) Kill(ctx context.Context, req KillRequest) (bool, error) {
-	if !sl.ops.begin() {
+	if !sl.ops.Begin() {
 		return false, errShuttingDown
 	}
-	defer sl.ops.end()
+	defer sl.ops.End()
 	if !sl.st.BeginTakedown(req.Inc.ID, req.Reason) {
 		return false, nil // a kill of it is under way
 	}
@@ -83,24 +80,6 @@ func (sl *Slots) Kill(ctx context.Context, req KillRequest) (bool, error) {
 	return true, nil
 }
 
-// sweep ends every process still carrying incarnation inc's cgroup or
-// marker (identity-checked, TERM, grace, KILL), logs what it found and
-// returns what it could not end.
-func (sl *Slots) sweep(ctx context.Context, inc string, grace time.Duration) error {
-	if sl.o.Contain == nil {
-		return nil
-	}
-	rep, err := sl.o.Contain.Stop(ctx, inc, grace)
-	if err != nil {
-		sl.o.Log.Warn("processes of an ended incarnation not all ended", "incarnation", inc, "err", err)
-	}
-	if rep.Swept > 0 || rep.Killed {
-		sl.o.Log.Info("ended what was left of an incarnation's tree", "incarnation", inc, "mode", rep.Mode,
-			"swept", rep.Swept, "killed", rep.Killed, "took", rep.Took.Round(time.Millisecond))
-	}
-	return err
-}
-
 // Ended cleans up after a death the crash path accounted: what is left of
 // the incarnation's tree (children that outlived the agent, in or out of
 // its process group) is ended in the background, each identity-checked.
@@ -109,11 +88,11 @@ func (sl *Slots) sweep(ctx context.Context, inc string, grace time.Duration) err
 // them in marker mode) are left to the sweeper, whose one scan of /proc
 // serves every death of the last second.
 func (sl *Slots) Ended(inc string) {
-	if sl.o.Contain == nil || !sl.ops.begin() {
+	if sl.o.Contain == nil || !sl.ops.Begin() {
 		return
 	}
 	sl.group.Go("crash cleanup", func() {
-		defer sl.ops.end()
+		defer sl.ops.End()
 		ctx, cancel := sl.KillContext(context.Background())
 		defer cancel()
 		rep, err := sl.o.Contain.StopGroup(ctx, inc, sl.o.Grace)
@@ -130,51 +109,4 @@ func (sl *Slots) Ended(inc string) {
 		}
 		sl.cleanup.Queue(inc, grace)
 	})
-}
-
-// prove reads id's process again and returns its identity when it is the
-// same process (pid, start time) and carries marker; a moment's empty
-// environment (a process mid-exec) is read again.
-func (sl *Slots) prove(id herd.Identity, marker string) (herd.Identity, bool) {
-	for range 3 {
-		cur, err := sl.o.Proc.Identify(id.PID, sl.o.BootID)
-		if err != nil || cur.StartTime != id.StartTime {
-			return herd.Identity{}, false
-		}
-		if cur.Marker == marker {
-			return cur, true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return herd.Identity{}, false
-}
-
-// termEscaped sends SIGTERM, identity-checked, to the live processes
-// carrying incarnation inc's marker outside its root's process group (the
-// group itself is signalled as a whole).
-func (sl *Slots) termEscaped(inc herd.Incarnation) {
-	if sl.o.Contain == nil || inc.Root.Zero() {
-		return
-	}
-	fs, boot := sl.o.Proc, sl.o.BootID
-	root, err := fs.Stat(inc.Root.PID)
-	if err != nil {
-		return
-	}
-	var ids []herd.Identity
-	if pids, ok := sl.o.Contain.Members(inc.ID); ok {
-		// Started in its cgroup: the group lists the whole tree.
-		for _, pid := range pids {
-			if id, err := fs.Identify(pid, boot); err == nil && id.Marker == inc.ID {
-				ids = append(ids, id)
-			}
-		}
-	} else if ids, err = cgroup.Marked(fs, boot, inc.ID); err != nil {
-		return
-	}
-	for _, id := range ids {
-		if st, err := fs.Stat(id.PID); err == nil && st.PGRP != root.PGRP {
-			_ = proc.Signal(fs, id, boot, unix.SIGTERM)
-		}
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"herd"
 	"herd/internal/agents"
 	"herd/internal/cmdpath"
+	"herd/internal/conversation"
 	"herd/internal/reconcile"
 	"herd/internal/rollout"
 	"herd/internal/runtime"
@@ -54,41 +55,110 @@ func (s *Slots) launch(ctx context.Context, req LaunchRequest) error {
 	return s.launchLocked(ctx, req)
 }
 
-// launchLocked is launch for a caller that holds the slot's lock.
+// launchLocked is launch for a caller that holds the slot's lock: read the
+// slot, prepare the incarnation (its template, workdir and conversation),
+// write it ahead, start it in its runtime, prove its identity and record
+// it running.
 func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
-	if !s.ops.begin() {
+	if !s.ops.Begin() {
 		return errShuttingDown
 	}
-	defer s.ops.end()
-	var prior herd.Session
-	exists := false
-	prevRoot := 0
-	priorID := "" // the prior incarnation's agent session id
-	err := s.st.Store().View(ctx, func(tx store.Tx) error {
-		cur, err := tx.Session(req.Name)
-		if err == nil {
-			prior, exists = cur, true
-			// A pid recorded on another host (a slot moved here) means
-			// nothing on this one.
-			if inc, err := tx.Incarnation(cur.Incarnation); err == nil && inc.Host == s.st.Host() {
-				prevRoot = inc.Root.PID
-				priorID = inc.AgentSessionID
-			}
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if req.Check != nil {
-			return req.Check(&prior, exists)
-		}
-		return nil
-	})
+	defer s.ops.End()
+	prior, err := s.readSlot(ctx, req)
 	if errors.Is(err, errSkip) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	l := s.prepareLaunch(req)
+	startErr := s.prepareWorkdir(ctx, l)
+	if startErr == nil && len(req.Argv) == 0 {
+		l.pickConversation(prior.agentID)
+	}
+	if startErr == nil && l.role.MCP {
+		startErr = s.withMCP(l.role, req.Name, &l.spec, l.data)
+		l.argv, l.inc.Argv = l.spec.Argv, l.spec.Argv
+	}
+	rec := l.record(prior)
+	var started runtime.Started
+	if startErr == nil {
+		// Write-ahead: the incarnation is on record before its process
+		// exists, so a daemon killed during the launch leaves a record
+		// the next daemon resolves (adopts the process carrying its
+		// marker, or ends the launch) instead of a second agent.
+		if err := s.st.LaunchWritten(ctx, rec); err != nil {
+			return err
+		}
+		started, startErr = s.startContained(ctx, l, prior.root)
+	}
+	if startErr != nil {
+		s.o.Log.Warn("launch failed", "session", req.Name, "err", startErr)
+		return s.st.LaunchFailed(ctx, rec, startErr.Error())
+	}
+	s.identifyAgent(l, started.RootPID)
+	if err := s.recordLaunched(ctx, l, rec, started.RootPID); err != nil {
+		return err
+	}
+	s.o.Prober.Watch(req.Name, l.inc, started.Wait)
+	if req.Kind == herd.EventRestarted {
+		s.st.Metrics.Restart(l.role.Name)
+	}
+	return nil
+}
 
+// priorSlot is what a launch reads of its slot first.
+type priorSlot struct {
+	session herd.Session
+	exists  bool
+	// root is the prior incarnation's root pid on this host (0: none).
+	root int
+	// agentID is the prior incarnation's agent session id.
+	agentID string
+}
+
+// readSlot reads the slot's session and its prior incarnation, and has
+// req.Check re-validate the slot (errSkip: no launch needed).
+func (s *Slots) readSlot(ctx context.Context, req LaunchRequest) (*priorSlot, error) {
+	p := &priorSlot{}
+	err := s.st.Store().View(ctx, func(tx store.Tx) error {
+		cur, err := tx.Session(req.Name)
+		if err == nil {
+			p.session, p.exists = cur, true
+			// A pid recorded on another host (a slot moved here) means
+			// nothing on this one.
+			if inc, err := tx.Incarnation(cur.Incarnation); err == nil && inc.Host == s.st.Host() {
+				p.root = inc.Root.PID
+				p.agentID = inc.AgentSessionID
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if req.Check != nil {
+			return req.Check(&p.session, p.exists)
+		}
+		return nil
+	})
+	return p, err
+}
+
+// slotLaunch is one launch on its way: what it runs and where, and what
+// its events say.
+type slotLaunch struct {
+	req  LaunchRequest
+	role herd.Role
+	argv []string
+	inc  herd.Incarnation
+	spec runtime.Spec
+	// data is added to the launch's events.
+	data map[string]any
+	// resumedConv is the conversation the launch continues ("": none).
+	resumedConv string
+}
+
+// prepareLaunch fills the incarnation and the runtime's spec from the
+// role's template (or the request's argv) and the agent's environment.
+func (s *Slots) prepareLaunch(req LaunchRequest) *slotLaunch {
 	role := req.Role
 	argv := role.Command
 	if len(req.Argv) > 0 {
@@ -107,115 +177,115 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	env[herd.EnvIncarnation] = inc.ID
 	env[herd.EnvSocket] = s.o.Socket
 	spec := runtime.Spec{Session: req.Name, Incarnation: inc.ID, Argv: argv, Workdir: role.Workdir, Env: env}
-
 	data := map[string]any{}
 	for k, v := range req.Data {
 		data[k] = v
 	}
-	wt, startErr := s.worktree(ctx, role, req.Name)
-	if startErr == nil && wt != nil {
-		spec.Workdir, inc.Workdir = wt.Dir, wt.Dir
-		data["worktree"], data["branch"] = wt.Path, wt.Branch
+	return &slotLaunch{req: req, role: role, argv: argv, inc: inc, spec: spec, data: data}
+}
+
+// prepareWorkdir makes (or finds again) the session's worktree when its
+// role asks for one, and checks that the command resolves there: a
+// command that cannot start says so in one line, whatever the runtime (a
+// tmux pane would only show an exit code).
+func (s *Slots) prepareWorkdir(ctx context.Context, l *slotLaunch) error {
+	wt, err := s.worktree(ctx, l.role, l.req.Name)
+	if err != nil {
+		return err
+	}
+	if wt != nil {
+		l.spec.Workdir, l.inc.Workdir = wt.Dir, wt.Dir
+		l.data["worktree"], l.data["branch"] = wt.Path, wt.Branch
 		if wt.Created {
-			data["worktree_created"] = true
+			l.data["worktree_created"] = true
 		}
 		if wt.Output != "" {
-			data["setup_output"] = clip(wt.Output, 4096)
+			l.data["setup_output"] = clip(wt.Output, 4096)
 		}
 	}
-	if startErr == nil {
-		// A command that cannot start says so in one line, whatever the
-		// runtime (a tmux pane would only show an exit code).
-		if _, err := cmdpath.Resolve(argv[0], spec.Workdir, role.Env, os.Getenv("PATH")); err != nil {
-			startErr = err
-		}
-	}
-	resumedConv := ""
-	if startErr == nil && len(req.Argv) == 0 {
-		// A launch from the role's command: Claude gets a session id of
-		// herd's choosing (recorded at once, so a crash before its first
-		// hook is resumable), and a crash relaunch continues the
-		// conversation (resume_on_crash).
-		out, id, how := conversation(role.Agent, argv, agents.Resolve(argv[0], spec.Workdir), priorID, req.Continue,
-			claudeTranscriptExists(spec.Workdir, role.Env), nil)
-		argv, spec.Argv, inc.Argv, inc.AgentSessionID = out, out, out, id
-		if id != "" {
-			data["agent_session_id"] = id
-		}
-		if how != convNew {
-			data["resumed_conversation"], data["resumed_because"] = true, how
-			resumedConv = id
-		}
-	}
-	if startErr == nil && role.MCP {
-		startErr = s.withMCP(role, req.Name, &spec, data)
-		argv, inc.Argv = spec.Argv, spec.Argv
-	}
-	rec := &status.Launch{Name: req.Name, Role: role.Name, Index: req.Index, Inc: inc, Kind: req.Kind, Reason: req.Reason, Data: data}
-	if exists {
-		rec.Prior = &prior
-	}
+	_, err = cmdpath.Resolve(l.argv[0], l.spec.Workdir, l.role.Env, os.Getenv("PATH"))
+	return err
+}
 
-	var l runtime.Started
-	if startErr == nil {
-		// Write-ahead: the incarnation is on record before its process
-		// exists, so a daemon killed during the launch leaves a record
-		// the next daemon resolves (adopts the process carrying its
-		// marker, or ends the launch) instead of a second agent.
-		if err := s.st.LaunchWritten(ctx, rec); err != nil {
-			return err
-		}
-		cg := s.containLaunch(role, &spec, data)
-		l, startErr = s.start(ctx, role, spec, prevRoot)
-		s.launchStarted(ctx, cg, inc.ID, startErr)
+// pickConversation starts the agent's conversation for a launch from the
+// role's command: Claude gets a session id of herd's choosing (recorded at
+// once, so a crash before its first hook is resumable), and a crash
+// relaunch continues the prior one (resume_on_crash).
+func (l *slotLaunch) pickConversation(priorID string) {
+	out, id, how := conversation.Pick(l.role.Agent, l.argv, agents.Resolve(l.argv[0], l.spec.Workdir), priorID, l.req.Continue,
+		conversation.ClaudeTranscriptExists(l.spec.Workdir, l.role.Env), nil)
+	l.argv, l.spec.Argv, l.inc.Argv, l.inc.AgentSessionID = out, out, out, id
+	if id != "" {
+		l.data["agent_session_id"] = id
 	}
-
-	if startErr != nil {
-		s.o.Log.Warn("launch failed", "session", req.Name, "err", startErr)
-		return s.st.LaunchFailed(ctx, rec, startErr.Error())
+	if how != conversation.New {
+		l.data["resumed_conversation"], l.data["resumed_because"] = true, how
+		l.resumedConv = id
 	}
+}
 
-	root, verified := s.identifyLaunched(l.RootPID, inc.ID)
-	inc.Root = root
-	names, wrapped := agents.ProcessNames(role, argv)
+// record is the launch's record for the writer.
+func (l *slotLaunch) record(prior *priorSlot) *status.Launch {
+	rec := &status.Launch{Name: l.req.Name, Role: l.role.Name, Index: l.req.Index, Inc: l.inc, Kind: l.req.Kind, Reason: l.req.Reason, Data: l.data}
+	if prior.exists {
+		rec.Prior = &prior.session
+	}
+	return rec
+}
+
+// startContained hands the launch to its runtime, inside the incarnation's
+// cgroup when it gets one.
+func (s *Slots) startContained(ctx context.Context, l *slotLaunch, prevRoot int) (runtime.Started, error) {
+	cg := s.containLaunch(l.role, &l.spec, l.data)
+	started, err := s.start(ctx, l.role, l.spec, prevRoot)
+	s.launchStarted(ctx, cg, l.inc.ID, err)
+	return started, err
+}
+
+// identifyAgent sets the incarnation's root (the process the runtime
+// started, proven by its marker) and its agent process (the root, or the
+// agent a wrapper runs).
+func (s *Slots) identifyAgent(l *slotLaunch, pid int) {
+	root, verified := s.identifyLaunched(pid, l.inc.ID)
+	l.inc.Root = root
+	names, wrapped := agents.ProcessNames(l.role, l.argv)
 	switch {
 	case !verified:
 		// The runtime named a process that does not carry this launch's
 		// marker: nothing is ever signalled on its word. The prober
 		// adopts the agent once a process proves to be it.
-		s.o.Log.Warn("launch: the started process does not carry its marker; not trusted", "session", req.Name, "pid", l.RootPID)
-		data["unverified_pid"] = true
+		s.o.Log.Warn("launch: the started process does not carry its marker; not trusted", "session", l.req.Name, "pid", pid)
+		l.data["unverified_pid"] = true
 	case !wrapped:
-		inc.Identity = inc.Root
+		l.inc.Identity = l.inc.Root
 	default:
-		if pid, ok, _ := s.o.Proc.FindAgent(l.RootPID, names); ok {
-			if id, err := s.o.Proc.Identify(pid, s.o.BootID); err == nil && id.Marker == inc.ID {
-				inc.Identity = id
+		if apid, ok, _ := s.o.Proc.FindAgent(pid, names); ok {
+			if id, err := s.o.Proc.Identify(apid, s.o.BootID); err == nil && id.Marker == l.inc.ID {
+				l.inc.Identity = id
 			}
 		}
 	}
+}
 
-	// The agent runs now: its record must be written even if ctx ends (a
-	// daemon stopping), or the next daemon would launch a second copy.
+// recordLaunched records the agent running. It runs now: its record must
+// be written even if ctx ends (a daemon stopping), or the next daemon
+// would launch a second copy; unrecorded, it would be invisible, so a
+// failed record takes it down again.
+func (s *Slots) recordLaunched(ctx context.Context, l *slotLaunch, rec *status.Launch, pid int) error {
 	recCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	rec.Inc = inc
-	rec.Message = fmt.Sprintf("%s pid %d: %s", role.Runtime, l.RootPID, argvString(argv))
-	if resumedConv != "" {
-		rec.Message += "; conversation " + resumedConv + " resumed"
+	rec.Inc = l.inc
+	rec.Message = fmt.Sprintf("%s pid %d: %s", l.role.Runtime, pid, argvString(l.argv))
+	if l.resumedConv != "" {
+		rec.Message += "; conversation " + l.resumedConv + " resumed"
 	}
-	data["pid"], data["argv"] = l.RootPID, argv
+	l.data["pid"], l.data["argv"] = pid, l.argv
 	if err := s.st.Launched(recCtx, rec); err != nil {
-		// Unrecorded, the agent would be invisible: take it down again.
-		s.o.Log.Error("launch: record failed; stopping the new agent", "session", req.Name, "err", err)
-		if terr := s.terminate(recCtx, inc); terr != nil {
-			s.o.Log.Error("launch: stop unrecorded agent", "session", req.Name, "err", terr)
+		s.o.Log.Error("launch: record failed; stopping the new agent", "session", l.req.Name, "err", err)
+		if terr := s.terminate(recCtx, l.inc); terr != nil {
+			s.o.Log.Error("launch: stop unrecorded agent", "session", l.req.Name, "err", terr)
 		}
 		return err
-	}
-	s.o.Prober.Watch(req.Name, inc, l.Wait)
-	if req.Kind == herd.EventRestarted {
-		s.st.Metrics.Restart(role.Name)
 	}
 	return nil
 }
@@ -311,19 +381,11 @@ func (s *Slots) worktree(ctx context.Context, role herd.Role, session string) (*
 	if !role.Worktree {
 		return nil, nil
 	}
-	wt, err := s.o.Worktrees.Ensure(ctx, worktreeOptions(role, session))
+	wt, err := s.o.Worktrees.Ensure(ctx, worktree.OptionsFor(role, session))
 	if err != nil {
 		return nil, err
 	}
 	return &wt, nil
-}
-
-// worktreeOptions describes the worktree of session of role.
-func worktreeOptions(role herd.Role, session string) worktree.Options {
-	return worktree.Options{
-		Workdir: role.Workdir, Session: session, Base: role.WorktreeBase,
-		Include: role.WorktreeInclude, Setup: role.WorktreeSetup,
-	}
 }
 
 // clip bounds s to n bytes, keeping its end (where an error is).

@@ -3,7 +3,6 @@ package slots
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"herd"
@@ -231,10 +230,10 @@ func (sl *Slots) endMoved(ctx context.Context, moved []herd.Incarnation) {
 }
 
 func (sl *Slots) endMovedOne(ctx context.Context, inc herd.Incarnation) error {
-	if !sl.ops.begin() {
+	if !sl.ops.Begin() {
 		return errShuttingDown
 	}
-	defer sl.ops.end()
+	defer sl.ops.End()
 	ctx, cancel := sl.KillContext(ctx)
 	defer cancel()
 	sl.st.BeginTakedown(inc.ID, "")
@@ -244,55 +243,4 @@ func (sl *Slots) endMovedOne(ctx context.Context, inc herd.Incarnation) error {
 	}
 	sl.o.Prober.Unwatch(inc.ID)
 	return sl.st.Moved(ctx, inc)
-}
-
-// awaitStopped bounds how long deleting a placed role waits for the other
-// hosts' daemons to stop their sessions of it.
-const awaitStopped = time.Minute
-
-// awaitStoppedElsewhere waits until no session of role holds a slot on
-// another host: a placed role being deleted was scaled to 0, and each
-// host's reconciler stops its own sessions. A session on a stale host
-// cannot be stopped by anyone: the wait ends at once naming it.
-func (sl *Slots) awaitStoppedElsewhere(ctx context.Context, role string) error {
-	ctx, cancel := context.WithTimeout(ctx, awaitStopped)
-	defer cancel()
-	for {
-		var left []herd.Session
-		var stale string
-		err := sl.st.Store().View(ctx, func(tx store.Tx) error {
-			left, stale = nil, ""
-			all, err := tx.Sessions()
-			if err != nil {
-				return err
-			}
-			for _, s := range all {
-				if s.Role != role || s.Host == sl.st.Host() || !s.State.HoldsSlot() {
-					continue
-				}
-				left = append(left, s)
-				h, err := tx.Host(s.Host)
-				if err != nil && !errors.Is(err, store.ErrNotFound) {
-					return err
-				}
-				if err != nil || hosts.Status(h, time.Now(), sl.hostTimeout()) == hosts.Stale {
-					stale = s.Name + " on host " + s.Host
-				}
-			}
-			return nil
-		})
-		switch {
-		case err != nil:
-			return err
-		case len(left) == 0:
-			return nil
-		case stale != "":
-			return fmt.Errorf("session %s: that host's daemon is stale; start it, or retry once it is back", stale)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("session %s on host %s still %s after %v", left[0].Name, left[0].Host, left[0].State, awaitStopped)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -43,7 +43,7 @@ func TestPlacedSlots(t *testing.T) {
 	e := newEnv(t)
 	role := herd.Role{Name: "p", Replicas: 1, Command: []string{"sleep", "60"}, Workdir: t.TempDir(), Runtime: herd.RuntimeExec,
 		Agent: herd.AgentGeneric, Hosts: []string{"o", "h"}, Failover: true}
-	if err := e.sl.ApplyRoles(ctx, []herd.Role{role}); err != nil {
+	if err := putRoles(ctx, e.st, testPolicy, []herd.Role{role}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
@@ -134,7 +134,7 @@ func TestNoLongerPlacedMovesHome(t *testing.T) {
 	e := newEnv(t)
 	role := herd.Role{Name: "q", Replicas: 1, Command: []string{"sleep", "60"}, Workdir: t.TempDir(), Runtime: herd.RuntimeExec,
 		Agent: herd.AgentGeneric, Hosts: []string{"h"}}
-	if err := e.sl.ApplyRoles(ctx, []herd.Role{role}); err != nil {
+	if err := putRoles(ctx, e.st, testPolicy, []herd.Role{role}); err != nil {
 		t.Fatal(err)
 	}
 	e.write(t, func(tx store.Tx) error {

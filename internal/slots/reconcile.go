@@ -3,7 +3,6 @@ package slots
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"herd"
@@ -120,18 +119,6 @@ func (sl *Slots) slottedStop(ctx context.Context, req StopRequest) error {
 	sl.stopSlots <- struct{}{}
 	defer func() { <-sl.stopSlots }()
 	return sl.Stop(ctx, req)
-}
-
-// stopAll stops the sessions of reqs at once, each through the one stop
-// path; errs[i] is the outcome of reqs[i].
-func (sl *Slots) stopAll(ctx context.Context, reqs []StopRequest) (errs []error) {
-	errs = make([]error, len(reqs))
-	var wg sync.WaitGroup
-	for i, req := range reqs {
-		wg.Go(func() { errs[i] = sl.BoundedStop(ctx, req) })
-	}
-	wg.Wait()
-	return errs
 }
 
 // read returns the unplaced roles this host reconciles, this host's

@@ -1,7 +1,10 @@
-// Package slots fills and empties session slots: launches, the one stop
-// path (every takedown, the stall kill included, goes through it), the
-// reconcile loop, the reboot sweep and resume, and the role changes that
-// decide what the slots should hold.
+// Package slots fills and empties this host's session slots: launches,
+// the one stop path (every takedown, the stall kill included, goes through
+// it), the reconcile loop with its placed slots, the reboot sweep and
+// resume, and restart, reset and signal. The daemon runs it; the verbs,
+// roles, the reaper and the watchdog call it. It writes session state only
+// through internal/status, ends processes only through internal/takedown,
+// and never changes a role (internal/roles does).
 package slots
 
 import (
@@ -12,13 +15,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"herd"
 	"herd/internal/cgroup"
 	"herd/internal/loop"
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/runtime"
 	"herd/internal/status"
+	"herd/internal/takedown"
 	"herd/internal/worktree"
 )
 
@@ -39,8 +42,6 @@ type Options struct {
 	Grace time.Duration
 	// Interval is the reconcile period.
 	Interval time.Duration
-	// Defaults are the [restart] defaults of roles that leave them zero.
-	Defaults herd.RestartPolicy
 	// Worktrees makes and removes the git worktrees of roles that ask for
 	// one per session.
 	Worktrees *worktree.Manager
@@ -76,15 +77,11 @@ type Slots struct {
 	// stopsWaiting counts the bounded stops waiting, without a slot, for
 	// another stop of the same session.
 	stopsWaiting atomic.Int32
-	// defs are the [restart] defaults roles inherit (a reload changes them).
-	defs defaults
-	// left retries what stops left behind.
-	left leftovers
+	// td ends incarnations and retries what they leave behind.
+	td *takedown.Takedown
 	// cleanup ends, after deaths, the processes carrying the dead
 	// incarnations' markers: one scan of /proc for all of them.
 	cleanup *cgroup.Sweeper
-	// wtStatus caches the worktree status views show.
-	wtStatus worktree.StatusCache
 	// changes is the writer's subscription (see follow), unsubscribe its
 	// cancel.
 	changes     <-chan status.Change
@@ -104,14 +101,14 @@ func New(o Options) *Slots {
 		o: o, st: o.Status, kick: make(chan struct{}, 1),
 		stopSlots: make(chan struct{}, maxParallelStops), stopsUnderWay: map[string]chan struct{}{},
 	}
-	s.left.wake = make(chan struct{}, 1)
+	s.td = takedown.New(takedown.Options{
+		Status: o.Status, Runtimes: o.Runtimes, Proc: o.Proc, BootID: o.BootID, Contain: o.Contain, Ops: &s.ops, Log: o.Log,
+	})
 	s.cleanup = cgroup.NewSweeper(cgroup.SweeperOptions{FS: o.Proc, BootID: o.BootID, Log: o.Log})
 	s.group.Log = o.Log
-	s.defs.p = o.Defaults
 	if s.o.Worktrees == nil {
 		s.o.Worktrees = &worktree.Manager{}
 	}
-	s.wtStatus.M = s.o.Worktrees
 	// Subscribed at once, so that the deaths accounted before Run (the
 	// adoption round) are cleaned up when it starts.
 	s.changes, s.unsubscribe = o.Status.Subscribe()
@@ -125,7 +122,7 @@ func (s *Slots) Kick() { loop.Wake(s.kick) }
 // backoff expires, and retries what stops left behind, until ctx is done.
 func (s *Slots) Run(ctx context.Context) {
 	s.group.Go("changes", func() { s.follow(ctx) })
-	s.group.Go("leftovers", func() { s.runLeftovers(ctx) })
+	s.group.Go("leftovers", func() { s.td.Run(ctx) })
 	s.group.Go("crash cleanup", func() { s.cleanup.Run(ctx) })
 	loop.Loop{Name: "reconcile", Log: s.o.Log, Every: s.o.Interval, Trigger: s.kick}.Run(ctx, func(ctx context.Context) time.Duration {
 		next := s.Reconcile(ctx)
@@ -208,8 +205,8 @@ type opTracker struct {
 	closed bool
 }
 
-// begin registers an operation; false means the daemon is shutting down.
-func (o *opTracker) begin() bool {
+// Begin registers an operation; false means the daemon is shutting down.
+func (o *opTracker) Begin() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -219,8 +216,8 @@ func (o *opTracker) begin() bool {
 	return true
 }
 
-// end marks an operation begun with begin as done.
-func (o *opTracker) end() {
+// End marks an operation begun with Begin as done.
+func (o *opTracker) End() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.n--

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/config"
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/runtime"
@@ -89,18 +90,18 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	policy := herd.RestartPolicy{Policy: herd.PolicyAlways, InitialBackoff: time.Minute, MaxBackoff: time.Hour, ResetAfter: time.Hour, MaxRestarts: 3}
+	policy := testPolicy
 	st := status.New(db, "h", policy, log)
 	p := prober.New(prober.Options{Status: st, Proc: proc.Real(), BootID: boot, Interval: time.Second, Concurrency: 2, Log: log})
 	rt := &fakeRuntime{}
 	sl := New(Options{Status: st, Prober: p, Runtimes: map[string]runtime.Runtime{herd.RuntimeExec: rt}, Proc: proc.Real(), BootID: boot,
-		Grace: time.Second, Interval: time.Second, Defaults: policy, Log: log})
+		Grace: time.Second, Interval: time.Second, Log: log})
 	t.Cleanup(func() {
 		sl.Close()
 		p.Close()
 		db.Close()
 	})
-	if err := sl.ApplyRoles(context.Background(), []herd.Role{{Name: "w", Replicas: 1, Command: []string{"sleep", "60"}, Workdir: t.TempDir(), Runtime: herd.RuntimeExec, Agent: herd.AgentGeneric}}); err != nil {
+	if err := putRoles(context.Background(), st, policy, []herd.Role{{Name: "w", Replicas: 1, Command: []string{"sleep", "60"}, Workdir: t.TempDir(), Runtime: herd.RuntimeExec, Agent: herd.AgentGeneric}}); err != nil {
 		t.Fatal(err)
 	}
 	return &env{sl: sl, st: st, rt: rt}
@@ -200,7 +201,7 @@ func TestLeftoverRetriedAndReported(t *testing.T) {
 	e.sl.Reconcile(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go e.sl.runLeftovers(ctx)
+	go e.sl.td.Run(ctx)
 	if err := e.sl.Stop(context.Background(), StopRequest{Name: "w-0", Reason: herd.ReasonUser, DropReplica: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -225,3 +226,30 @@ func TestLeftoverRetriedAndReported(t *testing.T) {
 		t.Errorf("expected the stop's removal and two retries … got %d calls", n)
 	}
 }
+
+// putRoles declares roles as an apply does: restart fields left zero take
+// the defaults, each is validated and declared on this host.
+func putRoles(ctx context.Context, st *status.Manager, defaults herd.RestartPolicy, roles []herd.Role) error {
+	return st.WriteRoles(ctx, func(tx store.Tx, rearm status.Rearm) error {
+		for _, ro := range roles {
+			if ro.Restart.InitialBackoff == 0 {
+				ro = config.ResolveRole(ro, defaults)
+			}
+			if err := config.ValidateRole(ro); err != nil {
+				return err
+			}
+			ro.Host = st.Host()
+			ro.UpdatedAt = time.Now().UTC()
+			if err := tx.PutRole(ro); err != nil {
+				return err
+			}
+			if err := rearm(ro.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// testPolicy is the [restart] default of the tests' roles.
+var testPolicy = herd.RestartPolicy{Policy: herd.PolicyAlways, InitialBackoff: time.Minute, MaxBackoff: time.Hour, ResetAfter: time.Hour, MaxRestarts: 3}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/conversation"
 	"herd/internal/store"
 )
 
@@ -175,28 +176,12 @@ func (sl *Slots) resume(ctx context.Context, name string, byUser, onlyRestartabl
 	unlock := sl.st.Lock(name)
 	defer unlock()
 	if byUser {
-		err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
-			cur, err := tx.Session(name)
-			if err != nil {
-				return err
-			}
-			if cur.State != herd.StateStopped {
-				return fmt.Errorf("session %s is %s: %w", name, cur.State, ErrNotStopped)
-			}
-			r, err := tx.Role(role.Name)
-			if err != nil {
-				return err
-			}
-			r.Replicas++
-			r.UpdatedAt = time.Now().UTC()
-			return tx.PutRole(r)
-		})
-		if err != nil {
+		if err := sl.countAgain(ctx, name, role.Name); err != nil {
 			return err
 		}
 	}
 	return sl.launchLocked(ctx, LaunchRequest{
-		Role: role, Name: name, Index: s.Index, Kind: herd.EventResumed, Argv: resumeArgv(snap, role.Env),
+		Role: role, Name: name, Index: s.Index, Kind: herd.EventResumed, Argv: conversation.ResumeArgv(snap, role.Env),
 		AgentSessionID: snap.AgentSessionID,
 		Check: func(cur *herd.Session, exists bool) error {
 			if !exists || cur.State != herd.StateStopped {
@@ -204,5 +189,26 @@ func (sl *Slots) resume(ctx context.Context, name string, byUser, onlyRestartabl
 			}
 			return nil
 		},
+	})
+}
+
+// countAgain counts a stopped session toward its role's replicas again
+// (a resume by the user): the role gets one replica more.
+func (sl *Slots) countAgain(ctx context.Context, name, role string) error {
+	return sl.st.Store().Update(ctx, func(tx store.Tx) error {
+		cur, err := tx.Session(name)
+		if err != nil {
+			return err
+		}
+		if cur.State != herd.StateStopped {
+			return fmt.Errorf("session %s is %s: %w", name, cur.State, ErrNotStopped)
+		}
+		r, err := tx.Role(role)
+		if err != nil {
+			return err
+		}
+		r.Replicas++
+		r.UpdatedAt = time.Now().UTC()
+		return tx.PutRole(r)
 	})
 }

@@ -40,33 +40,16 @@ func (sl *Slots) Restart(ctx context.Context, req RestartRequest) (string, error
 	if req.Reason == "" {
 		req.Reason = herd.ReasonUser
 	}
-	if !sl.ops.begin() {
+	if !sl.ops.Begin() {
 		return "", errShuttingDown
 	}
-	defer sl.ops.end()
+	defer sl.ops.End()
 	unlock := sl.st.Lock(req.Name)
 	defer unlock()
 
-	var s herd.Session
-	var role herd.Role
-	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
-		var err error
-		if s, err = tx.Session(req.Name); err != nil {
-			return named("session", req.Name, err)
-		}
-		if role, err = tx.Role(s.Role); errors.Is(err, store.ErrNotFound) {
-			return Badf("restart %s: its role %s is no longer declared", req.Name, s.Role)
-		}
-		return err
-	})
+	s, role, err := sl.restartTarget(ctx, req.Name)
 	if err != nil {
 		return "", err
-	}
-	if s.State == herd.StateStopped {
-		return "", Badf("restart %s: the session is stopped; herd resume %s brings it back", req.Name, req.Name)
-	}
-	if s.Host != sl.st.Host() {
-		return "", Badf("restart %s: the session runs on host %s, not %s", req.Name, s.Host, sl.st.Host())
 	}
 	rearm := s.State == herd.StateFailed || s.State == herd.StateSucceeded
 	err = sl.stopLocked(ctx, StopRequest{
@@ -111,20 +94,29 @@ func (sl *Slots) Restart(ctx context.Context, req RestartRequest) (string, error
 	return fresh, err
 }
 
-// Sessions returns this host's sessions of role (every role when role is
-// ""), by role and index.
-func (sl *Slots) Sessions(ctx context.Context, role string) ([]herd.Session, error) {
-	_, sessions, _, err := sl.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []herd.Session
-	for _, s := range sessions {
-		if role == "" || s.Role == role {
-			out = append(out, s)
+// restartTarget reads the session a restart replaces and its role, and
+// refuses a session that is stopped (herd resume brings it back) or runs
+// on another host.
+func (sl *Slots) restartTarget(ctx context.Context, name string) (s herd.Session, role herd.Role, err error) {
+	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
+		var err error
+		if s, err = tx.Session(name); err != nil {
+			return named("session", name, err)
 		}
+		if role, err = tx.Role(s.Role); errors.Is(err, store.ErrNotFound) {
+			return Badf("restart %s: its role %s is no longer declared", name, s.Role)
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return s, role, err
+	case s.State == herd.StateStopped:
+		return s, role, Badf("restart %s: the session is stopped; herd resume %s brings it back", name, name)
+	case s.Host != sl.st.Host():
+		return s, role, Badf("restart %s: the session runs on host %s, not %s", name, s.Host, sl.st.Host())
 	}
-	return out, nil
+	return s, role, nil
 }
 
 // Reset clears a session's crash count: the next crash backs off from the

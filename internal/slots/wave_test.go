@@ -78,7 +78,7 @@ func newWaveEnv(t *testing.T, replicas int) (*Slots, *status.Manager, *gateRunti
 	p := prober.New(prober.Options{Status: st, Proc: proc.Real(), BootID: boot, Interval: time.Second, Concurrency: 2, Log: log})
 	rt := &gateRuntime{gate: make(chan struct{})}
 	sl := New(Options{Status: st, Prober: p, Runtimes: map[string]runtime.Runtime{herd.RuntimeExec: rt}, Proc: proc.Real(), BootID: boot,
-		Grace: time.Second, Interval: time.Second, Defaults: policy, Log: log})
+		Grace: time.Second, Interval: time.Second, Log: log})
 	t.Cleanup(func() {
 		sl.Close()
 		p.Close()
@@ -91,7 +91,7 @@ func newWaveEnv(t *testing.T, replicas int) (*Slots, *status.Manager, *gateRunti
 	})
 	t.Cleanup(rt.open) // first: a failed test leaves no launch held at the gate
 	role := herd.Role{Name: "w", Replicas: replicas, Command: []string{"sleep", "60"}, Workdir: t.TempDir(), Runtime: herd.RuntimeExec, Agent: herd.AgentGeneric}
-	if err := sl.ApplyRoles(context.Background(), []herd.Role{role}); err != nil {
+	if err := putRoles(context.Background(), st, policy, []herd.Role{role}); err != nil {
 		t.Fatal(err)
 	}
 	return sl, st, rt

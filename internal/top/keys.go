@@ -21,40 +21,61 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case modeFilter, modeInject:
 		return m.typing(k)
 	case modeConfirm:
-		m.mode = modeTable
-		if s == "y" || s == "Y" {
-			name, src, act := m.target, m.src, m.src.Stop
-			m.status = "stopping " + name + "..."
-			if m.verb == "restart" {
-				act, m.status = src.Restart, "restarting "+name+"..."
-			}
-			return m, m.call(func(ctx context.Context) tea.Msg {
-				text, err := act(ctx, name)
-				return resultMsg{text, err}
-			})
-		}
-		m.status = m.verb + " cancelled"
-		return m, nil
+		return m.confirmKey(s)
 	case modeLogs:
-		switch s {
-		case "esc", "q", "enter":
-			m.mode, m.logs, m.scroll = modeTable, nil, 0
-		case "up", "k":
-			m.scroll = min(m.scroll+1, max(len(m.logs)-1, 0))
-		case "down", "j":
-			m.scroll = max(m.scroll-1, 0)
-		case "pgup":
-			m.scroll = min(m.scroll+m.logRows(), max(len(m.logs)-1, 0))
-		case "pgdown":
-			m.scroll = max(m.scroll-m.logRows(), 0)
-		}
+		m.logsKey(s)
 		return m, nil
 	}
 	rows := m.rows()
 	cur := slices.IndexFunc(rows, func(v api.SessionView) bool { return v.Name == m.selected })
-	switch s {
-	case "q":
+	if s == "q" {
 		return m, tea.Quit
+	}
+	m.tableKey(s, rows, cur)
+	if cur < 0 {
+		return m, nil
+	}
+	return m.sessionKey(s, rows[cur])
+}
+
+// confirmKey answers the confirmation of a stop or restart.
+func (m *Model) confirmKey(s string) (tea.Model, tea.Cmd) {
+	m.mode = modeTable
+	if s == "y" || s == "Y" {
+		name, src, act := m.target, m.src, m.src.Stop
+		m.status = "stopping " + name + "..."
+		if m.verb == "restart" {
+			act, m.status = src.Restart, "restarting "+name+"..."
+		}
+		return m, m.call(func(ctx context.Context) tea.Msg {
+			text, err := act(ctx, name)
+			return resultMsg{text, err}
+		})
+	}
+	m.status = m.verb + " cancelled"
+	return m, nil
+}
+
+// logsKey scrolls the log view, or leaves it.
+func (m *Model) logsKey(s string) {
+	switch s {
+	case "esc", "q", "enter":
+		m.mode, m.logs, m.scroll = modeTable, nil, 0
+	case "up", "k":
+		m.scroll = min(m.scroll+1, max(len(m.logs)-1, 0))
+	case "down", "j":
+		m.scroll = max(m.scroll-1, 0)
+	case "pgup":
+		m.scroll = min(m.scroll+m.logRows(), max(len(m.logs)-1, 0))
+	case "pgdown":
+		m.scroll = max(m.scroll-m.logRows(), 0)
+	}
+}
+
+// tableKey moves the selection, sorts and filters the table; cur is the
+// selected row's index in rows (-1: none).
+func (m *Model) tableKey(s string, rows []api.SessionView, cur int) {
+	switch s {
 	case "up", "k":
 		if cur > 0 {
 			m.selected = rows[cur-1].Name
@@ -82,10 +103,10 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.filter, m.status = "", ""
 		m.keepSelection()
 	}
-	if cur < 0 {
-		return m, nil
-	}
-	v := rows[cur]
+}
+
+// sessionKey acts on the selected session v.
+func (m *Model) sessionKey(s string, v api.SessionView) (tea.Model, tea.Cmd) {
 	switch s {
 	case "enter":
 		if v.RuntimeKind == herd.RuntimeTmux && v.State.Live() && m.opts.Attach != nil {

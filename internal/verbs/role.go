@@ -12,6 +12,7 @@ import (
 	"herd/internal/api"
 	"herd/internal/config"
 	"herd/internal/reaper"
+	"herd/internal/roles"
 	"herd/internal/slots"
 )
 
@@ -52,7 +53,7 @@ type RolloutRequest struct {
 // RolloutResult is what a rollout did; Error says why it stopped early.
 type RolloutResult struct {
 	Result
-	Replaced []slots.RolloutStep `json:"replaced"`
+	Replaced []roles.RolloutStep `json:"replaced"`
 	Left     []string            `json:"left,omitempty"`
 	Error    string              `json:"error,omitempty"`
 }
@@ -75,7 +76,7 @@ type ApplyRequest struct {
 // ApplyResult says what an apply did, or would do, per role.
 type ApplyResult struct {
 	Result
-	Changes []slots.RoleChange `json:"changes"`
+	Changes []roles.RoleChange `json:"changes"`
 }
 
 // ReapRequest asks for one reaper pass of this host.
@@ -214,7 +215,7 @@ func (v *Verbs) Rollout(ctx context.Context, req RolloutRequest) (RolloutResult,
 	}
 	ctx, cancel := detach(ctx, rolloutTimeout)
 	defer cancel()
-	rep, err := v.o.Roles.Rollout(ctx, slots.RolloutRequest{Role: req.Role, MaxUnavailable: req.MaxUnavailable,
+	rep, err := v.o.Roles.Rollout(ctx, roles.RolloutRequest{Role: req.Role, MaxUnavailable: req.MaxUnavailable,
 		Ready: ready, All: req.All, MinReady: minReady})
 	var bad *slots.BadInput
 	if err != nil && (errors.As(err, &bad) || len(rep.Replaced) == 0 && len(rep.Left) == 0) {
@@ -222,7 +223,7 @@ func (v *Verbs) Rollout(ctx context.Context, req RolloutRequest) (RolloutResult,
 	}
 	res := RolloutResult{Replaced: rep.Replaced, Left: rep.Left}
 	if res.Replaced == nil {
-		res.Replaced = []slots.RolloutStep{}
+		res.Replaced = []roles.RolloutStep{}
 	}
 	if err != nil {
 		res.Error = err.Error()
@@ -278,13 +279,13 @@ func (v *Verbs) placedElsewhere(ctx context.Context, role string) ([]string, err
 // run). Any daemon may apply: a role another host declared is refused by
 // the slots, naming that host.
 func (v *Verbs) Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error) {
-	changes, err := v.o.Roles.Apply(ctx, req.Roles, slots.ApplyOptions{Inherit: req.Inherit, DryRun: req.DryRun})
+	changes, err := v.o.Roles.Apply(ctx, req.Roles, roles.ApplyOptions{Inherit: req.Inherit, DryRun: req.DryRun})
 	if err != nil {
 		return ApplyResult{}, err
 	}
 	n := 0
 	for _, c := range changes {
-		if c.Action != slots.RoleUnchanged {
+		if c.Action != roles.RoleUnchanged {
 			n++
 		}
 	}

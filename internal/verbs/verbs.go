@@ -19,6 +19,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/reaper"
+	"herd/internal/roles"
 	"herd/internal/runtime/tmux"
 	"herd/internal/slots"
 
@@ -42,13 +43,13 @@ type SessionSlots interface {
 // RoleSlots are the slot operations on roles.
 type RoleSlots interface {
 	// Apply validates and upserts roles.
-	Apply(ctx context.Context, roles []herd.Role, o slots.ApplyOptions) ([]slots.RoleChange, error)
+	Apply(ctx context.Context, rs []herd.Role, o roles.ApplyOptions) ([]roles.RoleChange, error)
 	// Scale sets a role's replicas.
 	Scale(ctx context.Context, name string, replicas int) error
 	// DeleteRole stops a role's sessions and forgets it.
 	DeleteRole(ctx context.Context, name string) (int, error)
 	// Rollout replaces a role's outdated sessions of this host.
-	Rollout(ctx context.Context, req slots.RolloutRequest) (slots.RolloutReport, error)
+	Rollout(ctx context.Context, req roles.RolloutRequest) (roles.RolloutReport, error)
 	// Archive marks a session done.
 	Archive(ctx context.Context, name string) error
 }
@@ -102,7 +103,7 @@ type Forwarder interface {
 // The components behind the interfaces above.
 var (
 	_ SessionSlots  = (*slots.Slots)(nil)
-	_ RoleSlots     = (*slots.Slots)(nil)
+	_ RoleSlots     = (*roles.Roles)(nil)
 	_ Kicker        = (*slots.Slots)(nil)
 	_ Reaper        = (*reaper.Reaper)(nil)
 	_ ClearInjector = (*tmux.Runtime)(nil)

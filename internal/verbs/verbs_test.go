@@ -15,6 +15,7 @@ import (
 	"herd/internal/api"
 	"herd/internal/commands"
 	"herd/internal/reaper"
+	"herd/internal/roles"
 	"herd/internal/slots"
 	"herd/internal/store"
 
@@ -28,7 +29,7 @@ type fakeSlots struct {
 	// err is returned by every operation when set.
 	err     error
 	rearmed bool
-	rollout slots.RolloutReport
+	rollout roles.RolloutReport
 	kicks   int
 }
 
@@ -62,11 +63,11 @@ func (f *fakeSlots) Signal(ctx context.Context, name string, sig unix.Signal) (i
 	f.calls = append(f.calls, "signal "+name+" "+unix.SignalName(sig))
 	return 42, f.err
 }
-func (f *fakeSlots) Apply(ctx context.Context, roles []herd.Role, o slots.ApplyOptions) ([]slots.RoleChange, error) {
+func (f *fakeSlots) Apply(ctx context.Context, rs []herd.Role, o roles.ApplyOptions) ([]roles.RoleChange, error) {
 	f.calls = append(f.calls, "apply")
-	var out []slots.RoleChange
-	for _, r := range roles {
-		out = append(out, slots.RoleChange{Role: r.Name, Action: slots.RoleCreated})
+	var out []roles.RoleChange
+	for _, r := range rs {
+		out = append(out, roles.RoleChange{Role: r.Name, Action: roles.RoleCreated})
 	}
 	return out, f.err
 }
@@ -78,7 +79,7 @@ func (f *fakeSlots) DeleteRole(ctx context.Context, name string) (int, error) {
 	f.calls = append(f.calls, "delete "+name)
 	return 2, f.err
 }
-func (f *fakeSlots) Rollout(ctx context.Context, req slots.RolloutRequest) (slots.RolloutReport, error) {
+func (f *fakeSlots) Rollout(ctx context.Context, req roles.RolloutRequest) (roles.RolloutReport, error) {
 	f.calls = append(f.calls, "rollout "+req.Role)
 	return f.rollout, f.err
 }
@@ -490,15 +491,15 @@ func TestRolloutPlaced(t *testing.T) {
 	lister := &fakeReader{sessions: rows.sessions, roles: rows.roles, stale: rows.stale}
 	b, bSlots := host("b", lister, noForward(t))
 	c, cSlots := host("c", lister, noForward(t))
-	bSlots.rollout = slots.RolloutReport{Role: "sp", Replaced: []slots.RolloutStep{{Session: "sp-1", From: "1", To: "2"}}}
-	cSlots.rollout = slots.RolloutReport{Role: "sp", Replaced: []slots.RolloutStep{{Session: "sp-2", From: "1", To: "2"}}}
+	bSlots.rollout = roles.RolloutReport{Role: "sp", Replaced: []roles.RolloutStep{{Session: "sp-1", From: "1", To: "2"}}}
+	cSlots.rollout = roles.RolloutReport{Role: "sp", Replaced: []roles.RolloutStep{{Session: "sp-2", From: "1", To: "2"}}}
 	a, aSlots := host("a", lister, forwardFunc(func(ctx context.Context, cmd herd.Command, timeout time.Duration) (string, error) {
 		if cmd.Host == "b" {
 			return b.Execute(ctx, cmd)
 		}
 		return c.Execute(ctx, cmd)
 	}))
-	aSlots.rollout = slots.RolloutReport{Role: "sp", Replaced: []slots.RolloutStep{{Session: "sp-0", From: "1", To: "2"}}}
+	aSlots.rollout = roles.RolloutReport{Role: "sp", Replaced: []roles.RolloutStep{{Session: "sp-0", From: "1", To: "2"}}}
 
 	res, err := a.Rollout(ctx, RolloutRequest{Role: "sp", MaxUnavailable: 1})
 	if err != nil || res.Message != "role sp: rolled out (3 session(s) replaced)" || len(res.Replaced) != 3 || res.Replaced[2].Session != "sp-2" {

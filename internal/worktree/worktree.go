@@ -289,3 +289,11 @@ func (m *Manager) writeMeta(ctx context.Context, path, name, value string) error
 	}
 	return nil
 }
+
+// OptionsFor describes the worktree of session of role.
+func OptionsFor(role herd.Role, session string) Options {
+	return Options{
+		Workdir: role.Workdir, Session: session, Base: role.WorktreeBase,
+		Include: role.WorktreeInclude, Setup: role.WorktreeSetup,
+	}
+}

@@ -1,4 +1,4 @@
-package slots
+package roles
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"sync"
 	"time"
 
 	"herd"
 	"herd/internal/config"
 	"herd/internal/rollout"
+	"herd/internal/slots"
 	"herd/internal/status"
 	"herd/internal/store"
 )
@@ -47,25 +47,19 @@ type RoleChange struct {
 	Rearmed int `json:"rearmed,omitempty"`
 }
 
-// defaults guards the daemon's [restart] defaults, which a reload changes.
-type defaults struct {
-	mu sync.Mutex // guards p
-	p  herd.RestartPolicy
-}
-
 // RestartDefaults returns the [restart] defaults roles inherit.
-func (sl *Slots) RestartDefaults() herd.RestartPolicy {
-	sl.defs.mu.Lock()
-	defer sl.defs.mu.Unlock()
-	return sl.defs.p
+func (r *Roles) RestartDefaults() herd.RestartPolicy {
+	r.defs.mu.Lock()
+	defer r.defs.mu.Unlock()
+	return r.defs.p
 }
 
 // SetRestartDefaults changes the [restart] defaults roles applied from
 // now on inherit (herd reload).
-func (sl *Slots) SetRestartDefaults(p herd.RestartPolicy) {
-	sl.defs.mu.Lock()
-	defer sl.defs.mu.Unlock()
-	sl.defs.p = p
+func (r *Roles) SetRestartDefaults(p herd.RestartPolicy) {
+	r.defs.mu.Lock()
+	defer r.defs.mu.Unlock()
+	r.defs.p = p
 }
 
 // Apply validates every role, then upserts them all in one transaction
@@ -73,14 +67,14 @@ func (sl *Slots) SetRestartDefaults(p herd.RestartPolicy) {
 // fields left zero by a client that did not resolve them (herd run), and
 // those named in o.Inherit, take the daemon's [restart] defaults. Failed
 // sessions of an applied role that changed re-arm.
-func (sl *Slots) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) ([]RoleChange, error) {
-	defaults := sl.RestartDefaults()
+func (r *Roles) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) ([]RoleChange, error) {
+	defaults := r.RestartDefaults()
 	seen := map[string]bool{}
 	for i, ro := range roles {
 		if keys, ok := o.Inherit[ro.Name]; ok {
 			var err error
 			if ro, err = config.Inherit(ro, keys, defaults); err != nil {
-				return nil, Badf("apply: %v", err)
+				return nil, slots.Badf("apply: %v", err)
 			}
 		}
 		if ro.Restart.InitialBackoff == 0 {
@@ -89,10 +83,10 @@ func (sl *Slots) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) (
 			ro = config.ResolveRole(ro, defaults)
 		}
 		if err := config.ValidateRole(ro); err != nil {
-			return nil, Badf("apply: role %d: %v", i, err)
+			return nil, slots.Badf("apply: role %d: %v", i, err)
 		}
 		if seen[ro.Name] {
-			return nil, Badf("apply: duplicate role %q", ro.Name)
+			return nil, slots.Badf("apply: duplicate role %q", ro.Name)
 		}
 		seen[ro.Name] = true
 		roles[i] = ro
@@ -100,7 +94,7 @@ func (sl *Slots) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) (
 	var changes []RoleChange
 	write := func(tx store.Tx, rearm status.Rearm) error {
 		changes = changes[:0] // the function may run again (a serialization retry)
-		sessions, err := tx.SessionsOnHost(sl.st.Host())
+		sessions, err := tx.SessionsOnHost(r.st.Host())
 		if err != nil {
 			return err
 		}
@@ -112,14 +106,14 @@ func (sl *Slots) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) (
 			}
 			if exists {
 				// Only the host that declared a role reconciles it.
-				if err := sl.checkRoleHost(old); err != nil {
+				if err := r.checkRoleHost(old); err != nil {
 					return err
 				}
 			}
-			ro.Host = sl.st.Host()
+			ro.Host = r.st.Host()
 			c := diffRole(old, ro, exists)
 			for _, s := range sessions {
-				if s.Role != ro.Name || s.Host != sl.st.Host() {
+				if s.Role != ro.Name || s.Host != r.st.Host() {
 					continue
 				}
 				if s.State == herd.StateFailed {
@@ -148,9 +142,9 @@ func (sl *Slots) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) (
 	}
 	var err error
 	if o.DryRun {
-		err = sl.st.Store().View(ctx, func(tx store.Tx) error { return write(tx, nil) })
-	} else if err = sl.st.WriteRoles(ctx, write); err == nil {
-		sl.Kick()
+		err = r.st.Store().View(ctx, func(tx store.Tx) error { return write(tx, nil) })
+	} else if err = r.st.WriteRoles(ctx, write); err == nil {
+		r.o.Slots.Kick()
 	}
 	return changes, err
 }
@@ -196,4 +190,16 @@ func diffRole(old, ro herd.Role, exists bool) RoleChange {
 		c.Action = RoleConfigured
 	}
 	return c
+}
+
+// checkRoleHost refuses to redeclare an unplaced role another host
+// declared: its sessions run there, and two daemons must never reconcile
+// one role.
+func (r *Roles) checkRoleHost(existing herd.Role) error {
+	// A placed role runs wherever the placement leader puts it: any
+	// daemon may redeclare it.
+	if slots.OwnsRole(existing, r.st.Host()) || existing.Placed() {
+		return nil
+	}
+	return slots.Badf("apply: role %s is declared on host %s; apply it there, or delete it there first", existing.Name, existing.Host)
 }

@@ -1,4 +1,4 @@
-package slots
+package worktrees
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"herd/internal/worktree"
 )
 
-// PruneWorktrees removes the worktrees herd kept for sessions that no
+// Prune removes the worktrees herd kept for sessions that no
 // longer exist (their role deleted, or kept by a reap): a clean one goes
 // (its branch too when it has no commits of its own; a branch with
 // commits stays, so nothing committed is lost), a dirty one only with
@@ -19,10 +19,10 @@ import (
 // repositories looked at are those of the declared worktree roles and
 // those named by kept-worktree events. It returns what it removed and
 // what it kept, with why, ordered by path.
-func (sl *Slots) PruneWorktrees(ctx context.Context, force bool) ([]worktree.Removal, error) {
+func (w *Worktrees) Prune(ctx context.Context, force bool) ([]worktree.Removal, error) {
 	exists := map[string]bool{}
 	repos := map[string]bool{}
-	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
+	err := w.st.Store().View(ctx, func(tx store.Tx) error {
 		sessions, err := tx.Sessions()
 		if err != nil {
 			return err
@@ -39,7 +39,7 @@ func (sl *Slots) PruneWorktrees(ctx context.Context, force bool) ([]worktree.Rem
 				repos[r.Workdir] = true
 			}
 		}
-		kept, err := tx.Events(store.EventFilter{Host: sl.st.Host(), Kind: herd.EventWorktree})
+		kept, err := tx.Events(store.EventFilter{Host: w.st.Host(), Kind: herd.EventWorktree})
 		if err != nil {
 			return err
 		}
@@ -62,14 +62,14 @@ func (sl *Slots) PruneWorktrees(ctx context.Context, force bool) ([]worktree.Rem
 	var out []worktree.Removal
 	var errs []error
 	for _, dir := range dirs {
-		res, err := sl.o.Worktrees.Prune(ctx, worktree.PruneOptions{
+		res, err := w.o.Manager.Prune(ctx, worktree.PruneOptions{
 			Workdir: dir, Force: force, InUse: func(session string) bool { return exists[session] },
 		})
 		if err != nil {
 			if errors.Is(err, worktree.ErrNotRepo) {
 				continue // the repository itself is gone: nothing left to prune
 			}
-			sl.o.Log.Warn("worktree prune", "workdir", dir, "err", err)
+			w.o.Log.Warn("worktree prune", "workdir", dir, "err", err)
 			errs = append(errs, err)
 		}
 		for _, r := range res {
@@ -104,41 +104,4 @@ func keptRepo(e herd.Event) string {
 		return ""
 	}
 	return dir
-}
-
-// RemoveWorktree removes a stopped session's worktree under delete role's
-// rule (clean, and its branch merged or without commits of its own;
-// otherwise kept, with an event saying why and where): the reaper calls it
-// after a reap. A resume makes the worktree again.
-func (sl *Slots) RemoveWorktree(ctx context.Context, session string) {
-	unlock := sl.st.Lock(session) // no resume meanwhile
-	defer unlock()
-	var s herd.Session
-	var role herd.Role
-	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
-		var err error
-		if s, err = tx.Session(session); err != nil {
-			return err
-		}
-		role, err = tx.Role(s.Role)
-		return err
-	})
-	if err != nil || !role.Worktree || s.State.Live() {
-		return
-	}
-	events := sl.removeWorktrees(ctx, role, []herd.Session{s})
-	if len(events) == 0 {
-		return
-	}
-	err = sl.st.Store().Update(ctx, func(tx store.Tx) error {
-		for _, e := range events {
-			if err := tx.AppendEvent(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		sl.o.Log.Warn("worktree of a reaped session: record", "session", session, "err", err)
-	}
 }

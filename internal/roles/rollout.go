@@ -1,4 +1,4 @@
-package slots
+package roles
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"herd"
 	"herd/internal/rollout"
+	"herd/internal/slots"
 	"herd/internal/status"
 	"herd/internal/store"
 )
@@ -50,28 +51,28 @@ type RolloutReport struct {
 
 // Outdated returns the verdict for each of this host's sessions of role
 // (every role when "") that runs an older template than its role's.
-func (sl *Slots) Outdated(ctx context.Context, role string) (map[string]rollout.Verdict, error) {
+func (r *Roles) Outdated(ctx context.Context, role string) (map[string]rollout.Verdict, error) {
 	// The live set status keeps: the sessions that can be outdated with
 	// their open incarnations, no query per session (get sessions asks
 	// on every call).
-	roles, _, live, err := sl.st.Listing(ctx)
+	roles, _, live, err := r.st.Listing(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return sl.OutdatedIn(roles, live, role), nil
+	return r.OutdatedIn(roles, live, role), nil
 }
 
 // OutdatedIn is Outdated over a listing of the live set the caller read
 // (status.Manager.Listing). Each role's fingerprint is computed once.
-func (sl *Slots) OutdatedIn(roles []herd.Role, live []status.Live, role string) map[string]rollout.Verdict {
+func (r *Roles) OutdatedIn(roles []herd.Role, live []status.Live, role string) map[string]rollout.Verdict {
 	current := make(map[string]string, len(roles))
-	for _, r := range roles {
-		if role == "" || r.Name == role {
-			current[r.Name] = rollout.Fingerprint(r)
+	for _, ro := range roles {
+		if role == "" || ro.Name == role {
+			current[ro.Name] = rollout.Fingerprint(ro)
 		}
 	}
 	out := map[string]rollout.Verdict{}
-	updated := sl.binaryUpdated()
+	updated := r.o.Slots.BinaryUpdated()
 	for _, l := range live {
 		fp, ok := current[l.S.Role]
 		if !ok {
@@ -93,29 +94,29 @@ func (sl *Slots) OutdatedIn(roles []herd.Role, live []status.Live, role string) 
 // run before the next batch is stopped; a new incarnation that does not
 // run (a crash, a bad command) stops the rollout, leaving the remaining
 // old sessions running. Each replacement is recorded as a rollout event.
-func (sl *Slots) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport, error) {
+func (r *Roles) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport, error) {
 	rep := RolloutReport{Role: req.Role}
 	if req.MaxUnavailable < 1 {
-		return rep, Badf("rollout: --max-unavailable must be at least 1")
+		return rep, slots.Badf("rollout: --max-unavailable must be at least 1")
 	}
 	if req.Ready <= 0 {
 		req.Ready = time.Minute
 	}
 	var role herd.Role
-	err := sl.st.Store().View(ctx, func(tx store.Tx) (err error) {
+	err := r.st.Store().View(ctx, func(tx store.Tx) (err error) {
 		if role, err = tx.Role(req.Role); err != nil {
-			return named("role", req.Role, err)
+			return slots.Named("role", req.Role, err)
 		}
 		return nil
 	})
 	if err != nil {
 		return rep, err
 	}
-	verdicts, err := sl.Outdated(ctx, req.Role)
+	verdicts, err := r.Outdated(ctx, req.Role)
 	if err != nil {
 		return rep, err
 	}
-	sessions, err := sl.Sessions(ctx, req.Role)
+	sessions, err := r.sessions(ctx, req.Role)
 	if err != nil {
 		return rep, err
 	}
@@ -131,7 +132,7 @@ func (sl *Slots) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport
 		}
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i].Index < todo[j].Index })
-	sl.o.Log.Info("rollout started", "role", role.Name, "sessions", len(todo), "max_unavailable", req.MaxUnavailable)
+	r.o.Log.Info("rollout started", "role", role.Name, "sessions", len(todo), "max_unavailable", req.MaxUnavailable)
 	for len(todo) > 0 {
 		n := min(req.MaxUnavailable, len(todo))
 		batch := todo[:n]
@@ -139,7 +140,7 @@ func (sl *Slots) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i, s := range batch {
-			wg.Go(func() { steps[i], errs[i] = sl.replace(ctx, s, req.Ready, req.MinReady) })
+			wg.Go(func() { steps[i], errs[i] = r.replace(ctx, s, req.Ready, req.MinReady) })
 		}
 		wg.Wait()
 		todo = todo[n:]
@@ -160,36 +161,36 @@ func (sl *Slots) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport
 
 // replace restarts one session for a rollout and waits for its new
 // incarnation to run.
-func (sl *Slots) replace(ctx context.Context, s herd.Session, ready, minReady time.Duration) (RolloutStep, error) {
+func (r *Roles) replace(ctx context.Context, s herd.Session, ready, minReady time.Duration) (RolloutStep, error) {
 	step := RolloutStep{Session: s.Name, From: s.Incarnation, Reason: s.Exit.Reason}
 	start := time.Now()
 	data := map[string]any{"rollout": true, "outdated_reason": step.Reason}
-	sl.event(ctx, s, s.Incarnation, "replacing", fmt.Sprintf("rollout: replacing %s (%s)", s.Name, step.Reason), data)
-	to, err := sl.Restart(ctx, RestartRequest{Name: s.Name, Reason: herd.EventRollout, Data: data})
+	r.event(ctx, s, s.Incarnation, "replacing", fmt.Sprintf("rollout: replacing %s (%s)", s.Name, step.Reason), data)
+	to, err := r.o.Slots.Restart(ctx, slots.RestartRequest{Name: s.Name, Reason: herd.EventRollout, Data: data})
 	if err != nil {
 		return step, err
 	}
 	step.To = to
-	err = sl.awaitRunning(ctx, s.Name, to, ready)
+	err = r.awaitRunning(ctx, s.Name, to, ready)
 	step.Took = time.Since(start)
 	if err == nil && minReady > 0 {
-		err = sl.keepsRunning(ctx, s.Name, to, minReady)
+		err = r.keepsRunning(ctx, s.Name, to, minReady)
 	}
 	if err != nil {
-		sl.event(ctx, s, to, "stalled", fmt.Sprintf("rollout stopped: %s: %v", s.Name, err), data)
+		r.event(ctx, s, to, "stalled", fmt.Sprintf("rollout stopped: %s: %v", s.Name, err), data)
 		return step, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	sl.event(ctx, s, to, "replaced", fmt.Sprintf("rollout: %s replaced, running after %s (and for %s since)", s.Name, step.Took.Round(time.Millisecond), minReady),
+	r.event(ctx, s, to, "replaced", fmt.Sprintf("rollout: %s replaced, running after %s (and for %s since)", s.Name, step.Took.Round(time.Millisecond), minReady),
 		map[string]any{"from": step.From, "to": to, "took": step.Took.String(), "min_ready": minReady.String()})
 	return step, nil
 }
 
 // awaitRunning waits until session name runs incarnation inc.
-func (sl *Slots) awaitRunning(ctx context.Context, name, inc string, within time.Duration) error {
+func (r *Roles) awaitRunning(ctx context.Context, name, inc string, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		var s herd.Session
-		err := sl.st.Store().View(ctx, func(tx store.Tx) (err error) {
+		err := r.st.Store().View(ctx, func(tx store.Tx) (err error) {
 			s, err = tx.Session(name)
 			return err
 		})
@@ -220,11 +221,11 @@ func (sl *Slots) awaitRunning(ctx context.Context, name, inc string, within time
 }
 
 // keepsRunning checks that session name keeps incarnation inc live for d.
-func (sl *Slots) keepsRunning(ctx context.Context, name, inc string, d time.Duration) error {
+func (r *Roles) keepsRunning(ctx context.Context, name, inc string, d time.Duration) error {
 	end := time.Now().Add(d)
 	for {
 		var s herd.Session
-		err := sl.st.Store().View(ctx, func(tx store.Tx) (err error) {
+		err := r.st.Store().View(ctx, func(tx store.Tx) (err error) {
 			s, err = tx.Session(name)
 			return err
 		})
@@ -250,11 +251,36 @@ func (sl *Slots) keepsRunning(ctx context.Context, name, inc string, d time.Dura
 }
 
 // event appends a rollout event for session s.
-func (sl *Slots) event(ctx context.Context, s herd.Session, inc, reason, msg string, data map[string]any) {
-	err := sl.st.Store().Update(ctx, func(tx store.Tx) error {
-		return tx.AppendEvent(sl.st.Event(s, inc, herd.EventRollout, reason, msg, data))
+func (r *Roles) event(ctx context.Context, s herd.Session, inc, reason, msg string, data map[string]any) {
+	err := r.st.Store().Update(ctx, func(tx store.Tx) error {
+		return tx.AppendEvent(r.st.Event(s, inc, herd.EventRollout, reason, msg, data))
 	})
 	if err != nil {
-		sl.o.Log.Warn("rollout: event not recorded", "session", s.Name, "err", err)
+		r.o.Log.Warn("rollout: event not recorded", "session", s.Name, "err", err)
 	}
+}
+
+// sessions returns this host's sessions of role (every role when role is
+// ""), by role and index.
+func (r *Roles) sessions(ctx context.Context, role string) ([]herd.Session, error) {
+	_, sessions, _, err := r.st.Listing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []herd.Session
+	for _, s := range sessions {
+		if role == "" || s.Role == role {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// withBinaryUpdated adds binary_updated to a verdict.
+func withBinaryUpdated(v rollout.Verdict) rollout.Verdict {
+	if v.Outdated {
+		v.Reason += "; " + herd.ReasonBinaryUpdated
+		return v
+	}
+	return rollout.Verdict{Outdated: true, Reason: herd.ReasonBinaryUpdated}
 }

@@ -1,4 +1,4 @@
-package slots
+package worktrees
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"herd/internal/worktree"
 )
 
-// WorktreeStatus returns, by session name, the worktree (path, branch,
+// Status returns, by session name, the worktree (path, branch,
 // dirty, commits ahead) of each of this host's sessions among names whose
 // role runs them in worktrees, from a cache read again at most once per
 // tick; a session whose worktree does not exist or cannot be read is left
 // out.
-func (sl *Slots) WorktreeStatus(ctx context.Context, names []string) map[string]*worktree.Status {
+func (w *Worktrees) Status(ctx context.Context, names []string) map[string]*worktree.Status {
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
@@ -21,7 +21,7 @@ func (sl *Slots) WorktreeStatus(ctx context.Context, names []string) map[string]
 	var all []string
 	// The live set: roles and this host's sessions with no query (get
 	// sessions asks on every call).
-	roles, sessions, _, err := sl.st.Listing(ctx)
+	roles, sessions, _, err := w.st.Listing(ctx)
 	if err == nil {
 		byName := map[string]herd.Role{}
 		for _, r := range roles {
@@ -33,7 +33,7 @@ func (sl *Slots) WorktreeStatus(ctx context.Context, names []string) map[string]
 			for _, s := range sessions {
 				all = append(all, s.Name)
 				if r, ok := byName[s.Role]; ok && want[s.Name] {
-					opts = append(opts, worktreeOptions(r, s.Name))
+					opts = append(opts, worktree.OptionsFor(r, s.Name))
 				}
 			}
 		}
@@ -46,11 +46,11 @@ func (sl *Slots) WorktreeStatus(ctx context.Context, names []string) map[string]
 	for _, n := range all {
 		present[n] = true
 	}
-	sl.wtStatus.Forget(func(session string) bool { return present[session] })
+	w.cache.Forget(func(session string) bool { return present[session] })
 	for _, o := range opts {
-		st, err := sl.wtStatus.Get(ctx, o)
+		st, err := w.cache.Get(ctx, o)
 		if err != nil {
-			sl.o.Log.Debug("worktree status not read", "session", o.Session, "err", err)
+			w.o.Log.Debug("worktree status not read", "session", o.Session, "err", err)
 			continue
 		}
 		if st != nil {

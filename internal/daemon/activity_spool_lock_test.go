@@ -54,7 +54,7 @@ func ingestWithin(t *testing.T, e *wdEnv, ctx context.Context, limit time.Durati
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.d.stalls.IngestAll(ctx)
+		e.d.watchdog.IngestAll(ctx)
 	}()
 	select {
 	case <-done:

@@ -89,7 +89,7 @@ func (e *wdEnv) report(t *testing.T, inc string, at time.Duration, payload strin
 // reportFrom is report, from the spool when spooled.
 func (e *wdEnv) reportFrom(t *testing.T, inc string, at time.Duration, payload string, spooled bool) string {
 	t.Helper()
-	msg, err := e.d.stalls.ApplyReport(context.Background(), api.ActivityReport{
+	msg, err := e.d.watchdog.ApplyReport(context.Background(), api.ActivityReport{
 		Session: wdSession, Incarnation: inc, Payload: []byte(payload), At: e.at(at)}, spooled)
 	if err != nil {
 		t.Fatalf("[report %s] expected no error, got %v", payload, err)
@@ -148,22 +148,22 @@ func TestActivityThroughDaemon(t *testing.T) {
 	steps := []step{
 		{"session start", func() { e.report(t, "inc-1", time.Second, hook("SessionStart")) }, herd.ActivityIdle, herd.StateRunning, 1},
 		{"tool starts", func() { e.report(t, "inc-1", 2*time.Second, hook("PreToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 2},
-		{"a long tool is no stall at 2m", func() { e.d.stalls.Tick(ctx, e.at(2*time.Minute)) }, herd.ActivityWorking, herd.StateRunning, 2},
+		{"a long tool is no stall at 2m", func() { e.d.watchdog.Tick(ctx, e.at(2*time.Minute)) }, herd.ActivityWorking, herd.StateRunning, 2},
 		{"permission request", func() {
 			e.report(t, "inc-1", 2*time.Minute+10*time.Second, hook("PermissionRequest", `"tool_name":"Bash"`))
 		}, herd.ActivityWaiting, herd.StateRunning, 3},
-		{"waiting does not expire nor stall", func() { e.d.stalls.Tick(ctx, e.at(time.Hour)) }, herd.ActivityWaiting, herd.StateRunning, 3},
+		{"waiting does not expire nor stall", func() { e.d.watchdog.Tick(ctx, e.at(time.Hour)) }, herd.ActivityWaiting, herd.StateRunning, 3},
 		{"other notifications keep waiting", func() {
 			e.report(t, "inc-1", time.Hour, hook("Notification", `"notification_type":"auth_success"`, `"message":"signed in"`))
 		}, herd.ActivityWaiting, herd.StateRunning, 3},
 		{"the tool ran", func() { e.report(t, "inc-1", time.Hour+time.Minute, hook("PostToolUse", `"tool_name":"Bash"`)) }, herd.ActivityWorking, herd.StateRunning, 4},
-		{"silent while working: stalled", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+2*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 4},
-		{"stalled still: a warning", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+3*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 4},
+		{"silent while working: stalled", func() { e.d.watchdog.Tick(ctx, e.at(time.Hour+2*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 4},
+		{"stalled still: a warning", func() { e.d.watchdog.Tick(ctx, e.at(time.Hour+3*time.Minute+30*time.Second)) }, herd.ActivityWorking, herd.StateStalled, 4},
 		{"turn over", func() { e.report(t, "inc-1", time.Hour+4*time.Minute, hook("Stop")) }, herd.ActivityIdle, herd.StateStalled, 5},
 		{"a spooled report from before the turn over, ingested late, changes nothing", func() {
 			e.reportFrom(t, "inc-1", time.Hour+3*time.Minute+50*time.Second, hook("PreToolUse", `"tool_name":"Bash"`), true)
 		}, herd.ActivityIdle, herd.StateStalled, 5},
-		{"idle unstalls", func() { e.d.stalls.Tick(ctx, e.at(time.Hour+4*time.Minute+time.Second)) }, herd.ActivityIdle, herd.StateRunning, 5},
+		{"idle unstalls", func() { e.d.watchdog.Tick(ctx, e.at(time.Hour+4*time.Minute+time.Second)) }, herd.ActivityIdle, herd.StateRunning, 5},
 		{"the idle reminder keeps idle (never waiting)", func() {
 			e.report(t, "inc-1", time.Hour+4*time.Minute+2*time.Second, hook("Notification", `"notification_type":"idle_prompt"`, `"message":"Claude is waiting for your input"`))
 		}, herd.ActivityIdle, herd.StateRunning, 5},
@@ -201,7 +201,7 @@ func TestActivityThroughDaemon(t *testing.T) {
 	if warnings[0].Data["count"] != float64(1) {
 		t.Errorf("[warning] expected count 1, got %v", warnings[0].Data["count"])
 	}
-	sum := e.d.stalls.Summary("inc-1")
+	sum := e.d.watchdog.Summary("inc-1")
 	if sum["hook_events"] != 9 || sum["stall_warnings"] != 1 || sum["last_event_type"] != "SessionEnd" || sum["agent_session_id"] != "agent-42" {
 		t.Errorf("[summary] expected 9 hooks (the late one counted), 1 warning, last SessionEnd, agent-42, got %v", sum)
 	}
@@ -261,7 +261,7 @@ func TestSpoolIngest(t *testing.T) {
 		t.Error("[bad name] expected an error, got none")
 	}
 
-	e.d.stalls.IngestAll(context.Background())
+	e.d.watchdog.IngestAll(context.Background())
 	s, _ := e.session(t)
 	if s.Activity != herd.ActivityWaiting {
 		t.Errorf("[ingested] expected waiting, got %s", s.Activity)
@@ -307,11 +307,11 @@ func TestHookReportSpooledAfterDelivery(t *testing.T) {
 	if msg := e.reportFrom(t, "inc-1", time.Second, hook("PreToolUse", `"tool_name":"Bash"`), true); !strings.Contains(msg, "applied already") {
 		t.Errorf("[spooled copy] expected it dropped … got %q", msg)
 	}
-	if n := e.d.stalls.Summary("inc-1")["hook_events"]; n != 1 {
+	if n := e.d.watchdog.Summary("inc-1")["hook_events"]; n != 1 {
 		t.Errorf("[spooled copy] expected one hook counted … got %v", n)
 	}
 	e.reportFrom(t, "inc-1", 2*time.Second, hook("Stop"), true)
-	if n := e.d.stalls.Summary("inc-1")["hook_events"]; n != 2 {
+	if n := e.d.watchdog.Summary("inc-1")["hook_events"]; n != 2 {
 		t.Errorf("[another report] expected two hooks counted … got %v", n)
 	}
 }

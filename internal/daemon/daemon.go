@@ -35,10 +35,10 @@ import (
 	"herd/internal/sdnotify"
 	"herd/internal/server"
 	"herd/internal/slots"
-	"herd/internal/stalls"
 	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/verbs"
+	"herd/internal/watchdog"
 	"herd/internal/web"
 	"herd/internal/worktree"
 	"herd/internal/worktrees"
@@ -86,7 +86,7 @@ type Daemon struct {
 	slots     *slots.Slots
 	roles     *roles.Roles
 	worktrees *worktrees.Worktrees
-	stalls    *stalls.Stalls
+	watchdog  *watchdog.Watchdog
 	attention *attention.Tracker
 	continuer *autocontinue.Continuer
 	reaper    *reaper.Reaper
@@ -166,7 +166,7 @@ func New(o Options) (*Daemon, error) {
 		HostTimeout: cfg.Fleet.HostTimeout, Log: log,
 	})
 	d.placement = d.newPlacement(o.Store)
-	d.stalls = stalls.New(stalls.Options{
+	d.watchdog = watchdog.New(watchdog.Options{
 		Status: d.status, Prober: d.prober, Slots: d.slots, Tmux: d.tmux, Exec: d.exec,
 		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,
 	})
@@ -188,7 +188,7 @@ func New(o Options) (*Daemon, error) {
 		Reader: fleet, Forward: fleet, HostTimeout: cfg.Fleet.HostTimeout, CallTimeout: cfg.Probe.Timeout, Log: log,
 	})
 	d.server = server.New(server.Options{
-		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Stalls: d.stalls, Attention: d.attention,
+		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Watchdog: d.watchdog, Attention: d.attention,
 		Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Version: o.Version, BootID: boot,
 		Reload: d.Reload, Verbs: d.verbs,
 	})
@@ -240,7 +240,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	})
 	g.Go("heartbeat", func() { d.runHeartbeat(ctx) })
 	g.Go("notifications", func() { d.listen(ctx, d.status.Store()) })
-	g.Go("watchdog", func() { d.stalls.Run(ctx) })
+	g.Go("watchdog", func() { d.watchdog.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("attention", func() { d.attention.Run(ctx) })
 	g.Go("auto-continue", func() { d.continuer.Run(ctx) })

@@ -90,12 +90,12 @@ func benchTick(b *testing.B, stalled bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d.stalls.Tick(ctx, time.Now()) // first sight: tails opened, ids recorded
+	d.watchdog.Tick(ctx, time.Now()) // first sight: tails opened, ids recorded
 	var before, after syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	b.ResetTimer()
 	for b.Loop() {
-		d.stalls.Tick(ctx, time.Now())
+		d.watchdog.Tick(ctx, time.Now())
 	}
 	b.StopTimer()
 	syscall.Getrusage(syscall.RUSAGE_SELF, &after)

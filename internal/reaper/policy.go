@@ -1,4 +1,5 @@
-// Package reaper decides, purely, which sessions nobody needs any more.
+// Package reaper stops the sessions nobody needs any more: a pure
+// decision (Decide, over facts gathered first) and a pass that acts on it.
 //
 // A session is reaped only when it is detached and one reason holds:
 // archived (a person ran `herd archive`), orphan (its workdir is gone, its
@@ -6,6 +7,13 @@
 // record) or idle (no output and no activity for reaper.idle_after). Any fact
 // that cannot be read makes the decision Skip, never Reap: the reaper fails
 // closed.
+//
+// The daemon runs its loop every reaper.interval; the verb layer runs one
+// pass for `herd reap`. It stops a managed session only through the one
+// stop path (its Stopper), re-checking attachment under the session's lock
+// just before the first signal, and kills only herd-named tmux sessions
+// that have no record. It never writes session state, never signals a
+// process itself, and never touches an attached session.
 package reaper
 
 import (

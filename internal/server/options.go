@@ -15,9 +15,9 @@ import (
 	"herd/internal/roles"
 	"herd/internal/runtime"
 	"herd/internal/runtime/execrt"
-	"herd/internal/stalls"
 	"herd/internal/status"
 	"herd/internal/verbs"
+	"herd/internal/watchdog"
 	"herd/internal/worktrees"
 )
 
@@ -29,7 +29,7 @@ type Options struct {
 	// Worktrees gives the worktree status views show and prunes.
 	Worktrees *worktrees.Worktrees
 	Prober    *prober.Prober
-	Stalls    *stalls.Stalls
+	Watchdog  *watchdog.Watchdog
 	Attention *attention.Tracker // open escalations and notifications (nil: none)
 	Tmux      runtime.Runtime
 	Exec      *execrt.Runtime
@@ -59,11 +59,11 @@ func New(o Options) *Server { return &Server{o: o, st: o.Status} }
 // handleActivity records an agent hook event sent by `herd hook`.
 func (sv *Server) handleActivity(w http.ResponseWriter, r *http.Request) {
 	var rep api.ActivityReport
-	if err := json.NewDecoder(io.LimitReader(r.Body, stalls.MaxReportBody)).Decode(&rep); err != nil {
+	if err := json.NewDecoder(io.LimitReader(r.Body, watchdog.MaxReportBody)).Decode(&rep); err != nil {
 		fail(w, badf("activity: bad request body: %v", err))
 		return
 	}
-	msg, err := sv.o.Stalls.ApplyReport(r.Context(), rep, false)
+	msg, err := sv.o.Watchdog.ApplyReport(r.Context(), rep, false)
 	if err != nil {
 		fail(w, err)
 		return

@@ -160,7 +160,7 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	sv.markOutdated(r.Context(), one)
 	sv.markWorktrees(r.Context(), one)
 	det.SessionView = one[0]
-	sv.o.Stalls.Describe(&det)
+	sv.o.Watchdog.Describe(&det)
 	if sv.o.Attention != nil {
 		det.Notification = sv.o.Attention.Describe(name)
 	}

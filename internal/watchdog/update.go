@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const updateRestartTimeout = 2 * time.Minute
 // its path is still that file: the path is stat'ed once per
 // binaryCheckEvery for all the agents that run it (a fleet of one binary
 // costs one stat, not one read per agent).
-func (w *Stalls) watchBinaries(ctx context.Context, items []watchItem, roles map[string]herd.Role) {
+func (w *Watchdog) watchBinaries(ctx context.Context, items []watchItem, roles map[string]herd.Role) {
 	now := time.Now()
 	for _, it := range items {
 		m := it.m
@@ -59,7 +59,7 @@ func (w *Stalls) watchBinaries(ctx context.Context, items []watchItem, roles map
 // goRestartUpdated runs restartUpdated in the background. A function of
 // its own so that only this path moves the item to the heap, not every
 // item of every tick.
-func (w *Stalls) goRestartUpdated(ctx context.Context, it watchItem, exe string) {
+func (w *Watchdog) goRestartUpdated(ctx context.Context, it watchItem, exe string) {
 	w.kills.Go("restart on update", func() { w.restartUpdated(ctx, it, exe) })
 }
 
@@ -71,7 +71,7 @@ const binaryCheckEvery = 5 * time.Second
 // remembers it and records the outdated event; it returns its path, or ""
 // while the binary is current. The identity is checked after the read, so
 // a pid reused meanwhile is never taken for the agent.
-func (w *Stalls) checkBinary(ctx context.Context, it watchItem) string {
+func (w *Watchdog) checkBinary(ctx context.Context, it watchItem) string {
 	id := it.Inc.Identity
 	if id.Zero() {
 		return ""
@@ -119,7 +119,7 @@ type exeStat struct {
 // fileAt returns the identity of the file at path, stat'ed at most once
 // per binaryCheckEvery (zero when it cannot be read: gone, replaced by
 // nothing).
-func (w *Stalls) fileAt(path string, now time.Time) proc.FileID {
+func (w *Watchdog) fileAt(path string, now time.Time) proc.FileID {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if st, ok := w.exeStats[path]; ok && now.Sub(st.at) < binaryCheckEvery {
@@ -143,7 +143,7 @@ func (w *Stalls) fileAt(path string, now time.Time) proc.FileID {
 
 // restartUpdated restarts an idle session whose binary was replaced,
 // through the stop path, resuming its conversation.
-func (w *Stalls) restartUpdated(ctx context.Context, it watchItem, exe string) {
+func (w *Watchdog) restartUpdated(ctx context.Context, it watchItem, exe string) {
 	defer func() {
 		it.m.mu.Lock()
 		it.m.updateRestart = false

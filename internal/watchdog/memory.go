@@ -1,13 +1,13 @@
-package stalls
+package watchdog
 
 import (
 	"sync"
 	"time"
 
 	"herd"
-	"herd/internal/activity"
 	"herd/internal/agents"
 	"herd/internal/diag"
+	"herd/internal/execoutput"
 	"herd/internal/proc"
 	"herd/internal/runtime/execrt"
 )
@@ -27,7 +27,7 @@ type incWatch struct {
 	tailMu  sync.Mutex
 	stdout  *execrt.Tailer
 	stderr  *execrt.Tailer
-	tracker *activity.Tracker
+	tracker *execoutput.Tracker
 
 	mu sync.Mutex // guards the fields below
 	// hook is the activity derived from hook events; hookSeen is set once
@@ -101,14 +101,14 @@ type incWatch struct {
 // watchFor returns the memory of s's current incarnation inc, creating it
 // from what the store knows (after a daemon restart, the stored last
 // activity and activity carry on).
-func (w *Stalls) watchFor(s herd.Session, inc herd.Incarnation) *incWatch {
+func (w *Watchdog) watchFor(s herd.Session, inc herd.Incarnation) *incWatch {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if m, ok := w.incs[inc.ID]; ok {
 		return m
 	}
 	m := &incWatch{session: s.Name, id: inc.ID, runtime: inc.RuntimeKind, start: inc.StartedAt}
-	m.tracker = activity.NewTracker(inc.StartedAt)
+	m.tracker = execoutput.NewTracker(inc.StartedAt)
 	m.lastActivity = inc.StartedAt
 	if s.LastActivityAt != nil && s.LastActivityAt.After(m.lastActivity) {
 		m.lastActivity = *s.LastActivityAt
@@ -125,14 +125,14 @@ func (w *Stalls) watchFor(s herd.Session, inc herd.Incarnation) *incWatch {
 }
 
 // lookup returns the memory of an incarnation, nil when there is none.
-func (w *Stalls) lookup(inc string) *incWatch {
+func (w *Watchdog) lookup(inc string) *incWatch {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.incs[inc]
 }
 
 // gc drops the memory of incarnations that are no longer current and live.
-func (w *Stalls) gc(current map[string]bool) {
+func (w *Watchdog) gc(current map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id := range w.incs {

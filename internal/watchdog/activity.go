@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"context"
@@ -26,7 +26,7 @@ const MaxReportBody = agents.MaxPayload*4/3 + 4096
 // session id. An activity event is
 // written on transitions only. A report for an incarnation that is no
 // longer current is dropped.
-func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spooled bool) (string, error) {
+func (w *Watchdog) ApplyReport(ctx context.Context, rep api.ActivityReport, spooled bool) (string, error) {
 	if rep.Session == "" || rep.Incarnation == "" {
 		return "", slots.Badf("activity: session and incarnation are required")
 	}
@@ -83,7 +83,7 @@ func (w *Stalls) ApplyReport(ctx context.Context, rep api.ActivityReport, spoole
 
 // readReport reads the session, its role (zero when the role is gone: the
 // session's agent is still one) and the incarnation a report names.
-func (w *Stalls) readReport(ctx context.Context, rep api.ActivityReport) (s herd.Session, inc herd.Incarnation, role herd.Role, err error) {
+func (w *Watchdog) readReport(ctx context.Context, rep api.ActivityReport) (s herd.Session, inc herd.Incarnation, role herd.Role, err error) {
 	err = w.st.Store().View(ctx, func(tx store.Tx) (err error) {
 		if s, err = tx.Session(rep.Session); err != nil {
 			return err

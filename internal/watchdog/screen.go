@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 // newIngester returns the ingester of the hook spool: reports `herd hook`
 // wrote while no daemon answered, applied in order once it does.
-func (w *Stalls) newIngester() *spool.Ingester {
+func (w *Watchdog) newIngester() *spool.Ingester {
 	return &spool.Ingester{
 		Dir: spool.Dir(w.o.StateDir),
 		Apply: func(ctx context.Context, rep api.ActivityReport) error {
@@ -21,4 +21,4 @@ func (w *Stalls) newIngester() *spool.Ingester {
 }
 
 // IngestAll ingests every spool file now, leftovers of a crash first.
-func (w *Stalls) IngestAll(ctx context.Context) { w.spool.IngestAll(ctx) }
+func (w *Watchdog) IngestAll(ctx context.Context) { w.spool.IngestAll(ctx) }

@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"os"
@@ -29,7 +29,7 @@ var configDirEnv = map[string]string{
 
 // agentKinds sets the agent kind of the sessions met for the first time,
 // from their roles.
-func (w *Stalls) agentKinds(items []watchItem, roles map[string]herd.Role) {
+func (w *Watchdog) agentKinds(items []watchItem, roles map[string]herd.Role) {
 	for _, it := range items {
 		it.m.mu.Lock()
 		if it.m.kind == "" {
@@ -47,7 +47,7 @@ func (w *Stalls) agentKinds(items []watchItem, roles map[string]herd.Role) {
 // that showed nothing else for a while, whether its transcript grew: one
 // stat per such session per tick, and a search for the file at most once
 // per quietCaptureEvery until it is found.
-func (w *Stalls) watchTranscripts(items []watchItem, now time.Time) {
+func (w *Watchdog) watchTranscripts(items []watchItem, now time.Time) {
 	cfg := w.cfg()
 	quiet := captureGap(cfg.Watchdog.StallAfter, cfg.Probe.Interval)
 	searchEvery := quietCaptureEvery(cfg.Watchdog.StallAfter, cfg.Probe.Interval)
@@ -97,7 +97,7 @@ func (w *Stalls) watchTranscripts(items []watchItem, now time.Time) {
 // findTranscript returns the transcript file of the agent's session, ""
 // when there is none (yet). The agent's own environment says where its
 // home and configuration directory are.
-func (w *Stalls) findTranscript(kind string, inc herd.Incarnation, sid string) string {
+func (w *Watchdog) findTranscript(kind string, inc herd.Incarnation, sid string) string {
 	if sid == "" {
 		return ""
 	}

@@ -1,5 +1,8 @@
-// Package activity tracks what an exec agent printed: its lines as agents.ParseLine reads them, the activity and session id they carry, and its stderr tail.
-package activity
+// Package execoutput tracks what an exec agent printed: its lines as
+// agents.ParseLine reads them, the activity and session id they carry, and
+// its stderr tail. The watchdog feeds it each agent's new output; it reads
+// no file and writes no state itself.
+package execoutput
 
 import (
 	"strings"

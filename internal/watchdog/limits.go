@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // incarnation's whole tree is summed, and a tree over its role's limit is
 // stopped through slots' kill with reason memory_max, which the one crash
 // path then accounts (backoff, restart per policy) like any crash.
-func (w *Stalls) watchMemory(ctx context.Context, items []watchItem, roles map[string]herd.Role) {
+func (w *Watchdog) watchMemory(ctx context.Context, items []watchItem, roles map[string]herd.Role) {
 	c := w.o.Contain
 	if c == nil || c.KernelMemoryMax() || len(items) == 0 {
 		return
@@ -67,7 +67,7 @@ func (w *Stalls) watchMemory(ctx context.Context, items []watchItem, roles map[s
 
 // memoryKill stops an incarnation whose tree is over its memory_max, after
 // a last look (still the session's incarnation, still over the limit).
-func (w *Stalls) memoryKill(ctx context.Context, it watchItem, max int64) {
+func (w *Watchdog) memoryKill(ctx context.Context, it watchItem, max int64) {
 	lastLook := func(ctx context.Context) (string, map[string]any, error) {
 		cur, err := w.st.Session(ctx, it.S.Name)
 		if err != nil {
@@ -101,7 +101,7 @@ func mib(n int64) string { return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20)) }
 
 // cgroupUsage is what the incarnation's cgroup counts, for diagnostics;
 // nil when it runs in none.
-func (w *Stalls) cgroupUsage(inc string) *diag.Cgroup {
+func (w *Watchdog) cgroupUsage(inc string) *diag.Cgroup {
 	if w.o.Contain == nil || w.o.Contain.Mode() != cgroup.ModeCgroup {
 		return nil
 	}

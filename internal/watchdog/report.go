@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 // persistEvery is how far the in-memory last activity may run ahead of the
 // stored one before it is written.
-func (w *Stalls) persistEvery() time.Duration {
+func (w *Watchdog) persistEvery() time.Duration {
 	g := w.cfg().Watchdog.StallAfter / 10
 	if g <= 0 || g > maxPersistEvery {
 		return maxPersistEvery
@@ -25,7 +25,7 @@ func (w *Stalls) persistEvery() time.Duration {
 // persistActivity writes what the tick learned: last activity time, the
 // activity an exec agent's output implies (only while it sends no hooks),
 // and the agent's own session id. it is the tick's own, not copied.
-func (w *Stalls) persistActivity(ctx context.Context, it *watchItem) {
+func (w *Watchdog) persistActivity(ctx context.Context, it *watchItem) {
 	m := it.m
 	peek := m.tracker.Snapshot()
 	m.mu.Lock()
@@ -90,7 +90,7 @@ func (w *Stalls) persistActivity(ctx context.Context, it *watchItem) {
 
 // Describe adds a fresh /proc sample and what the watchdog knows
 // to `describe session`.
-func (w *Stalls) Describe(det *api.SessionDetail) {
+func (w *Watchdog) Describe(det *api.SessionDetail) {
 	if !det.State.Live() || det.Identity == nil || det.Root == nil {
 		return
 	}
@@ -152,7 +152,7 @@ const maxFlushWait = 500 * time.Millisecond
 // Summary returns what the watchdog knows about an ending incarnation,
 // for its summary event; nil when nothing is known. The memory itself is
 // dropped by the next tick.
-func (w *Stalls) Summary(inc string) map[string]any {
+func (w *Watchdog) Summary(inc string) map[string]any {
 	m := w.lookup(inc)
 	if m == nil {
 		m = w.lateWatch(inc)
@@ -235,7 +235,7 @@ func firstNonEmpty(s ...string) string {
 // any tick met it (a run shorter than a probe interval), so its output is
 // still read whole: its activity and session id are not lost. nil when
 // there is nothing to read.
-func (w *Stalls) lateWatch(id string) *incWatch {
+func (w *Watchdog) lateWatch(id string) *incWatch {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg().Probe.Timeout)
 	defer cancel()
 	var s herd.Session

@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"herd"
 	"herd/internal/agents"
 	"herd/internal/loop"
+	"herd/internal/stallpolicy"
 	"herd/internal/status"
-	"herd/internal/watchdog"
 )
 
 // maxPaneCaptures bounds the capture-pane calls of one watchdog tick;
@@ -39,7 +39,7 @@ type capture struct {
 // only where the listing shows no window_activity: then a session that
 // looks silent has its pane hashed. An idle fleet of such agents costs no
 // capture-pane at all.
-func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time) {
+func (w *Watchdog) watchTmux(ctx context.Context, items []watchItem, now time.Time) {
 	if !slices.ContainsFunc(items, func(it watchItem) bool { return it.Inc.RuntimeKind == herd.RuntimeTmux }) {
 		return
 	}
@@ -79,7 +79,7 @@ func (w *Stalls) watchTmux(ctx context.Context, items []watchItem, now time.Time
 				m.capturedAt.Sub(m.screenSince) < confirmIdle && now.Sub(m.screenSince) >= confirmIdle
 			want = (moved && since >= gap) || confirm || since >= quietEvery
 		} else {
-			want = hashWantedLocked(m, watchdog.Threshold(w.wdConfig(), m.hook.InTool), now)
+			want = hashWantedLocked(m, stallpolicy.Threshold(w.wdConfig(), m.hook.InTool), now)
 			if !want {
 				// A pane hash compares captures of one silent spell only.
 				m.paneHashed = false
@@ -136,7 +136,7 @@ func hashWantedLocked(m *incWatch, threshold time.Duration, now time.Time) bool 
 // readScreen folds one capture of an agent herd can read into its memory:
 // a changed normalised screen is progress; the activity the screen proves
 // (see screenActivity) is recorded, serialized with hook reports.
-func (w *Stalls) readScreen(ctx context.Context, it watchItem, text string, now time.Time) {
+func (w *Watchdog) readScreen(ctx context.Context, it watchItem, text string, now time.Time) {
 	m := it.m
 	sc := agents.ClassifyScreen(m.kind, text)
 	m.mu.Lock()

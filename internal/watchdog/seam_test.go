@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func (fakeOutputs) LogCap() int64                  { return execrt.DefaultMaxLog
 
 // seamWatchdog is a watchdog over a real store whose runtimes are fakes.
 type seamWatchdog struct {
-	w       *Stalls
+	w       *Watchdog
 	st      *status.Manager
 	listing *fakeListings
 	screens *fakeScreens

@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"herd"
 	"herd/internal/diag"
 	"herd/internal/slots"
-	"herd/internal/watchdog"
+	"herd/internal/stallpolicy"
 )
 
 // stall marks a silent running session stalled, with diagnostics.
-func (w *Stalls) stall(ctx context.Context, it watchItem, v watchdog.Verdict, sample *diag.Diagnostics, sampleErr error, now time.Time) {
+func (w *Watchdog) stall(ctx context.Context, it watchItem, v stallpolicy.Verdict, sample *diag.Diagnostics, sampleErr error, now time.Time) {
 	m := it.m
 	data := w.stallData(m, v, sample, sampleErr)
 	msg := fmt.Sprintf("no output or activity for %s (threshold %s)%s", roundDur(v.Silence), v.Threshold, diagSummary(sample))
@@ -38,7 +38,7 @@ func (w *Stalls) stall(ctx context.Context, it watchItem, v watchdog.Verdict, sa
 }
 
 // warn repeats the stall warning with fresh diagnostics and a count.
-func (w *Stalls) warn(ctx context.Context, it watchItem, v watchdog.Verdict, sample *diag.Diagnostics, sampleErr error, now time.Time) {
+func (w *Watchdog) warn(ctx context.Context, it watchItem, v stallpolicy.Verdict, sample *diag.Diagnostics, sampleErr error, now time.Time) {
 	m := it.m
 	m.mu.Lock()
 	count := m.stallWarnings + 1
@@ -66,14 +66,14 @@ func (w *Stalls) warn(ctx context.Context, it watchItem, v watchdog.Verdict, sam
 
 // unstall returns a stalled session to running once it shows activity
 // again (or turns out to wait for a person, which is not a stall).
-func (w *Stalls) unstall(ctx context.Context, it watchItem, now time.Time) {
+func (w *Watchdog) unstall(ctx context.Context, it watchItem, now time.Time) {
 	m := it.m
 	m.mu.Lock()
 	warnings, act := m.stallWarnings, m.activityLocked()
 	m.mu.Unlock()
 	stalledFor := roundDur(now.Sub(it.S.StateSince))
 	msg := fmt.Sprintf("activity again after %s stalled", stalledFor)
-	if watchdog.Exempt(act) {
+	if stallpolicy.Exempt(act) {
 		msg = fmt.Sprintf("agent is %s after %s stalled", act, stalledFor)
 	}
 	applied, err := w.st.Unstalled(ctx, it.S.Name, it.Inc.ID, now, msg,
@@ -94,7 +94,7 @@ func (w *Stalls) unstall(ctx context.Context, it watchItem, now time.Time) {
 }
 
 // stallData is the common data of stall events.
-func (w *Stalls) stallData(m *incWatch, v watchdog.Verdict, sample *diag.Diagnostics, sampleErr error) map[string]any {
+func (w *Watchdog) stallData(m *incWatch, v stallpolicy.Verdict, sample *diag.Diagnostics, sampleErr error) map[string]any {
 	snap := m.tracker.Snapshot()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -150,7 +150,7 @@ func roundDur(d time.Duration) string { return d.Round(time.Millisecond).String(
 // diagnostics, then the one crash-accounting function with reason
 // stall_killed. While it runs, other reports of the same death are left to
 // it, so exactly one crash is counted.
-func (w *Stalls) stallKill(ctx context.Context, it watchItem, sample diag.Diagnostics, why string) {
+func (w *Watchdog) stallKill(ctx context.Context, it watchItem, sample diag.Diagnostics, why string) {
 	m := it.m
 	var stalledFor string
 	lastLook := func(ctx context.Context) (string, map[string]any, error) {
@@ -165,7 +165,7 @@ func (w *Stalls) stallKill(ctx context.Context, it watchItem, sample diag.Diagno
 			return "", nil, errors.New("no longer the stalled incarnation")
 		}
 		m.mu.Lock()
-		active := m.lastActivity.After(cur.StateSince) || watchdog.Exempt(m.activityLocked())
+		active := m.lastActivity.After(cur.StateSince) || stallpolicy.Exempt(m.activityLocked())
 		m.mu.Unlock()
 		if active {
 			return "", nil, errors.New("activity again")

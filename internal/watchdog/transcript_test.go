@@ -1,4 +1,4 @@
-package stalls
+package watchdog
 
 import (
 	"os"
@@ -20,7 +20,7 @@ func TestTranscriptGrowthIsProgress(t *testing.T) {
 	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := &Stalls{o: Options{Config: config.Default(), Proc: proc.FS{Root: t.TempDir()}}}
+	w := &Watchdog{o: Options{Config: config.Default(), Proc: proc.FS{Root: t.TempDir()}}}
 	t0 := time.Now().Add(-time.Hour)
 	newItem := func(act herd.Activity) watchItem {
 		m := &incWatch{kind: herd.AgentClaude, lastActivity: t0}

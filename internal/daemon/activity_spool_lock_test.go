@@ -160,7 +160,7 @@ func TestSpoolIngestFIFO(t *testing.T) {
 	}
 }
 
-// The spool's file names and lock wait, as the stalls package writes them.
+// The spool's file names and lock wait, as the watchdog writes them.
 const (
 	spoolSuffix    = ".jsonl"
 	ingestSuffix   = ".ingest"

@@ -133,9 +133,11 @@ worktree = true
 worktree_setup = ["sh", "-c", "echo no such dependency >&2; exit 3"]
 `, repo)), 0o600)
 	e.must("apply", "-f", roles)
-	e.waitFor("bad-0 launch failed", 20*time.Second, func() bool {
+	// Until its restart budget is spent: a relaunch after the backoff
+	// (100 ms) makes the worktree again while its setup runs.
+	e.waitFor("bad-0 launch failed, no relaunch left", 20*time.Second, func() bool {
 		v, ok := e.session("bad-0")
-		return ok && v.Exit != nil && v.Exit.Reason == herd.ReasonLaunchFailed
+		return ok && v.State == herd.StateFailed && v.Exit != nil && v.Exit.Reason == herd.ReasonLaunchFailed
 	})
 	crashed := e.events("--session", "bad-0", "--kind", herd.EventCrashed)
 	if len(crashed) == 0 || !strings.Contains(crashed[0].Message, "no such dependency") {

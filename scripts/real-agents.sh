@@ -29,9 +29,9 @@
 #
 # TestRealLeadAgent (e2e) runs Claude Code as a lead (mcp = true, manages
 # = ["worker"]) under the daemon, the mock scripted to call herd's MCP
-# tools: list_sessions, send to two simulated workers, wait for idle,
-# read_output; each result must come back to the mock and each call be an
-# mcp_call event of the lead.
+# tools (found through ToolSearch: Claude Code defers them): list_sessions,
+# send to two simulated workers, wait for idle, read_output; each result
+# must come back to the mock and each call be an mcp_call event of the lead.
 #
 #   scripts/real-agents.sh              # check
 #   scripts/real-agents.sh --capture    # check and rewrite the fixtures of these versions

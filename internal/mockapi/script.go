@@ -3,6 +3,7 @@ package mockapi
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -20,9 +21,13 @@ type ToolResult struct {
 	IsError   bool
 }
 
-// WaitForMCP is Claude Code's tool for waiting until MCP servers still
-// connecting are there (their tools are not offered until then).
-const WaitForMCP = "WaitForMcpServers"
+// Claude Code's tools for reaching MCP tools that are not offered yet:
+// WaitForMCP waits for servers still connecting; ToolSearch loads deferred
+// tools (by default MCP tools are deferred, offered once searched for).
+const (
+	WaitForMCP = "WaitForMcpServers"
+	ToolSearch = "ToolSearch"
+)
 
 // script is a conversation the mock drives: a tool call per turn.
 type script struct {
@@ -56,12 +61,12 @@ func (s *Server) scripted(w http.ResponseWriter, req request, rec Record) bool {
 	}
 	first := sc.calls[0].Name
 	if !req.hasTool(first) {
-		server, ok := mcpServer(first)
-		if !ok || !req.hasTool(WaitForMCP) {
+		call, ok := sc.reach(req)
+		if !ok {
 			return false
 		}
+		call.id = s.nextID("toolu")
 		rec.Trigger, rec.Status, rec.Results = sc.trigger, http.StatusOK, req.lastResults()
-		call := ToolCall{Name: WaitForMCP, Input: map[string]any{"servers": []string{server}}, id: s.nextID("toolu")}
 		rec.Tool, rec.ToolName, rec.ToolID = true, call.Name, call.id
 		s.record(rec)
 		s.answer(w, req, &call)
@@ -102,6 +107,26 @@ func (m message) blocks() []block {
 		return nil
 	}
 	return bs
+}
+
+// reach is the call that makes the script's tools offered, as a model
+// would make it: wait for their server while it connects, else search
+// for them.
+func (sc *script) reach(req request) (ToolCall, bool) {
+	server, ok := mcpServer(sc.calls[0].Name)
+	switch {
+	case ok && req.hasTool(WaitForMCP):
+		return ToolCall{Name: WaitForMCP, Input: map[string]any{"servers": []string{server}}}, true
+	case req.hasTool(ToolSearch):
+		var names []string
+		for _, c := range sc.calls {
+			if !slices.Contains(names, c.Name) {
+				names = append(names, c.Name)
+			}
+		}
+		return ToolCall{Name: ToolSearch, Input: map[string]any{"query": "select:" + strings.Join(names, ","), "max_results": len(names)}}, true
+	}
+	return ToolCall{}, false
 }
 
 // mcpServer is the server of an MCP tool's name (mcp__SERVER__TOOL).

@@ -76,3 +76,24 @@ func TestScript(t *testing.T) {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
 }
+
+// TestScriptToolSearch: while the script's tools are deferred (only
+// ToolSearch offered), the mock searches for them, each named once.
+func TestScriptToolSearch(t *testing.T) {
+	s, url := start(t)
+	s.Script("herd-lead", []ToolCall{{Name: "mcp__herd__send"}, {Name: "mcp__herd__wait"}, {Name: "mcp__herd__send"}})
+	var m struct {
+		Content []struct {
+			Name  string
+			Input map[string]any
+		}
+	}
+	body := `{"model":"m","tools":[{"name":"Bash"},{"name":"` + ToolSearch + `"}],"messages":[{"role":"user","content":"herd-lead: go"}]}`
+	if err := json.NewDecoder(post(t, url, body).Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"query": "select:mcp__herd__send,mcp__herd__wait", "max_results": float64(2)}
+	if len(m.Content) != 1 || m.Content[0].Name != ToolSearch || !cmp.Equal(m.Content[0].Input, want) {
+		t.Errorf("expected %s %v, got %+v", ToolSearch, want, m)
+	}
+}

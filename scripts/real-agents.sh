@@ -27,8 +27,16 @@
 # stall_after and a tick; .../claude and the claude.exe it links to are both
 # the claude agent and resume with --resume.
 #
+# TestRealLeadAgent (e2e) runs Claude Code as a lead (mcp = true, manages
+# = ["worker"]) under the daemon, the mock scripted to call herd's MCP
+# tools (found through ToolSearch: Claude Code defers them): list_sessions,
+# send to two simulated workers, wait for idle, read_output; each result
+# must come back to the mock and each call be an mcp_call event of the lead.
+#
 #   scripts/real-agents.sh              # check
 #   scripts/real-agents.sh --capture    # check and rewrite the fixtures of these versions
+#   HERD_REAL_ONLY=TestRealLeadAgent SKIP_CODEX=1 SKIP_GEMINI=1 scripts/real-agents.sh
+#                                       # only the tests the regexp names (agents and e2e)
 #
 # CLAUDE_CODE_VERSION, CODEX_VERSION and GEMINI_CLI_VERSION pick the npm
 # versions (default: latest); SKIP_CODEX=1 and SKIP_GEMINI=1 skip those.
@@ -41,7 +49,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -79,11 +87,26 @@ fi
 
 # Each check runs whatever the one before did; the script fails if any did.
 status=0
+
+# --- HERD_REAL_ONLY: only the named tests -----------------------------------
+if [ -n "${HERD_REAL_ONLY:-}" ]; then
+  echo "== only ^(${HERD_REAL_ONLY})\$"
+  HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" HERD_CAPTURE_FIXTURES="$capture" \
+    go test -count=1 -p 1 -timeout 20m -run "^(${HERD_REAL_ONLY})\$" -v ./internal/agents/ ./e2e/ || status=1
+  [ "$status" = 0 ] || echo "FAIL: a real-agent check failed (see above)" >&2
+  exit "$status"
+fi
+# --- end HERD_REAL_ONLY -------------------------------------------------------
+
 echo "== TestRealClaude, TestRealCodex(TUI), TestRealGemini(TUI)"
 HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" HERD_CAPTURE_FIXTURES="$capture" \
   go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini|GeminiTUI)$' -v ./internal/agents/ || status=1
 echo "== TestRealClaudeUnderHerd, TestRealClaudeDaemon (the herd daemon supervising the real Claude Code)"
 HERD_REAL_CLAUDE="$claude" go test -count=1 -p 1 -timeout 20m -run '^TestRealClaude(UnderHerd|Daemon)$' -v ./e2e/ || status=1
+# --- the lead agent: Claude Code driving the herd over MCP ------------------
+echo "== TestRealLeadAgent (Claude Code calling herd's MCP tools under the daemon)"
+HERD_REAL_CLAUDE="$claude" go test -count=1 -p 1 -timeout 10m -run '^TestRealLeadAgent$' -v ./e2e/ || status=1
+# --- end lead agent -----------------------------------------------------------
 if [ "$capture" = 1 ]; then
   echo "== fixture tests on the new captures"
   go test -count=1 ./internal/agents/ || status=1

@@ -69,6 +69,14 @@ type Record struct {
 	// request, oldest first (each clipped to its last 200 bytes): what the
 	// agent sent of its conversation.
 	Users []string
+	// Tools names the tools a Messages API request offered.
+	Tools []string
+	// ToolName and ToolID are the tool a scripted answer called and the
+	// id of its tool_use (see Script).
+	ToolName, ToolID string
+	// Results holds the tool results the request's last user message
+	// carried back (scripted conversations only, see Script).
+	Results []ToolResult
 }
 
 // Server is the mock. The zero value is not usable; call New.
@@ -81,6 +89,7 @@ type Server struct {
 	release chan struct{} // closed by Release; replaced after
 	resetAt time.Time     // the reset time named by rate-limit answers
 	seq     int
+	script  *script // set by Script
 }
 
 // New returns a mock that logs to log (nil: discard).
@@ -164,9 +173,11 @@ type message struct {
 }
 
 type block struct {
-	Type    string          `json:"type"`
-	Text    string          `json:"text"`
-	Content json.RawMessage `json:"content"` // tool_result
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Content   json.RawMessage `json:"content"`     // tool_result
+	ToolUseID string          `json:"tool_use_id"` // tool_result
+	IsError   bool            `json:"is_error"`    // tool_result
 }
 
 // lastUser returns the text of the last user message and whether it
@@ -286,6 +297,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	text, toolResult := req.lastUser()
 	rec := Record{Path: path, Model: req.Model, Stream: req.Stream, Users: req.users()}
+	for _, t := range req.Tools {
+		rec.Tools = append(rec.Tools, t.Name)
+	}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t
@@ -298,6 +312,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Trigger = TriggerTool
 	}
 	s.log.Debug("mockapi request", "model", req.Model, "stream", req.Stream, "trigger", rec.Trigger, "tool_result", toolResult)
+	if s.scripted(w, req, rec) {
+		return
+	}
 	switch rec.Trigger {
 	case TriggerHang:
 		if !req.hasTool("Bash") { // a side request (title, topic): answer it
@@ -328,13 +345,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if req.hasTool("Bash") && !toolResult {
 			rec.Status, rec.Tool = http.StatusOK, true
 			s.record(rec)
-			s.answer(w, req, true)
+			s.answer(w, req, &bashCall)
 			return
 		}
 	}
 	rec.Status = http.StatusOK
 	s.record(rec)
-	s.answer(w, req, false)
+	s.answer(w, req, nil)
 }
 
 // hang blocks until Release or the client leaves.
@@ -368,9 +385,13 @@ func (s *Server) nextID(prefix string) string {
 	return fmt.Sprintf("%s_mock%06d", prefix, s.seq)
 }
 
-// answer writes a message: text, or a Bash tool_use when tool is set;
+// bashCall is the tool call TriggerTool answers with.
+var bashCall = ToolCall{Name: "Bash", Input: map[string]any{"command": ToolCommand, "description": "Create a marker file"}}
+
+// answer writes a message: text, or a tool_use of call when it is set;
 // streamed as server-sent events when the request asked for it.
-func (s *Server) answer(w http.ResponseWriter, req request, tool bool) {
+func (s *Server) answer(w http.ResponseWriter, req request, call *ToolCall) {
+	tool := call != nil
 	model := req.Model
 	if model == "" {
 		model = "claude-mock"
@@ -381,9 +402,13 @@ func (s *Server) answer(w http.ResponseWriter, req request, tool bool) {
 	var input string
 	if tool {
 		stop = "tool_use"
-		in, _ := json.Marshal(map[string]string{"command": ToolCommand, "description": "Create a marker file"})
+		in, _ := json.Marshal(call.Input)
 		input = string(in)
-		content = map[string]any{"type": "tool_use", "id": s.nextID("toolu"), "name": "Bash", "input": map[string]any{}}
+		id := call.id
+		if id == "" {
+			id = s.nextID("toolu")
+		}
+		content = map[string]any{"type": "tool_use", "id": id, "name": call.Name, "input": map[string]any{}}
 	} else {
 		content = map[string]any{"type": "text", "text": ""}
 	}

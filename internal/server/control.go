@@ -109,7 +109,10 @@ func (sv *Server) handleWait(w http.ResponseWriter, r *http.Request) {
 	}
 	changes, cancel := sv.st.Subscribe()
 	defer cancel()
-	wake := &waitfor.Notified[status.Change]{C: changes, Backstop: waitBackstop}
+	// This host's changes come from the writer; another host's from the
+	// store's notification that it committed events (PostgreSQL), else at
+	// the backstop.
+	wake := &waitfor.Notified[status.Change]{C: changes, Hint: sv.events.wait, Backstop: waitBackstop}
 	res, err := waitfor.Wait(r.Context(), waitfor.SourceFunc(sv.waitViews), wake, req.Targets, goal, timeout)
 	switch {
 	case errors.Is(err, waitfor.ErrMissing):
@@ -165,6 +168,9 @@ func (sv *Server) waitViews(ctx context.Context) ([]api.SessionView, error) {
 }
 
 // waitBackstop is how often a wait looks without a change of this host's
-// sessions: the writer's subscription wakes it at once for those, other
-// hosts' rows are read again this often.
+// sessions or a store notification: the writer's subscription wakes it at
+// once for this host's, the notification of committed events for other
+// hosts' (their activity and state changes write events); without
+// notifications (a lost listening connection) other hosts' rows are read
+// again this often.
 const waitBackstop = 250 * time.Millisecond

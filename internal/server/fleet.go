@@ -46,9 +46,10 @@ func (w *wakeup) wake() {
 	}
 }
 
-// WakeEvents tells the event log's long polls that events were committed
-// (a store notification): they read at once rather than at their next
-// poll. A hint only: they catch up by event id either way.
+// WakeEvents tells the event log's long polls and the waits that events
+// were committed (a store notification): they read at once rather than at
+// their next poll. A hint only: they catch up by event id, and look again
+// at their backstop, either way.
 func (sv *Server) WakeEvents() { sv.events.wake() }
 
 // handleHosts lists the fleet's daemons: `herd get hosts`.

@@ -48,8 +48,8 @@ type Options struct {
 type Server struct {
 	o  Options
 	st *status.Manager
-	// events wakes the event log's long polls when another host commits
-	// events (see WakeEvents).
+	// events wakes the event log's long polls and the waits when another
+	// host commits events (see WakeEvents).
 	events wakeup
 }
 

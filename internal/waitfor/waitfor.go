@@ -131,22 +131,41 @@ type Changes interface {
 }
 
 // Notified is Changes from a subscription (the status writer's): look
-// again at each notification, or after Backstop without one — for what the
-// subscription does not carry, other hosts' rows.
+// again at each notification, at each Hint, or after Backstop without
+// either — for what neither carries.
 type Notified[T any] struct {
-	C        <-chan T
+	C <-chan T
+	// Hint, when set, returns a channel closed at the next broadcast that
+	// something may have changed elsewhere (the store's notification that
+	// another host committed events). It is asked again after each look.
+	Hint     func() <-chan struct{}
 	Backstop time.Duration
+
+	hint <-chan struct{} // the current Hint's channel
 }
 
 // Next returns at the next notification (the ones already queued are
-// taken with it: one look serves them all) or after Backstop.
+// taken with it: one look serves them all), at the hint, or after
+// Backstop.
 func (n *Notified[T]) Next(ctx context.Context) error {
+	if n.Hint != nil && n.hint == nil {
+		n.hint = n.Hint()
+	}
+	// Asked again before the caller looks, whatever ends this wait: a
+	// broadcast during that look ends the next wait at once.
+	defer func() {
+		if n.Hint != nil {
+			n.hint = n.Hint()
+		}
+	}()
 	t := time.NewTimer(n.Backstop)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
+		return nil
+	case <-n.hint:
 		return nil
 	case _, ok := <-n.C:
 		if !ok {

@@ -171,3 +171,33 @@ func TestNotified(t *testing.T) {
 		}
 	})
 }
+
+// TestNotifiedHint: a hint (another host's events committed) wakes a wait
+// at once; one broadcast while the caller looks ends the next wait at
+// once; without one the backstop does.
+func TestNotifiedHint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		ch := make(chan struct{})
+		hint := func() <-chan struct{} { mu.Lock(); defer mu.Unlock(); return ch }
+		broadcast := func() { mu.Lock(); defer mu.Unlock(); close(ch); ch = make(chan struct{}) }
+		n := &Notified[int]{C: make(chan int), Hint: hint, Backstop: time.Second}
+		start := time.Now()
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			broadcast()
+		}()
+		if err := n.Next(t.Context()); err != nil || time.Since(start) != 100*time.Millisecond {
+			t.Fatalf("[hint] expected a wake at the broadcast (100ms) … got %v after %s", err, time.Since(start))
+		}
+		broadcast() // while the caller looks
+		start = time.Now()
+		if err := n.Next(t.Context()); err != nil || time.Since(start) != 0 {
+			t.Errorf("[during the look] expected an immediate wake … got %v after %s", err, time.Since(start))
+		}
+		start = time.Now()
+		if err := n.Next(t.Context()); err != nil || time.Since(start) != time.Second {
+			t.Errorf("[quiet] expected the backstop after 1s … got %v after %s", err, time.Since(start))
+		}
+	})
+}

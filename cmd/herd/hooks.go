@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"herd"
 	"herd/internal/agents"
+	"herd/internal/hookinstall"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +48,7 @@ this herd binary by its absolute path (not a temporary one of 'go run').`,
 			if exe, err = filepath.EvalSymlinks(exe); err != nil {
 				return fmt.Errorf("hooks install: %w", err)
 			}
-			res, err := agents.Install(agent, abs, exe)
+			res, err := hookinstall.Install(agent, abs, exe)
 			if err != nil {
 				return fmt.Errorf("hooks install: %w", err)
 			}
@@ -57,7 +58,7 @@ this herd binary by its absolute path (not a temporary one of 'go run').`,
 				fmt.Fprintf(cmd.OutOrStdout(), "herd hooks already installed in %s; nothing changed\n", files)
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "herd hooks installed in %s: %d events (%s) run %s\n",
-					files, len(events), strings.Join(events, ", "), agents.HookCommand(agent, exe, "EVENT"))
+					files, len(events), strings.Join(events, ", "), hookinstall.HookCommand(agent, exe, "EVENT"))
 			}
 			for _, n := range res.Notes {
 				fmt.Fprintf(cmd.OutOrStdout(), "note: %s\n", n)

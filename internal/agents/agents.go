@@ -1,4 +1,9 @@
-// Package agents holds everything herd knows per agent kind (Claude Code, Codex, Gemini CLI, generic): process names, launch and resume argv, hook and stream parsing, screen classification, hook installers and transcript locations.
+// Package agents holds everything herd knows per agent kind (Claude Code,
+// Codex, Gemini CLI, generic): process names, launch and resume argv, hook,
+// stream and transcript parsing, screen classification and MCP wiring. The
+// watchdog, the prober, conversation, slots, execoutput, `herd hook` and
+// hookinstall call it. It decides from what it is given: it must never read
+// an agent's files, run a process or import another internal package.
 package agents
 
 import (

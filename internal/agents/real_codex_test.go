@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/mockapi"
 )
 
@@ -60,8 +61,8 @@ wire_api = "responses"
 	version := codexVersion(t, codex, env)
 	t.Logf("codex %s", version)
 
-	resolved := Resolve(codex, proj)
-	if k := Infer([]string{codex}, resolved); k != herd.AgentCodex {
+	resolved := agents.Resolve(codex, proj)
+	if k := agents.Infer([]string{codex}, resolved); k != herd.AgentCodex {
 		t.Errorf("Infer(%s -> %s) = %q, want codex", codex, resolved, k)
 	}
 	scrub := strings.NewReplacer(home, "/home/user", proj, "/home/user/proj", ln.Addr().String(), "127.0.0.1:8787")
@@ -74,8 +75,8 @@ wire_api = "responses"
 	}{
 		{"exec-ok.jsonl", "say hello", nil, herd.ActivityIdle, ""},
 		{"exec-tool.jsonl", "run the " + mockapi.TriggerTool, []string{"-s", "workspace-write"}, herd.ActivityIdle, ""},
-		{"exec-rate-limit.jsonl", mockapi.TriggerRateLimit, nil, herd.ActivityBlocked, ReasonRateLimited},
-		{"exec-overloaded.jsonl", mockapi.TriggerOverloaded, nil, herd.ActivityBlocked, ReasonAPIError},
+		{"exec-rate-limit.jsonl", mockapi.TriggerRateLimit, nil, herd.ActivityBlocked, agents.ReasonRateLimited},
+		{"exec-overloaded.jsonl", mockapi.TriggerOverloaded, nil, herd.ActivityBlocked, agents.ReasonAPIError},
 	}
 	for _, r := range runs {
 		rctx, rcancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -91,22 +92,22 @@ wire_api = "responses"
 			continue
 		}
 		files[r.file] = []byte(scrub.Replace(string(out)))
-		var st State
+		var st agents.State
 		reconnects := 0
 		for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-			s := ParseLine(herd.AgentCodex, l, time.Now())
+			s := agents.ParseLine(herd.AgentCodex, l, time.Now())
 			if s.Event == "error" {
 				reconnects++
 				if s.Progress {
 					t.Errorf("%s: an error line counted as progress: %s", r.file, l)
 				}
 			}
-			st = Apply(st, s)
+			st = agents.Apply(st, s)
 		}
 		if st.Activity != r.want || st.Reason != r.reason || st.AgentSessionID == "" {
 			t.Errorf("%s: ended %q/%q id %q, want %q/%q:\n%s", r.file, st.Activity, st.Reason, st.AgentSessionID, r.want, r.reason, out)
 		}
-		if r.reason == ReasonRateLimited && st.ResetAt.IsZero() {
+		if r.reason == agents.ReasonRateLimited && st.ResetAt.IsZero() {
 			t.Errorf("%s: no reset time read from %q", r.file, st.Error)
 		}
 		if r.file == "exec-overloaded.jsonl" && reconnects == 0 {
@@ -167,26 +168,26 @@ func TestRealCodexTUI(t *testing.T) {
 	e := newRealEnv(t, herd.AgentCodex, codex)
 	e.version = codexVersion(t, codex, e.env())
 	t.Cleanup(func() { killCodexDaemons(t, e.home) })
-	resolved := Resolve(codex, e.proj)
+	resolved := agents.Resolve(codex, e.proj)
 	// on-request approvals; the mock's escalated tool call makes Codex ask.
-	argv, _ := LaunchArgv(herd.AgentCodex, []string{codex, "-a", "on-request", "-s", "read-only"}, resolved, nil)
+	argv, _ := agents.LaunchArgv(herd.AgentCodex, []string{codex, "-a", "on-request", "-s", "read-only"}, resolved, nil)
 	const pane = "codex"
 	e.start(pane, argv)
 
 	trust := e.waitScreen(pane, "trust dialog", func(s string) bool { return strings.Contains(s, "Trust this folder?") })
-	e.expectScreen("screen-trust.txt", trust, herd.ActivityWaiting, ReasonStartupPrompt)
+	e.expectScreen("screen-trust.txt", trust, herd.ActivityWaiting, agents.ReasonStartupPrompt)
 	e.choose(pane, "Trust this folder?", "Trust and continue")
 	review := e.waitScreen(pane, "hooks review", func(s string) bool { return strings.Contains(s, "Hooks need review") })
-	e.expectScreen("screen-hooks-review.txt", review, herd.ActivityWaiting, ReasonStartupPrompt)
+	e.expectScreen("screen-hooks-review.txt", review, herd.ActivityWaiting, agents.ReasonStartupPrompt)
 	e.choose(pane, "Hooks need review", "Trust all and continue")
-	idle := e.waitScreen(pane, "idle prompt", func(s string) bool { return ClassifyScreen(herd.AgentCodex, s).Activity == herd.ActivityIdle })
+	idle := e.waitScreen(pane, "idle prompt", func(s string) bool { return agents.ClassifyScreen(herd.AgentCodex, s).Activity == herd.ActivityIdle })
 	e.expectScreen("screen-idle.txt", idle, herd.ActivityIdle, "")
 
 	// The agent process: the native codex under the node launcher, not
 	// the app-server daemon it starts.
 	tree := paneTree(t, strings.TrimSpace(e.mustTmux("display-message", "-p", "-t", "="+pane+":", "#{pane_pid}")))
-	i := Pick([]string{"codex"}, tree)
-	if i < 0 || IsLauncher(tree[i]) || IsHelper(tree[i]) {
+	i := agents.Pick([]string{"codex"}, tree)
+	if i < 0 || agents.IsLauncher(tree[i]) || agents.IsHelper(tree[i]) {
 		t.Errorf("Pick chose %d in %+v", i, tree)
 	}
 	for _, p := range tree {
@@ -194,22 +195,22 @@ func TestRealCodexTUI(t *testing.T) {
 	}
 
 	e.typeLine(pane, "say hello")
-	start := e.expectHook("hook-session-start.json", e.waitHook(HookSessionStart, 1, 30*time.Second), herd.ActivityIdle)
+	start := e.expectHook("hook-session-start.json", e.waitHook(agents.HookSessionStart, 1, 30*time.Second), herd.ActivityIdle)
 	id := start.AgentSessionID
-	e.expectHook("hook-user-prompt-submit.json", e.waitHook(HookUserPromptSubmit, 1, 30*time.Second), herd.ActivityWorking)
-	e.expectHook("hook-stop.json", e.waitHook(HookStop, 1, 30*time.Second), herd.ActivityIdle)
+	e.expectHook("hook-user-prompt-submit.json", e.waitHook(agents.HookUserPromptSubmit, 1, 30*time.Second), herd.ActivityWorking)
+	e.expectHook("hook-stop.json", e.waitHook(agents.HookStop, 1, 30*time.Second), herd.ActivityIdle)
 	after := e.waitScreen(pane, "answer", func(s string) bool {
-		return strings.Contains(s, mockapi.ReplyText) && ClassifyScreen(herd.AgentCodex, s).Activity == herd.ActivityIdle
+		return strings.Contains(s, mockapi.ReplyText) && agents.ClassifyScreen(herd.AgentCodex, s).Activity == herd.ActivityIdle
 	})
 	e.expectScreen("screen-after-turn.txt", after, herd.ActivityIdle, "")
 	// Codex notifies every thread's turn: the session's own, and the side
 	// thread that titles the session, under its own id.
 	if n, ok := e.findHookWith("notify", `"thread-id":"`+id+`"`, 30*time.Second); ok {
-		s, err := ParseCodexNotify(n)
+		s, err := agents.ParseCodexNotify(n)
 		if err != nil || s.Activity != herd.ActivityIdle || s.AgentSessionID != id {
 			t.Errorf("notify %s: %+v, %v", n, s, err)
 		}
-		if st := Apply(State{AgentSessionID: id}, s); st.AgentSessionID != id {
+		if st := agents.Apply(agents.State{AgentSessionID: id}, s); st.AgentSessionID != id {
 			t.Errorf("notify changed the session id: %+v", st)
 		}
 		e.keep("notify-turn-complete.json", n)
@@ -225,38 +226,38 @@ func TestRealCodexTUI(t *testing.T) {
 	if e.mock.Hung() == 0 {
 		t.Fatal("the mock never held a request")
 	}
-	wa := e.waitScreen(pane, "working", func(s string) bool { return ClassifyScreen(herd.AgentCodex, s).Running })
-	wb := e.waitScreen(pane, "working redraw", func(s string) bool { return s != wa && ClassifyScreen(herd.AgentCodex, s).Running })
+	wa := e.waitScreen(pane, "working", func(s string) bool { return agents.ClassifyScreen(herd.AgentCodex, s).Running })
+	wb := e.waitScreen(pane, "working redraw", func(s string) bool { return s != wa && agents.ClassifyScreen(herd.AgentCodex, s).Running })
 	a := e.expectScreen("screen-working-a.txt", wa, herd.ActivityWorking, "")
 	b := e.expectScreen("screen-working-b.txt", wb, herd.ActivityWorking, "")
 	if a.Hash != b.Hash {
-		t.Errorf("a redraw of the hung turn changed the normalised screen:\n%s\n---\n%s", Normalize(wa), Normalize(wb))
+		t.Errorf("a redraw of the hung turn changed the normalised screen:\n%s\n---\n%s", agents.Normalize(wa), agents.Normalize(wb))
 	}
 	e.keys(pane, "Escape")
-	esc := e.waitScreen(pane, "after esc", func(s string) bool { return ClassifyScreen(herd.AgentCodex, s).Activity == herd.ActivityIdle })
+	esc := e.waitScreen(pane, "after esc", func(s string) bool { return agents.ClassifyScreen(herd.AgentCodex, s).Activity == herd.ActivityIdle })
 	e.expectScreen("screen-after-esc.txt", esc, herd.ActivityIdle, "")
 
 	e.typeLine(pane, "run the "+mockapi.TriggerTool+" "+mockapi.TriggerEscalate)
-	e.expectHook("hook-pre-tool-use.json", e.waitHook(HookPreToolUse, 1, 30*time.Second), herd.ActivityWorking)
-	e.expectHook("hook-permission-request.json", e.waitHook(HookPermissionRequest, 1, 30*time.Second), herd.ActivityWaiting)
+	e.expectHook("hook-pre-tool-use.json", e.waitHook(agents.HookPreToolUse, 1, 30*time.Second), herd.ActivityWorking)
+	e.expectHook("hook-permission-request.json", e.waitHook(agents.HookPermissionRequest, 1, 30*time.Second), herd.ActivityWaiting)
 	perm := e.waitScreen(pane, "approval", func(s string) bool { return strings.Contains(s, "Would you like to run") })
-	e.expectScreen("screen-permission.txt", perm, herd.ActivityWaiting, ReasonPermission)
+	e.expectScreen("screen-permission.txt", perm, herd.ActivityWaiting, agents.ReasonPermission)
 	e.keys(pane, "Enter")
-	e.expectHook("hook-post-tool-use.json", e.waitHook(HookPostToolUse, 1, 30*time.Second), herd.ActivityWorking)
-	e.waitHook(HookStop, 2, 30*time.Second)
+	e.expectHook("hook-post-tool-use.json", e.waitHook(agents.HookPostToolUse, 1, 30*time.Second), herd.ActivityWorking)
+	e.waitHook(agents.HookStop, 2, 30*time.Second)
 
 	e.typeLine(pane, "/quit")
 	e.waitScreen(pane, "quit", func(s string) bool { return strings.Contains(s, "codex resume "+id) })
-	rargv, ok := ResumeCommand(herd.AgentCodex, argv, resolved, id)
+	rargv, ok := agents.ResumeCommand(herd.AgentCodex, argv, resolved, id)
 	if !ok {
 		t.Fatalf("ResumeCommand(%q) refused", argv)
 	}
 	e.start("resumed", rargv)
 	resumed := e.waitScreen("resumed", "resumed", func(s string) bool {
-		return strings.Contains(s, "say hello") && ClassifyScreen(herd.AgentCodex, s).Activity == herd.ActivityIdle
+		return strings.Contains(s, "say hello") && agents.ClassifyScreen(herd.AgentCodex, s).Activity == herd.ActivityIdle
 	})
 	e.expectScreen("screen-resumed.txt", resumed, herd.ActivityIdle, "")
-	pats := TranscriptPatterns(herd.AgentCodex, Where{Home: e.home, SessionID: id})
+	pats := agents.TranscriptPatterns(herd.AgentCodex, agents.Where{Home: e.home, SessionID: id})
 	if m, _ := filepath.Glob(pats[0]); len(m) != 1 {
 		t.Errorf("transcript %s: found %v", pats[0], m)
 	}
@@ -264,9 +265,9 @@ func TestRealCodexTUI(t *testing.T) {
 }
 
 // paneTree lists pid and its descendants, parents first.
-func paneTree(t *testing.T, pid string) []Proc {
+func paneTree(t *testing.T, pid string) []agents.Proc {
 	t.Helper()
-	var out []Proc
+	var out []agents.Proc
 	queue := []string{pid}
 	for len(queue) > 0 {
 		p := queue[0]

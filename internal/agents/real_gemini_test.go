@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/mockapi"
 )
 
@@ -27,7 +28,7 @@ func TestRealGemini(t *testing.T) {
 	e := newRealEnv(t, herd.AgentGemini, gemini)
 	e.version = geminiVersion(t, gemini, e.env())
 	t.Logf("gemini %s", e.version)
-	if k := Infer([]string{gemini}, Resolve(gemini, e.proj)); k != herd.AgentGemini {
+	if k := agents.Infer([]string{gemini}, agents.Resolve(gemini, e.proj)); k != herd.AgentGemini {
 		t.Errorf("Infer(%s) = %q, want gemini", gemini, k)
 	}
 	runs := []struct {
@@ -39,7 +40,7 @@ func TestRealGemini(t *testing.T) {
 	}{
 		{"ok", "say hello", nil, herd.ActivityIdle, "", true},
 		{"tool", "run the " + mockapi.TriggerTool, []string{"--yolo"}, herd.ActivityIdle, "", true},
-		{"rate-limit", mockapi.TriggerRateLimit, nil, herd.ActivityBlocked, ReasonRateLimited, false},
+		{"rate-limit", mockapi.TriggerRateLimit, nil, herd.ActivityBlocked, agents.ReasonRateLimited, false},
 		// Not run: a 503 is retried ten times over about 3.5 minutes
 		// (0.61.0), a BeforeModel hook each time, before the error result.
 	}
@@ -65,15 +66,15 @@ func TestRealGemini(t *testing.T) {
 			continue
 		}
 		e.keep("stream-"+r.name+".jsonl", out)
-		var st State
+		var st agents.State
 		for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-			st = Apply(st, ParseLine(herd.AgentGemini, l, time.Now()))
+			st = agents.Apply(st, agents.ParseLine(herd.AgentGemini, l, time.Now()))
 		}
 		if st.Activity != r.want || st.Reason != r.reason || st.AgentSessionID == "" {
 			t.Errorf("%s: stream ended %q/%q id %q, want %q/%q:\n%s", r.name, st.Activity, st.Reason, st.AgentSessionID, r.want, r.reason, out)
 		}
 		// The hooks, in order, through the activity table.
-		var hst State
+		var hst agents.State
 		ents, _ := os.ReadDir(hooks)
 		var events []string
 		for _, d := range ents {
@@ -81,13 +82,13 @@ func TestRealGemini(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := ParseHook(herd.AgentGemini, data, "", time.Now())
+			s, err := agents.ParseHook(herd.AgentGemini, data, "", time.Now())
 			if err != nil {
 				t.Errorf("%s: hook %s: %v", r.name, d.Name(), err)
 				continue
 			}
 			events = append(events, s.Event)
-			hst = Apply(hst, s)
+			hst = agents.Apply(hst, s)
 			name := "hook-" + strings.ToLower(s.Event) + ".json"
 			if _, seen := e.files[name]; r.hooks && !seen {
 				e.keep(name, data)
@@ -98,7 +99,7 @@ func TestRealGemini(t *testing.T) {
 			t.Errorf("%s: hooks ended in %+v, want idle, ended, id %s", r.name, hst, st.AgentSessionID)
 		}
 		if r.hooks && hst.TranscriptPath != "" {
-			pats := TranscriptPatterns(herd.AgentGemini, Where{Home: e.home, Cwd: e.proj, SessionID: hst.AgentSessionID})
+			pats := agents.TranscriptPatterns(herd.AgentGemini, agents.Where{Home: e.home, Cwd: e.proj, SessionID: hst.AgentSessionID})
 			if m, _ := filepath.Match(pats[0], hst.TranscriptPath); !m {
 				t.Errorf("%s: transcript %s not matched by %s", r.name, hst.TranscriptPath, pats[0])
 			}
@@ -146,33 +147,33 @@ func TestRealGeminiTUI(t *testing.T) {
 	// The trust dialog is what this run is after.
 	e.env1 = slicesDelete(e.env1, "GEMINI_CLI_TRUST_WORKSPACE=true")
 	e.version = geminiVersion(t, gemini, e.env())
-	resolved := Resolve(gemini, e.proj)
-	argv, _ := LaunchArgv(herd.AgentGemini, []string{gemini, "-m", "gemini-2.5-flash"}, resolved, nil)
+	resolved := agents.Resolve(gemini, e.proj)
+	argv, _ := agents.LaunchArgv(herd.AgentGemini, []string{gemini, "-m", "gemini-2.5-flash"}, resolved, nil)
 	pane := "gemini"
 	e.start(pane, argv)
 
 	const trustQ = "Do you trust the files in this folder?"
 	trust := e.waitScreen(pane, "trust dialog", func(s string) bool { return strings.Contains(s, trustQ) })
-	e.expectScreen("screen-trust.txt", trust, herd.ActivityWaiting, ReasonStartupPrompt)
+	e.expectScreen("screen-trust.txt", trust, herd.ActivityWaiting, agents.ReasonStartupPrompt)
 	tree := paneTree(t, strings.TrimSpace(e.mustTmux("display-message", "-p", "-t", "="+pane+":", "#{pane_pid}")))
-	if i := Pick([]string{"gemini"}, tree); i < 0 {
+	if i := agents.Pick([]string{"gemini"}, tree); i < 0 {
 		t.Errorf("Pick found no gemini in %+v", tree)
 	}
 	e.choose(pane, trustQ, "Trust folder")
-	e.waitScreen(pane, "idle prompt", func(s string) bool { return ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle })
+	e.waitScreen(pane, "idle prompt", func(s string) bool { return agents.ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle })
 	// The project's settings (herd's hooks) load at start: go on in a
 	// second session, started in the now trusted folder.
 	e.command(pane, "/quit", "To resume this session")
 	pane = "gemini2"
 	e.start(pane, argv)
-	idle := e.waitScreen(pane, "idle prompt", func(s string) bool { return ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle })
+	idle := e.waitScreen(pane, "idle prompt", func(s string) bool { return agents.ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle })
 	e.expectScreen("screen-idle.txt", idle, herd.ActivityIdle, "")
 
 	e.typeLine(pane, "say hello")
-	stop := e.expectHook("hook-tui-afteragent.json", e.waitHook(GeminiAfterAgent, 1, 30*time.Second), herd.ActivityIdle)
+	stop := e.expectHook("hook-tui-afteragent.json", e.waitHook(agents.GeminiAfterAgent, 1, 30*time.Second), herd.ActivityIdle)
 	id := stop.AgentSessionID
 	after := e.waitScreen(pane, "answer", func(s string) bool {
-		return strings.Contains(s, mockapi.ReplyText) && ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
+		return strings.Contains(s, mockapi.ReplyText) && agents.ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
 	})
 	e.expectScreen("screen-after-turn.txt", after, herd.ActivityIdle, "")
 
@@ -184,23 +185,23 @@ func TestRealGeminiTUI(t *testing.T) {
 	if e.mock.Hung() == 0 {
 		t.Fatal("the mock never held a request")
 	}
-	wa := e.waitScreen(pane, "working", func(s string) bool { return ClassifyScreen(herd.AgentGemini, s).Running })
-	wb := e.waitScreen(pane, "working redraw", func(s string) bool { return s != wa && ClassifyScreen(herd.AgentGemini, s).Running })
+	wa := e.waitScreen(pane, "working", func(s string) bool { return agents.ClassifyScreen(herd.AgentGemini, s).Running })
+	wb := e.waitScreen(pane, "working redraw", func(s string) bool { return s != wa && agents.ClassifyScreen(herd.AgentGemini, s).Running })
 	a := e.expectScreen("screen-working-a.txt", wa, herd.ActivityWorking, "")
 	b := e.expectScreen("screen-working-b.txt", wb, herd.ActivityWorking, "")
 	if a.Hash != b.Hash {
-		t.Errorf("a redraw of the hung turn changed the normalised screen:\n%s\n---\n%s", Normalize(wa), Normalize(wb))
+		t.Errorf("a redraw of the hung turn changed the normalised screen:\n%s\n---\n%s", agents.Normalize(wa), agents.Normalize(wb))
 	}
 	e.keys(pane, "Escape")
 	esc := e.waitScreen(pane, "after esc", func(s string) bool {
-		return strings.Contains(s, "cancelled") && ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
+		return strings.Contains(s, "cancelled") && agents.ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
 	})
 	e.expectScreen("screen-after-esc.txt", esc, herd.ActivityIdle, "")
 
 	e.typeLine(pane, "run the "+mockapi.TriggerTool)
 	perm := e.waitScreen(pane, "permission dialog", func(s string) bool { return strings.Contains(s, "Allow execution") })
-	e.expectScreen("screen-permission.txt", perm, herd.ActivityWaiting, ReasonPermission)
-	if n, ok := e.findHookWith(HookNotification, "ToolPermission", 10*time.Second); ok {
+	e.expectScreen("screen-permission.txt", perm, herd.ActivityWaiting, agents.ReasonPermission)
+	if n, ok := e.findHookWith(agents.HookNotification, "ToolPermission", 10*time.Second); ok {
 		e.expectHook("hook-notification-permission.json", n, herd.ActivityWaiting)
 	} else {
 		t.Logf("no Notification hook for the permission dialog (seen: %v)", e.hookFiles())
@@ -208,17 +209,17 @@ func TestRealGeminiTUI(t *testing.T) {
 	e.keys(pane, "Enter")
 	e.waitScreen(pane, "tool ran", func(s string) bool {
 		_, err := os.Stat(filepath.Join(e.proj, mockapi.ToolMarker))
-		return err == nil && ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
+		return err == nil && agents.ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
 	})
 
 	e.command(pane, "/quit", "--resume "+id)
-	rargv, ok := ResumeCommand(herd.AgentGemini, argv, resolved, id)
+	rargv, ok := agents.ResumeCommand(herd.AgentGemini, argv, resolved, id)
 	if !ok {
 		t.Fatalf("ResumeCommand(%q) refused", argv)
 	}
 	e.start("resumed", rargv)
 	resumed := e.waitScreen("resumed", "resumed", func(s string) bool {
-		return strings.Contains(s, "say hello") && ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
+		return strings.Contains(s, "say hello") && agents.ClassifyScreen(herd.AgentGemini, s).Activity == herd.ActivityIdle
 	})
 	e.expectScreen("screen-resumed.txt", resumed, herd.ActivityIdle, "")
 	e.writeFixtures()

@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/agents"
+	"herd/internal/hookinstall"
 	"herd/internal/mockapi"
 )
 
@@ -43,7 +45,7 @@ func TestMain(m *testing.M) {
 }
 
 func dumpHook(dir, event string, in io.Reader) int {
-	data, err := io.ReadAll(io.LimitReader(in, MaxPayload+1))
+	data, err := io.ReadAll(io.LimitReader(in, agents.MaxPayload+1))
 	if err != nil {
 		return 0
 	}
@@ -92,7 +94,7 @@ func newRealEnv(t *testing.T, kind, agent string) *realEnv {
 	}
 	e.bin = filepath.Join(root, "bin", "herd")
 	copyFile(t, self, e.bin)
-	if _, err := Install(kind, e.proj, e.bin); err != nil {
+	if _, err := hookinstall.Install(kind, e.proj, e.bin); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := mockapi.Listen()
@@ -133,7 +135,7 @@ base_url = "%s/v1"
 env_key = "MOCK_API_KEY"
 wire_api = "responses"
 `, e.baseURL))
-		if _, err := InstallCodexNotify(cfg, e.bin); err != nil {
+		if _, err := hookinstall.InstallCodexNotify(cfg, e.bin); err != nil {
 			t.Fatal(err)
 		}
 		e.env1 = []string{"MOCK_API_KEY=mock"}
@@ -147,7 +149,7 @@ wire_api = "responses"
 	}
 	e.scrub = [][2]string{
 		{e.bin, "/usr/local/bin/herd"},
-		{filepath.Join(e.home, ".claude", "projects", ClaudeProjectDir(e.proj)), "/home/user/.claude/projects/" + ClaudeProjectDir("/home/user/proj")},
+		{filepath.Join(e.home, ".claude", "projects", agents.ClaudeProjectDir(e.proj)), "/home/user/.claude/projects/" + agents.ClaudeProjectDir("/home/user/proj")},
 		{e.proj, "/home/user/proj"},
 		{e.home, "/home/user"},
 		{ln.Addr().String(), "127.0.0.1:8787"},
@@ -435,20 +437,20 @@ var testDirRE = regexp.MustCompile(`/tmp/TestReal[A-Za-z0-9/_.-]*`)
 // sockRE is Claude's per-process messaging socket, named by its pid.
 var sockRE = regexp.MustCompile(`/tmp/cc-socks/\d+\.sock`)
 
-func (e *realEnv) expectScreen(file, screen string, want herd.Activity, reason string) Screen {
+func (e *realEnv) expectScreen(file, screen string, want herd.Activity, reason string) agents.Screen {
 	e.t.Helper()
 	e.keep(file, []byte(screen))
-	got := ClassifyScreen(e.kind, screen)
+	got := agents.ClassifyScreen(e.kind, screen)
 	if got.Activity != want || got.Reason != reason {
 		e.t.Errorf("%s: screen classified %q/%q, want %q/%q:\n%s", file, got.Activity, got.Reason, want, reason, screen)
 	}
 	return got
 }
 
-func (e *realEnv) expectHook(file string, data []byte, want herd.Activity) Signal {
+func (e *realEnv) expectHook(file string, data []byte, want herd.Activity) agents.Signal {
 	e.t.Helper()
 	e.keep(file, data)
-	s, err := ParseHook(e.kind, data, "", time.Now())
+	s, err := agents.ParseHook(e.kind, data, "", time.Now())
 	if err != nil {
 		e.t.Fatalf("%s: %v", file, err)
 	}
@@ -476,17 +478,17 @@ func TestRealClaude(t *testing.T) {
 	t.Logf("claude %s", e.version)
 
 	// Kind inference and process matching on what the real install is.
-	resolved := Resolve(claude, e.proj)
-	if k := Infer([]string{claude}, resolved); k != herd.AgentClaude {
+	resolved := agents.Resolve(claude, e.proj)
+	if k := agents.Infer([]string{claude}, resolved); k != herd.AgentClaude {
 		t.Errorf("Infer(%s -> %s) = %q, want claude", claude, resolved, k)
 	}
-	if k := Infer([]string{resolved}, ""); k != herd.AgentClaude {
+	if k := agents.Infer([]string{resolved}, ""); k != herd.AgentClaude {
 		t.Errorf("Infer(%s) = %q, want claude", resolved, k)
 	}
 
 	// Newer versions default to auto mode, which answers permission
 	// prompts itself; a role asking for the default mode gets them.
-	argv, id := LaunchArgv(herd.AgentClaude, []string{claude, "--permission-mode", "default"}, resolved, nil)
+	argv, id := agents.LaunchArgv(herd.AgentClaude, []string{claude, "--permission-mode", "default"}, resolved, nil)
 	if id == "" {
 		t.Fatalf("LaunchArgv chose no session id: %q", argv)
 	}
@@ -494,34 +496,34 @@ func TestRealClaude(t *testing.T) {
 	e.start(pane, argv)
 
 	trust := e.waitScreen(pane, "trust dialog", func(s string) bool { return strings.Contains(s, "trust this folder") })
-	e.expectScreen("screen-trust.txt", trust, herd.ActivityWaiting, ReasonStartupPrompt)
+	e.expectScreen("screen-trust.txt", trust, herd.ActivityWaiting, agents.ReasonStartupPrompt)
 	// The process in the pane is the agent, by comm, argv[0] and exe.
 	pid := strings.TrimSpace(e.mustTmux("display-message", "-p", "-t", "="+pane+":", "#{pane_pid}"))
 	p := readProc(t, pid)
-	if !Matches([]string{"claude"}, p) {
+	if !agents.Matches([]string{"claude"}, p) {
 		t.Errorf("Matches(claude, %+v) = false", p)
 	}
 	t.Logf("agent process: comm %q argv[0] %q exe %q", p.Comm, p.Argv[0], p.Exe)
 
 	e.chooseYes(pane, "trust this folder")
 	apiKey := e.waitScreen(pane, "api key dialog", func(s string) bool { return strings.Contains(s, "custom API key") })
-	e.expectScreen("screen-api-key.txt", apiKey, herd.ActivityWaiting, ReasonStartupPrompt)
+	e.expectScreen("screen-api-key.txt", apiKey, herd.ActivityWaiting, agents.ReasonStartupPrompt)
 	e.chooseYes(pane, "custom API key")
 
-	start := e.waitHook(HookSessionStart, 1, 30*time.Second)
+	start := e.waitHook(agents.HookSessionStart, 1, 30*time.Second)
 	sig := e.expectHook("hook-session-start-startup.json", start, herd.ActivityIdle)
 	if sig.AgentSessionID != id {
 		t.Errorf("SessionStart session id %q, want the one herd chose %q", sig.AgentSessionID, id)
 	}
-	idle := e.waitScreen(pane, "idle prompt", func(s string) bool { return ClassifyScreen(herd.AgentClaude, s).Activity == herd.ActivityIdle })
+	idle := e.waitScreen(pane, "idle prompt", func(s string) bool { return agents.ClassifyScreen(herd.AgentClaude, s).Activity == herd.ActivityIdle })
 	e.expectScreen("screen-idle.txt", idle, herd.ActivityIdle, "")
 
 	// A plain turn.
 	e.typeLine(pane, "say hello")
-	e.expectHook("hook-user-prompt-submit.json", e.waitHook(HookUserPromptSubmit, 1, 30*time.Second), herd.ActivityWorking)
-	e.expectHook("hook-stop.json", e.waitHook(HookStop, 1, 30*time.Second), herd.ActivityIdle)
+	e.expectHook("hook-user-prompt-submit.json", e.waitHook(agents.HookUserPromptSubmit, 1, 30*time.Second), herd.ActivityWorking)
+	e.expectHook("hook-stop.json", e.waitHook(agents.HookStop, 1, 30*time.Second), herd.ActivityIdle)
 	after := e.waitScreen(pane, "answer", func(s string) bool {
-		return strings.Contains(s, mockapi.ReplyText) && ClassifyScreen(herd.AgentClaude, s).Activity == herd.ActivityIdle
+		return strings.Contains(s, mockapi.ReplyText) && agents.ClassifyScreen(herd.AgentClaude, s).Activity == herd.ActivityIdle
 	})
 	e.expectScreen("screen-after-turn.txt", after, herd.ActivityIdle, "")
 
@@ -534,20 +536,20 @@ func TestRealClaude(t *testing.T) {
 	if e.mock.Hung() == 0 {
 		t.Fatal("the mock never held a request")
 	}
-	sp1 := e.waitScreen(pane, "spinner", func(s string) bool { return ClassifyScreen(herd.AgentClaude, s).Running })
+	sp1 := e.waitScreen(pane, "spinner", func(s string) bool { return agents.ClassifyScreen(herd.AgentClaude, s).Running })
 	e.expectScreen("screen-spinner-start.txt", sp1, herd.ActivityWorking, "")
 	spA := e.waitScreen(pane, "spinner timer", func(s string) bool { return timerOnScreen.MatchString(s) })
 	spB := e.waitScreen(pane, "spinner redraw", func(s string) bool { return timerOnScreen.MatchString(s) && s != spA })
 	a := e.expectScreen("screen-spinner-timer-a.txt", spA, herd.ActivityWorking, "")
 	b := e.expectScreen("screen-spinner-timer-b.txt", spB, herd.ActivityWorking, "")
 	if a.Hash != b.Hash {
-		t.Errorf("spinner redraw changed the normalised screen:\n%s\n---\n%s", Normalize(spA), Normalize(spB))
+		t.Errorf("spinner redraw changed the normalised screen:\n%s\n---\n%s", agents.Normalize(spA), agents.Normalize(spB))
 	}
 	hooksBefore := len(e.hookFiles())
 
 	// Esc: no hook, the prompt comes back without a spinner.
 	e.keys(pane, "Escape")
-	esc := e.waitScreen(pane, "after esc", func(s string) bool { return ClassifyScreen(herd.AgentClaude, s).Activity == herd.ActivityIdle })
+	esc := e.waitScreen(pane, "after esc", func(s string) bool { return agents.ClassifyScreen(herd.AgentClaude, s).Activity == herd.ActivityIdle })
 	e.expectScreen("screen-after-esc.txt", esc, herd.ActivityIdle, "")
 	if n := len(e.hookFiles()); n != hooksBefore {
 		t.Logf("Esc sent %d hooks: %v", n-hooksBefore, e.hookFiles()[hooksBefore:])
@@ -557,39 +559,39 @@ func TestRealClaude(t *testing.T) {
 	if !strings.Contains(esc, "herd-hang now") {
 		t.Errorf("after Esc: expected the interrupted prompt back in the input line:\n%s", esc)
 	}
-	e.keys(pane, ClearKeys(herd.AgentClaude)...)
+	e.keys(pane, agents.ClearKeys(herd.AgentClaude)...)
 	e.waitScreen(pane, "input line emptied", func(s string) bool { return emptyInputRE.MatchString(s) })
 
 	// A tool that needs permission.
 	e.typeLine(pane, "run the "+mockapi.TriggerTool)
-	e.expectHook("hook-pre-tool-use.json", e.waitHook(HookPreToolUse, 1, 30*time.Second), herd.ActivityWorking)
-	e.expectHook("hook-permission-request.json", e.waitHook(HookPermissionRequest, 1, 30*time.Second), herd.ActivityWaiting)
+	e.expectHook("hook-pre-tool-use.json", e.waitHook(agents.HookPreToolUse, 1, 30*time.Second), herd.ActivityWorking)
+	e.expectHook("hook-permission-request.json", e.waitHook(agents.HookPermissionRequest, 1, 30*time.Second), herd.ActivityWaiting)
 	perm := e.waitScreen(pane, "permission dialog", func(s string) bool { return strings.Contains(s, "Do you want to proceed?") })
 	screenAt := time.Now()
-	e.logPermissionLatency(HookPermissionRequest, screenAt)
-	e.expectScreen("screen-permission.txt", perm, herd.ActivityWaiting, ReasonPermission)
-	e.expectHook("hook-notification-permission.json", e.waitHookWith(HookNotification, `"permission_prompt"`, 30*time.Second), herd.ActivityWaiting)
+	e.logPermissionLatency(agents.HookPermissionRequest, screenAt)
+	e.expectScreen("screen-permission.txt", perm, herd.ActivityWaiting, agents.ReasonPermission)
+	e.expectHook("hook-notification-permission.json", e.waitHookWith(agents.HookNotification, `"permission_prompt"`, 30*time.Second), herd.ActivityWaiting)
 	e.keys(pane, "Enter")
-	e.expectHook("hook-post-tool-use.json", e.waitHook(HookPostToolUse, 1, 30*time.Second), herd.ActivityWorking)
-	e.waitHook(HookStop, 2, 30*time.Second)
+	e.expectHook("hook-post-tool-use.json", e.waitHook(agents.HookPostToolUse, 1, 30*time.Second), herd.ActivityWorking)
+	e.waitHook(agents.HookStop, 2, 30*time.Second)
 	if _, err := os.Stat(filepath.Join(e.proj, mockapi.ToolMarker)); err != nil {
 		t.Errorf("the approved tool did not run: %v", err)
 	}
 
 	// A rate limit ends the turn: blocked.
 	e.typeLine(pane, "trigger "+mockapi.TriggerRateLimit+" now")
-	fail := e.expectHook("hook-stop-failure.json", e.waitHook(HookStopFailure, 1, 60*time.Second), herd.ActivityBlocked)
-	if fail.Reason != ReasonRateLimited || fail.Error == "" {
+	fail := e.expectHook("hook-stop-failure.json", e.waitHook(agents.HookStopFailure, 1, 60*time.Second), herd.ActivityBlocked)
+	if fail.Reason != agents.ReasonRateLimited || fail.Error == "" {
 		t.Errorf("StopFailure: reason %q error %q, want rate_limited with the error", fail.Reason, fail.Error)
 	}
 	rl := e.waitScreen(pane, "rate limit shown", func(s string) bool {
-		return strings.Contains(s, "429") && ClassifyScreen(herd.AgentClaude, s).Activity == herd.ActivityIdle
+		return strings.Contains(s, "429") && agents.ClassifyScreen(herd.AgentClaude, s).Activity == herd.ActivityIdle
 	})
 	e.expectScreen("screen-rate-limited.txt", rl, herd.ActivityIdle, "")
 
 	// About a minute after a finished turn Claude reminds: idle_prompt.
 	// It must not turn idle into waiting.
-	n := e.waitHookWith(HookNotification, `"idle_prompt"`, 90*time.Second)
+	n := e.waitHookWith(agents.HookNotification, `"idle_prompt"`, 90*time.Second)
 	s := e.expectHook("hook-notification-idle.json", n, "")
 	if s.Progress {
 		t.Errorf("idle_prompt counted as progress")
@@ -597,8 +599,8 @@ func TestRealClaude(t *testing.T) {
 
 	// Exit, then resume with the role's flags.
 	e.typeLine(pane, "/exit")
-	e.expectHook("hook-session-end.json", e.waitHook(HookSessionEnd, 1, 30*time.Second), herd.ActivityIdle)
-	rargv, ok := ResumeCommand(herd.AgentClaude, argv, resolved, id)
+	e.expectHook("hook-session-end.json", e.waitHook(agents.HookSessionEnd, 1, 30*time.Second), herd.ActivityIdle)
+	rargv, ok := agents.ResumeCommand(herd.AgentClaude, argv, resolved, id)
 	if !ok || !slices.Contains(rargv, "--resume") || slices.Contains(rargv, "--session-id") || !slices.Contains(rargv, "--permission-mode") {
 		t.Fatalf("ResumeCommand(%q) = %q, %v", argv, rargv, ok)
 	}
@@ -606,17 +608,17 @@ func TestRealClaude(t *testing.T) {
 	// A second launch with the same --session-id is refused: herd falls
 	// back to --resume.
 	e.checkIDInUse(id)
-	res := e.expectHook("hook-session-start-resume.json", e.waitHook(HookSessionStart, 2, 30*time.Second), herd.ActivityIdle)
+	res := e.expectHook("hook-session-start-resume.json", e.waitHook(agents.HookSessionStart, 2, 30*time.Second), herd.ActivityIdle)
 	if res.AgentSessionID != id {
 		t.Errorf("resumed session id %q, want %q", res.AgentSessionID, id)
 	}
 	resumed := e.waitScreen("resumed", "resumed prompt", func(s string) bool {
-		return strings.Contains(s, "say hello") && ClassifyScreen(herd.AgentClaude, s).Activity == herd.ActivityIdle
+		return strings.Contains(s, "say hello") && agents.ClassifyScreen(herd.AgentClaude, s).Activity == herd.ActivityIdle
 	})
 	e.expectScreen("screen-resumed.txt", resumed, herd.ActivityIdle, "")
 
 	// The transcript is where TranscriptPatterns says.
-	pats := TranscriptPatterns(herd.AgentClaude, Where{Home: e.home, Cwd: e.proj, SessionID: id})
+	pats := agents.TranscriptPatterns(herd.AgentClaude, agents.Where{Home: e.home, Cwd: e.proj, SessionID: id})
 	if m, _ := filepath.Glob(pats[0]); len(m) != 1 {
 		t.Errorf("transcript %s: found %v", pats[0], m)
 	}
@@ -657,7 +659,7 @@ func (e *realEnv) checkIDInUse(id string) {
 	cmd := exec.CommandContext(ctx, e.agent, "-p", "--session-id", id, "hi")
 	cmd.Dir, cmd.Env = e.proj, e.env()
 	out, err := cmd.CombinedOutput()
-	if err == nil || !IDInUse(string(out)) {
+	if err == nil || !agents.IDInUse(string(out)) {
 		e.t.Errorf("a taken --session-id: expected a refusal IDInUse knows, got %v: %s", err, out)
 	}
 }
@@ -691,10 +693,10 @@ func (e *realEnv) streamRuns() {
 			continue
 		}
 		e.keep(r.file, out)
-		var last Signal
+		var last agents.Signal
 		retries := 0
 		for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-			s := ParseLine(herd.AgentClaude, l, time.Now())
+			s := agents.ParseLine(herd.AgentClaude, l, time.Now())
 			if s.Event == "system/api_retry" {
 				retries++
 				if s.Progress {
@@ -744,7 +746,7 @@ func claudeVersion(t *testing.T, claude string) string {
 	return v
 }
 
-func readProc(t *testing.T, pid string) Proc {
+func readProc(t *testing.T, pid string) agents.Proc {
 	t.Helper()
 	comm, err := os.ReadFile("/proc/" + pid + "/comm")
 	if err != nil {
@@ -755,7 +757,7 @@ func readProc(t *testing.T, pid string) Proc {
 		t.Fatal(err)
 	}
 	exe, _ := os.Readlink("/proc/" + pid + "/exe")
-	return Proc{Comm: strings.TrimSpace(string(comm)), Argv: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), Exe: exe}
+	return agents.Proc{Comm: strings.TrimSpace(string(comm)), Argv: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), Exe: exe}
 }
 
 func writeFile(t *testing.T, path, content string) {

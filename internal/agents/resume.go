@@ -1,5 +1,3 @@
-// Package agents holds what herd knows of each agent kind: the names of
-// its process and how to resume its conversation.
 package agents
 
 import (

@@ -17,6 +17,7 @@ import (
 
 	"herd"
 	"herd/internal/proc"
+	"herd/internal/runtime/tmux/serverproof"
 )
 
 // envCanary makes the test binary run as a canary: a process that is not
@@ -191,7 +192,7 @@ func TestVerifyServer(t *testing.T) {
 		{"a pid that does not exist", 4194304, false},
 	}
 	for _, tt := range tests {
-		id, err := c.verifyServer(fs, tt.pid, boot)
+		id, err := serverproof.Verify(fs, c.label(), tt.pid, boot)
 		if (err == nil) != tt.ok {
 			t.Errorf("[%s] expected accepted=%v … got %v", tt.name, tt.ok, err)
 			continue
@@ -233,41 +234,6 @@ func TestVerifyServer(t *testing.T) {
 	can.settle(t)
 	if sig := can.signals(); len(sig) != 2 {
 		t.Errorf("expected the canary to get only the two control signals … got %v", sig)
-	}
-}
-
-func TestParseUnixTable(t *testing.T) {
-	table := "Num       RefCount Protocol Flags    Type St Inode Path\n" +
-		"0000000000000000: 00000002 00000000 00010000 0001 01 101 /tmp/tmux-0/herd\n" +
-		"0000000000000000: 00000003 00000000 00000000 0001 03 102 /tmp/tmux-0/herd\n" + // accepted connection
-		"0000000000000000: 00000002 00000000 00010000 0001 01 103 /tmp/tmux-0/other\n" +
-		"0000000000000000: 00000002 00000000 00010000 0001 01 104 /tmp/tmux 0/with space\n" +
-		"0000000000000000: 00000002 00000000 00010000 0001 01 105\n" + // unbound
-		"garbage line\n" +
-		"0000000000000000: 00000002 00000000 zz010000 0001 01 106 /tmp/tmux-0/herd\n" +
-		"0000000000000000: 00000002 00000000 00010000 0001 01 x7 /tmp/tmux-0/herd\n" +
-		"0000000000000000: 00000002 00000000 00010000 0001 01 108 @/tmp/tmux-0/herd\n"
-	tests := []struct {
-		paths []string
-		want  []uint64
-	}{
-		{[]string{"/tmp/tmux-0/herd"}, []uint64{101}},
-		{[]string{"/tmp/tmux-0/other", "/tmp/tmux-0/herd"}, []uint64{101, 103}},
-		{[]string{"/tmp/tmux 0/with space"}, []uint64{104}},
-		{[]string{"/tmp/tmux-0/none"}, nil},
-		{nil, nil},
-	}
-	for _, tt := range tests {
-		got := parseUnixTable([]byte(table), tt.paths)
-		if len(got) != len(tt.want) {
-			t.Errorf("[%v] expected %v … got %v", tt.paths, tt.want, got)
-			continue
-		}
-		for _, w := range tt.want {
-			if !got[w] {
-				t.Errorf("[%v] expected inode %d … got %v", tt.paths, w, got)
-			}
-		}
 	}
 }
 

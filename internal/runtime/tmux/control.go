@@ -2,14 +2,17 @@ package tmux
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"herd/internal/runtime/tmux/controlmode"
 )
 
 // The control transport: one long-lived `tmux -C` client per Client, its
@@ -64,15 +67,6 @@ var controlCommands = map[string]bool{
 	"delete-buffer": true,
 }
 
-// errConnClosed is the error of a call pending on a connection that was
-// closed under it (another call timed out: the server may be wedged, so
-// the call is not repeated).
-var errConnClosed = errors.New("control connection closed")
-
-// errControlError is what a command answered with %error, as a non-zero
-// exit is for an exec call.
-var errControlError = errors.New("tmux answered %error")
-
 // Stats counts how a Client's calls went.
 type Stats struct {
 	Control  int64 // calls answered over the control connection
@@ -88,7 +82,7 @@ type control struct {
 
 	mu sync.Mutex // guards the fields below
 	// conn is the live connection, nil when there is none.
-	conn *conn
+	conn *controlmode.Conn
 	// connecting is true while a connection is being set up.
 	connecting bool
 	// retryAt is when the next connection may be tried.
@@ -115,6 +109,57 @@ func (c *Client) Connected() bool {
 	c.ctl.mu.Lock()
 	defer c.ctl.mu.Unlock()
 	return c.ctl.conn != nil
+}
+
+// connect starts a control client attached to ControlSession (created
+// when missing, with -N: never a new server) with pane output off, and
+// returns once it is attached, within the client's timeout.
+func (c *Client) connect() (*controlmode.Conn, error) {
+	cn, err := controlmode.New(ControlSession, ErrServerExited)
+	if err != nil {
+		return nil, err
+	}
+	args := append(c.globalArgs(), "-N", "-C", "new-session", "-A", "-s", ControlSession, "-f", "no-output", "--")
+	args = append(args, controlHold...)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("tmux: control connection: %w", err)
+	}
+	cmd := exec.Command(c.binary(), args...)
+	cmd.Env = clientEnv()
+	cmd.Stdin = pr
+	cmd.Stderr = cn.Stderr()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = waitDelay
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("tmux: control connection: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, callError(args, "", err, nil)
+	}
+	pr.Close()
+	cn.Run(cmd, pw, stdout)
+
+	// Set up in the background, so it may take longer than one call
+	// (a short per-call timeout on a loaded machine failed every attempt).
+	wait := max(c.timeout(), DefaultTimeout)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-cn.Attached():
+		return cn, nil
+	case <-cn.Done():
+		return nil, callError(args, cn.StderrText(), cn.Cause(), nil)
+	case <-timer.C:
+		cn.Close(fmt.Errorf("%w: not attached within %v", controlmode.ErrClosed, wait))
+		<-cn.Done()
+		return nil, callError(args, cn.StderrText(), cn.Cause(), context.DeadlineExceeded)
+	}
 }
 
 // controlLine is cmds as one control-mode line, or false when one of them
@@ -152,7 +197,7 @@ func (c *Client) callControl(ctx context.Context, cmds [][]string) (out []byte, 
 	k.mu.Lock()
 	cn := k.conn
 	k.mu.Unlock()
-	if cn == nil || cn.ended() {
+	if cn == nil || cn.Ended() {
 		return nil, false, nil
 	}
 	line, ok := controlLine(cmds)
@@ -160,7 +205,7 @@ func (c *Client) callControl(ctx context.Context, cmds [][]string) (out []byte, 
 		return nil, false, nil
 	}
 	k.stats.control.Add(1)
-	out, stderr, err := cn.call(ctx, line)
+	out, stderr, err := cn.Call(ctx, line)
 	if err == nil {
 		k.mu.Lock()
 		k.backoff = 0
@@ -172,9 +217,9 @@ func (c *Client) callControl(ctx context.Context, cmds [][]string) (out []byte, 
 	case ctx.Err() != nil:
 		// The server did not answer in time: it may be wedged. The
 		// connection goes; later calls use exec until it is back.
-		cn.close(fmt.Errorf("%w: a call timed out", errConnClosed))
+		cn.Close(fmt.Errorf("%w: a call timed out", controlmode.ErrClosed))
 		return out, true, callError(args, stderr, err, ctx.Err())
-	case errors.Is(err, errControlError):
+	case errors.Is(err, controlmode.ErrControl):
 		return out, true, callError(args, stderr, err, nil)
 	}
 	return out, true, &CallError{Args: args, Stderr: strings.TrimSpace(stderr), Err: err}
@@ -182,7 +227,7 @@ func (c *Client) callControl(ctx context.Context, cmds [][]string) (out []byte, 
 
 // dropped forgets cn as the live connection, after it ended, and sets
 // the time of the next attempt.
-func (k *control) dropped(cn *conn) {
+func (k *control) dropped(cn *controlmode.Conn) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.conn == cn {
@@ -222,14 +267,14 @@ func (c *Client) kick() {
 		}
 		k.used = true
 		if k.closed {
-			cn.close(fmt.Errorf("%w: client closed", errConnClosed))
-			<-cn.done
+			cn.Close(fmt.Errorf("%w: client closed", controlmode.ErrClosed))
+			<-cn.Done()
 			return
 		}
 		k.conn = cn
 		k.stats.connects.Add(1)
 		go func() {
-			<-cn.done
+			<-cn.Done()
 			k.dropped(cn)
 		}()
 	}()
@@ -249,8 +294,8 @@ func (c *Client) Close(ctx context.Context) error {
 	k.conn = nil
 	k.mu.Unlock()
 	if cn != nil {
-		cn.close(fmt.Errorf("%w: client closed", errConnClosed))
-		<-cn.done
+		cn.Close(fmt.Errorf("%w: client closed", controlmode.ErrClosed))
+		<-cn.Done()
 	}
 	if !used {
 		return nil
@@ -260,15 +305,6 @@ func (c *Client) Close(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("tmux: remove the control session: %w", err)
-}
-
-// token is a random word that marks the end of each call's answer.
-func token() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("tmux: control token: %w", err)
-	}
-	return "herd-ctl-" + hex.EncodeToString(b[:]), nil
 }
 
 // Close ends the runtime's control connection and removes its session

@@ -2,7 +2,6 @@ package tmux
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -173,26 +172,5 @@ func TestControlFaults(t *testing.T) {
 				return err == nil && c.Stats().Control > n && len(p) == 1 && p[0].Err == nil && p[0].PID == keep.PID
 			})
 		})
-	}
-}
-
-// TestBlocksOutOfOrder: the end word of a later call while an earlier one
-// is pending means the answers crossed: the connection is reported
-// broken and the pending call gets nothing of it.
-func TestBlocksOutOfOrder(t *testing.T) {
-	cn := &conn{token: "tok"}
-	r := &request{end: "tok-1", done: make(chan struct{})}
-	cn.pending = append(cn.pending, r)
-	if err := cn.block("1 10 1", []string{"keep\t%1"}, false); err != nil {
-		t.Fatalf("expected output taken … got %v", err)
-	}
-	err := cn.block("1 11 1", []string{"tok-2"}, false)
-	if !errors.Is(err, errConnClosed) {
-		t.Errorf("expected the connection broken … got %v", err)
-	}
-	select {
-	case <-r.done:
-		t.Error("expected the call not answered")
-	default:
 	}
 }

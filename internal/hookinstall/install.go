@@ -1,4 +1,10 @@
-package agents
+// Package hookinstall writes herd's hook entries into an agent's settings
+// (`herd hooks install`, and the real-agent tests): Claude Code's, Codex's and
+// Gemini CLI's project files, and Codex's user-level notify program, merged
+// into what the user has. The events and the agents come from
+// internal/agents, which never imports it. It must never change or reorder
+// a setting that is not herd's, nor write a file it could not parse.
+package hookinstall
 
 import (
 	"bytes"
@@ -12,6 +18,7 @@ import (
 	"strings"
 
 	"herd"
+	"herd/internal/agents"
 )
 
 // Settings files the installers write, relative to the project directory.
@@ -28,8 +35,8 @@ const newFileMode = 0o600
 // toolEvents are the events whose matcher is compared with a tool name;
 // herd matches every tool there. The other events get no matcher (match all).
 var toolEvents = map[string]bool{
-	HookPreToolUse: true, HookPostToolUse: true, HookPostToolUseFailure: true,
-	HookPermissionRequest: true, GeminiBeforeTool: true, GeminiAfterTool: true,
+	agents.HookPreToolUse: true, agents.HookPostToolUse: true, agents.HookPostToolUseFailure: true,
+	agents.HookPermissionRequest: true, agents.GeminiBeforeTool: true, agents.GeminiAfterTool: true,
 }
 
 // SettingsPath is the hook settings file Install writes for kind in
@@ -184,7 +191,7 @@ func merge(data []byte, kind, herdBinary string) ([]byte, error) {
 			return nil, fmt.Errorf(`"hooks" is not an object: %w`, err)
 		}
 	}
-	for _, event := range HookEvents(kind) {
+	for _, event := range agents.HookEvents(kind) {
 		var groups []json.RawMessage
 		if raw, ok := hooksObj.get(event); ok && !isNull(raw) {
 			if err := json.Unmarshal(raw, &groups); err != nil {

@@ -1,8 +1,15 @@
-package tmux
+// Package controlmode speaks tmux's control-mode protocol over one `tmux -C`
+// client: command lines written on its stdin, answers read back as %begin …
+// %end|%error blocks and matched to their calls by an end word of each
+// call's own. The tmux Client starts the client process and calls it; it
+// must never choose which commands go over the connection, nor retry one.
+package controlmode
 
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +21,16 @@ import (
 	"time"
 )
 
-// conn is one control-mode tmux client: its stdin takes command lines,
+// ErrClosed is the error of a call pending on a connection that was
+// closed under it (another call timed out: the server may be wedged, so
+// the call is not repeated).
+var ErrClosed = errors.New("control connection closed")
+
+// ErrControl is what a command answered with %error, as a non-zero
+// exit is for an exec call.
+var ErrControl = errors.New("tmux answered %error")
+
+// Conn is one control-mode tmux client: its stdin takes command lines,
 // its stdout gives one %begin … %end|%error block per command run, in
 // the order written, between notifications (%sessions-changed, …) that
 // are skipped. Each call's line is followed by a display-message of a
@@ -22,7 +38,7 @@ import (
 // commands gives a block per command run, a failed command skips the
 // rest of its line, and if-shell adds the block of the command it runs,
 // so blocks cannot simply be counted.
-type conn struct {
+type Conn struct {
 	cmd   *exec.Cmd
 	stdin *os.File
 	// stdout is read by read. The server holds the client's stdout too
@@ -31,9 +47,14 @@ type conn struct {
 	stdout io.Closer
 	// token starts every call's end word.
 	token string
+	// session is the session the client attaches to.
+	session string
+	// lostErr is what a call on a connection that ended wraps: the
+	// server went away.
+	lostErr error
 	// stderr keeps what the client wrote on stderr, for errors.
 	stderr *capped
-	// attached is closed once the client is attached to ControlSession.
+	// attached is closed once the client is attached to session.
 	attached chan struct{}
 	// done is closed once the client has exited and every pending call
 	// has its answer or error.
@@ -51,7 +72,7 @@ type conn struct {
 	err error
 }
 
-// request is one call on a conn.
+// request is one call on a Conn.
 type request struct {
 	end    string // the line of output that ends its answer
 	out    []byte
@@ -82,72 +103,50 @@ func (c *capped) String() string {
 	return strings.TrimSpace(string(c.buf))
 }
 
-// connect starts a control client attached to ControlSession (created
-// when missing, with -N: never a new server) with pane output off, and
-// returns once it is attached, within the client's timeout.
-func (c *Client) connect() (*conn, error) {
+// New returns the connection of a client about to start: attached once
+// the client reports session, its calls wrapping lost once the client has
+// gone (the server exited).
+func New(session string, lost error) (*Conn, error) {
 	tok, err := token()
 	if err != nil {
 		return nil, err
 	}
-	args := append(c.globalArgs(), "-N", "-C", "new-session", "-A", "-s", ControlSession, "-f", "no-output", "--")
-	args = append(args, controlHold...)
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("tmux: control connection: %w", err)
-	}
-	cn := &conn{
-		token: tok, stdin: pw, stderr: &capped{},
+	return &Conn{
+		token: tok, session: session, lostErr: lost, stderr: &capped{},
 		attached: make(chan struct{}), done: make(chan struct{}), wsem: make(chan struct{}, 1),
-	}
-	cmd := exec.Command(c.binary(), args...)
-	cmd.Env = clientEnv()
-	cmd.Stdin = pr
-	cmd.Stderr = cn.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = waitDelay
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		pr.Close()
-		pw.Close()
-		return nil, fmt.Errorf("tmux: control connection: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		return nil, callError(args, "", err, nil)
-	}
-	pr.Close()
-	cn.cmd, cn.stdout = cmd, stdout
-	go cn.read(stdout)
-
-	// Set up in the background, so it may take longer than one call
-	// (a short per-call timeout on a loaded machine failed every attempt).
-	wait := max(c.timeout(), DefaultTimeout)
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-cn.attached:
-		return cn, nil
-	case <-cn.done:
-		return nil, callError(args, cn.stderr.String(), cn.cause(), nil)
-	case <-timer.C:
-		cn.close(fmt.Errorf("%w: not attached within %v", errConnClosed, wait))
-		<-cn.done
-		return nil, callError(args, cn.stderr.String(), cn.cause(), context.DeadlineExceeded)
-	}
+	}, nil
 }
 
-// ended reports whether cn has ended (or is ending): calls go through
+// Stderr is where the client's stderr goes: kept, bounded, for errors.
+func (cn *Conn) Stderr() io.Writer { return cn.stderr }
+
+// StderrText is what the client wrote on stderr.
+func (cn *Conn) StderrText() string { return cn.stderr.String() }
+
+// Run hands cn its started client: cmd, the write end of its stdin, and
+// its stdout, which cn reads until it ends.
+func (cn *Conn) Run(cmd *exec.Cmd, stdin *os.File, stdout io.ReadCloser) {
+	cn.cmd, cn.stdin, cn.stdout = cmd, stdin, stdout
+	go cn.read(stdout)
+}
+
+// Attached is closed once the client is attached to its session.
+func (cn *Conn) Attached() <-chan struct{} { return cn.attached }
+
+// Done is closed once the client has exited and every pending call has
+// its answer or error.
+func (cn *Conn) Done() <-chan struct{} { return cn.done }
+
+// Ended reports whether cn has ended (or is ending): calls go through
 // exec meanwhile.
-func (cn *conn) ended() bool {
+func (cn *Conn) Ended() bool {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	return cn.err != nil
 }
 
-// cause is why cn ended.
-func (cn *conn) cause() error {
+// Cause is why cn ended.
+func (cn *Conn) Cause() error {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	if cn.err == nil {
@@ -156,9 +155,9 @@ func (cn *conn) cause() error {
 	return cn.err
 }
 
-// close ends the connection: the client's whole process group is killed,
+// Close ends the connection: the client's whole process group is killed,
 // our end of its output closed, and every pending call gets why.
-func (cn *conn) close(why error) {
+func (cn *Conn) Close(why error) {
 	cn.mu.Lock()
 	if cn.err == nil {
 		cn.err = why
@@ -169,10 +168,10 @@ func (cn *conn) close(why error) {
 	cn.stdout.Close()
 }
 
-// call writes line and its end word and waits for the answer: the output
+// Call writes line and its end word and waits for the answer: the output
 // of the line's blocks, and the lines of its %error block if one failed
-// (err then wraps errControlError).
-func (cn *conn) call(ctx context.Context, line string) ([]byte, string, error) {
+// (err then wraps ErrControl).
+func (cn *Conn) Call(ctx context.Context, line string) ([]byte, string, error) {
 	select {
 	case cn.wsem <- struct{}{}:
 	case <-ctx.Done():
@@ -200,7 +199,7 @@ func (cn *conn) call(ctx context.Context, line string) ([]byte, string, error) {
 	<-cn.wsem
 	if werr != nil {
 		// A partial line would garble the next one: the connection goes.
-		cn.close(fmt.Errorf("%w: write: %w", errConnClosed, werr))
+		cn.Close(fmt.Errorf("%w: write: %w", ErrClosed, werr))
 	}
 	select {
 	case <-req.done:
@@ -211,20 +210,20 @@ func (cn *conn) call(ctx context.Context, line string) ([]byte, string, error) {
 }
 
 // lost is the error of a call on a connection that ended: the server
-// exited or was killed (ErrServerExited, which run repeats through exec),
-// or the connection was closed (not repeated).
-func (cn *conn) lost() error {
+// exited or was killed (lost, which the tmux Client repeats through
+// exec), or the connection was closed (not repeated).
+func (cn *Conn) lost() error {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	if cn.err != nil && errors.Is(cn.err, errConnClosed) {
+	if cn.err != nil && errors.Is(cn.err, ErrClosed) {
 		return cn.err
 	}
-	return fmt.Errorf("%w: control connection lost", ErrServerExited)
+	return fmt.Errorf("%w: control connection lost", cn.lostErr)
 }
 
 // read parses the client's output until it ends, then fails what is
 // still pending.
-func (cn *conn) read(stdout io.Reader) {
+func (cn *Conn) read(stdout io.Reader) {
 	br := bufio.NewReaderSize(stdout, 64<<10)
 	var (
 		inBlock bool
@@ -247,7 +246,7 @@ stream:
 					// to is no longer known, so none is trusted, not
 					// even what is already read (a pending call could
 					// complete with another's answer).
-					cn.close(err)
+					cn.Close(err)
 					break stream
 				}
 				lines = nil
@@ -259,7 +258,7 @@ stream:
 		switch {
 		case strings.HasPrefix(line, "%begin "):
 			inBlock, head = true, strings.TrimPrefix(line, "%begin ")
-		case !attached && strings.HasPrefix(line, "%session-changed ") && strings.HasSuffix(line, " "+ControlSession):
+		case !attached && strings.HasPrefix(line, "%session-changed ") && strings.HasSuffix(line, " "+cn.session):
 			attached = true
 			close(cn.attached)
 		}
@@ -267,7 +266,7 @@ stream:
 	_ = cn.cmd.Wait()
 	cn.mu.Lock()
 	if cn.err == nil {
-		cn.err = fmt.Errorf("%w: control client exited", ErrServerExited)
+		cn.err = fmt.Errorf("%w: control client exited", cn.lostErr)
 	}
 	pending := cn.pending
 	cn.pending = nil
@@ -286,7 +285,7 @@ stream:
 // (the flags field is 0: the attach command itself) are no call's. The
 // end word of another call while this one is pending means the answers
 // come out of order: block returns an error, and the connection must go.
-func (cn *conn) block(head string, lines []string, failed bool) error {
+func (cn *Conn) block(head string, lines []string, failed bool) error {
 	if !strings.HasSuffix(head, " 1") {
 		return nil
 	}
@@ -298,11 +297,11 @@ func (cn *conn) block(head string, lines []string, failed bool) error {
 	req := cn.pending[0]
 	switch {
 	case !failed && len(lines) == 1 && cn.token != "" && lines[0] != req.end && strings.HasPrefix(lines[0], cn.token+"-"):
-		return fmt.Errorf("%w: answers out of order (%s while %s is pending)", errConnClosed, lines[0], req.end)
+		return fmt.Errorf("%w: answers out of order (%s while %s is pending)", ErrClosed, lines[0], req.end)
 	case !failed && len(lines) == 1 && lines[0] == req.end:
 		cn.pending = cn.pending[1:]
 		if req.failed {
-			req.err = errControlError
+			req.err = ErrControl
 		}
 		close(req.done)
 	case failed:
@@ -315,4 +314,13 @@ func (cn *conn) block(head string, lines []string, failed bool) error {
 		}
 	}
 	return nil
+}
+
+// token is a random word that marks the end of each call's answer.
+func token() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("tmux: control token: %w", err)
+	}
+	return "herd-ctl-" + hex.EncodeToString(b[:]), nil
 }

@@ -1,4 +1,4 @@
-package agents
+package hookinstall
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 
 	"herd"
+	"herd/internal/agents"
 )
 
 const herdBin = "/usr/local/bin/herd"
@@ -61,7 +62,7 @@ func TestInstallEveryKind(t *testing.T) {
 		if !res.Changed || res.Files[0] != SettingsPath(kind, dir) {
 			t.Errorf("[%s] expected a change to %s, got %+v", kind, SettingsPath(kind, dir), res)
 		}
-		for _, ev := range HookEvents(kind) {
+		for _, ev := range agents.HookEvents(kind) {
 			got := hookCommands(t, SettingsPath(kind, dir), ev)
 			if len(got) != 1 || got[0] != HookCommand(kind, herdBin, ev) {
 				t.Errorf("[%s] %s: expected [%s], got %q", kind, ev, HookCommand(kind, herdBin, ev), got)
@@ -98,9 +99,9 @@ func TestInstallKeepsUserEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		GeminiBeforeTool: {"./guard.sh", HookCommand(herd.AgentGemini, herdBin, GeminiBeforeTool)},
-		GeminiAfterAgent: {HookCommand(herd.AgentGemini, herdBin, GeminiAfterAgent), "say done"},
-		HookSessionEnd:   {HookCommand(herd.AgentGemini, herdBin, HookSessionEnd)},
+		agents.GeminiBeforeTool: {"./guard.sh", HookCommand(herd.AgentGemini, herdBin, agents.GeminiBeforeTool)},
+		agents.GeminiAfterAgent: {HookCommand(herd.AgentGemini, herdBin, agents.GeminiAfterAgent), "say done"},
+		agents.HookSessionEnd:   {HookCommand(herd.AgentGemini, herdBin, agents.HookSessionEnd)},
 	}
 	for ev, w := range want {
 		if got := hookCommands(t, path, ev); strings.Join(got, "|") != strings.Join(w, "|") {

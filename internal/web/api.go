@@ -103,7 +103,7 @@ type Screen struct {
 const screenLines = 60
 
 func (s *Server) handleScreen(w http.ResponseWriter, r *http.Request) {
-	text, err := s.o.Backend.Screen(r.Context(), r.PathValue("name"), screenLines)
+	text, err := s.o.Backend.Screen(r.Context(), r.PathValue("name"), screenLines, true)
 	if err != nil {
 		fail(w, err)
 		return
@@ -174,7 +174,7 @@ func (s *Server) dialogScreen(ctx context.Context, name string) string {
 	if ok && time.Since(c.at) < screenTTL {
 		return c.text
 	}
-	text, err := s.o.Backend.Screen(ctx, name, 40)
+	text, err := s.o.Backend.Screen(ctx, name, 40, false)
 	if err != nil {
 		return ""
 	}

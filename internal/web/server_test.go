@@ -27,7 +27,9 @@ type fakeBackend struct {
 	sessions []api.SessionView
 	cause    map[string]*herd.Event
 	screen   string
-	events   []herd.Event
+	// colour is the screen with escapes, when set.
+	colour string
+	events []herd.Event
 	// cursors counts the reads of the newest event (a hub's start).
 	cursors int
 }
@@ -43,7 +45,12 @@ func (f *fakeBackend) Session(_ context.Context, name string) (json.RawMessage, 
 	return json.RawMessage(`{"name":"` + name + `"}`), nil
 }
 
-func (f *fakeBackend) Screen(context.Context, string, int) (string, error) { return f.screen, nil }
+func (f *fakeBackend) Screen(_ context.Context, _ string, _ int, escapes bool) (string, error) {
+	if escapes && f.colour != "" {
+		return f.colour, nil
+	}
+	return f.screen, nil
+}
 
 func (f *fakeBackend) Events(_ context.Context, q EventQuery) ([]herd.Event, error) {
 	f.mu.Lock()
@@ -432,5 +439,23 @@ func TestLinkHandler(t *testing.T) {
 	u, err := url.Parse(res.URL)
 	if err != nil || res.Scope != ScopeRead || u.Path != "/login" || u.Query().Get("t") == "" || "http://"+u.Host != c.url {
 		t.Fatalf("[link] expected a read-only login link to the console … got %+v", res)
+	}
+}
+
+// TestScreenColours: the screen endpoint reads the pane with its colours
+// and renders them as classes, every byte of the agent's escaped.
+func TestScreenColours(t *testing.T) {
+	c := newTestConsole(t)
+	c.back.screen = "plain <script>alert(1)</script>\n"
+	c.back.colour = "\x1b[31m<script>alert(1)</script>\x1b[0m ok\n"
+	var scr Screen
+	if got := c.call(t, &http.Client{}, "GET", "/api/v1/sessions/w-0/screen", map[string]string{"Authorization": "Bearer the-token"}, nil, &scr); got != 200 {
+		t.Fatalf("[screen] expected 200 … got %d", got)
+	}
+	if want := `<span class="fg1">&lt;script&gt;alert(1)&lt;/script&gt;</span> ok` + "\n"; scr.HTML != want {
+		t.Errorf("[html] expected %q … got %q", want, scr.HTML)
+	}
+	if len(scr.Segments) != 2 || scr.Segments[0] != (Segment{Text: "<script>alert(1)</script>", Class: "fg1"}) {
+		t.Errorf("[segments] expected the red run as text … got %+v", scr.Segments)
 	}
 }

@@ -309,6 +309,13 @@ func TestBrowser(t *testing.T) {
 	}
 	do(t, ctx, "inbox empty", 15*time.Second, visible("#inbox-empty"))
 
+	// The crash chart: the failed role's crash is a bar of its own
+	// figure, drawn as SVG by the page's script.
+	do(t, ctx, "crash chart", 15*time.Second, visible(`#crashes figure[data-role="broken"] svg rect.chart-bar-crashed`))
+	if cap := get(t, ctx, "crash caption", chromedp.Text(chromedp.CSS(`#crashes figure[data-role="broken"] figcaption`))); !strings.Contains(cap, "1 crashed") {
+		t.Errorf("[crash chart] expected one crash counted … got %q", cap)
+	}
+
 	// An agent prints markup: it shows as text and runs nothing.
 	f.role("xss", herd.AgentGeneric, "/bin/sh", "-c",
 		`printf '%s\n' '<script>window.pwned=1</script>' '<img src=x onerror="window.pwned=2">'; `+
@@ -334,6 +341,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("[coloured markup] expected the coloured <script> as text … %d elements, or it ran", n)
 	}
 	do(t, ctx, "session page", 10*time.Second, visible("#events li"))
+	do(t, ctx, "resource charts", 10*time.Second, visible("#resources figure.chart-cpu svg"), visible("#resources figure.chart-mem svg"))
 	screenshot(t, ctx, "console-session.png")
 
 	// A page of another origin POSTs to the console with the browser's

@@ -66,7 +66,7 @@ func (f *fakeBackend) Events(_ context.Context, q EventQuery) ([]herd.Event, err
 	}
 	var out []herd.Event
 	for _, e := range f.events {
-		if e.ID > q.After {
+		if e.ID > q.After && (q.Kind == "" || e.Kind == q.Kind) {
 			out = append(out, e)
 		}
 	}

@@ -70,6 +70,9 @@ type Options struct {
 	// a change of this host's sessions is read at once instead of at the
 	// next poll. Other hosts' changes and the log still come by polling.
 	Local func() (<-chan status.Change, func())
+	// Resources are this host's agents' CPU and memory samples (the
+	// session page's charts); nil: none.
+	Resources Resources
 	// Poll is how often the fleet is read for changes; 300ms when 0.
 	Poll time.Duration
 	// FailDelay slows each failed login; 1s when 0.
@@ -239,6 +242,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/sessions", s.handleSessions)
 	mux.HandleFunc("GET /api/v1/sessions/{name}", s.handleSession)
 	mux.HandleFunc("GET /api/v1/sessions/{name}/screen", s.handleScreen)
+	mux.HandleFunc("GET /api/v1/sessions/{name}/resources", s.handleResources)
+	mux.HandleFunc("GET /api/v1/crashes", s.handleCrashes)
 	mux.HandleFunc("GET /api/v1/inbox", s.handleInbox)
 	mux.HandleFunc("GET /api/v1/events", s.handleEvents)
 	mux.HandleFunc("POST /api/v1/sessions/{name}/answer", s.handleAnswer)

@@ -160,13 +160,26 @@
 
   var refresh = herd.throttle(function () { refreshFleet(); refreshInbox(); }, 250);
 
+  function refreshCrashes() {
+    herd.api("/api/v1/crashes").then(function (d) {
+      var n = herdCharts.crashes(document.getElementById("crashes"), d);
+      document.getElementById("crashes-empty").hidden = n > 0;
+    }, function () {});
+  }
+  var crashesSoon = herd.throttle(refreshCrashes, 2000);
+
   document.addEventListener("DOMContentLoaded", function () {
     ["filter", "f-role", "f-host", "f-state", "sort"].forEach(function (id) {
       document.getElementById(id).addEventListener("input", renderFleet);
     });
     herd.whoami().then(function () {
       refresh();
-      herd.live(function () { refresh(); }, refresh);
+      refreshCrashes();
+      herd.live(function (ev) {
+        refresh();
+        if (ev && (ev.kind === "crashed" || ev.kind === "restarted")) crashesSoon();
+      }, refresh);
+      setInterval(function () { if (!document.hidden) refreshCrashes(); }, 60000);
       setInterval(refresh, 10000);
     });
   });

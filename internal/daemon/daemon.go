@@ -190,12 +190,17 @@ func New(o Options) (*Daemon, error) {
 		if err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)
 		}
+		key, err := web.LoadAnswerKey(o.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
 		d.resources = resources.New(resources.Options{Live: d.status, Proc: o.Proc, BootID: boot, Log: log})
 		d.web = web.New(web.Options{
 			Config: cfg.Web, Host: host, Backend: web.APIBackend{API: d.server.Handler()}, Verbs: d.verbs,
 			Events: web.StoreRecorder{Store: d.status.Store()}, Token: tok, Log: log, Local: d.status.Subscribe,
-			Resources: d.resources,
+			Resources: d.resources, AnswerKey: key,
 		})
+		d.attention.Links = d.web
 	}
 	d.commands = commands.NewRunner(d.status.Store(), host, d.verbs.Execute, commands.PollEvery, log)
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {

@@ -34,6 +34,11 @@ func replyError(w http.ResponseWriter, code int, msg string) {
 
 // fail answers err with the status it maps to.
 func fail(w http.ResponseWriter, err error) {
+	replyError(w, statusOf(err), err.Error())
+}
+
+// statusOf is the HTTP status err maps to.
+func statusOf(err error) int {
 	code := http.StatusInternalServerError
 	var se *StatusError
 	switch {
@@ -51,7 +56,7 @@ func fail(w http.ResponseWriter, err error) {
 	case errors.As(err, new(*slots.BadInput)):
 		code = http.StatusBadRequest
 	}
-	replyError(w, code, err.Error())
+	return code
 }
 
 func htmlEscape(s string) string { return html.EscapeString(s) }

@@ -46,10 +46,11 @@ func (f fakeResources) Every() time.Duration                 { return 30 * time.
 
 // TestChartsJSON: the charts' endpoints answer their JSON.
 func TestChartsJSON(t *testing.T) {
-	c := newTestConsole(t)
 	t0 := time.Now().UTC().Truncate(time.Second)
 	cpu := 12.5
-	c.srv.o.Resources = fakeResources{"w-0": {{At: t0, RSSBytes: 1 << 20}, {At: t0.Add(30 * time.Second), CPUPercent: &cpu, RSSBytes: 2 << 20}}}
+	c := newTestConsole(t, func(o *Options, _ string) {
+		o.Resources = fakeResources{"w-0": {{At: t0, RSSBytes: 1 << 20}, {At: t0.Add(30 * time.Second), CPUPercent: &cpu, RSSBytes: 2 << 20}}}
+	})
 	c.back.mu.Lock()
 	c.back.events = []herd.Event{{ID: 1, Session: "w-0", Kind: herd.EventCrashed, Time: time.Now().UTC()},
 		{ID: 2, Session: "w-0", Kind: herd.EventRestarted, Time: time.Now().UTC()}}

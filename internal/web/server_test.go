@@ -146,7 +146,7 @@ type testConsole struct {
 	rec   *fakeRecorder
 }
 
-func newTestConsole(t *testing.T) *testConsole {
+func newTestConsole(t *testing.T, opts ...func(o *Options, url string)) *testConsole {
 	t.Helper()
 	t0 := time.Now().Add(-time.Minute).UTC()
 	back := &fakeBackend{
@@ -160,8 +160,12 @@ func newTestConsole(t *testing.T) *testConsole {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.srv = New(Options{Config: config.Web{Listen: "127.0.0.1:0"}, Host: "h", Backend: back, Verbs: c.verbs, Events: c.rec,
-		Token: "the-token", Poll: 20 * time.Millisecond, FailDelay: time.Millisecond})
+	o := Options{Config: config.Web{Listen: "127.0.0.1:0"}, Host: "h", Backend: back, Verbs: c.verbs, Events: c.rec,
+		Token: "the-token", Poll: 20 * time.Millisecond, FailDelay: time.Millisecond}
+	for _, f := range opts {
+		f(&o, "http://"+ln.Addr().String())
+	}
+	c.srv = New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

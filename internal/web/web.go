@@ -73,6 +73,9 @@ type Options struct {
 	// Resources are this host's agents' CPU and memory samples (the
 	// session page's charts); nil: none.
 	Resources Resources
+	// AnswerKey signs the one-tap answer links of notifications
+	// (LoadAnswerKey); nil: none are made.
+	AnswerKey []byte
 	// Poll is how often the fleet is read for changes; 300ms when 0.
 	Poll time.Duration
 	// FailDelay slows each failed login; 1s when 0.
@@ -88,6 +91,11 @@ type Server struct {
 	changes Changes
 	// hub polls the Backend when no Changes were given; else nil.
 	hub *hub
+	// signer makes and checks answer links; nil without Options.AnswerKey.
+	signer *Signer
+	// allowHosts are the Host values accepted besides the listen address:
+	// [web] allow_hosts and the host of [web] url.
+	allowHosts []string
 
 	// failMu serialises the delays of failed logins.
 	failMu sync.Mutex
@@ -120,6 +128,13 @@ func New(o Options) *Server {
 	}
 	s := &Server{o: o, auth: NewAuth(o.Token), log: o.Log, addr: o.Config.Listen,
 		answered: map[string]answer{}, locks: map[string]*sync.Mutex{}, screens: map[string]cachedScreen{}}
+	if o.AnswerKey != nil {
+		s.signer = NewSigner(o.AnswerKey)
+	}
+	s.allowHosts = append([]string(nil), o.Config.AllowHosts...)
+	if h := o.Config.URLHost(); h != "" {
+		s.allowHosts = append(s.allowHosts, h)
+	}
 	s.changes = o.Changes
 	if s.changes == nil {
 		s.hub = newHub(o.Backend, o.Poll, o.Log)
@@ -148,6 +163,9 @@ func (s *Server) Serving() bool {
 
 // LoginURL mints a single-use login link of scope landing on next.
 func (s *Server) LoginURL(scope, next string) string {
+	if s.o.Config.URL != "" {
+		return s.o.Config.URL + "/login?t=" + s.auth.Link(scope, next)
+	}
 	scheme := "http://"
 	if s.o.Config.TLS() {
 		scheme = "https://"
@@ -270,13 +288,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
-		if !HostAllowed(r.Host, s.Addr(), s.o.Config.AllowHosts) {
+		if !HostAllowed(r.Host, s.Addr(), s.allowHosts) {
 			s.log.Warn("web: request for a host not served", "host", r.Host, "remote", r.RemoteAddr)
 			http.Error(w, "unknown host", http.StatusMisdirectedRequest)
 			return
 		}
 		if r.URL.Path == "/login" {
 			s.handleLogin(w, r)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, answerPrefix) {
+			s.handleAnswerLink(w, r)
 			return
 		}
 		p, ok := s.auth.Authenticate(r)

@@ -5,6 +5,7 @@
   var el = herd.el;
   var sessions = [];
   var pending = {}; // session -> status line shown on its card
+  var wanted = new URLSearchParams(location.search).get("item") || "";
 
   function card(it) {
     var c = el("article", "item kind-" + it.kind);
@@ -89,6 +90,11 @@
       document.getElementById("inbox-count").textContent = items.length;
       document.getElementById("inbox-empty").hidden = items.length > 0;
       document.title = (items.length ? "(" + items.length + ") " : "") + "herd console";
+      // A notification's link (/?item=NAME) shows its item once.
+      if (wanted) {
+        var c = box.querySelector('.item[data-session="' + CSS.escape(wanted) + '"]');
+        if (c) { c.classList.add("focus"); c.scrollIntoView({ block: "center" }); wanted = ""; }
+      }
     }, function () {});
   }
 

@@ -201,6 +201,7 @@ func New(o Options) (*Daemon, error) {
 			Resources: d.resources, AnswerKey: key,
 		})
 		d.attention.Links = d.web
+		d.verbs.Answerer = d.web
 	}
 	d.commands = commands.NewRunner(d.status.Store(), host, d.verbs.Execute, commands.PollEvery, log)
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {

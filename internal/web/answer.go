@@ -81,6 +81,18 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who,
 	if (in.Option == "") == (in.Text == "") {
 		return AnswerResult{}, http.StatusBadRequest, errors.New(`answer: give "option" or "text"`)
 	}
+	if host := s.hostOf(ctx, name); host != "" && host != s.o.Host {
+		// Another host's session: its daemon's console decides, under its
+		// lock and since check, between this answer and any other.
+		res, err := s.o.Verbs.Answer(ctx, verbs.AnswerRequest{Name: name, Option: in.Option, Text: in.Text, Since: in.Since, Who: who + " from " + from})
+		if err != nil {
+			return AnswerResult{}, statusOf(err), err
+		}
+		if s.hub != nil {
+			s.hub.publish(Change{Sessions: true})
+		}
+		return AnswerResult{Message: res.Message}, http.StatusOK, nil
+	}
 	// One answer at a time per session: the second of two people sees
 	// the first's answer recorded, and is told.
 	l := s.lock(name)
@@ -135,6 +147,33 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who,
 		s.hub.publish(Change{Sessions: true}) // the item is gone now, not at the next poll
 	}
 	return AnswerResult{Message: res.Message}, http.StatusOK, nil
+}
+
+// hostOf is the host of session name, "" when it is not listed.
+func (s *Server) hostOf(ctx context.Context, name string) string {
+	_, views, err := s.o.Backend.Sessions(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, v := range views {
+		if v.Name == name {
+			return v.Host
+		}
+	}
+	return ""
+}
+
+var _ verbs.Answerer = (*Server)(nil)
+
+// Answer implements verbs.Answerer: an answer another host's console
+// forwarded for one of this host's sessions takes the one answer path.
+func (s *Server) Answer(ctx context.Context, req verbs.AnswerRequest) (verbs.Result, error) {
+	from := "host " + req.From
+	res, _, err := s.answer(ctx, req.Name, AnswerRequest{Option: req.Option, Text: req.Text, Since: req.Since}, req.Who, from)
+	if err != nil {
+		return verbs.Result{}, err
+	}
+	return verbs.Result{Message: res.Message}, nil
 }
 
 // optionInput is what typing option key into item's dialog takes: a

@@ -197,3 +197,29 @@ func TestAnswerLink(t *testing.T) {
 		t.Errorf("[forged] expected 403 … got %d", code)
 	}
 }
+
+// TestAnswerOtherHost: an answer for another host's session goes to that
+// host (the verbs forward it), never typed from here.
+func TestAnswerOtherHost(t *testing.T) {
+	c := newTestConsole(t)
+	c.back.mu.Lock()
+	c.back.sessions[0].Host = "other"
+	c.back.mu.Unlock()
+	cl, csrf := c.browser(t, ScopeOperate)
+	var items []Item
+	c.call(t, cl, "GET", "/api/v1/inbox", nil, nil, &items)
+	if len(items) != 1 {
+		t.Fatalf("[inbox] expected the item … got %+v", items)
+	}
+	var res AnswerResult
+	if code := c.call(t, cl, "POST", "/api/v1/sessions/w-0/answer", map[string]string{"Origin": c.url, CSRFHeader: csrf},
+		AnswerRequest{Option: "1", Since: items[0].Since}, &res); code != 200 {
+		t.Fatalf("[answer] expected 200 … got %d", code)
+	}
+	if len(c.verbs.answers) != 1 || len(c.verbs.injected) != 0 || len(c.rec.kinds()) != 0 {
+		t.Fatalf("[answer] expected it forwarded, nothing typed or recorded here … got %+v, %+v, %v", c.verbs.answers, c.verbs.injected, c.rec.kinds())
+	}
+	if a := c.verbs.answers[0]; a.Name != "w-0" || a.Option != "1" || !a.Since.Equal(items[0].Since) || !strings.HasPrefix(a.Who, "browser:") {
+		t.Errorf("[answer] expected the request with its since and who … got %+v", a)
+	}
+}

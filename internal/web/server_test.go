@@ -82,6 +82,7 @@ type fakeVerbs struct {
 	mu       sync.Mutex
 	injected []verbs.InjectRequest
 	stopped  []string
+	answers  []verbs.AnswerRequest
 }
 
 func (f *fakeVerbs) Inject(_ context.Context, req verbs.InjectRequest) (verbs.Result, error) {
@@ -113,6 +114,13 @@ func (f *fakeVerbs) Reset(context.Context, verbs.SessionRequest) (verbs.ResetRes
 
 func (f *fakeVerbs) Archive(context.Context, verbs.SessionRequest) (verbs.Result, error) {
 	return verbs.Result{}, nil
+}
+
+func (f *fakeVerbs) Answer(_ context.Context, req verbs.AnswerRequest) (verbs.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, req)
+	return verbs.Result{Message: "answered (on host " + "other)"}, nil
 }
 
 // fakeRecorder keeps the console's events.

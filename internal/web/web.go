@@ -42,6 +42,8 @@ type Verbs interface {
 	Restart(ctx context.Context, req verbs.RestartRequest) (verbs.RestartResult, error)
 	Reset(ctx context.Context, req verbs.SessionRequest) (verbs.ResetResult, error)
 	Archive(ctx context.Context, req verbs.SessionRequest) (verbs.Result, error)
+	// Answer answers another host's session on its own daemon.
+	Answer(ctx context.Context, req verbs.AnswerRequest) (verbs.Result, error)
 }
 
 var _ Verbs = (*verbs.Verbs)(nil)

@@ -272,7 +272,8 @@ func consoleLatency(b *testing.B, n int) {
 // window of HERD_CONSOLE_WINDOW (30s) with no console open, then one with
 // 20 open event streams (20 browsers on the fleet page), then none
 // again; the goal is under 1 % with 20. It runs with HERD_CONSOLE_IDLE
-// set (about 3 minutes):
+// set (about 3 minutes; HERD_CONSOLE_PROFILE=FILE writes a 20s CPU profile
+// of the daemon taken while the consoles are open):
 //
 //	HERD_CONSOLE_IDLE=1 go test -run '^$' -bench ConsoleIdleCPU -benchtime 1x -timeout 20m ./bench/
 func BenchmarkConsoleIdleCPU(b *testing.B) {
@@ -288,7 +289,8 @@ func BenchmarkConsoleIdleCPU(b *testing.B) {
 	}
 	const n, browsers = 100, 20
 	for b.Loop() {
-		c := startConsoleIn(b, b.TempDir(), "[watchdog]\nstall_after = \"24h\"\n")
+		pp := freeAddr(b)
+		c := startConsoleIn(b, b.TempDir(), fmt.Sprintf("[watchdog]\nstall_after = \"24h\"\n[metrics]\nlisten = %q\n", pp))
 		role := []herd.Role{{Name: "lat", Replicas: n, Command: idleCommand(bin), Workdir: c.dir, Runtime: herd.RuntimeTmux}}
 		if err := c.client.Do(context.Background(), "POST", "/v1/roles", nil, role, nil); err != nil {
 			b.Fatal(err)
@@ -306,6 +308,10 @@ func BenchmarkConsoleIdleCPU(b *testing.B) {
 		for range browsers {
 			_, cancel := c.stream(b)
 			cancels = append(cancels, cancel)
+		}
+		if path := os.Getenv("HERD_CONSOLE_PROFILE"); path != "" {
+			// A CPU profile of the daemon while the consoles are open.
+			go fetch(b, "http://"+pp+"/debug/pprof/profile?seconds=20", path)
 		}
 		open := measure()
 		for _, cancel := range cancels {

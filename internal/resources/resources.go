@@ -38,8 +38,8 @@ var _ Lister = (*status.Manager)(nil)
 
 // Defaults of Options.
 const (
-	DefaultEvery  = 30 * time.Second
-	DefaultPoints = 120
+	DefaultEvery  = time.Minute
+	DefaultPoints = 60
 )
 
 // Options configure a Sampler.
@@ -64,7 +64,15 @@ type series struct {
 	inc   string
 	ticks uint64
 	at    time.Time
+	// members are the tree's pids below the agent as last listed, at
+	// listed: listing a tree reads every thread's children file, so it
+	// is done every relist only.
+	members []int
+	listed  time.Time
 }
+
+// relist is how often a tree's members are listed again.
+const relist = 5 * time.Minute
 
 // Sampler samples the live agents' trees every Options.Every.
 type Sampler struct {
@@ -117,6 +125,8 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 		name, inc string
 		ticks     uint64
 		rss       int64
+		members   []int
+		listed    time.Time
 	}
 	var got []taken
 	for _, l := range live {
@@ -127,11 +137,25 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 		if id.Zero() || s.o.Proc.Check(id, s.o.BootID) != herd.Alive {
 			continue
 		}
-		ticks, rss, ok := s.tree(id.PID)
+		var members []int
+		var listed time.Time
+		s.mu.Lock()
+		if sr := s.series[l.S.Name]; sr != nil && sr.inc == l.Inc.ID && now.Sub(sr.listed) < relist {
+			members, listed = sr.members, sr.listed
+		}
+		s.mu.Unlock()
+		if listed.IsZero() {
+			var err error
+			if members, err = s.o.Proc.Descendants(id.PID); err != nil {
+				continue
+			}
+			listed = now
+		}
+		ticks, rss, members, ok := s.tree(id.PID, members)
 		if !ok {
 			continue
 		}
-		got = append(got, taken{name: l.S.Name, inc: l.Inc.ID, ticks: ticks, rss: rss})
+		got = append(got, taken{name: l.S.Name, inc: l.Inc.ID, ticks: ticks, rss: rss, members: members, listed: listed})
 	}
 	window := time.Duration(s.o.Points) * s.o.Every
 	s.mu.Lock()
@@ -147,7 +171,7 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 			pct := float64(t.ticks-sr.ticks) / float64(proc.ClockTicks()) / now.Sub(sr.at).Seconds() * 100
 			p.CPUPercent = &pct
 		}
-		sr.inc, sr.ticks, sr.at = t.inc, t.ticks, now
+		sr.inc, sr.ticks, sr.at, sr.members, sr.listed = t.inc, t.ticks, now, t.members, t.listed
 		sr.add(p, s.o.Points)
 	}
 	for name, sr := range s.series {
@@ -158,24 +182,24 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 }
 
 // tree sums the CPU ticks (user and system) and resident sets of pid and
-// its descendants.
-func (s *Sampler) tree(pid int) (ticks uint64, rss int64, ok bool) {
-	pids, err := s.o.Proc.Descendants(pid)
+// its members, and returns the members still there.
+func (s *Sampler) tree(pid int, members []int) (ticks uint64, rss int64, alive []int, ok bool) {
+	st, err := s.o.Proc.Stat(pid)
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, nil, false
 	}
-	for _, p := range append([]int{pid}, pids...) {
+	ticks, rss = st.UTime+st.STime, st.RSSPages*s.page
+	alive = members[:0:0]
+	for _, p := range members {
 		st, err := s.o.Proc.Stat(p)
-		if err != nil {
-			if p == pid {
-				return 0, 0, false
-			}
+		if err != nil || st.Zombie() {
 			continue
 		}
 		ticks += st.UTime + st.STime
 		rss += st.RSSPages * s.page
+		alive = append(alive, p)
 	}
-	return ticks, rss, true
+	return ticks, rss, alive, true
 }
 
 func (sr *series) add(p Point, max int) {

@@ -75,7 +75,7 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
-	raw, _, err := s.o.Backend.Sessions(r.Context())
+	raw, err := sessionsRaw(r.Context(), s.o.Backend)
 	if err != nil {
 		fail(w, err)
 		return

@@ -102,6 +102,28 @@ func (a APIBackend) Sessions(ctx context.Context) (json.RawMessage, []api.Sessio
 	return b, views, nil
 }
 
+// rawSessions is a Backend that lists the sessions' JSON without decoding
+// it: what the event hub compares and /api/v1/sessions serves.
+type rawSessions interface {
+	SessionsRaw(ctx context.Context) (json.RawMessage, error)
+}
+
+var _ rawSessions = APIBackend{}
+
+// SessionsRaw is Sessions without the decoded views.
+func (a APIBackend) SessionsRaw(ctx context.Context) (json.RawMessage, error) {
+	return a.get(ctx, "/v1/sessions", nil)
+}
+
+// sessionsRaw lists the sessions' JSON of b, decoding nothing when b can.
+func sessionsRaw(ctx context.Context, b Backend) (json.RawMessage, error) {
+	if r, ok := b.(rawSessions); ok {
+		return r.SessionsRaw(ctx)
+	}
+	raw, _, err := b.Sessions(ctx)
+	return raw, err
+}
+
 // Session implements Backend.
 func (a APIBackend) Session(ctx context.Context, name string) (json.RawMessage, error) {
 	return a.get(ctx, "/v1/sessions/"+url.PathEscape(name), nil)

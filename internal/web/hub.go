@@ -152,7 +152,7 @@ func (h *hub) poll(ctx context.Context, last []byte, cursor int64) (_ []byte, _ 
 	}()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if raw, _, err := h.backend.Sessions(ctx); err == nil {
+	if raw, err := sessionsRaw(ctx, h.backend); err == nil {
 		if !bytes.Equal(raw, last) {
 			if last != nil {
 				h.publish(Change{Sessions: true})

@@ -78,7 +78,9 @@ type Options struct {
 	// AnswerKey signs the one-tap answer links of notifications
 	// (LoadAnswerKey); nil: none are made.
 	AnswerKey []byte
-	// Poll is how often the fleet is read for changes; 300ms when 0.
+	// Poll is how often the fleet is read for changes; when 0, 300ms,
+	// or a second with Local (this host's changes come at once; other
+	// hosts' and the log's within the second).
 	Poll time.Duration
 	// FailDelay slows each failed login; 1s when 0.
 	FailDelay time.Duration
@@ -124,6 +126,9 @@ func New(o Options) *Server {
 	}
 	if o.Poll <= 0 {
 		o.Poll = 300 * time.Millisecond
+		if o.Local != nil {
+			o.Poll = time.Second
+		}
 	}
 	if o.FailDelay <= 0 {
 		o.FailDelay = time.Second

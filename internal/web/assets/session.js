@@ -107,7 +107,7 @@
       refreshInfo();
       refreshScreen();
       refreshResources();
-      setInterval(function () { if (!document.hidden) refreshResources(); }, 30000);
+      setInterval(function () { if (!document.hidden) refreshResources(); }, 60000);
       herd.live(function (ev) { if (ev.session === name) refresh(); }, refresh);
       setInterval(function () { if (!document.hidden) refreshScreen(); }, 1000);
       setInterval(function () { if (!document.hidden) refresh(); }, 5000);

@@ -154,9 +154,10 @@ func (h *hub) poll(ctx context.Context, last []byte, cursor int64) (_ []byte, _ 
 	defer cancel()
 	if raw, err := sessionsRaw(ctx, h.backend); err == nil {
 		if !bytes.Equal(raw, last) {
-			if last != nil {
-				h.publish(Change{Sessions: true})
-			}
+			// The first read after an idle spell is published too: a
+			// change between a new page's own read and this one would
+			// otherwise be taken as the baseline, and never shown.
+			h.publish(Change{Sessions: true})
 			last = raw
 		}
 	}

@@ -408,6 +408,9 @@ const (
 	CommandRestart = "restart"
 	CommandReset   = "reset"
 	CommandSignal  = "signal" // Args["signal"]
+	// CommandAnswer answers a session's need from a console of another
+	// host: Args["option"] or Args["text"], Args["since"], Args["who"].
+	CommandAnswer = "answer"
 	// CommandDeleteRole and CommandRollout name the role in Session.
 	CommandDeleteRole = "delete_role"
 	CommandRollout    = "rollout"

@@ -213,6 +213,11 @@ func BenchmarkGetSessions1000(b *testing.B) {
 // fillSessions makes a state directory whose store holds a role of 1000
 // replicas and its 1000 sessions on host, in states by turns.
 func fillSessions(b *testing.B, host string, states []herd.State) string {
+	return fillSessionsN(b, host, states, 1000)
+}
+
+// fillSessionsN is fillSessions with n sessions.
+func fillSessionsN(b *testing.B, host string, states []herd.State, n int) string {
 	dir := b.TempDir()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "herd.db"))
@@ -221,9 +226,9 @@ func fillSessions(b *testing.B, host string, states []herd.State) string {
 	}
 	now := time.Now().UTC()
 	err = st.Update(ctx, func(tx store.Tx) error {
-		tx.PutRole(herd.Role{Name: "w", Replicas: 1000, Command: []string{"true"}, Workdir: dir, Runtime: herd.RuntimeExec, Agent: herd.AgentGeneric, Host: host,
+		tx.PutRole(herd.Role{Name: "w", Replicas: n, Command: []string{"true"}, Workdir: dir, Runtime: herd.RuntimeExec, Agent: herd.AgentGeneric, Host: host,
 			Restart: herd.RestartPolicy{Policy: herd.PolicyNever, InitialBackoff: time.Second, MaxBackoff: time.Second, ResetAfter: time.Minute}})
-		for i := range 1000 {
+		for i := range n {
 			code := 1
 			name := herd.SessionName("w", i)
 			inc := herd.Incarnation{ID: fmt.Sprintf("inc-%d", i), Session: name, Host: host, RuntimeKind: herd.RuntimeExec, Argv: []string{"true"}, Workdir: dir, StartedAt: now,

@@ -92,6 +92,9 @@ type Tracker struct {
 	BackoffMin, BackoffMax time.Duration
 	// Timeout bounds one delivery attempt.
 	Timeout time.Duration
+	// Links, when set, gives each notification its links into the
+	// console (the web console; set before Run).
+	Links Linker
 	// Workers is the size of the delivery pool.
 	Workers int
 

@@ -37,6 +37,32 @@ type Note struct {
 	// the webhook gets: the escalated event, or the notified event of this
 	// channel.
 	Event herd.Event
+	// Links lead from a notification into the console (ntfy, Slack);
+	// zero when the console has no public URL.
+	Links Links
+}
+
+// Linker gives a notification its links into the console (the web
+// console implements it).
+type Linker interface {
+	// Links returns what a notification of session links to: its inbox
+	// item, and one-tap answers to what it asks when there are any.
+	Links(ctx context.Context, session string) Links
+}
+
+// Links are a notification's links into the console.
+type Links struct {
+	// Click opens the session's inbox item.
+	Click string
+	// Actions are one-tap answers, at most three: each URL is a
+	// single-use, expiring link whose page asks to confirm.
+	Actions []LinkAction
+}
+
+// LinkAction is one one-tap answer.
+type LinkAction struct {
+	Label string
+	URL   string
 }
 
 // Channel delivers a note one way.
@@ -148,7 +174,32 @@ func (c Ntfy) Send(ctx context.Context, n Note) error {
 	h.Set("Title", m.Title)
 	h.Set("Priority", strconv.Itoa(m.Priority()))
 	h.Set("Tags", "herd,"+string(m.Need))
+	if n.Links.Click != "" {
+		h.Set("Click", n.Links.Click)
+	}
+	if a := ntfyActions(n.Links.Actions); a != "" {
+		h.Set("Actions", a)
+	}
 	return PostHTTP(ctx, c.Client, c.URL, h, []byte(m.Text()))
+}
+
+// ntfyMaxActions is how many actions ntfy shows on a notification.
+const ntfyMaxActions = 3
+
+// ntfyActions is the Actions header of one-tap answers: "view" actions
+// (the link opens the console's confirmation page in the browser; nothing
+// is answered from the notification itself).
+func ntfyActions(as []LinkAction) string {
+	clean := strings.NewReplacer(",", " ", ";", " ", "\"", "'", "\r", " ", "\n", " ")
+	var parts []string
+	for _, a := range as[:min(len(as), ntfyMaxActions)] {
+		label := strings.TrimSpace(clean.Replace(a.Label))
+		if label == "" || strings.ContainsAny(a.URL, ",; \r\n") {
+			continue
+		}
+		parts = append(parts, "view, "+clip(label, 40)+", "+a.URL+", clear=true")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Slack posts {"text": ...} to an incoming webhook: Slack's, or
@@ -165,7 +216,18 @@ func (Slack) Name() string { return ChannelSlack }
 // Send implements Channel.
 func (s Slack) Send(ctx context.Context, n Note) error {
 	m := n.Message
-	body, err := json.Marshal(map[string]string{"text": "*" + m.Title + "*\n" + m.Body + "\nRun: `" + m.Action + "`"})
+	text := "*" + m.Title + "*\n" + m.Body + "\nRun: `" + m.Action + "`"
+	msg := map[string]any{"text": text}
+	if n.Links.Click != "" {
+		// A button to the inbox item (Slack's Block Kit; the text stays
+		// the notification's fallback).
+		msg["blocks"] = []any{
+			map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": text}},
+			map[string]any{"type": "actions", "elements": []any{map[string]any{
+				"type": "button", "text": map[string]any{"type": "plain_text", "text": "Open in the console"}, "url": n.Links.Click}}},
+		}
+	}
+	body, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}

@@ -82,6 +82,38 @@ func TestSlackBody(t *testing.T) {
 	}
 }
 
+// TestLinks: with the console's links, ntfy opens the inbox item on a
+// tap and offers the answers as view actions; Slack gets a button.
+func TestLinks(t *testing.T) {
+	links := Links{Click: "https://herd.example.com/?item=worker-0", Actions: []LinkAction{
+		{Label: "1. Yes", URL: "https://herd.example.com/a/t1.s1"},
+		{Label: "2. Yes, and don't ask; again", URL: "https://herd.example.com/a/t2.s2"},
+		{Label: "bad url", URL: "https://herd.example.com/a/x,y"},
+		{Label: "3. No", URL: "https://herd.example.com/a/t3.s3"},
+	}}
+	srv, got := recorder(t)
+	n := sample(ChannelNtfy)
+	n.Links = links
+	if err := (Ntfy{URL: srv.URL + "/herd-topic"}).Send(testCtx(t), n); err != nil {
+		t.Fatalf("expected delivery, got %v", err)
+	}
+	r := <-got
+	want := "view, 1. Yes, https://herd.example.com/a/t1.s1, clear=true; view, 2. Yes  and don't ask  again, https://herd.example.com/a/t2.s2, clear=true"
+	if r.header.Get("Click") != links.Click || r.header.Get("Actions") != want {
+		t.Errorf("[ntfy] expected Click %q and Actions %q … got %q, %q", links.Click, want, r.header.Get("Click"), r.header.Get("Actions"))
+	}
+
+	n = sample(ChannelSlack)
+	n.Links = links
+	if err := (Slack{URL: srv.URL + "/slack"}).Send(testCtx(t), n); err != nil {
+		t.Fatalf("expected delivery, got %v", err)
+	}
+	r = <-got
+	if !strings.Contains(r.body, `"url":"https://herd.example.com/?item=worker-0"`) || !strings.Contains(r.body, `"text":"*worker-0 needs permission*`) {
+		t.Errorf("[slack] expected a button to the item and the text … got %s", r.body)
+	}
+}
+
 func TestWebhookFailureIsAnError(t *testing.T) {
 	srv, got := recorder(t, http.StatusServiceUnavailable)
 	err := (Webhook{URL: srv.URL}).Send(testCtx(t), sample(ChannelWebhook))

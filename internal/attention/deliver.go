@@ -55,6 +55,9 @@ func (t *Tracker) deliver(ctx context.Context, j job) {
 	sendErr := lookErr // a note that cannot be made fails the attempt, and the row says why
 	if lookErr == nil {
 		sendCtx, cancel := context.WithTimeout(ctx, t.Timeout)
+		if tr == TrackNotify && t.Links != nil {
+			note.Links = t.Links.Links(sendCtx, session)
+		}
 		sendErr = ch.Send(sendCtx, note)
 		cancel()
 	}

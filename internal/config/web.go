@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -23,6 +24,19 @@ type Web struct {
 	TLSKey  string
 	// InsecureHTTP allows plain HTTP on a non-loopback address.
 	InsecureHTTP bool
+	// URL is the console's public base URL (https://herd.example.com),
+	// "" for none: notifications link to the console and carry one-tap
+	// answers only when it is set. Its host is accepted as a Host header.
+	URL string
+}
+
+// URLHost is the host[:port] of URL, "" when none.
+func (w Web) URLHost() string {
+	u, err := url.Parse(w.URL)
+	if err != nil || w.URL == "" {
+		return ""
+	}
+	return u.Host
 }
 
 // Loopback reports whether the listen address is a loopback one.
@@ -43,7 +57,7 @@ func (w Web) TLS() bool { return w.TLSCert != "" }
 
 // Equal reports whether two [web] tables are the same.
 func (w Web) Equal(o Web) bool {
-	if w.Listen != o.Listen || w.TLSCert != o.TLSCert || w.TLSKey != o.TLSKey || w.InsecureHTTP != o.InsecureHTTP ||
+	if w.Listen != o.Listen || w.TLSCert != o.TLSCert || w.TLSKey != o.TLSKey || w.InsecureHTTP != o.InsecureHTTP || w.URL != o.URL ||
 		len(w.AllowHosts) != len(o.AllowHosts) {
 		return false
 	}
@@ -61,6 +75,7 @@ type fileWeb struct {
 	TLSCert      *string  `toml:"tls_cert"`
 	TLSKey       *string  `toml:"tls_key"`
 	InsecureHTTP *bool    `toml:"insecure_http"`
+	URL          *string  `toml:"url"`
 }
 
 // web builds [web]: a non-loopback address needs TLS or insecure_http.
@@ -69,6 +84,15 @@ func (b *builder) web(c *Config, f fileWeb) {
 	set(&c.Web.TLSCert, f.TLSCert)
 	set(&c.Web.TLSKey, f.TLSKey)
 	set(&c.Web.InsecureHTTP, f.InsecureHTTP)
+	set(&c.Web.URL, f.URL)
+	if u := c.Web.URL; u != "" {
+		pu, err := url.Parse(u)
+		if err != nil || !httpURL(u) || (pu.Path != "" && pu.Path != "/") || pu.RawQuery != "" || pu.Fragment != "" || pu.User != nil {
+			b.fail("web.url", "%q is not the console's base URL, e.g. https://herd.example.com", u)
+		} else {
+			c.Web.URL = strings.TrimSuffix(u, "/")
+		}
+	}
 	for i, h := range f.AllowHosts {
 		if h == "" || strings.ContainsAny(h, "/ \t") {
 			b.fail("web.allow_hosts", "entry %d %q is not a host or host:port", i, h)

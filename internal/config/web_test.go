@@ -22,6 +22,9 @@ func TestWeb(t *testing.T) {
 		{name: "bad address", toml: "[web]\nlisten = \"7780\"\n", err: "web.listen"},
 		{name: "bad allowed host", toml: "[web]\nallow_hosts = [\"http://x/\"]\n", err: "web.allow_hosts"},
 		{name: "unknown key", toml: "[web]\nport = 1\n", err: "port"},
+		{name: "public url", toml: "[web]\nurl = \"https://herd.example.com/\"\n", listen: DefaultWebListen},
+		{name: "url with a path", toml: "[web]\nurl = \"https://herd.example.com/x?y\"\n", err: "web.url"},
+		{name: "url not http", toml: "[web]\nurl = \"herd.example.com\"\n", err: "web.url"},
 	} {
 		cfg, err := Parse([]byte(c.toml), "herd.toml", t.TempDir())
 		if c.err != "" {

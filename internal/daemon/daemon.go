@@ -28,6 +28,7 @@ import (
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/reaper"
+	"herd/internal/resources"
 	"herd/internal/roles"
 	"herd/internal/runtime"
 	"herd/internal/runtime/execrt"
@@ -99,6 +100,9 @@ type Daemon struct {
 	metrics *metrics.Metrics
 	// web is the console; nil unless [web] listen is set.
 	web *web.Server
+	// resources samples the agents' CPU and memory for the console's
+	// charts; nil without a console.
+	resources *resources.Sampler
 
 	// live is the configuration in force; a reload swaps it.
 	live *config.Live
@@ -197,10 +201,18 @@ func New(o Options) (*Daemon, error) {
 		if err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)
 		}
+		key, err := web.LoadAnswerKey(o.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+		d.resources = resources.New(resources.Options{Live: d.status, Proc: o.Proc, BootID: boot, Log: log})
 		d.web = web.New(web.Options{
 			Config: cfg.Web, Host: host, Backend: web.APIBackend{API: d.server.Handler()}, Verbs: d.verbs,
 			Events: web.StoreRecorder{Store: d.status.Store()}, Token: tok, Log: log, Local: d.status.Subscribe,
+			Resources: d.resources, AnswerKey: key,
 		})
+		d.attention.Links = d.web
+		d.verbs.Answerer = d.web
 	}
 	d.commands = commands.NewRunner(d.status.Store(), host, d.verbs.Execute, commands.PollEvery, log)
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
@@ -261,6 +273,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 			d.log.Warn("web: console not served", "listen", d.cfg.Web.Listen, "err", err)
 		} else {
 			d.log.Info("web: console served", "addr", wln.Addr().String(), "tls", d.cfg.Web.TLS())
+			g.Go("resources", func() { d.resources.Run(ctx) })
 			g.Go("web", func() {
 				if err := d.web.Run(ctx, wln); err != nil {
 					d.log.Error("web: console", "err", err)

@@ -18,6 +18,14 @@ import (
 type logOptions struct {
 	tail  int
 	since time.Duration // 0: the current incarnation only
+	// escapes keeps a pane's colours as SGR escape sequences (?escapes=1,
+	// the console's screen); plain text otherwise.
+	escapes bool
+}
+
+// escapeCapturer captures a pane with its colours as escape sequences.
+type escapeCapturer interface {
+	CaptureEscapes(ctx context.Context, inc herd.Incarnation, lines int) ([]byte, error)
 }
 
 func parseLogOptions(r *http.Request) (logOptions, error) {
@@ -37,6 +45,7 @@ func parseLogOptions(r *http.Request) (logOptions, error) {
 		}
 		o.since = d
 	}
+	o.escapes, _ = strconv.ParseBool(q.Get("escapes"))
 	return o, nil
 }
 
@@ -116,7 +125,7 @@ func (sv *Server) serveLogs(w http.ResponseWriter, r *http.Request, name, role s
 // not found, ends with herd's line saying why.
 func (sv *Server) sessionLogs(ctx context.Context, s herd.Session, o logOptions) ([]byte, error) {
 	if o.since <= 0 {
-		b, err := sv.incarnationOutput(ctx, s, s.Incarnation, o.tail)
+		b, err := sv.incarnationOutput(ctx, s, s.Incarnation, o)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +142,7 @@ func (sv *Server) sessionLogs(ctx context.Context, s herd.Session, o logOptions)
 			fmt.Fprintf(&out, ", ended %s", exitText(*inc.Exit))
 		}
 		out.WriteString(" ---\n")
-		b, err := sv.incarnationOutput(ctx, s, inc.ID, o.tail)
+		b, err := sv.incarnationOutput(ctx, s, inc.ID, o)
 		if err != nil {
 			fmt.Fprintf(&out, "herd: %v\n", err)
 		}
@@ -149,7 +158,8 @@ func (sv *Server) sessionLogs(ctx context.Context, s herd.Session, o logOptions)
 // (all of its history) when it is s's current, live tmux incarnation; the
 // captured stdout of an exec incarnation; nothing for a tmux incarnation
 // whose pane is gone.
-func (sv *Server) incarnationOutput(ctx context.Context, s herd.Session, inc string, tail int) ([]byte, error) {
+func (sv *Server) incarnationOutput(ctx context.Context, s herd.Session, inc string, o logOptions) ([]byte, error) {
+	tail := o.tail
 	if inc == "" {
 		return nil, nil
 	}
@@ -164,6 +174,10 @@ func (sv *Server) incarnationOutput(ctx context.Context, s herd.Session, inc str
 	if rec.RuntimeKind == herd.RuntimeTmux {
 		if inc != s.Incarnation || !s.State.Live() {
 			return nil, nil
+		}
+		if ec, ok := sv.o.Tmux.(escapeCapturer); ok && o.escapes {
+			out, err := ec.CaptureEscapes(ctx, rec, tail)
+			return tailLines(out, tail), err
 		}
 		out, err := sv.o.Tmux.Capture(ctx, rec, tail)
 		return tailLines(out, tail), err

@@ -137,6 +137,8 @@ func (v *Verbs) Execute(ctx context.Context, c herd.Command) (string, error) {
 		return encode(v.Archive(ctx, SessionRequest{Name: c.Session, From: from}))
 	case herd.CommandInject:
 		return encode(v.Inject(ctx, injectRequest(c.Session, a, from)))
+	case herd.CommandAnswer:
+		return encode(v.Answer(ctx, answerRequest(c.Session, a, from)))
 	case herd.CommandRestart:
 		return encode(v.Restart(ctx, RestartRequest{Name: c.Session, Grace: a["grace"], From: from}))
 	case herd.CommandReset:

@@ -131,6 +131,10 @@ type Options struct {
 // Verbs carries out the verbs of one daemon.
 type Verbs struct {
 	o Options
+
+	// Answerer answers the needs of this host's sessions (the console);
+	// set before the daemon runs, nil when it serves none.
+	Answerer Answerer
 }
 
 // New returns the verbs of a daemon.

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -57,25 +59,48 @@ func (s *Server) lock(name string) *sync.Mutex {
 const AlreadyAnswered = "already answered"
 
 func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
 	var in AnswerRequest
 	if err := decode(r, &in); err != nil {
 		fail(w, err)
 		return
 	}
-	if (in.Option == "") == (in.Text == "") {
-		replyError(w, http.StatusBadRequest, `answer: give "option" or "text"`)
+	p := principal(r)
+	res, code, err := s.answer(r.Context(), r.PathValue("name"), in, p.Who, r.RemoteAddr)
+	if err != nil {
+		replyError(w, code, err.Error())
 		return
+	}
+	replyJSON(w, http.StatusOK, res)
+}
+
+// answer types an answer into session name's need, once: the one path of
+// every answer (the inbox's buttons and replies, a notification's answer
+// link). who and from name the answerer in the answered event. On error,
+// code is the HTTP status it maps to.
+func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who, from string) (AnswerResult, int, error) {
+	if (in.Option == "") == (in.Text == "") {
+		return AnswerResult{}, http.StatusBadRequest, errors.New(`answer: give "option" or "text"`)
+	}
+	if host := s.hostOf(ctx, name); host != "" && host != s.o.Host {
+		// Another host's session: its daemon's console decides, under its
+		// lock and since check, between this answer and any other.
+		res, err := s.o.Verbs.Answer(ctx, verbs.AnswerRequest{Name: name, Option: in.Option, Text: in.Text, Since: in.Since, Who: who + " from " + from})
+		if err != nil {
+			return AnswerResult{}, statusOf(err), err
+		}
+		if s.hub != nil {
+			s.hub.publish(Change{Sessions: true})
+		}
+		return AnswerResult{Message: res.Message}, http.StatusOK, nil
 	}
 	// One answer at a time per session: the second of two people sees
 	// the first's answer recorded, and is told.
 	l := s.lock(name)
 	l.Lock()
 	defer l.Unlock()
-	items, err := s.inbox(r.Context(), name)
+	items, err := s.inbox(ctx, name)
 	if err != nil {
-		fail(w, err)
-		return
+		return AnswerResult{}, statusOf(err), err
 	}
 	if len(items) == 0 || (!in.Since.IsZero() && !items[0].Since.Equal(in.Since)) {
 		s.mu.Lock()
@@ -87,8 +112,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		} else if len(items) == 0 {
 			msg = "session " + name + " waits for nothing a person can answer now"
 		}
-		replyError(w, http.StatusConflict, msg)
-		return
+		return AnswerResult{}, http.StatusConflict, errors.New(msg)
 	}
 	it := items[0]
 	req := verbs.InjectRequest{Name: name, Text: in.Text, Enter: true}
@@ -96,8 +120,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	if in.Option != "" {
 		i := slices.IndexFunc(it.Options, func(o Option) bool { return o.Key == in.Option })
 		if i < 0 {
-			replyError(w, http.StatusBadRequest, fmt.Sprintf("answer: %s offers no option %q", name, in.Option))
-			return
+			return AnswerResult{}, http.StatusBadRequest, fmt.Errorf("answer: %s offers no option %q", name, in.Option)
 		}
 		what = "option " + it.Options[i].Label
 		req = optionInput(it, in.Option)
@@ -106,27 +129,51 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		// A reply in words to a permission dialog declines it first
 		// (Esc: "No, and tell the agent what to do differently"), then
 		// types the words to the agent's prompt.
-		if _, err := s.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: name, Text: "\x1b", NoClear: true}); err != nil {
-			fail(w, err)
-			return
+		if _, err := s.o.Verbs.Inject(ctx, verbs.InjectRequest{Name: name, Text: "\x1b", NoClear: true}); err != nil {
+			return AnswerResult{}, statusOf(err), err
 		}
 	}
-	res, err := s.o.Verbs.Inject(r.Context(), req)
+	res, err := s.o.Verbs.Inject(ctx, req)
 	if err != nil {
-		fail(w, err)
-		return
+		return AnswerResult{}, statusOf(err), err
 	}
-	p := principal(r)
 	now := time.Now().UTC()
 	s.mu.Lock()
-	s.answered[name] = answer{incarnation: it.Incarnation, since: it.Since, at: now, who: p.Who}
+	s.answered[name] = answer{incarnation: it.Incarnation, since: it.Since, at: now, who: who}
 	s.mu.Unlock()
-	s.record(r.Context(), name, it.Incarnation, herd.EventAnswered, it.Kind, fmt.Sprintf("%s answered by %s", what, origin(r)),
-		map[string]any{"who": p.Who, "from": r.RemoteAddr, "kind": it.Kind, "option": in.Option, "text": in.Text, "question": clip(it.Text, 500)})
+	s.record(ctx, name, it.Incarnation, herd.EventAnswered, it.Kind, fmt.Sprintf("%s answered by %s from %s", what, who, from),
+		map[string]any{"who": who, "from": from, "kind": it.Kind, "option": in.Option, "text": in.Text, "question": clip(it.Text, 500)})
 	if s.hub != nil {
 		s.hub.publish(Change{Sessions: true}) // the item is gone now, not at the next poll
 	}
-	replyJSON(w, http.StatusOK, AnswerResult{Message: res.Message})
+	return AnswerResult{Message: res.Message}, http.StatusOK, nil
+}
+
+// hostOf is the host of session name, "" when it is not listed.
+func (s *Server) hostOf(ctx context.Context, name string) string {
+	_, views, err := s.o.Backend.Sessions(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, v := range views {
+		if v.Name == name {
+			return v.Host
+		}
+	}
+	return ""
+}
+
+var _ verbs.Answerer = (*Server)(nil)
+
+// Answer implements verbs.Answerer: an answer another host's console
+// forwarded for one of this host's sessions takes the one answer path.
+func (s *Server) Answer(ctx context.Context, req verbs.AnswerRequest) (verbs.Result, error) {
+	from := "host " + req.From
+	res, _, err := s.answer(ctx, req.Name, AnswerRequest{Option: req.Option, Text: req.Text, Since: req.Since}, req.Who, from)
+	if err != nil {
+		return verbs.Result{}, err
+	}
+	return verbs.Result{Message: res.Message}, nil
 }
 
 // optionInput is what typing option key into item's dialog takes: a

@@ -34,6 +34,11 @@ func replyError(w http.ResponseWriter, code int, msg string) {
 
 // fail answers err with the status it maps to.
 func fail(w http.ResponseWriter, err error) {
+	replyError(w, statusOf(err), err.Error())
+}
+
+// statusOf is the HTTP status err maps to.
+func statusOf(err error) int {
 	code := http.StatusInternalServerError
 	var se *StatusError
 	switch {
@@ -51,7 +56,7 @@ func fail(w http.ResponseWriter, err error) {
 	case errors.As(err, new(*slots.BadInput)):
 		code = http.StatusBadRequest
 	}
-	replyError(w, code, err.Error())
+	return code
 }
 
 func htmlEscape(s string) string { return html.EscapeString(s) }
@@ -70,7 +75,7 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
-	raw, _, err := s.o.Backend.Sessions(r.Context())
+	raw, err := sessionsRaw(r.Context(), s.o.Backend)
 	if err != nil {
 		fail(w, err)
 		return
@@ -103,7 +108,7 @@ type Screen struct {
 const screenLines = 60
 
 func (s *Server) handleScreen(w http.ResponseWriter, r *http.Request) {
-	text, err := s.o.Backend.Screen(r.Context(), r.PathValue("name"), screenLines)
+	text, err := s.o.Backend.Screen(r.Context(), r.PathValue("name"), screenLines, true)
 	if err != nil {
 		fail(w, err)
 		return
@@ -174,7 +179,7 @@ func (s *Server) dialogScreen(ctx context.Context, name string) string {
 	if ok && time.Since(c.at) < screenTTL {
 		return c.text
 	}
-	text, err := s.o.Backend.Screen(ctx, name, 40)
+	text, err := s.o.Backend.Screen(ctx, name, 40, false)
 	if err != nil {
 		return ""
 	}

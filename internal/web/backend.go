@@ -21,8 +21,10 @@ type Backend interface {
 	Sessions(ctx context.Context) (json.RawMessage, []api.SessionView, error)
 	// Session is `herd describe session NAME -o json`.
 	Session(ctx context.Context, name string) (json.RawMessage, error)
-	// Screen is the last lines of a session's pane or output.
-	Screen(ctx context.Context, name string, lines int) (string, error)
+	// Screen is the last lines of a session's pane or output; with
+	// escapes, a pane's colours are kept as SGR escape sequences (an exec
+	// agent's output has its own either way).
+	Screen(ctx context.Context, name string, lines int, escapes bool) (string, error)
 	// Events lists events after id (of session and kind when set), at
 	// most limit (the newest) when limit > 0.
 	Events(ctx context.Context, q EventQuery) ([]herd.Event, error)
@@ -100,14 +102,40 @@ func (a APIBackend) Sessions(ctx context.Context) (json.RawMessage, []api.Sessio
 	return b, views, nil
 }
 
+// rawSessions is a Backend that lists the sessions' JSON without decoding
+// it: what the event hub compares and /api/v1/sessions serves.
+type rawSessions interface {
+	SessionsRaw(ctx context.Context) (json.RawMessage, error)
+}
+
+var _ rawSessions = APIBackend{}
+
+// SessionsRaw is Sessions without the decoded views.
+func (a APIBackend) SessionsRaw(ctx context.Context) (json.RawMessage, error) {
+	return a.get(ctx, "/v1/sessions", nil)
+}
+
+// sessionsRaw lists the sessions' JSON of b, decoding nothing when b can.
+func sessionsRaw(ctx context.Context, b Backend) (json.RawMessage, error) {
+	if r, ok := b.(rawSessions); ok {
+		return r.SessionsRaw(ctx)
+	}
+	raw, _, err := b.Sessions(ctx)
+	return raw, err
+}
+
 // Session implements Backend.
 func (a APIBackend) Session(ctx context.Context, name string) (json.RawMessage, error) {
 	return a.get(ctx, "/v1/sessions/"+url.PathEscape(name), nil)
 }
 
 // Screen implements Backend.
-func (a APIBackend) Screen(ctx context.Context, name string, lines int) (string, error) {
-	b, err := a.get(ctx, "/v1/sessions/"+url.PathEscape(name)+"/logs", url.Values{"tail": {strconv.Itoa(lines)}})
+func (a APIBackend) Screen(ctx context.Context, name string, lines int, escapes bool) (string, error) {
+	q := url.Values{"tail": {strconv.Itoa(lines)}}
+	if escapes {
+		q.Set("escapes", "1")
+	}
+	b, err := a.get(ctx, "/v1/sessions/"+url.PathEscape(name)+"/logs", q)
 	return string(b), err
 }
 

@@ -309,9 +309,17 @@ func TestBrowser(t *testing.T) {
 	}
 	do(t, ctx, "inbox empty", 15*time.Second, visible("#inbox-empty"))
 
+	// The crash chart: the failed role's crash is a bar of its own
+	// figure, drawn as SVG by the page's script.
+	do(t, ctx, "crash chart", 15*time.Second, visible(`#crashes figure[data-role="broken"] svg rect.chart-bar-crashed`))
+	if cap := get(t, ctx, "crash caption", chromedp.Text(chromedp.CSS(`#crashes figure[data-role="broken"] figcaption`))); !strings.Contains(cap, "1 crashed") {
+		t.Errorf("[crash chart] expected one crash counted … got %q", cap)
+	}
+
 	// An agent prints markup: it shows as text and runs nothing.
 	f.role("xss", herd.AgentGeneric, "/bin/sh", "-c",
-		`printf '%s\n' '<script>window.pwned=1</script>' '<img src=x onerror="window.pwned=2">'; exec sleep 600`)
+		`printf '%s\n' '<script>window.pwned=1</script>' '<img src=x onerror="window.pwned=2">'; `+
+			`printf '\033[31m%s\033[0m\n' '<script>window.pwned=3</script>'; exec sleep 600`)
 	do(t, ctx, "hostile output", 20*time.Second,
 		chromedp.Navigate(base+"/sessions/xss-0"),
 		until(`document.getElementById("screen").textContent.includes("<img src=x")`))
@@ -321,7 +329,19 @@ func TestBrowser(t *testing.T) {
 	if !strings.Contains(text, "<script>window.pwned=1</script>") || pwned || elems != 0 {
 		t.Errorf("[hostile output] expected the markup as text, nothing run … got text %q, pwned %v, elements %d", text, pwned, elems)
 	}
+	// The pane's colours render: the red line is a span of class fg1,
+	// its markup text in it.
+	do(t, ctx, "coloured span", 10*time.Second, until(`[...document.querySelectorAll("#screen span.fg1")].some(e => e.textContent.includes("window.pwned=3"))`))
+	if c := get(t, ctx, "span colour", chromedp.Evaluate[string](
+		`getComputedStyle([...document.querySelectorAll("#screen span.fg1")].find(e => e.textContent.includes("window.pwned=3"))).color`)); c == get(t, ctx, "screen colour", chromedp.Evaluate[string](`getComputedStyle(document.getElementById("screen")).color`)) {
+		t.Errorf("[colour] expected the red span in another colour than the screen's … both %q", c)
+	}
+	if n := get(t, ctx, "elements", chromedp.Evaluate[int](`document.querySelectorAll("#screen script, #screen img").length`)); n != 0 ||
+		get(t, ctx, "pwned", chromedp.Evaluate[bool](`window.pwned !== undefined`)) {
+		t.Errorf("[coloured markup] expected the coloured <script> as text … %d elements, or it ran", n)
+	}
 	do(t, ctx, "session page", 10*time.Second, visible("#events li"))
+	do(t, ctx, "resource charts", 10*time.Second, visible("#resources figure.chart-cpu svg"), visible("#resources figure.chart-mem svg"))
 	screenshot(t, ctx, "console-session.png")
 
 	// A page of another origin POSTs to the console with the browser's

@@ -152,11 +152,12 @@ func (h *hub) poll(ctx context.Context, last []byte, cursor int64) (_ []byte, _ 
 	}()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if raw, _, err := h.backend.Sessions(ctx); err == nil {
+	if raw, err := sessionsRaw(ctx, h.backend); err == nil {
 		if !bytes.Equal(raw, last) {
-			if last != nil {
-				h.publish(Change{Sessions: true})
-			}
+			// The first read after an idle spell is published too: a
+			// change between a new page's own read and this one would
+			// otherwise be taken as the baseline, and never shown.
+			h.publish(Change{Sessions: true})
 			last = raw
 		}
 	}

@@ -33,9 +33,13 @@ func testHubLocalChange(t *testing.T) {
 	}()
 	defer func() { stop(); <-done }()
 
-	// The first poll (at start) takes the baseline; the change after it
-	// is published on the local change, an hour before the ticker.
+	// The first poll (at start) takes the baseline, and says so (the
+	// browser reads again); the change after it is published on the
+	// local change, an hour before the ticker.
 	synctest.Wait()
+	if c := <-sub; !c.Sessions {
+		t.Fatalf("[baseline] expected a sessions change … got %+v", c)
+	}
 	back.mu.Lock()
 	back.sessions[0].State = herd.StateStopped
 	back.mu.Unlock()

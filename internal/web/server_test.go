@@ -27,7 +27,9 @@ type fakeBackend struct {
 	sessions []api.SessionView
 	cause    map[string]*herd.Event
 	screen   string
-	events   []herd.Event
+	// colour is the screen with escapes, when set.
+	colour string
+	events []herd.Event
 	// cursors counts the reads of the newest event (a hub's start).
 	cursors int
 }
@@ -43,7 +45,12 @@ func (f *fakeBackend) Session(_ context.Context, name string) (json.RawMessage, 
 	return json.RawMessage(`{"name":"` + name + `"}`), nil
 }
 
-func (f *fakeBackend) Screen(context.Context, string, int) (string, error) { return f.screen, nil }
+func (f *fakeBackend) Screen(_ context.Context, _ string, _ int, escapes bool) (string, error) {
+	if escapes && f.colour != "" {
+		return f.colour, nil
+	}
+	return f.screen, nil
+}
 
 func (f *fakeBackend) Events(_ context.Context, q EventQuery) ([]herd.Event, error) {
 	f.mu.Lock()
@@ -59,7 +66,7 @@ func (f *fakeBackend) Events(_ context.Context, q EventQuery) ([]herd.Event, err
 	}
 	var out []herd.Event
 	for _, e := range f.events {
-		if e.ID > q.After {
+		if e.ID > q.After && (q.Kind == "" || e.Kind == q.Kind) {
 			out = append(out, e)
 		}
 	}
@@ -75,6 +82,7 @@ type fakeVerbs struct {
 	mu       sync.Mutex
 	injected []verbs.InjectRequest
 	stopped  []string
+	answers  []verbs.AnswerRequest
 }
 
 func (f *fakeVerbs) Inject(_ context.Context, req verbs.InjectRequest) (verbs.Result, error) {
@@ -108,6 +116,13 @@ func (f *fakeVerbs) Archive(context.Context, verbs.SessionRequest) (verbs.Result
 	return verbs.Result{}, nil
 }
 
+func (f *fakeVerbs) Answer(_ context.Context, req verbs.AnswerRequest) (verbs.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, req)
+	return verbs.Result{Message: "answered (on host " + "other)"}, nil
+}
+
 // fakeRecorder keeps the console's events.
 type fakeRecorder struct {
 	mu     sync.Mutex
@@ -139,7 +154,7 @@ type testConsole struct {
 	rec   *fakeRecorder
 }
 
-func newTestConsole(t *testing.T) *testConsole {
+func newTestConsole(t *testing.T, opts ...func(o *Options, url string)) *testConsole {
 	t.Helper()
 	t0 := time.Now().Add(-time.Minute).UTC()
 	back := &fakeBackend{
@@ -153,8 +168,12 @@ func newTestConsole(t *testing.T) *testConsole {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.srv = New(Options{Config: config.Web{Listen: "127.0.0.1:0"}, Host: "h", Backend: back, Verbs: c.verbs, Events: c.rec,
-		Token: "the-token", Poll: 20 * time.Millisecond, FailDelay: time.Millisecond})
+	o := Options{Config: config.Web{Listen: "127.0.0.1:0"}, Host: "h", Backend: back, Verbs: c.verbs, Events: c.rec,
+		Token: "the-token", Poll: 20 * time.Millisecond, FailDelay: time.Millisecond}
+	for _, f := range opts {
+		f(&o, "http://"+ln.Addr().String())
+	}
+	c.srv = New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -432,5 +451,23 @@ func TestLinkHandler(t *testing.T) {
 	u, err := url.Parse(res.URL)
 	if err != nil || res.Scope != ScopeRead || u.Path != "/login" || u.Query().Get("t") == "" || "http://"+u.Host != c.url {
 		t.Fatalf("[link] expected a read-only login link to the console … got %+v", res)
+	}
+}
+
+// TestScreenColours: the screen endpoint reads the pane with its colours
+// and renders them as classes, every byte of the agent's escaped.
+func TestScreenColours(t *testing.T) {
+	c := newTestConsole(t)
+	c.back.screen = "plain <script>alert(1)</script>\n"
+	c.back.colour = "\x1b[31m<script>alert(1)</script>\x1b[0m ok\n"
+	var scr Screen
+	if got := c.call(t, &http.Client{}, "GET", "/api/v1/sessions/w-0/screen", map[string]string{"Authorization": "Bearer the-token"}, nil, &scr); got != 200 {
+		t.Fatalf("[screen] expected 200 … got %d", got)
+	}
+	if want := `<span class="fg1">&lt;script&gt;alert(1)&lt;/script&gt;</span> ok` + "\n"; scr.HTML != want {
+		t.Errorf("[html] expected %q … got %q", want, scr.HTML)
+	}
+	if len(scr.Segments) != 2 || scr.Segments[0] != (Segment{Text: "<script>alert(1)</script>", Class: "fg1"}) {
+		t.Errorf("[segments] expected the red run as text … got %+v", scr.Segments)
 	}
 }

@@ -42,6 +42,8 @@ type Verbs interface {
 	Restart(ctx context.Context, req verbs.RestartRequest) (verbs.RestartResult, error)
 	Reset(ctx context.Context, req verbs.SessionRequest) (verbs.ResetResult, error)
 	Archive(ctx context.Context, req verbs.SessionRequest) (verbs.Result, error)
+	// Answer answers another host's session on its own daemon.
+	Answer(ctx context.Context, req verbs.AnswerRequest) (verbs.Result, error)
 }
 
 var _ Verbs = (*verbs.Verbs)(nil)
@@ -70,7 +72,15 @@ type Options struct {
 	// a change of this host's sessions is read at once instead of at the
 	// next poll. Other hosts' changes and the log still come by polling.
 	Local func() (<-chan status.Change, func())
-	// Poll is how often the fleet is read for changes; 300ms when 0.
+	// Resources are this host's agents' CPU and memory samples (the
+	// session page's charts); nil: none.
+	Resources Resources
+	// AnswerKey signs the one-tap answer links of notifications
+	// (LoadAnswerKey); nil: none are made.
+	AnswerKey []byte
+	// Poll is how often the fleet is read for changes; when 0, 300ms,
+	// or a second with Local (this host's changes come at once; other
+	// hosts' and the log's within the second).
 	Poll time.Duration
 	// FailDelay slows each failed login; 1s when 0.
 	FailDelay time.Duration
@@ -85,6 +95,11 @@ type Server struct {
 	changes Changes
 	// hub polls the Backend when no Changes were given; else nil.
 	hub *hub
+	// signer makes and checks answer links; nil without Options.AnswerKey.
+	signer *Signer
+	// allowHosts are the Host values accepted besides the listen address:
+	// [web] allow_hosts and the host of [web] url.
+	allowHosts []string
 
 	// failMu serialises the delays of failed logins.
 	failMu sync.Mutex
@@ -111,12 +126,22 @@ func New(o Options) *Server {
 	}
 	if o.Poll <= 0 {
 		o.Poll = 300 * time.Millisecond
+		if o.Local != nil {
+			o.Poll = time.Second
+		}
 	}
 	if o.FailDelay <= 0 {
 		o.FailDelay = time.Second
 	}
 	s := &Server{o: o, auth: NewAuth(o.Token), log: o.Log, addr: o.Config.Listen,
 		answered: map[string]answer{}, locks: map[string]*sync.Mutex{}, screens: map[string]cachedScreen{}}
+	if o.AnswerKey != nil {
+		s.signer = NewSigner(o.AnswerKey)
+	}
+	s.allowHosts = append([]string(nil), o.Config.AllowHosts...)
+	if h := o.Config.URLHost(); h != "" {
+		s.allowHosts = append(s.allowHosts, h)
+	}
 	s.changes = o.Changes
 	if s.changes == nil {
 		s.hub = newHub(o.Backend, o.Poll, o.Log)
@@ -145,6 +170,9 @@ func (s *Server) Serving() bool {
 
 // LoginURL mints a single-use login link of scope landing on next.
 func (s *Server) LoginURL(scope, next string) string {
+	if s.o.Config.URL != "" {
+		return s.o.Config.URL + "/login?t=" + s.auth.Link(scope, next)
+	}
 	scheme := "http://"
 	if s.o.Config.TLS() {
 		scheme = "https://"
@@ -239,6 +267,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/sessions", s.handleSessions)
 	mux.HandleFunc("GET /api/v1/sessions/{name}", s.handleSession)
 	mux.HandleFunc("GET /api/v1/sessions/{name}/screen", s.handleScreen)
+	mux.HandleFunc("GET /api/v1/sessions/{name}/resources", s.handleResources)
+	mux.HandleFunc("GET /api/v1/crashes", s.handleCrashes)
 	mux.HandleFunc("GET /api/v1/inbox", s.handleInbox)
 	mux.HandleFunc("GET /api/v1/events", s.handleEvents)
 	mux.HandleFunc("POST /api/v1/sessions/{name}/answer", s.handleAnswer)
@@ -265,13 +295,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
-		if !HostAllowed(r.Host, s.Addr(), s.o.Config.AllowHosts) {
+		if !HostAllowed(r.Host, s.Addr(), s.allowHosts) {
 			s.log.Warn("web: request for a host not served", "host", r.Host, "remote", r.RemoteAddr)
 			http.Error(w, "unknown host", http.StatusMisdirectedRequest)
 			return
 		}
 		if r.URL.Path == "/login" {
 			s.handleLogin(w, r)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, answerPrefix) {
+			s.handleAnswerLink(w, r)
 			return
 		}
 		p, ok := s.auth.Authenticate(r)

@@ -129,7 +129,7 @@ func (c *Client) Capture(ctx context.Context, name string, lines int) ([]byte, e
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	return c.capture(ctx, target(name), lines)
+	return c.capture(ctx, target(name), lines, false)
 }
 
 // CapturePane is Capture of the pane with id pane (%N, as ListPanes reports
@@ -138,11 +138,24 @@ func (c *Client) CapturePane(ctx context.Context, pane string, lines int) ([]byt
 	if err := checkPaneID(pane); err != nil {
 		return nil, err
 	}
-	return c.capture(ctx, pane, lines)
+	return c.capture(ctx, pane, lines, false)
 }
 
-func (c *Client) capture(ctx context.Context, tgt string, lines int) ([]byte, error) {
+// CapturePaneEscapes is CapturePane with the text's colours and
+// attributes as SGR escape sequences (capture-pane -e), for a reader that
+// renders them. Screen readers that parse the text use CapturePane.
+func (c *Client) CapturePaneEscapes(ctx context.Context, pane string, lines int) ([]byte, error) {
+	if err := checkPaneID(pane); err != nil {
+		return nil, err
+	}
+	return c.capture(ctx, pane, lines, true)
+}
+
+func (c *Client) capture(ctx context.Context, tgt string, lines int, escapes bool) ([]byte, error) {
 	args := []string{"capture-pane", "-p", "-J", "-t", tgt}
+	if escapes {
+		args = append(args, "-e")
+	}
 	switch {
 	case lines > 0:
 		args = append(args, "-S", "-"+strconv.Itoa(lines))

@@ -293,6 +293,41 @@ func TestCapture(t *testing.T) {
 	}
 }
 
+// TestCaptureEscapes: the escapes option keeps a pane's colours, the
+// plain capture never has them.
+func TestCaptureEscapes(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	if _, err := c.NewSession(ctxT(t), "col", "", nil, []string{"sh", "-c", `printf '\033[31mred-text\033[0m plain\n'; exec sleep 30`}); err != nil {
+		t.Fatalf("new session: %v", err)
+	}
+	var pane string
+	poll(t, "pane listed", func() bool {
+		panes, err := c.ListPanes(ctxT(t))
+		if err != nil || len(panes) == 0 {
+			return false
+		}
+		pane = panes[0].PaneID
+		return true
+	})
+	var col []byte
+	poll(t, "coloured text", func() bool {
+		var err error
+		col, err = c.CapturePaneEscapes(ctxT(t), pane, 10)
+		if err != nil {
+			t.Fatalf("capture: %v", err)
+		}
+		return bytes.Contains(col, []byte("red-text"))
+	})
+	if !bytes.Contains(col, []byte("\x1b[31mred-text")) {
+		t.Errorf("[escapes] expected the red SGR before the text … got %q", col)
+	}
+	plain, err := c.CapturePane(ctxT(t), pane, 10)
+	if err != nil || bytes.Contains(plain, []byte("\x1b")) || !bytes.Contains(plain, []byte("red-text plain")) {
+		t.Errorf("[plain] expected the text without escapes … got %q, %v", plain, err)
+	}
+}
+
 func TestEnvWorkdirAndArgs(t *testing.T) {
 	t.Parallel()
 	c := newClient(t)

@@ -211,6 +211,19 @@ func (r *Runtime) Capture(ctx context.Context, inc herd.Incarnation, lines int) 
 	return r.client.CapturePane(ctx, pane, lines)
 }
 
+// CaptureEscapes is Capture with the pane's colours and attributes kept
+// as escape sequences, for a reader that renders them (the console).
+func (r *Runtime) CaptureEscapes(ctx context.Context, inc herd.Incarnation, lines int) ([]byte, error) {
+	pane, err := r.agentPane(ctx, inc)
+	if err != nil {
+		return nil, err
+	}
+	if lines <= 0 {
+		lines = -1
+	}
+	return r.client.CapturePaneEscapes(ctx, pane, lines)
+}
+
 // CapturePane returns the visible content of one pane by id.
 func (r *Runtime) CapturePane(ctx context.Context, paneID string) ([]byte, error) {
 	return r.client.CapturePane(ctx, paneID, 0)

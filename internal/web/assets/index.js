@@ -5,6 +5,7 @@
   var el = herd.el;
   var sessions = [];
   var pending = {}; // session -> status line shown on its card
+  var wanted = new URLSearchParams(location.search).get("item") || "";
 
   function card(it) {
     var c = el("article", "item kind-" + it.kind);
@@ -89,6 +90,11 @@
       document.getElementById("inbox-count").textContent = items.length;
       document.getElementById("inbox-empty").hidden = items.length > 0;
       document.title = (items.length ? "(" + items.length + ") " : "") + "herd console";
+      // A notification's link (/?item=NAME) shows its item once.
+      if (wanted) {
+        var c = box.querySelector('.item[data-session="' + CSS.escape(wanted) + '"]');
+        if (c) { c.classList.add("focus"); c.scrollIntoView({ block: "center" }); wanted = ""; }
+      }
     }, function () {});
   }
 
@@ -160,13 +166,26 @@
 
   var refresh = herd.throttle(function () { refreshFleet(); refreshInbox(); }, 250);
 
+  function refreshCrashes() {
+    herd.api("/api/v1/crashes").then(function (d) {
+      var n = herdCharts.crashes(document.getElementById("crashes"), d);
+      document.getElementById("crashes-empty").hidden = n > 0;
+    }, function () {});
+  }
+  var crashesSoon = herd.throttle(refreshCrashes, 2000);
+
   document.addEventListener("DOMContentLoaded", function () {
     ["filter", "f-role", "f-host", "f-state", "sort"].forEach(function (id) {
       document.getElementById(id).addEventListener("input", renderFleet);
     });
     herd.whoami().then(function () {
       refresh();
-      herd.live(function () { refresh(); }, refresh);
+      refreshCrashes();
+      herd.live(function (ev) {
+        refresh();
+        if (ev && (ev.kind === "crashed" || ev.kind === "restarted")) crashesSoon();
+      }, refresh);
+      setInterval(function () { if (!document.hidden) refreshCrashes(); }, 60000);
       setInterval(refresh, 10000);
     });
   });

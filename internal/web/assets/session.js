@@ -63,6 +63,12 @@
     }));
   }
 
+  function refreshResources() {
+    herd.api(base + "/resources").then(function (d) {
+      herdCharts.resources(document.getElementById("resources"), d);
+    }, function () {});
+  }
+
   function refreshInfo() {
     herd.api(base).then(renderInfo, function (e) { status(e.message); });
   }
@@ -100,6 +106,8 @@
     herd.whoami().then(function () {
       refreshInfo();
       refreshScreen();
+      refreshResources();
+      setInterval(function () { if (!document.hidden) refreshResources(); }, 60000);
       herd.live(function (ev) { if (ev.session === name) refresh(); }, refresh);
       setInterval(function () { if (!document.hidden) refreshScreen(); }, 1000);
       setInterval(function () { if (!document.hidden) refresh(); }, 5000);

@@ -1,0 +1,167 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Answer links are one-tap answers a notification carries: a URL that
+// names one option of one need of one session, signed, expiring, and
+// spent by its first use. Its GET shows what it will do; only a POST
+// from that page answers.
+const (
+	// AnswerLinkTTL is how long an answer link is valid.
+	AnswerLinkTTL = 15 * time.Minute
+	// AnswerKeyFile holds the key answer links are signed with (0600).
+	AnswerKeyFile = "web.answer.key"
+	// answerPrefix is the path answer links live under.
+	answerPrefix = "/a/"
+)
+
+// Errors of an answer link.
+var (
+	ErrLinkInvalid = errors.New("this answer link is not valid")
+	ErrLinkExpired = errors.New("this answer link has expired")
+	ErrLinkSpent   = errors.New("this answer link was used already")
+)
+
+// AnswerClaim is what an answer link says: answer Session's need that
+// began at Since with Option, before Expires.
+type AnswerClaim struct {
+	Session string    `json:"s"`
+	Since   time.Time `json:"t"`
+	Option  string    `json:"o"`
+	// Label is the option's label, shown on the confirmation page.
+	Label   string `json:"l"`
+	Expires int64  `json:"e"`
+	// Nonce makes each link unique: the record of its use.
+	Nonce string `json:"n"`
+}
+
+// Signer mints and checks answer links.
+type Signer struct {
+	key []byte
+	now func() time.Time
+
+	// mu guards the field below.
+	mu sync.Mutex
+	// spent holds the nonces of used links until they expire.
+	spent map[string]time.Time
+}
+
+// NewSigner returns a signer with key.
+func NewSigner(key []byte) *Signer {
+	return &Signer{key: key, now: time.Now, spent: map[string]time.Time{}}
+}
+
+// LoadAnswerKey reads the answer-link key of stateDir, writing a fresh
+// one (mode 0600) when there is none.
+func LoadAnswerKey(stateDir string) ([]byte, error) {
+	path := filepath.Join(stateDir, AnswerKeyFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if k, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil && len(k) >= 32 {
+			return k, nil
+		}
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("web: answer key: %w", err)
+	}
+	k := randomHex(32)
+	if err := os.WriteFile(path, []byte(k+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("web: answer key: %w", err)
+	}
+	return hex.DecodeString(k)
+}
+
+// Sign returns the token of a link answering session's need of since
+// with option (labelled label), valid AnswerLinkTTL.
+func (g *Signer) Sign(session string, since time.Time, option, label string) string {
+	c := AnswerClaim{Session: session, Since: since.UTC(), Option: option, Label: label,
+		Expires: g.now().Add(AnswerLinkTTL).Unix(), Nonce: randomHex(12)}
+	payload := base64.RawURLEncoding.EncodeToString(marshal(c))
+	return payload + "." + base64.RawURLEncoding.EncodeToString(g.mac(payload))
+}
+
+func (g *Signer) mac(payload string) []byte {
+	m := hmac.New(sha256.New, g.key)
+	m.Write([]byte("herd answer link\x00" + payload))
+	return m.Sum(nil)
+}
+
+// Verify checks a token's signature and expiry, and that it is unspent.
+func (g *Signer) Verify(token string) (AnswerClaim, error) {
+	payload, sig, ok := strings.Cut(token, ".")
+	if !ok {
+		return AnswerClaim{}, ErrLinkInvalid
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, g.mac(payload)) {
+		return AnswerClaim{}, ErrLinkInvalid
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return AnswerClaim{}, ErrLinkInvalid
+	}
+	var c AnswerClaim
+	if err := json.Unmarshal(raw, &c); err != nil || c.Session == "" || c.Option == "" || c.Nonce == "" {
+		return AnswerClaim{}, ErrLinkInvalid
+	}
+	if !g.now().Before(time.Unix(c.Expires, 0)) {
+		return AnswerClaim{}, ErrLinkExpired
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.spent[c.Nonce]; ok {
+		return AnswerClaim{}, ErrLinkSpent
+	}
+	return c, nil
+}
+
+// Spend verifies a token and marks it used: of two spends of one link,
+// one succeeds.
+func (g *Signer) Spend(token string) (AnswerClaim, error) {
+	c, err := g.Verify(token)
+	if err != nil {
+		return c, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.spent[c.Nonce]; ok {
+		return AnswerClaim{}, ErrLinkSpent
+	}
+	now := g.now()
+	for n, exp := range g.spent {
+		if now.After(exp) {
+			delete(g.spent, n)
+		}
+	}
+	g.spent[c.Nonce] = time.Unix(c.Expires, 0)
+	return c, nil
+}
+
+// FormToken is the hidden field the confirmation page's form carries:
+// bound to the link, so a form posted from anywhere else lacks it.
+func (g *Signer) FormToken(token string) string {
+	m := hmac.New(sha256.New, g.key)
+	m.Write([]byte("herd answer form\x00" + token))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// CheckForm reports whether form is token's form token.
+func (g *Signer) CheckForm(token, form string) bool {
+	return hmac.Equal([]byte(form), []byte(g.FormToken(token)))
+}
+
+// timeOf shows a Unix time as the link page's clock time.
+func timeOf(unix int64) string { return time.Unix(unix, 0).UTC().Format("15:04 MST") }

@@ -208,8 +208,17 @@ func (s *Sandbox) cleanup() {
 	cancel()
 	// Whatever kill-server missed (a wedged server, one whose socket is
 	// gone, a second server of the same name, agents of exec sessions).
-	for _, p := range s.processes() {
-		syscall.Kill(p.PID, syscall.SIGKILL)
+	// A process can fork between the look and its kill (a wrapper
+	// starting its agent): its child is found by the next look, until
+	// one finds none.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		left := s.processes()
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		for _, p := range left {
+			syscall.Kill(p.PID, syscall.SIGKILL)
+		}
 	}
 	b, _ := os.ReadFile(s.Log)
 	for _, p := range LogProblems(b, s.expected) {

@@ -41,6 +41,7 @@ import (
 	"herd/internal/verbs"
 	"herd/internal/watchdog"
 	"herd/internal/web"
+	webauth "herd/internal/web/auth"
 	"herd/internal/worktree"
 	"herd/internal/worktrees"
 )
@@ -222,11 +223,11 @@ func (d *Daemon) newFrontDoors(o Options) error {
 		Reload: d.Reload, Verbs: d.verbs,
 	})
 	if cfg.Web.Listen != "" {
-		tok, err := web.LoadToken(o.StateDir)
+		tok, err := webauth.LoadToken(o.StateDir)
 		if err != nil {
 			return fmt.Errorf("daemon: %w", err)
 		}
-		key, err := web.LoadAnswerKey(o.StateDir)
+		key, err := webauth.LoadAnswerKey(o.StateDir)
 		if err != nil {
 			return fmt.Errorf("daemon: %w", err)
 		}

@@ -13,13 +13,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"herd"
+	"herd/internal/config/tomlpos"
 )
 
 // builder overlays a decoded file on Default(), collecting every problem
 // with the line of the key it concerns.
 type builder struct {
 	file    string
-	pos     *positions
+	pos     *tomlpos.Positions
 	baseDir string
 	errs    []*Error
 }
@@ -39,7 +40,7 @@ func (b *builder) report(subject, prefix string, p problem, fallback ...string) 
 		paths = append(paths, prefix+k)
 	}
 	paths = append(paths, fallback...)
-	line, key, ok := b.pos.line(paths...)
+	line, key, ok := b.pos.Line(paths...)
 	if !ok {
 		key = prefix + p.keys[0]
 	}
@@ -295,7 +296,7 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 		if f.Name == nil {
 			report(problem{[]string{"name"}, "missing"})
 		} else if first, dup := seen[r.Name]; dup && herd.ValidRoleName(r.Name) {
-			line, _, _ := b.pos.line(fmt.Sprintf("role[%d].name", first))
+			line, _, _ := b.pos.Line(fmt.Sprintf("role[%d].name", first))
 			report(problem{[]string{"name"}, fmt.Sprintf("duplicate of role[%d] on line %d", first, line)})
 		} else {
 			seen[r.Name] = i

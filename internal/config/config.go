@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/config/tomlpos"
 )
 
 // Store drivers.
@@ -197,8 +198,8 @@ func Parse(data []byte, filename, baseDir string) (*Config, error) {
 		}
 		baseDir = abs
 	}
-	pos, posErr := indexPositions(data)
-	var deep *DepthError
+	pos, posErr := tomlpos.Index(data)
+	var deep *tomlpos.DepthError
 	if errors.As(posErr, &deep) {
 		// Checked before decoding: the decoder's own limit is far deeper,
 		// and its messages would quote the whole nested value.

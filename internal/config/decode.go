@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
+
+	"herd/internal/config/tomlpos"
 )
 
 // The file* types mirror herd.toml. Pointers tell an absent key from a zero
@@ -134,7 +136,7 @@ func decode(data []byte) (*fileConfig, error) {
 }
 
 // unknownKeys returns one *Error per unknown key go-toml reported in err.
-func unknownKeys(file string, pos *positions, err error) []*Error {
+func unknownKeys(file string, pos *tomlpos.Positions, err error) []*Error {
 	var strict *toml.StrictMissingError
 	if !errors.As(err, &strict) {
 		return nil
@@ -143,7 +145,7 @@ func unknownKeys(file string, pos *positions, err error) []*Error {
 	for i := range strict.Errors {
 		de := &strict.Errors[i]
 		line, col := de.Position()
-		key := pos.name(strings.Join(de.Key(), "."), line, col)
+		key := pos.Name(strings.Join(de.Key(), "."), line, col)
 		errs = append(errs, &Error{File: file, Line: line, Key: key,
 			Err: fmt.Errorf("%s: unknown key", key)})
 	}
@@ -152,7 +154,7 @@ func unknownKeys(file string, pos *positions, err error) []*Error {
 
 // decodeError turns a go-toml syntax or type error into an *Error naming
 // key and line.
-func decodeError(file string, pos *positions, err error) error {
+func decodeError(file string, pos *tomlpos.Positions, err error) error {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		line, col := de.Position()
@@ -161,7 +163,7 @@ func decodeError(file string, pos *positions, err error) error {
 			// A syntax error: no key to name.
 			return &Error{File: file, Line: line, Err: errors.New(msg)}
 		}
-		key := pos.name(strings.Join(de.Key(), "."), line, col)
+		key := pos.Name(strings.Join(de.Key(), "."), line, col)
 		return &Error{File: file, Line: line, Key: key,
 			Err: fmt.Errorf("%s: %s", key, friendlyTypeError(msg))}
 	}

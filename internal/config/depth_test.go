@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"herd/internal/config/tomlpos"
 )
 
 // nested returns n opening brackets, then n closing ones.
@@ -23,7 +25,7 @@ func TestParseRejectsDeepNestingQuickly(t *testing.T) {
 	}{
 		{"array 9000 deep", role + "command = " + nested("[", "]", 9000) + "\n",
 			3, "role[0].command", "nest more than 32 levels"},
-		{"array one level too deep", role + "command = " + nested("[", "]", MaxDepth+1) + "\n",
+		{"array one level too deep", role + "command = " + nested("[", "]", tomlpos.MaxDepth+1) + "\n",
 			3, "role[0].command", "nest more than 32 levels"},
 		// go-toml keeps no position for arrays: the key's line is named.
 		{"deep array continued on a later line", role + "command = [\"x\",\n  " + nested("[", "]", 9000) + "]\n",
@@ -64,13 +66,13 @@ func TestParseRejectsDeepNestingQuickly(t *testing.T) {
 }
 
 func TestParseAcceptsNestingUpToTheLimit(t *testing.T) {
-	// A value exactly MaxDepth deep passes the indexer; the decoder then
+	// A value exactly tomlpos.MaxDepth deep passes the indexer; the decoder then
 	// reports its type, not its depth.
-	deep := "[[role]]\nname = \"a\"\ncommand = " + nested("[", "]", MaxDepth) + "\n"
+	deep := "[[role]]\nname = \"a\"\ncommand = " + nested("[", "]", tomlpos.MaxDepth) + "\n"
 	_, err := Parse([]byte(deep), "herd.toml", "/base")
-	var de *DepthError
+	var de *tomlpos.DepthError
 	if err == nil || errors.As(err, &de) {
-		t.Errorf("expected a type error and no depth error at exactly %d levels, got %v", MaxDepth, err)
+		t.Errorf("expected a type error and no depth error at exactly %d levels, got %v", tomlpos.MaxDepth, err)
 	}
 }
 

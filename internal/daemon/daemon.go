@@ -41,6 +41,7 @@ import (
 	"herd/internal/verbs"
 	"herd/internal/watchdog"
 	"herd/internal/web"
+	webauth "herd/internal/web/auth"
 	"herd/internal/worktree"
 	"herd/internal/worktrees"
 )
@@ -137,10 +138,22 @@ func New(o Options) (*Daemon, error) {
 		}
 	}
 	d := &Daemon{log: log, cfg: cfg, proc: o.Proc, host: host, bootID: boot, live: config.NewLive(cfg), load: o.Load}
+	d.newCore(o)
+	d.newComponents(o)
+	if err := d.newFrontDoors(o); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// newCore builds the writer of session state, the metrics, the runtimes
+// and the containment every component below is given.
+func (d *Daemon) newCore(o Options) {
+	cfg, log, boot := d.cfg, d.log, d.bootID
 	// Every write of the daemon goes through the status manager's store,
 	// which applies it to the live set (a write around it costs the next
 	// reader a read of the store).
-	d.status = status.New(o.Store, host, cfg.Restart, log)
+	d.status = status.New(o.Store, d.host, cfg.Restart, log)
 	if cfg.Metrics.Listen != "" {
 		d.metrics = metrics.New(d.metricsSnapshot)
 		d.status.Metrics = d.metrics
@@ -150,12 +163,19 @@ func New(o Options) (*Daemon, error) {
 	// control-mode connection once a server runs; Run closes it.
 	d.tmux = tmux.New(&tmux.Client{Binary: cfg.Tmux.Binary, Socket: cfg.Tmux.Socket, Timeout: cfg.Probe.Timeout, Control: true})
 	d.exec = &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs"), CaptureCommand: o.CaptureCommand}
+	d.contain = cgroup.New(log, containOptions(), boot)
+	d.status.OOMKilled = d.contain.OOMKilled
+}
+
+// newComponents builds the supervising components: the prober, the slots,
+// roles and worktrees, placement, the watchdog, attention, auto-continue
+// and the reaper.
+func (d *Daemon) newComponents(o Options) {
+	cfg, log, boot, host := d.cfg, d.log, d.bootID, d.host
 	d.prober = prober.New(prober.Options{
 		Status: d.status, Proc: o.Proc, BootID: boot, Tmux: d.tmux,
 		Interval: cfg.Probe.Interval, Concurrency: cfg.Probe.Concurrency, MassDeathFraction: cfg.Probe.MassDeathFraction, Log: log,
 	})
-	d.contain = cgroup.New(log, containOptions(), boot)
-	d.status.OOMKilled = d.contain.OOMKilled
 	wt := &worktree.Manager{}
 	d.slots = slots.New(slots.Options{
 		Status: d.status, Prober: d.prober, Proc: o.Proc, BootID: boot,
@@ -186,6 +206,12 @@ func New(o Options) (*Daemon, error) {
 		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
 	})
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Worktrees: d.worktrees, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
+}
+
+// newFrontDoors builds the verbs and every door into them: the API
+// server, the console, the commands from other hosts; then the heartbeat.
+func (d *Daemon) newFrontDoors(o Options) error {
+	cfg, log, boot, host := d.cfg, d.log, d.bootID, d.host
 	fleet := &verbs.Fleet{Store: d.status.Store(), Host: host, HostTimeout: cfg.Fleet.HostTimeout}
 	d.verbs = verbs.New(verbs.Options{
 		Host: host, Sessions: d.slots, Roles: d.roles, Kicker: d.slots, Reaper: d.reaper, Tmux: d.tmux,
@@ -197,13 +223,13 @@ func New(o Options) (*Daemon, error) {
 		Reload: d.Reload, Verbs: d.verbs,
 	})
 	if cfg.Web.Listen != "" {
-		tok, err := web.LoadToken(o.StateDir)
+		tok, err := webauth.LoadToken(o.StateDir)
 		if err != nil {
-			return nil, fmt.Errorf("daemon: %w", err)
+			return fmt.Errorf("daemon: %w", err)
 		}
-		key, err := web.LoadAnswerKey(o.StateDir)
+		key, err := webauth.LoadAnswerKey(o.StateDir)
 		if err != nil {
-			return nil, fmt.Errorf("daemon: %w", err)
+			return fmt.Errorf("daemon: %w", err)
 		}
 		d.resources = resources.New(resources.Options{Live: d.status, Proc: o.Proc, BootID: boot, Log: log})
 		d.web = web.New(web.Options{
@@ -215,10 +241,11 @@ func New(o Options) (*Daemon, error) {
 		d.verbs.Answerer = d.web
 	}
 	d.commands = commands.NewRunner(d.status.Store(), host, d.verbs.Execute, commands.PollEvery, log)
+	var err error
 	if d.heartbeat, err = d.newHeartbeat(o.Version); err != nil {
-		return nil, fmt.Errorf("daemon: %w", err)
+		return fmt.Errorf("daemon: %w", err)
 	}
-	return d, nil
+	return nil
 }
 
 // continueIdle is auto-continue's backstop period while no session is

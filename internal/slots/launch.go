@@ -9,6 +9,7 @@ import (
 
 	"herd"
 	"herd/internal/agents"
+	"herd/internal/agents/mcplaunch"
 	"herd/internal/cmdpath"
 	"herd/internal/conversation"
 	"herd/internal/reconcile"
@@ -77,7 +78,7 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		l.pickConversation(prior.agentID)
 	}
 	if startErr == nil && l.role.MCP {
-		startErr = s.withMCP(l.role, req.Name, &l.spec, l.data)
+		startErr = mcplaunch.With(s.o.MCPCommand, s.o.Socket, l.role, req.Name, &l.spec, l.data)
 		l.argv, l.inc.Argv = l.spec.Argv, l.spec.Argv
 	}
 	rec := l.record(prior)

@@ -11,6 +11,7 @@ import (
 
 	"herd"
 	"herd/internal/verbs"
+	"herd/internal/web/inbox"
 )
 
 // AnswerRequest answers one inbox item: one of its options, or free text.
@@ -39,7 +40,7 @@ type answer struct {
 // covers reports whether an answer settled item: same incarnation, and
 // the need began before the answer. A need that began after it (the
 // agent moved on and asks again) is a new one.
-func (a answer) covers(it Item) bool {
+func (a answer) covers(it inbox.Item) bool {
 	return a.incarnation == it.Incarnation && !it.Since.After(a.at)
 }
 
@@ -118,14 +119,14 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who,
 	req := verbs.InjectRequest{Name: name, Text: in.Text, Enter: true}
 	what := "text"
 	if in.Option != "" {
-		i := slices.IndexFunc(it.Options, func(o Option) bool { return o.Key == in.Option })
+		i := slices.IndexFunc(it.Options, func(o inbox.Option) bool { return o.Key == in.Option })
 		if i < 0 {
 			return AnswerResult{}, http.StatusBadRequest, fmt.Errorf("answer: %s offers no option %q", name, in.Option)
 		}
 		what = "option " + it.Options[i].Label
 		req = optionInput(it, in.Option)
 	}
-	if in.Text != "" && it.Kind == KindPermission && knownAgent(it.Agent) {
+	if in.Text != "" && it.Kind == inbox.KindPermission && knownAgent(it.Agent) {
 		// A reply in words to a permission dialog declines it first
 		// (Esc: "No, and tell the agent what to do differently"), then
 		// types the words to the agent's prompt.
@@ -142,7 +143,7 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who,
 	s.answered[name] = answer{incarnation: it.Incarnation, since: it.Since, at: now, who: who}
 	s.mu.Unlock()
 	s.record(ctx, name, it.Incarnation, herd.EventAnswered, it.Kind, fmt.Sprintf("%s answered by %s from %s", what, who, from),
-		map[string]any{"who": who, "from": from, "kind": it.Kind, "option": in.Option, "text": in.Text, "question": clip(it.Text, 500)})
+		map[string]any{"who": who, "from": from, "kind": it.Kind, "option": in.Option, "text": in.Text, "question": inbox.Clip(it.Text, 500)})
 	if s.hub != nil {
 		s.hub.publish(Change{Sessions: true}) // the item is gone now, not at the next poll
 	}
@@ -179,9 +180,9 @@ func (s *Server) Answer(ctx context.Context, req verbs.AnswerRequest) (verbs.Res
 // optionInput is what typing option key into item's dialog takes: a
 // numbered dialog of a known agent takes the digit alone; any other agent
 // (and a blocked session's "continue") a line.
-func optionInput(it Item, key string) verbs.InjectRequest {
+func optionInput(it inbox.Item, key string) verbs.InjectRequest {
 	switch {
-	case it.Kind == KindBlocked:
+	case it.Kind == inbox.KindBlocked:
 		return verbs.InjectRequest{Name: it.Session, Text: "continue", Enter: true}
 	case knownAgent(it.Agent):
 		return verbs.InjectRequest{Name: it.Session, Text: key, NoClear: true}

@@ -17,6 +17,8 @@ import (
 	"herd/internal/slots"
 	"herd/internal/store"
 	"herd/internal/verbs"
+	"herd/internal/web/ansi"
+	"herd/internal/web/inbox"
 )
 
 // maxBody bounds a request body (a typed reply can be long, not huge).
@@ -101,7 +103,7 @@ type Screen struct {
 	HTML string `json:"html"`
 	// Segments are the same runs as data; the session page renders them
 	// as text nodes.
-	Segments []Segment `json:"segments"`
+	Segments []ansi.Segment `json:"segments"`
 }
 
 // screenLines is how much of a pane or output the session page shows.
@@ -113,11 +115,11 @@ func (s *Server) handleScreen(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	replyJSON(w, http.StatusOK, Screen{HTML: ANSIToHTML(text), Segments: Segments(text)})
+	replyJSON(w, http.StatusOK, Screen{HTML: ansi.ANSIToHTML(text), Segments: ansi.Segments(text)})
 }
 
 // inbox reads the sessions and what is known of each that needs a person.
-func (s *Server) inbox(ctx context.Context, only string) ([]Item, error) {
+func (s *Server) inbox(ctx context.Context, only string) ([]inbox.Item, error) {
 	_, views, err := s.o.Backend.Sessions(ctx)
 	if err != nil {
 		return nil, err
@@ -126,17 +128,17 @@ func (s *Server) inbox(ctx context.Context, only string) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	clues := map[string]Clue{}
+	clues := map[string]inbox.Clue{}
 	keep := views[:0:0]
 	for _, v := range views {
 		if only != "" && v.Name != only {
 			continue
 		}
 		keep = append(keep, v)
-		if !Needs(v) {
+		if !inbox.Needs(v) {
 			continue
 		}
-		c := Clue{Agent: agents[v.Role]}
+		c := inbox.Clue{Agent: agents[v.Role]}
 		if v.State.Live() {
 			if evs, err := s.o.Backend.Events(ctx, EventQuery{Session: v.Name, Kind: herd.EventActivity, Limit: 1}); err == nil && len(evs) == 1 {
 				c.Cause = &evs[0]
@@ -147,7 +149,7 @@ func (s *Server) inbox(ctx context.Context, only string) ([]Item, error) {
 		}
 		clues[v.Name] = c
 	}
-	items := Derive(keep, clues)
+	items := inbox.Derive(keep, clues)
 	out := items[:0]
 	s.mu.Lock()
 	for _, it := range items {

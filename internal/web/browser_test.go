@@ -24,6 +24,7 @@ import (
 	"herd/internal/store/sqlite"
 	"herd/internal/testenv"
 	"herd/internal/web"
+	"herd/internal/web/auth"
 )
 
 // installChromium says how to get the browser the console's tests drive.
@@ -293,7 +294,7 @@ func TestBrowser(t *testing.T) {
 
 	// The failed one is stopped (through the API, as a script would):
 	// the inbox empties.
-	tok, err := os.ReadFile(filepath.Join(f.dir, web.TokenFile))
+	tok, err := os.ReadFile(filepath.Join(f.dir, auth.TokenFile))
 	if err != nil {
 		t.Fatal(err)
 	}

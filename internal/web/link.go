@@ -8,6 +8,7 @@ import (
 
 	"herd"
 	"herd/internal/store"
+	"herd/internal/web/auth"
 )
 
 // LinkRequest asks the daemon, over its unix socket, for a login link.
@@ -42,9 +43,9 @@ func (s *Server) LinkHandler() http.Handler {
 			replyError(w, http.StatusServiceUnavailable, "web: the console is not served (see [web] listen and the daemon's log)")
 			return
 		}
-		scope := ScopeOperate
+		scope := auth.ScopeOperate
 		if in.ReadOnly {
-			scope = ScopeRead
+			scope = auth.ScopeRead
 		}
 		replyJSON(w, http.StatusOK, LinkResult{URL: s.LoginURL(scope, in.Next), Scope: scope})
 	})

@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"herd/internal/attention"
+	"herd/internal/web/auth"
+	"herd/internal/web/inbox"
 )
 
 var _ attention.Linker = (*Server)(nil)
@@ -32,7 +35,7 @@ func (s *Server) Links(ctx context.Context, session string) attention.Links {
 		return l
 	}
 	it := items[0]
-	if it.Kind != KindPermission && it.Kind != KindQuestion && it.Kind != KindStartup {
+	if it.Kind != inbox.KindPermission && it.Kind != inbox.KindQuestion && it.Kind != inbox.KindStartup {
 		return l
 	}
 	for _, o := range it.Options[:min(len(it.Options), 3)] {
@@ -71,7 +74,7 @@ func (s *Server) handleAnswerLink(w http.ResponseWriter, r *http.Request) {
 				`<button type="submit">Answer “`+htmlEscape(c.Label)+`”</button></form>`+
 				`<p>This link works once, until `+htmlEscape(timeOf(c.Expires))+`.</p>`)
 	case http.MethodPost:
-		if !OriginAllowed(Principal{CSRF: "form"}, r.Header.Get("Origin"), r.Host, s.o.Config.TLS()) {
+		if !auth.OriginAllowed(auth.Principal{CSRF: "form"}, r.Header.Get("Origin"), r.Host, s.o.Config.TLS()) {
 			s.log.Warn("web: answer link posted from another origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
 			page(w, http.StatusForbidden, "Refused", "<p>Cross-origin request refused.</p>")
 			return
@@ -103,7 +106,7 @@ func (s *Server) handleAnswerLink(w http.ResponseWriter, r *http.Request) {
 // invalid one is slowed and logged like a failed login.
 func (s *Server) linkRefused(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusGone
-	if errors.Is(err, ErrLinkInvalid) {
+	if errors.Is(err, auth.ErrLinkInvalid) {
 		s.log.Warn("web: invalid answer link", "remote", r.RemoteAddr)
 		s.slow(r)
 		code = http.StatusForbidden
@@ -126,3 +129,9 @@ func cond(ok bool, s string) string {
 	}
 	return ""
 }
+
+// answerPrefix is the path answer links live under.
+const answerPrefix = "/a/"
+
+// timeOf shows a Unix time as the link page's clock time.
+func timeOf(unix int64) string { return time.Unix(unix, 0).UTC().Format("15:04 MST") }

@@ -19,6 +19,9 @@ import (
 	"herd/internal/api"
 	"herd/internal/config"
 	"herd/internal/verbs"
+	"herd/internal/web/ansi"
+	"herd/internal/web/auth"
+	"herd/internal/web/inbox"
 )
 
 // fakeBackend serves a fixed fleet.
@@ -238,7 +241,7 @@ func TestLoginAndCookie(t *testing.T) {
 	for !c.srv.Serving() {
 		time.Sleep(time.Millisecond)
 	}
-	link := c.srv.LoginURL(ScopeOperate, "/sessions/w-0")
+	link := c.srv.LoginURL(auth.ScopeOperate, "/sessions/w-0")
 	resp, err := http.Get(link)
 	if err != nil {
 		t.Fatal(err)
@@ -269,8 +272,8 @@ func TestLoginAndCookie(t *testing.T) {
 
 func TestRequestChecks(t *testing.T) {
 	c := newTestConsole(t)
-	op, csrf := c.browser(t, ScopeOperate)
-	ro, roCSRF := c.browser(t, ScopeRead)
+	op, csrf := c.browser(t, auth.ScopeOperate)
+	ro, roCSRF := c.browser(t, auth.ScopeRead)
 	anon := &http.Client{}
 	same := c.url
 	for _, x := range []struct {
@@ -293,11 +296,11 @@ func TestRequestChecks(t *testing.T) {
 		{"wrong token", anon, "GET", "/api/v1/sessions", map[string]string{"Authorization": "Bearer nope"}, 401},
 		{"rebinding host", op, "GET", "/api/v1/sessions", map[string]string{"Host": "evil.example"}, 421},
 		{"post without csrf", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same}, 403},
-		{"post with wrong csrf", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same, CSRFHeader: "x"}, 403},
-		{"post from another origin", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": "http://127.0.0.1:1", CSRFHeader: csrf}, 403},
-		{"post without origin", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{CSRFHeader: csrf}, 403},
-		{"read scope post", ro, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same, CSRFHeader: roCSRF}, 403},
-		{"browser post", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same, CSRFHeader: csrf}, 200},
+		{"post with wrong csrf", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same, auth.CSRFHeader: "x"}, 403},
+		{"post from another origin", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": "http://127.0.0.1:1", auth.CSRFHeader: csrf}, 403},
+		{"post without origin", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{auth.CSRFHeader: csrf}, 403},
+		{"read scope post", ro, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same, auth.CSRFHeader: roCSRF}, 403},
+		{"browser post", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same, auth.CSRFHeader: csrf}, 200},
 		{"token post", anon, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Authorization": "Bearer the-token"}, 200},
 		{"unknown verb", anon, "POST", "/api/v1/sessions/w-0/explode", map[string]string{"Authorization": "Bearer the-token"}, 404},
 	} {
@@ -316,11 +319,11 @@ func TestRequestChecks(t *testing.T) {
 
 func TestAnswerOnce(t *testing.T) {
 	c := newTestConsole(t)
-	a, csrfA := c.browser(t, ScopeOperate)
-	b, csrfB := c.browser(t, ScopeOperate)
-	var items []Item
+	a, csrfA := c.browser(t, auth.ScopeOperate)
+	b, csrfB := c.browser(t, auth.ScopeOperate)
+	var items []inbox.Item
 	c.call(t, a, "GET", "/api/v1/inbox", nil, nil, &items)
-	if len(items) != 1 || items[0].Kind != KindPermission || len(items[0].Options) != 3 {
+	if len(items) != 1 || items[0].Kind != inbox.KindPermission || len(items[0].Options) != 3 {
 		t.Fatalf("[inbox] expected one permission item with 3 answers … got %+v", items)
 	}
 	since := items[0].Since
@@ -335,7 +338,7 @@ func TestAnswerOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			codes[i] = c.call(t, who.cl, "POST", "/api/v1/sessions/w-0/answer",
-				map[string]string{"Origin": c.url, CSRFHeader: who.csrf}, AnswerRequest{Option: "1", Since: since}, &msgs[i])
+				map[string]string{"Origin": c.url, auth.CSRFHeader: who.csrf}, AnswerRequest{Option: "1", Since: since}, &msgs[i])
 		}()
 	}
 	wg.Wait()
@@ -361,7 +364,7 @@ func TestAnswerOnce(t *testing.T) {
 	if len(items) != 0 {
 		t.Errorf("[after] expected the inbox empty … got %+v", items)
 	}
-	if kinds := c.rec.kinds(); len(kinds) != 1 || kinds[0] != herd.EventAnswered+"/"+KindPermission {
+	if kinds := c.rec.kinds(); len(kinds) != 1 || kinds[0] != herd.EventAnswered+"/"+inbox.KindPermission {
 		t.Errorf("[events] expected one answered event … got %v", kinds)
 	}
 	// The agent asks again, later: a new need, answerable again.
@@ -373,11 +376,11 @@ func TestAnswerOnce(t *testing.T) {
 	if len(items) != 1 {
 		t.Fatalf("[asks again] expected the new need listed … got %+v", items)
 	}
-	if code := c.call(t, b, "POST", "/api/v1/sessions/w-0/answer", map[string]string{"Origin": c.url, CSRFHeader: csrfB},
+	if code := c.call(t, b, "POST", "/api/v1/sessions/w-0/answer", map[string]string{"Origin": c.url, auth.CSRFHeader: csrfB},
 		AnswerRequest{Option: "1", Since: since}, nil); code != http.StatusConflict {
 		t.Errorf("[answer to the old need] expected 409 … got %d", code)
 	}
-	if code := c.call(t, b, "POST", "/api/v1/sessions/w-0/answer", map[string]string{"Origin": c.url, CSRFHeader: csrfB},
+	if code := c.call(t, b, "POST", "/api/v1/sessions/w-0/answer", map[string]string{"Origin": c.url, auth.CSRFHeader: csrfB},
 		AnswerRequest{Text: "use git mv instead"}, nil); code != http.StatusOK {
 		t.Errorf("[free text] expected 200 … got %d", code)
 	}
@@ -389,7 +392,7 @@ func TestAnswerOnce(t *testing.T) {
 
 func TestEventStream(t *testing.T) {
 	c := newTestConsole(t)
-	cl, _ := c.browser(t, ScopeRead)
+	cl, _ := c.browser(t, auth.ScopeRead)
 	req, _ := http.NewRequest("GET", c.url+"/api/v1/events", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -449,7 +452,7 @@ func TestLinkHandler(t *testing.T) {
 	var res LinkResult
 	json.NewDecoder(rec.Body).Decode(&res)
 	u, err := url.Parse(res.URL)
-	if err != nil || res.Scope != ScopeRead || u.Path != "/login" || u.Query().Get("t") == "" || "http://"+u.Host != c.url {
+	if err != nil || res.Scope != auth.ScopeRead || u.Path != "/login" || u.Query().Get("t") == "" || "http://"+u.Host != c.url {
 		t.Fatalf("[link] expected a read-only login link to the console … got %+v", res)
 	}
 }
@@ -467,7 +470,7 @@ func TestScreenColours(t *testing.T) {
 	if want := `<span class="fg1">&lt;script&gt;alert(1)&lt;/script&gt;</span> ok` + "\n"; scr.HTML != want {
 		t.Errorf("[html] expected %q … got %q", want, scr.HTML)
 	}
-	if len(scr.Segments) != 2 || scr.Segments[0] != (Segment{Text: "<script>alert(1)</script>", Class: "fg1"}) {
+	if len(scr.Segments) != 2 || scr.Segments[0] != (ansi.Segment{Text: "<script>alert(1)</script>", Class: "fg1"}) {
 		t.Errorf("[segments] expected the red run as text … got %+v", scr.Segments)
 	}
 }

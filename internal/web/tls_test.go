@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"herd/internal/config"
+	"herd/internal/web/auth"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key to dir.
@@ -65,7 +66,7 @@ func TestTLS(t *testing.T) {
 	for !srv.Serving() {
 		time.Sleep(time.Millisecond)
 	}
-	link := srv.LoginURL(ScopeOperate, "/")
+	link := srv.LoginURL(auth.ScopeOperate, "/")
 	if !strings.HasPrefix(link, "https://") {
 		t.Fatalf("[link] expected https … got %s", link)
 	}

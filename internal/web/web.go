@@ -29,6 +29,7 @@ import (
 	"herd/internal/config"
 	"herd/internal/status"
 	"herd/internal/verbs"
+	"herd/internal/web/auth"
 )
 
 //go:embed assets
@@ -89,14 +90,14 @@ type Options struct {
 // Server is the console.
 type Server struct {
 	o    Options
-	auth *Auth
+	auth *auth.Auth
 	log  *slog.Logger
 	// changes is Options.Changes, or hub.
 	changes Changes
 	// hub polls the Backend when no Changes were given; else nil.
 	hub *hub
 	// signer makes and checks answer links; nil without Options.AnswerKey.
-	signer *Signer
+	signer *auth.Signer
 	// allowHosts are the Host values accepted besides the listen address:
 	// [web] allow_hosts and the host of [web] url.
 	allowHosts []string
@@ -133,10 +134,10 @@ func New(o Options) *Server {
 	if o.FailDelay <= 0 {
 		o.FailDelay = time.Second
 	}
-	s := &Server{o: o, auth: NewAuth(o.Token), log: o.Log, addr: o.Config.Listen,
+	s := &Server{o: o, auth: auth.NewAuth(o.Token), log: o.Log, addr: o.Config.Listen,
 		answered: map[string]answer{}, locks: map[string]*sync.Mutex{}, screens: map[string]cachedScreen{}}
 	if o.AnswerKey != nil {
-		s.signer = NewSigner(o.AnswerKey)
+		s.signer = auth.NewSigner(o.AnswerKey)
 	}
 	s.allowHosts = append([]string(nil), o.Config.AllowHosts...)
 	if h := o.Config.URLHost(); h != "" {
@@ -152,7 +153,7 @@ func New(o Options) *Server {
 }
 
 // Auth returns the console's credentials (login links).
-func (s *Server) Auth() *Auth { return s.auth }
+func (s *Server) Auth() *auth.Auth { return s.auth }
 
 // Addr is the address the console serves.
 func (s *Server) Addr() string {
@@ -280,8 +281,8 @@ func (s *Server) Handler() http.Handler {
 // principalKey carries the request's Principal in its context.
 type principalKey struct{}
 
-func principal(r *http.Request) Principal {
-	p, _ := r.Context().Value(principalKey{}).(Principal)
+func principal(r *http.Request) auth.Principal {
+	p, _ := r.Context().Value(principalKey{}).(auth.Principal)
 	return p
 }
 
@@ -295,7 +296,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
-		if !HostAllowed(r.Host, s.Addr(), s.allowHosts) {
+		if !auth.HostAllowed(r.Host, s.Addr(), s.allowHosts) {
 			s.log.Warn("web: request for a host not served", "host", r.Host, "remote", r.RemoteAddr)
 			http.Error(w, "unknown host", http.StatusMisdirectedRequest)
 			return
@@ -314,12 +315,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if !OriginAllowed(p, r.Header.Get("Origin"), r.Host, s.o.Config.TLS()) {
+			if !auth.OriginAllowed(p, r.Header.Get("Origin"), r.Host, s.o.Config.TLS()) {
 				s.log.Warn("web: cross-origin request refused", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr, "path", r.URL.Path)
 				replyError(w, http.StatusForbidden, "cross-origin request refused")
 				return
 			}
-			if !CheckCSRF(p, r) {
+			if !auth.CheckCSRF(p, r) {
 				s.log.Warn("web: request without its csrf token refused", "remote", r.RemoteAddr, "path", r.URL.Path)
 				replyError(w, http.StatusForbidden, "missing or wrong csrf token")
 				return
@@ -350,7 +351,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request) {
 }
 
 func hasCookie(r *http.Request) bool {
-	_, err := r.Cookie(CookieName)
+	_, err := r.Cookie(auth.CookieName)
 	return err == nil
 }
 
@@ -382,8 +383,8 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("web: login", "remote", r.RemoteAddr)
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: s.o.Config.TLS(), MaxAge: int(SessionTTL / time.Second)})
+	http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: s.o.Config.TLS(), MaxAge: int(auth.SessionTTL / time.Second)})
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	esc := htmlEscape(next)
 	w.Write([]byte(`<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=` + esc +

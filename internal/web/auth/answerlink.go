@@ -1,4 +1,4 @@
-package web
+package auth
 
 import (
 	"crypto/hmac"
@@ -24,8 +24,6 @@ const (
 	AnswerLinkTTL = 15 * time.Minute
 	// AnswerKeyFile holds the key answer links are signed with (0600).
 	AnswerKeyFile = "web.answer.key"
-	// answerPrefix is the path answer links live under.
-	answerPrefix = "/a/"
 )
 
 // Errors of an answer link.
@@ -89,7 +87,8 @@ func LoadAnswerKey(stateDir string) ([]byte, error) {
 func (g *Signer) Sign(session string, since time.Time, option, label string) string {
 	c := AnswerClaim{Session: session, Since: since.UTC(), Option: option, Label: label,
 		Expires: g.now().Add(AnswerLinkTTL).Unix(), Nonce: randomHex(12)}
-	payload := base64.RawURLEncoding.EncodeToString(marshal(c))
+	b, _ := json.Marshal(c)
+	payload := base64.RawURLEncoding.EncodeToString(b)
 	return payload + "." + base64.RawURLEncoding.EncodeToString(g.mac(payload))
 }
 
@@ -162,6 +161,3 @@ func (g *Signer) FormToken(token string) string {
 func (g *Signer) CheckForm(token, form string) bool {
 	return hmac.Equal([]byte(form), []byte(g.FormToken(token)))
 }
-
-// timeOf shows a Unix time as the link page's clock time.
-func timeOf(unix int64) string { return time.Unix(unix, 0).UTC().Format("15:04 MST") }

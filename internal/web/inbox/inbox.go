@@ -1,4 +1,8 @@
-package web
+// Package inbox derives the needs-you inbox: which sessions wait for a
+// person, for what, and the answers their dialogs offer (read from their
+// screens). The console (internal/web) calls it. It is pure: it never reads
+// the store, a screen or the clock itself, and never acts on a session.
+package inbox
 
 import (
 	"fmt"
@@ -128,7 +132,7 @@ func derive(s api.SessionView, c Clue) Item {
 			it.Text = "rate limited"
 		}
 		if e := str(data, "error"); e != "" {
-			it.Text += ": " + clip(e, 300)
+			it.Text += ": " + Clip(e, 300)
 		}
 		if t, err := time.Parse(time.RFC3339, str(data, "reset_at")); err == nil {
 			t = t.UTC()
@@ -296,7 +300,7 @@ func describeExit(e herd.Exit) string {
 		parts = append(parts, e.Reason)
 	}
 	if e.Message != "" {
-		parts = append(parts, clip(e.Message, 200))
+		parts = append(parts, Clip(e.Message, 200))
 	}
 	if len(parts) == 0 {
 		return "unknown"
@@ -309,7 +313,8 @@ func str(data map[string]any, key string) string {
 	return s
 }
 
-func clip(s string, n int) string {
+// Clip trims s and cuts it to n bytes, marked "...".
+func Clip(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) <= n {
 		return s

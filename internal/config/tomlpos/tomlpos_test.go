@@ -1,4 +1,4 @@
-package config
+package tomlpos
 
 import (
 	"testing"
@@ -26,7 +26,7 @@ env.K = "v"
 [a.b]
 c = 1
 `
-	pos, err := indexPositions([]byte(doc))
+	pos, err := Index([]byte(doc))
 	if err != nil {
 		t.Fatalf("expected no error, got %v", err)
 	}
@@ -66,14 +66,14 @@ c = 1
 		{"nowhere", 99, 1, "nowhere"},
 	}
 	for _, n := range names {
-		if got := pos.name(n.key, n.line, n.col); got != n.want {
+		if got := pos.Name(n.key, n.line, n.col); got != n.want {
 			t.Errorf("[%s at %d:%d] expected %q, got %q", n.key, n.line, n.col, n.want, got)
 		}
 	}
 }
 
 func TestIndexPositionsSyntaxError(t *testing.T) {
-	if _, err := indexPositions([]byte("[probe\n")); err == nil {
+	if _, err := Index([]byte("[probe\n")); err == nil {
 		t.Errorf("[unclosed table] expected an error, got none")
 	}
 }

@@ -1,4 +1,8 @@
-package web
+// Package ansi turns an agent's terminal text with SGR colour sequences
+// into runs of one rendition or into escaped HTML. The console's pages and
+// its JSON API call it. It never emits a byte of the agent's text unescaped
+// as markup, and it keeps no state.
+package ansi
 
 import (
 	"html"

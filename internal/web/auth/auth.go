@@ -1,4 +1,9 @@
-package web
+// Package auth owns the console's credentials and request checks: the API
+// token, login links, browser sessions and their cookies, scopes, the CSRF
+// and Host/Origin checks, and the signed one-tap answer links. The console
+// (internal/web) calls it on every request. It never reads sessions or acts
+// on agents; it only says who asks and whether the request may proceed.
+package auth
 
 import (
 	"crypto/rand"

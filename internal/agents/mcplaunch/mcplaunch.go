@@ -1,4 +1,9 @@
-package slots
+// Package mcplaunch gives the launch of a role with mcp = true herd's MCP
+// server: the agent's flags or settings, and its configuration file under
+// the state dir. The slots call it for every such launch. It never writes
+// into the user's repository, and never overrides settings the role's own
+// env names.
+package mcplaunch
 
 import (
 	"fmt"
@@ -10,19 +15,20 @@ import (
 	"herd/internal/runtime"
 )
 
-// withMCP gives the launch of a role with mcp = true herd's MCP server:
+// With gives the launch of a role with mcp = true herd's MCP server:
 // the agent's flags or settings (agents.WithMCP), its configuration
 // written to <state-dir>/mcp/<session>.json, never into the user's
-// repository. An agent herd cannot configure launches without it, and
-// the spawned event says so (data mcp).
-func (s *Slots) withMCP(role herd.Role, name string, spec *runtime.Spec, data map[string]any) error {
-	if len(s.o.MCPCommand) == 0 {
+// repository. command runs herd's MCP server; socket is the daemon's. An
+// agent herd cannot configure launches without it, and the spawned event
+// says so (data mcp).
+func With(command []string, socket string, role herd.Role, name string, spec *runtime.Spec, data map[string]any) error {
+	if len(command) == 0 {
 		data["mcp"] = "no herd binary known"
 		return nil
 	}
-	dir := filepath.Join(filepath.Dir(s.o.Socket), "mcp")
-	srv := agents.MCPServer{Command: s.o.MCPCommand[0], Args: s.o.MCPCommand[1:],
-		Env: map[string]string{herd.EnvSession: name, herd.EnvSocket: s.o.Socket}}
+	dir := filepath.Join(filepath.Dir(socket), "mcp")
+	srv := agents.MCPServer{Command: command[0], Args: command[1:],
+		Env: map[string]string{herd.EnvSession: name, herd.EnvSocket: socket}}
 	l := agents.WithMCP(role.Agent, spec.Argv, agents.Resolve(spec.Argv[0], spec.Workdir), srv, filepath.Join(dir, name+".json"))
 	if !l.Supported {
 		data["mcp"] = "not supported for agent " + role.Agent

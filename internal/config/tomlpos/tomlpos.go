@@ -1,4 +1,8 @@
-package config
+// Package tomlpos indexes where the keys of a TOML document are written,
+// so config's errors can name a key by its canonical path and line, and it
+// bounds nesting depth before the decoder runs. internal/config calls it
+// while parsing herd.toml. It never decodes values or judges them.
+package tomlpos
 
 import (
 	"fmt"
@@ -8,11 +12,11 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
-// positions maps the keys of a TOML document to the lines they appear on.
+// Positions maps the keys of a TOML document to the lines they appear on.
 // Key paths are canonical: dotted, with array-of-tables elements indexed
 // from 0, e.g. "role[1].restart.policy" whether the document wrote
 // restart = { policy = ... } or a [role.restart] table.
-type positions struct {
+type Positions struct {
 	// lines maps a key path to the line where it is first written.
 	lines map[string]int
 	// at maps the (line, column) of a written key part to its path, so keys
@@ -29,8 +33,8 @@ type lineKey struct {
 	path string
 }
 
-// line returns the line of the first of keys present in the document.
-func (p *positions) line(keys ...string) (int, string, bool) {
+// Line returns the line of the first of keys present in the document.
+func (p *Positions) Line(keys ...string) (int, string, bool) {
 	if p == nil {
 		return 0, "", false
 	}
@@ -44,9 +48,9 @@ func (p *positions) line(keys ...string) (int, string, bool) {
 
 var indexRE = regexp.MustCompile(`\[\d+\]`)
 
-// name returns the canonical path of the key the decoder reported at
+// Name returns the canonical path of the key the decoder reported at
 // (line, col) with the uncanonical path key, or key itself when unknown.
-func (p *positions) name(key string, line, col int) string {
+func (p *Positions) Name(key string, line, col int) string {
 	if p == nil {
 		return key
 	}
@@ -92,16 +96,16 @@ const (
 // indexer walks a parsed document, tracking the current table.
 type indexer struct {
 	p      unstable.Parser
-	pos    *positions
+	pos    *Positions
 	nl     []int          // byte offsets of every '\n'
 	arrays map[string]int // array-of-tables path -> elements seen so far
 	err    *DepthError    // the first depth problem; ends the walk
 }
 
-// indexPositions parses data and records the line of every key.
-func indexPositions(data []byte) (*positions, error) {
+// Index parses data and records the line of every key.
+func Index(data []byte) (*Positions, error) {
 	ix := &indexer{
-		pos: &positions{lines: map[string]int{}, at: map[[2]int]string{},
+		pos: &Positions{lines: map[string]int{}, at: map[[2]int]string{},
 			unindexed: map[lineKey]string{}},
 		arrays: map[string]int{},
 	}

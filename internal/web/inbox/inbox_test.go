@@ -1,4 +1,4 @@
-package web
+package inbox
 
 import (
 	"os"
@@ -15,7 +15,7 @@ import (
 
 func fixture(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "agents", "testdata", path))
+	b, err := os.ReadFile(filepath.Join("..", "..", "agents", "testdata", path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,23 +136,5 @@ func TestDerive(t *testing.T) {
 	}
 	if r := byName["rate-0"].ResetAt; r == nil || r.Hour() != 13 {
 		t.Errorf("[rate-0] expected the reset time … got %v", r)
-	}
-}
-
-func TestAnswerCovers(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	a := answer{incarnation: "i1", since: t0, at: t0.Add(time.Minute)}
-	for _, c := range []struct {
-		name string
-		it   Item
-		want bool
-	}{
-		{"the need answered", Item{Incarnation: "i1", Since: t0}, true},
-		{"a new need after the answer", Item{Incarnation: "i1", Since: t0.Add(2 * time.Minute)}, false},
-		{"another incarnation", Item{Incarnation: "i2", Since: t0}, false},
-	} {
-		if got := a.covers(c.it); got != c.want {
-			t.Errorf("[%s] expected %v … got %v", c.name, c.want, got)
-		}
 	}
 }

@@ -59,9 +59,11 @@ type Options struct {
 	Config *config.Config
 	Log    *slog.Logger
 	// Sessions, when set, lists this host's sessions (the status
-	// component's live set) instead of a read of the sessions table every
-	// tick.
-	Sessions func(ctx context.Context) ([]herd.Session, error)
+	// component's live set: status.SessionsSince) instead of a read of
+	// the sessions table every tick: the sessions when the set changed
+	// since generation gen (0: never read) with the generation of the
+	// copy, else changed false and nothing copied.
+	Sessions func(ctx context.Context, gen uint64) (sessions []herd.Session, next uint64, changed bool, err error)
 	// Metrics counts escalations and deliveries; nil counts nothing.
 	Metrics *metrics.Metrics
 	// Changes, when set, is the writer's subscription (status.Subscribe):
@@ -81,7 +83,7 @@ type Tracker struct {
 	st       store.Store
 	host     string
 	log      *slog.Logger
-	sessions func(ctx context.Context) ([]herd.Session, error)
+	sessions func(ctx context.Context, gen uint64) ([]herd.Session, uint64, bool, error)
 	metrics  *metrics.Metrics
 	client   *http.Client
 	changes  func() (<-chan status.Change, func())
@@ -101,6 +103,14 @@ type Tracker struct {
 	// migrated: the former notify row was looked for (touched by look
 	// only).
 	migrated bool
+	// view is this host's sessions as of generation viewGen of the live
+	// set; quietUnder, when set, is the settings under which the last
+	// look found view quiet. While the set keeps its generation and the
+	// settings theirs, a tick copies and walks nothing (touched by look
+	// only).
+	view       []herd.Session
+	viewGen    uint64
+	quietUnder *settings
 	// kick asks for a look now.
 	kick chan struct{}
 
@@ -117,7 +127,11 @@ type Tracker struct {
 	inflight map[job]bool
 	// clearSeen is when the timer last saw each hinted condition of a
 	// session clear: a condition seen since cannot have begun earlier.
+	// While quietAt is set, every one of them was seen clear at quietAt
+	// too (a quiet tick saw the sessions unchanged since a quiet look):
+	// a look settles that into clearSeen before it evaluates.
 	clearSeen map[clearKey]time.Time
+	quietAt   time.Time
 	// index is this host's index of stored episode keys as last read
 	// (indexOK; a write of it forgets it). The tracker is its only
 	// writer, so while it is empty and no condition holds, a tick reads

@@ -161,10 +161,7 @@ func New(o Options) (*Daemon, error) {
 	})
 	d.attention = attention.New(attention.Options{
 		Store: d.status.Store(), Host: host, Config: cfg, Log: log, Metrics: d.metrics, Changes: d.status.Subscribe,
-		Sessions: func(ctx context.Context) ([]herd.Session, error) {
-			all, _, err := d.status.Live(ctx)
-			return all, err
-		},
+		Sessions: d.status.SessionsSince,
 	})
 	d.continuer = autocontinue.New(autocontinue.Options{
 		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Idle: continueIdle, Timeout: 4 * cfg.Probe.Timeout,

@@ -58,35 +58,43 @@ type Options struct {
 	// replaces them.
 	Config *config.Config
 	Log    *slog.Logger
-	// Sessions, when set, lists this host's sessions (the status
-	// component's live set: status.SessionsSince) instead of a read of
-	// the sessions table every tick: the sessions when the set changed
-	// since generation gen (0: never read) with the generation of the
-	// copy, else changed false and nothing copied.
-	Sessions func(ctx context.Context, gen uint64) (sessions []herd.Session, next uint64, changed bool, err error)
+	// Live, when set, is the writer of this host's sessions: the tracker
+	// keeps its own view of them, copied only when the live set changed,
+	// instead of a read of the sessions table every tick, and every
+	// change the writer publishes (blocked, waiting, failed, ended...)
+	// asks for a look at once.
+	Live Live
 	// Metrics counts escalations and deliveries; nil counts nothing.
 	Metrics *metrics.Metrics
-	// Changes, when set, is the writer's subscription (status.Subscribe):
-	// every change of a session (blocked, waiting, failed, ended...) asks
-	// for a look at once, so nothing is looked at every tick while
-	// nothing needs it.
-	Changes func() (<-chan status.Change, func())
 	// Client makes the HTTP requests; http.DefaultClient when nil.
 	Client *http.Client
 }
+
+// Live is the writer of this host's sessions (status.Manager), as the
+// tracker reads it.
+type Live interface {
+	// SessionsSince returns this host's sessions when the live set
+	// changed since generation gen (0: never read), with the generation
+	// of the copy; else changed false, and nothing is copied.
+	SessionsSince(ctx context.Context, gen uint64) (sessions []herd.Session, next uint64, changed bool, err error)
+	// Subscribe returns every change committed from now on, and its
+	// cancel.
+	Subscribe() (<-chan status.Change, func())
+}
+
+var _ Live = (*status.Manager)(nil)
 
 // Tracker is one daemon's attention component: a timer that evaluates
 // every rule of every track for this host's sessions (and every stored
 // episode), and a small pool of workers that deliver what is due. Its
 // exported knobs are set before Run; tests shrink them.
 type Tracker struct {
-	st       store.Store
-	host     string
-	log      *slog.Logger
-	sessions func(ctx context.Context, gen uint64) ([]herd.Session, uint64, bool, error)
-	metrics  *metrics.Metrics
-	client   *http.Client
-	changes  func() (<-chan status.Change, func())
+	st      store.Store
+	host    string
+	log     *slog.Logger
+	live    Live
+	metrics *metrics.Metrics
+	client  *http.Client
 
 	// Tick is the timer's period: min(1s, probe interval).
 	Tick time.Duration
@@ -168,7 +176,7 @@ func New(o Options) *Tracker {
 		tick = time.Second
 	}
 	t := &Tracker{
-		st: o.Store, host: o.Host, log: o.Log, sessions: o.Sessions, metrics: o.Metrics, client: o.Client, changes: o.Changes,
+		st: o.Store, host: o.Host, log: o.Log, live: o.Live, metrics: o.Metrics, client: o.Client,
 		Tick: tick, BackoffMin: BackoffMin, BackoffMax: BackoffMax, Timeout: DefaultTimeout, Workers: defaultWorkers,
 		kick:      make(chan struct{}, 1),
 		open:      map[string]Episode{},
@@ -226,8 +234,8 @@ func (t *Tracker) Run(ctx context.Context) {
 			}
 		})
 	}
-	if t.changes != nil {
-		changes, cancel := t.changes()
+	if t.live != nil {
+		changes, cancel := t.live.Subscribe()
 		defer cancel()
 		g.Go("attention changes", func() {
 			for {

@@ -32,8 +32,8 @@ func (t *Tracker) look(ctx context.Context, now time.Time) error {
 	set := t.settings.Load()
 	tracks := set.tracks()
 	var listed []herd.Session
-	if t.sessions != nil {
-		all, gen, changed, err := t.sessions(ctx, t.viewGen)
+	if t.live != nil {
+		all, gen, changed, err := t.live.SessionsSince(ctx, t.viewGen)
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func (t *Tracker) read(ctx context.Context, listed []herd.Session, tracks []Trac
 			}
 		}
 		all := listed
-		if t.sessions == nil {
+		if t.live == nil {
 			var err error
 			if all, err = tx.SessionsOnHost(t.host); err != nil {
 				return err

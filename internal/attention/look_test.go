@@ -11,6 +11,7 @@ import (
 
 	"herd"
 	"herd/internal/config"
+	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -98,6 +99,17 @@ func (c viewCountingStore) View(ctx context.Context, fn func(store.Tx) error) er
 	return c.Store.View(ctx, fn)
 }
 
+// fakeLive is a live set whose sessions since a generation the func
+// gives; it publishes no change.
+type fakeLive func(gen uint64) ([]herd.Session, uint64, bool)
+
+func (f fakeLive) SessionsSince(_ context.Context, gen uint64) ([]herd.Session, uint64, bool, error) {
+	all, next, changed := f(gen)
+	return all, next, changed, nil
+}
+
+func (fakeLive) Subscribe() (<-chan status.Change, func()) { return nil, func() {} }
+
 // TestQuietTickReadsNoStore: with the sessions from the live set, a tick
 // over sessions where no condition holds and no episode is stored reads
 // the store once (the index), then never again while it stays so; a
@@ -129,9 +141,9 @@ func TestQuietTickReadsNoStore(t *testing.T) {
 	var views atomic.Int64
 	cfg := config.Default()
 	e := New(Options{Store: viewCountingStore{db, &views}, Host: "h", Config: cfg, Log: slog.New(slog.DiscardHandler),
-		Sessions: func(context.Context, uint64) ([]herd.Session, uint64, bool, error) {
-			return append([]herd.Session(nil), sessions...), 0, true, nil
-		}})
+		Live: fakeLive(func(uint64) ([]herd.Session, uint64, bool) {
+			return append([]herd.Session(nil), sessions...), 0, true
+		})})
 	tick := func(at time.Time) {
 		t.Helper()
 		if err := e.look(context.Background(), at); err != nil {
@@ -217,13 +229,13 @@ func TestQuietTickCopiesNothing(t *testing.T) {
 	var copies int
 	cfg := config.Default()
 	e := New(Options{Store: db, Host: "h", Config: cfg, Log: slog.New(slog.DiscardHandler),
-		Sessions: func(_ context.Context, since uint64) ([]herd.Session, uint64, bool, error) {
+		Live: fakeLive(func(since uint64) ([]herd.Session, uint64, bool) {
 			if since == gen {
-				return nil, gen, false, nil
+				return nil, gen, false
 			}
 			copies++
-			return append([]herd.Session(nil), sessions...), gen, true, nil
-		}})
+			return append([]herd.Session(nil), sessions...), gen, true
+		})})
 	tick := func(at time.Time) {
 		t.Helper()
 		if err := e.look(context.Background(), at); err != nil {

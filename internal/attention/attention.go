@@ -3,12 +3,14 @@
 // escalated events for [escalation], notifications for [notify], on every
 // configured channel, retried with backoff until delivered.
 //
-// The daemon builds one Tracker, runs it, kicks it when a session changes
-// and reconfigures it on reload; the API reads from it the `!` marker,
-// describe's notification, and Open, the needs-you inbox. It reads
-// sessions and writes only its own kv rows and the escalated and notified
-// events: it never writes a session, never signals or types into an
-// agent, and never lets a slow channel hold its timer.
+// The daemon builds one Tracker on the writer of session state (Live:
+// each change it publishes asks for a look), runs it and reconfigures it
+// on reload; the API reads from it the `!` marker, describe's
+// notification, and Open, the needs-you inbox. It reads sessions and
+// writes only its own kv rows and the escalated and notified events: it
+// never writes a session, never signals or types into an agent, and never
+// lets a slow channel hold its timer. While nothing needs a person and no
+// session changes, its tick reads and copies nothing.
 package attention
 
 import (

@@ -91,7 +91,13 @@ func BenchmarkIdleCPU(b *testing.B) {
 		window = d
 	}
 	n := 100
-	bins := []struct{ name, path string }{{"head", bin}}
+	// noWeb: a binary older than the console, which rejects the [web]
+	// table the sandbox writes.
+	type binary struct {
+		name, path string
+		noWeb      bool
+	}
+	bins := []binary{{"head", bin, false}}
 	ref := os.Getenv("HERD_BASELINE_REF")
 	if ref == "" {
 		ref = "main"
@@ -101,7 +107,8 @@ func BenchmarkIdleCPU(b *testing.B) {
 		if err != nil {
 			b.Logf("baseline %s skipped: %v", ref, err)
 		} else {
-			bins = append(bins, struct{ name, path string }{"base(" + ref + ")", path})
+			noWeb := exec.Command("git", "cat-file", "-e", ref+":internal/web").Run() != nil
+			bins = append(bins, binary{"base(" + ref + ")", path, noWeb})
 		}
 	}
 	for b.Loop() {
@@ -114,7 +121,12 @@ func BenchmarkIdleCPU(b *testing.B) {
 		for _, x := range bins {
 			pp := freeAddr(b)
 			cfg := fmt.Sprintf("[watchdog]\nstall_after = \"24h\"\n[metrics]\nlisten = %q\n", pp)
-			d := startDaemonIn(b, history(b), x.path, cfg)
+			var d *daemon
+			if x.noWeb {
+				d = startDaemonEdited(b, history(b), x.path, cfg, withoutWeb)
+			} else {
+				d = startDaemonIn(b, history(b), x.path, cfg)
+			}
 			role := []herd.Role{{Name: "lat", Replicas: n, Command: idleCommand(x.path), Workdir: d.dir, Runtime: herd.RuntimeTmux}}
 			if err := d.client.Do(context.Background(), "POST", "/v1/roles", nil, role, nil); err != nil {
 				b.Fatal(err)
@@ -173,6 +185,11 @@ func BenchmarkIdleCPU(b *testing.B) {
 			b.ReportMetric(worst[i], r.name+"-max-%core")
 		}
 	}
+}
+
+// withoutWeb drops the [web] table the sandbox adds to a herd.toml.
+func withoutWeb(config []byte) []byte {
+	return bytes.Replace(config, []byte("[web]\nlisten = \"\"\n"), nil, 1)
 }
 
 // history returns a state directory whose store holds HERD_IDLE_HISTORY

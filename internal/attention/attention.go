@@ -3,12 +3,14 @@
 // escalated events for [escalation], notifications for [notify], on every
 // configured channel, retried with backoff until delivered.
 //
-// The daemon builds one Tracker, runs it, kicks it when a session changes
-// and reconfigures it on reload; the API reads from it the `!` marker,
-// describe's notification, and Open, the needs-you inbox. It reads
-// sessions and writes only its own kv rows and the escalated and notified
-// events: it never writes a session, never signals or types into an
-// agent, and never lets a slow channel hold its timer.
+// The daemon builds one Tracker on the writer of session state (Live:
+// each change it publishes asks for a look), runs it and reconfigures it
+// on reload; the API reads from it the `!` marker, describe's
+// notification, and Open, the needs-you inbox. It reads sessions and
+// writes only its own kv rows and the escalated and notified events: it
+// never writes a session, never signals or types into an agent, and never
+// lets a slow channel hold its timer. While nothing needs a person and no
+// session changes, its tick reads and copies nothing.
 package attention
 
 import (
@@ -58,33 +60,43 @@ type Options struct {
 	// replaces them.
 	Config *config.Config
 	Log    *slog.Logger
-	// Sessions, when set, lists this host's sessions (the status
-	// component's live set) instead of a read of the sessions table every
-	// tick.
-	Sessions func(ctx context.Context) ([]herd.Session, error)
+	// Live, when set, is the writer of this host's sessions: the tracker
+	// keeps its own view of them, copied only when the live set changed,
+	// instead of a read of the sessions table every tick, and every
+	// change the writer publishes (blocked, waiting, failed, ended...)
+	// asks for a look at once.
+	Live Live
 	// Metrics counts escalations and deliveries; nil counts nothing.
 	Metrics *metrics.Metrics
-	// Changes, when set, is the writer's subscription (status.Subscribe):
-	// every change of a session (blocked, waiting, failed, ended...) asks
-	// for a look at once, so nothing is looked at every tick while
-	// nothing needs it.
-	Changes func() (<-chan status.Change, func())
 	// Client makes the HTTP requests; http.DefaultClient when nil.
 	Client *http.Client
 }
+
+// Live is the writer of this host's sessions (status.Manager), as the
+// tracker reads it.
+type Live interface {
+	// SessionsSince returns this host's sessions when the live set
+	// changed since generation gen (0: never read), with the generation
+	// of the copy; else changed false, and nothing is copied.
+	SessionsSince(ctx context.Context, gen uint64) (sessions []herd.Session, next uint64, changed bool, err error)
+	// Subscribe returns every change committed from now on, and its
+	// cancel.
+	Subscribe() (<-chan status.Change, func())
+}
+
+var _ Live = (*status.Manager)(nil)
 
 // Tracker is one daemon's attention component: a timer that evaluates
 // every rule of every track for this host's sessions (and every stored
 // episode), and a small pool of workers that deliver what is due. Its
 // exported knobs are set before Run; tests shrink them.
 type Tracker struct {
-	st       store.Store
-	host     string
-	log      *slog.Logger
-	sessions func(ctx context.Context) ([]herd.Session, error)
-	metrics  *metrics.Metrics
-	client   *http.Client
-	changes  func() (<-chan status.Change, func())
+	st      store.Store
+	host    string
+	log     *slog.Logger
+	live    Live
+	metrics *metrics.Metrics
+	client  *http.Client
 
 	// Tick is the timer's period: min(1s, probe interval).
 	Tick time.Duration
@@ -104,6 +116,14 @@ type Tracker struct {
 	// migrated: the former notify row was looked for (touched by look
 	// only).
 	migrated bool
+	// view is this host's sessions as of generation viewGen of the live
+	// set; quietUnder, when set, is the settings under which the last
+	// look found view quiet. While the set keeps its generation and the
+	// settings theirs, a tick copies and walks nothing (touched by look
+	// only).
+	view       []herd.Session
+	viewGen    uint64
+	quietUnder *settings
 	// kick asks for a look now.
 	kick chan struct{}
 
@@ -120,7 +140,11 @@ type Tracker struct {
 	inflight map[job]bool
 	// clearSeen is when the timer last saw each hinted condition of a
 	// session clear: a condition seen since cannot have begun earlier.
+	// While quietAt is set, every one of them was seen clear at quietAt
+	// too (a quiet tick saw the sessions unchanged since a quiet look):
+	// a look settles that into clearSeen before it evaluates.
 	clearSeen map[clearKey]time.Time
+	quietAt   time.Time
 	// index is this host's index of stored episode keys as last read
 	// (indexOK; a write of it forgets it). The tracker is its only
 	// writer, so while it is empty and no condition holds, a tick reads
@@ -157,7 +181,7 @@ func New(o Options) *Tracker {
 		tick = time.Second
 	}
 	t := &Tracker{
-		st: o.Store, host: o.Host, log: o.Log, sessions: o.Sessions, metrics: o.Metrics, client: o.Client, changes: o.Changes,
+		st: o.Store, host: o.Host, log: o.Log, live: o.Live, metrics: o.Metrics, client: o.Client,
 		Tick: tick, BackoffMin: BackoffMin, BackoffMax: BackoffMax, Timeout: DefaultTimeout, Workers: defaultWorkers,
 		kick:      make(chan struct{}, 1),
 		open:      map[string]Episode{},
@@ -215,8 +239,8 @@ func (t *Tracker) Run(ctx context.Context) {
 			}
 		})
 	}
-	if t.changes != nil {
-		changes, cancel := t.changes()
+	if t.live != nil {
+		changes, cancel := t.live.Subscribe()
 		defer cancel()
 		g.Go("attention changes", func() {
 			for {

@@ -32,15 +32,24 @@ func (t *Tracker) look(ctx context.Context, now time.Time) error {
 	set := t.settings.Load()
 	tracks := set.tracks()
 	var listed []herd.Session
-	if t.sessions != nil {
-		var err error
-		if listed, err = t.sessions(ctx); err != nil {
+	if t.live != nil {
+		all, gen, changed, err := t.live.SessionsSince(ctx, t.viewGen)
+		if err != nil {
 			return err
 		}
+		if changed {
+			t.view, t.viewGen = all, gen
+		} else if t.quietUnder == set && t.stillQuiet(now) {
+			return nil
+		}
+		listed = t.view
+		t.quietUnder = nil
 		if t.quiet(listed, tracks, now) {
+			t.quietUnder = set
 			return nil
 		}
 	}
+	t.settle()
 	snap, err := t.read(ctx, listed, tracks)
 	if err != nil {
 		return err
@@ -100,7 +109,7 @@ func (t *Tracker) read(ctx context.Context, listed []herd.Session, tracks []Trac
 			}
 		}
 		all := listed
-		if t.sessions == nil {
+		if t.live == nil {
 			var err error
 			if all, err = tx.SessionsOnHost(t.host); err != nil {
 				return err
@@ -248,6 +257,39 @@ func (t *Tracker) publish(sessions map[string]herd.Session, episodes map[string]
 	}
 }
 
+// stillQuiet is the tick of an idle host whose sessions have not changed
+// since a look found them quiet: unless a stored episode appeared
+// meanwhile, every clear sighting that look noted holds at now too, and
+// nothing else is done.
+func (t *Tracker) stillQuiet(now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.indexOK || len(t.index) > 0 {
+		return false
+	}
+	t.quietAt = now
+	return true
+}
+
+// settle writes the clear sightings of the quiet ticks (quietAt) into
+// clearSeen, before a look notes its own.
+func (t *Tracker) settle() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.settleLocked()
+}
+
+// settleLocked is settle with mu held.
+func (t *Tracker) settleLocked() {
+	if t.quietAt.IsZero() {
+		return
+	}
+	for key := range t.clearSeen {
+		t.clearSeen[key] = t.quietAt
+	}
+	t.quietAt = time.Time{}
+}
+
 // quiet is the look of an idle host, decided without the store: no stored
 // episode (the index, known empty) and no condition holding on any of
 // listed. It keeps the clear sightings as a full look would, and builds
@@ -271,6 +313,7 @@ func (t *Tracker) quiet(listed []herd.Session, tracks []Track, now time.Time) bo
 	if !t.indexOK || len(t.index) > 0 {
 		return false
 	}
+	t.settleLocked()
 	for _, s := range listed {
 		if s.Host != t.host {
 			continue

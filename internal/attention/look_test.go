@@ -11,6 +11,7 @@ import (
 
 	"herd"
 	"herd/internal/config"
+	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 )
@@ -98,6 +99,17 @@ func (c viewCountingStore) View(ctx context.Context, fn func(store.Tx) error) er
 	return c.Store.View(ctx, fn)
 }
 
+// fakeLive is a live set whose sessions since a generation the func
+// gives; it publishes no change.
+type fakeLive func(gen uint64) ([]herd.Session, uint64, bool)
+
+func (f fakeLive) SessionsSince(_ context.Context, gen uint64) ([]herd.Session, uint64, bool, error) {
+	all, next, changed := f(gen)
+	return all, next, changed, nil
+}
+
+func (fakeLive) Subscribe() (<-chan status.Change, func()) { return nil, func() {} }
+
 // TestQuietTickReadsNoStore: with the sessions from the live set, a tick
 // over sessions where no condition holds and no episode is stored reads
 // the store once (the index), then never again while it stays so; a
@@ -129,7 +141,9 @@ func TestQuietTickReadsNoStore(t *testing.T) {
 	var views atomic.Int64
 	cfg := config.Default()
 	e := New(Options{Store: viewCountingStore{db, &views}, Host: "h", Config: cfg, Log: slog.New(slog.DiscardHandler),
-		Sessions: func(context.Context) ([]herd.Session, error) { return append([]herd.Session(nil), sessions...), nil }})
+		Live: fakeLive(func(uint64) ([]herd.Session, uint64, bool) {
+			return append([]herd.Session(nil), sessions...), 0, true
+		})})
 	tick := func(at time.Time) {
 		t.Helper()
 		if err := e.look(context.Background(), at); err != nil {
@@ -182,5 +196,91 @@ func TestQuietTickReadsNoStore(t *testing.T) {
 	}
 	if got := views.Load(); got != 0 {
 		t.Errorf("[quiet again] expected no read over 3 ticks, got %d", got)
+	}
+}
+
+// TestQuietTickCopiesNothing: while the live set keeps its generation, a
+// quiet tick neither copies nor walks the sessions; its clear sightings
+// still count: a wait seen after quiet ticks began no earlier than the
+// last of them, whatever older activity time it carries.
+func TestQuietTickCopiesNothing(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Now().UTC()
+	long := now.Add(-time.Hour)
+	var sessions []herd.Session
+	for i := range 5 {
+		sessions = append(sessions, herd.Session{Name: herd.SessionName("w", i), Role: "w", Index: i, Host: "h", State: herd.StateRunning,
+			Activity: herd.ActivityIdle, Incarnation: fmt.Sprintf("inc-%d", i), StateSince: long, LastActivityAt: &long})
+	}
+	put := func(s herd.Session) {
+		t.Helper()
+		if err := db.Update(context.Background(), func(tx store.Tx) error { return tx.PutSession(s) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range sessions {
+		put(s)
+	}
+	var gen uint64 = 1
+	var copies int
+	cfg := config.Default()
+	e := New(Options{Store: db, Host: "h", Config: cfg, Log: slog.New(slog.DiscardHandler),
+		Live: fakeLive(func(since uint64) ([]herd.Session, uint64, bool) {
+			if since == gen {
+				return nil, gen, false
+			}
+			copies++
+			return append([]herd.Session(nil), sessions...), gen, true
+		})})
+	tick := func(at time.Time) {
+		t.Helper()
+		if err := e.look(context.Background(), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		tick(now.Add(time.Duration(i) * time.Second))
+	}
+	if copies != 1 {
+		t.Errorf("[quiet] expected 1 copy of the sessions over 10 ticks, got %d", copies)
+	}
+
+	// w-2 waits, with an activity time an hour old: the wait began after
+	// the last quiet tick (now+9s), so it fires waiting_after later.
+	sessions[2].Activity = herd.ActivityWaiting
+	put(sessions[2])
+	gen++
+	tick(now.Add(10 * time.Second))
+	if copies != 2 {
+		t.Errorf("[changed] expected the sessions copied again, got %d copies", copies)
+	}
+	if e.Escalated("w-2") {
+		t.Fatal("[waiting] expected no escalation at once: the wait began after the last quiet tick")
+	}
+	tick(now.Add(9*time.Second + cfg.Escalation.WaitingAfter - time.Millisecond))
+	if e.Escalated("w-2") {
+		t.Fatal("[waiting] expected no escalation before waiting_after from the last quiet tick")
+	}
+	tick(now.Add(9*time.Second + cfg.Escalation.WaitingAfter))
+	if !e.Escalated("w-2") {
+		t.Fatal("[waiting past waiting_after] expected w-2 escalated")
+	}
+
+	// A reload looks again, whatever the generation.
+	sessions[2].Activity = herd.ActivityIdle
+	put(sessions[2])
+	gen++
+	later := now.Add(10*time.Second + cfg.Escalation.WaitingAfter)
+	tick(later)
+	tick(later.Add(time.Second))
+	before := copies
+	e.Reconfigure(cfg)
+	tick(later.Add(2 * time.Second))
+	if e.Escalated("w-2") || copies != before {
+		t.Errorf("[reload] expected w-2 clear and no copy, got escalated %v, %d copies", e.Escalated("w-2"), copies-before)
 	}
 }

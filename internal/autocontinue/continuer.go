@@ -149,7 +149,7 @@ func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, err
 	host := c.o.Status.Host()
 	// The live set first (memory, no query): almost always nothing is
 	// blocked, and then the store is not read at all.
-	_, live, err := c.o.Status.Live(ctx)
+	_, live, err := c.o.Status.AppendListing(ctx, nil, nil) // the live sessions only, not the stopped ones
 	if err != nil {
 		return 0, err
 	}

@@ -195,11 +195,7 @@ func (d *Daemon) newComponents(o Options) {
 		Config: cfg, Live: d.live, Proc: o.Proc, BootID: boot, StateDir: o.StateDir, Contain: d.contain, Log: log,
 	})
 	d.attention = attention.New(attention.Options{
-		Store: d.status.Store(), Host: host, Config: cfg, Log: log, Metrics: d.metrics, Changes: d.status.Subscribe,
-		Sessions: func(ctx context.Context) ([]herd.Session, error) {
-			all, _, err := d.status.Live(ctx)
-			return all, err
-		},
+		Store: d.status.Store(), Host: host, Config: cfg, Log: log, Metrics: d.metrics, Live: d.status,
 	})
 	d.continuer = autocontinue.New(autocontinue.Options{
 		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Idle: continueIdle, Timeout: 4 * cfg.Probe.Timeout,

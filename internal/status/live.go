@@ -13,11 +13,20 @@ import (
 	"herd/internal/store"
 )
 
-// liveMaxAge bounds how long the live set is served from memory without a
-// read of the store: a backstop for a write neither this daemon made nor
-// a hint announced (nothing of this host's own rows is written elsewhere
-// in normal operation).
-const liveMaxAge = 10 * time.Second
+// How long the live set is served from memory without a read of the
+// store: a backstop for a write neither this daemon made nor a hint
+// announced. Nothing of this host's own rows is written elsewhere in
+// normal operation; on a shared store (PostgreSQL) another host writes
+// roles without a hint, and a notification can be lost with its
+// connection, so the set is read again after liveMaxAge. A store only
+// this daemon opens (SQLite: one host, one daemon) has no other writer
+// in normal operation, and every write of this process is counted
+// (store.WriteCounter): there the backstop is only for a hand edit of
+// the database, and comes after soleMaxAge.
+const (
+	liveMaxAge = 10 * time.Second
+	soleMaxAge = 5 * time.Minute
+)
 
 // liveSet is every role, and this host's sessions and open incarnations,
 // kept in memory and served to the loops (prober, watchdog, reconcile,
@@ -37,9 +46,13 @@ const liveMaxAge = 10 * time.Second
 // writes). Other hosts' changes reach it as hints (Invalidate, from the
 // store's notifications), and readers of other hosts' rows (the API's
 // fleet-wide views) read the store, never this set. liveMaxAge is the
-// backstop for a write no hint announced.
+// backstop for a write no hint announced (soleMaxAge on a store no other
+// host shares).
 type liveSet struct {
 	host string
+	// maxAge is the backstop's age: liveMaxAge, or soleMaxAge on a store
+	// no other host shares.
+	maxAge time.Duration
 
 	// hints counts the hints (Invalidate): a read taken before the last
 	// hint is no longer served.
@@ -197,7 +210,7 @@ func deleteByName[T any](xs []T, n string, name func(T) string) []T {
 // validLocked reports whether the set can be served without a read.
 func (ls *liveSet) validLocked(backend store.Store) bool {
 	ls.bypassedLocked(backend)
-	return ls.ok && ls.hintsAt == ls.hints.Load() && time.Since(ls.readAt) < liveMaxAge
+	return ls.ok && ls.hintsAt == ls.hints.Load() && time.Since(ls.readAt) < ls.maxAge
 }
 
 // refreshingLocked reports whether the set, too old to be valid but
@@ -264,6 +277,23 @@ func (m *Manager) ListingSince(ctx context.Context, gen uint64) (roles []herd.Ro
 	ls.mu.Unlock()
 	roles, all, live, next, err = m.listing(ctx)
 	return roles, all, live, next, err == nil, err
+}
+
+// SessionsSince is Live's sessions when the set changed since generation
+// gen (a write, a hint, the backstop's age; 0: never read), with the
+// generation of the copy; while it has not, it copies nothing and reports
+// changed false: a component that keeps its own view of the sessions (the
+// attention tracker) reads only what changed it.
+func (m *Manager) SessionsSince(ctx context.Context, gen uint64) (all []herd.Session, next uint64, changed bool, err error) {
+	ls := &m.live
+	ls.mu.Lock()
+	if gen != 0 && ls.gen == gen && (ls.validLocked(m.raw) || ls.refreshingLocked()) {
+		ls.mu.Unlock()
+		return nil, gen, false, nil
+	}
+	ls.mu.Unlock()
+	_, all, _, next, err = m.listing(ctx)
+	return all, next, err == nil, err
 }
 
 // listing is Listing with the generation of the copy (0: a read of the

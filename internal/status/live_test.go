@@ -169,3 +169,61 @@ func TestLiveSetInvalidated(t *testing.T) {
 		t.Errorf("[after Invalidate] expected 2 sessions, 2 live, got %d, %d (%v)", len(all), len(live), err)
 	}
 }
+
+// TestSessionsSince: a reader holding the current generation gets no copy;
+// a write through the manager, or a hint, gives it the sessions again,
+// with a new generation.
+func TestSessionsSince(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	m := New(db, "h", herd.RestartPolicy{Policy: herd.PolicyNever}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	put := func(name string) {
+		t.Helper()
+		err := m.Store().Update(ctx, func(tx store.Tx) error {
+			return tx.PutSession(herd.Session{Name: name, Role: "w", Host: "h", State: herd.StateStopped, StateSince: time.Now().UTC()})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("w-0")
+	all, gen, changed, err := m.SessionsSince(ctx, 0)
+	if err != nil || !changed || len(all) != 1 || gen == 0 {
+		t.Fatalf("[first] expected 1 session and a generation, got %d %d %v %v", len(all), gen, changed, err)
+	}
+	for range 3 {
+		if all, next, changed, err := m.SessionsSince(ctx, gen); err != nil || changed || all != nil || next != gen {
+			t.Fatalf("[unchanged] expected no copy, got %d sessions, gen %d→%d, changed %v (%v)", len(all), gen, next, changed, err)
+		}
+	}
+	put("w-1")
+	all, next, changed, err := m.SessionsSince(ctx, gen)
+	if err != nil || !changed || len(all) != 2 || next == gen {
+		t.Fatalf("[written] expected 2 sessions and a new generation, got %d %d→%d %v %v", len(all), gen, next, changed, err)
+	}
+	m.Invalidate()
+	if _, after, changed, err := m.SessionsSince(ctx, next); err != nil || !changed || after == next {
+		t.Errorf("[hint] expected a new read, got gen %d→%d, changed %v (%v)", next, after, changed, err)
+	}
+}
+
+// TestBackstopAge: the set is read again after liveMaxAge on a store other
+// hosts share (one that notifies), after soleMaxAge on one only this
+// daemon opens.
+func TestBackstopAge(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	type plain struct{ store.Store }
+	for _, c := range []struct {
+		name string
+		st   store.Store
+		want time.Duration
+	}{{"shared", listeningStore{}, liveMaxAge}, {"sole", plain{}, soleMaxAge}} {
+		if got := New(c.st, "h", herd.RestartPolicy{}, log).live.maxAge; got != c.want {
+			t.Errorf("[%s] expected backstop %v, got %v", c.name, c.want, got)
+		}
+	}
+}

@@ -70,7 +70,10 @@ type Manager struct {
 // restart policy of a session whose role is gone.
 func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Logger) *Manager {
 	m := &Manager{raw: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
-	m.live.host, m.live.applyMu = host, make(chan struct{}, 1)
+	m.live.host, m.live.applyMu, m.live.maxAge = host, make(chan struct{}, 1), liveMaxAge
+	if _, shared := st.(store.Listener); !shared {
+		m.live.maxAge = soleMaxAge
+	}
 	if wc, ok := st.(store.WriteCounter); ok {
 		m.live.backendSeen = wc.Writes()
 	}

@@ -133,10 +133,20 @@ func (sl *Slots) read(ctx context.Context) (roles []herd.Role, sessions []herd.S
 }
 
 // readAll returns every role and this host's sessions, from the live set
-// status keeps: no read of the whole table while nothing was written.
+// status keeps: no read of the whole table while nothing was written, and
+// no copy of it while its generation holds (a quiet fleet's round copies
+// nothing; the copy kept is never changed, only replaced).
 func (sl *Slots) readAll(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
-	roles, sessions, _, err = sl.st.Listing(ctx)
-	return roles, sessions, err
+	sl.listMu.Lock()
+	defer sl.listMu.Unlock()
+	roles, sessions, _, gen, changed, err := sl.st.ListingSince(ctx, sl.listed.gen)
+	if err != nil {
+		return nil, nil, err
+	}
+	if changed {
+		sl.listed.gen, sl.listed.roles, sl.listed.sessions = gen, roles, sessions
+	}
+	return sl.listed.roles, sl.listed.sessions, nil
 }
 
 // StopSlotsHeld is the number of bounded stops running now.

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"herd"
 	"herd/internal/cgroup"
 	"herd/internal/loop"
 	"herd/internal/prober"
@@ -77,6 +78,15 @@ type Slots struct {
 	// stopsWaiting counts the bounded stops waiting, without a slot, for
 	// another stop of the same session.
 	stopsWaiting atomic.Int32
+
+	listMu sync.Mutex // guards listed
+	// listed is the reconciler's copy of the roles and sessions, of the
+	// live set's generation gen (see status.ListingSince).
+	listed struct {
+		gen      uint64
+		roles    []herd.Role
+		sessions []herd.Session
+	}
 	// td ends incarnations and retries what they leave behind.
 	td *takedown.Takedown
 	// cleanup ends, after deaths, the processes carrying the dead

@@ -140,21 +140,36 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 	// its own, for when each shows the dialog.
 	const dialog = "Do you want to proceed?"
 	onScreen := e.watchPane(name, dialog)
-	inPage := make(chan time.Time, 1)
+	// The page: the item with its answers, then with the dialog's words.
+	inPage, withWords := make(chan time.Time, 1), make(chan time.Time, 1)
 	go func() {
+		defer close(withWords)
+		defer close(inPage)
 		ctx, cancel := context.WithTimeout(browser, 90*time.Second)
 		defer cancel()
-		if chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`.item[data-session=%q] button.option`, name)))) == nil {
-			inPage <- time.Now()
+		if chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`.item[data-session=%q] button.option`, name)))) != nil {
+			return
 		}
-		close(inPage)
+		inPage <- time.Now()
+		words := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e !== null && e.textContent.includes(%q); })()`,
+			fmt.Sprintf(`.item[data-session=%q] .item-text`, name), command)
+		if chromedp.Do(ctx, chromedp.Poll[chromedp.Void](words, chromedp.WithPollingInterval(20*time.Millisecond))) == nil {
+			withWords <- time.Now()
+		}
 	}()
 	e.typeLine(name, consoleTrigger+": print the marker")
 	var item web.Item
-	var inboxAt time.Time
+	var listedAt, inboxAt time.Time
 	e.waitFor("the permission dialog in the inbox", 90*time.Second, func() bool {
 		for _, it := range inbox() {
-			if it.Session == name && it.Kind == web.KindPermission && strings.Contains(it.Text, command) {
+			if it.Session != name || it.Kind != web.KindPermission {
+				continue
+			}
+			if listedAt.IsZero() {
+				listedAt = time.Now()
+				t.Logf("inbox, first listed: %q, options %v", it.Text, it.Options)
+			}
+			if strings.Contains(it.Text, command) {
 				item, inboxAt = it, time.Now()
 				return true
 			}
@@ -166,6 +181,10 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 	if !ok {
 		t.Fatalf("[browser] expected the item shown in the page")
 	}
+	wordsAt, ok := <-withWords
+	if !ok {
+		t.Fatalf("[browser] expected the item shown in the page with the command %q", command)
+	}
 	var screenAt time.Time
 	select {
 	case screenAt = <-onScreen:
@@ -173,8 +192,9 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 		t.Fatalf("[screen] expected %q on the screen the inbox read:\n%s", dialog, screen)
 	}
 	t.Logf("inbox item: %q, options %v", item.Text, item.Options)
-	t.Logf("latency: permission dialog on screen (pane polled every 20ms) -> listed by GET /api/v1/inbox (polled): %s, -> its answers shown in the browser: %s",
-		inboxAt.Sub(screenAt).Round(time.Millisecond), shownAt.Sub(screenAt).Round(time.Millisecond))
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	t.Logf("latency from the permission dialog on screen (pane polled every 20ms): listed by GET /api/v1/inbox (polled) %s, with the dialog's words %s; "+
+		"an item with answers shown in the browser %s, with the dialog's words %s", ms(listedAt.Sub(screenAt)), ms(inboxAt.Sub(screenAt)), ms(shownAt.Sub(screenAt)), ms(wordsAt.Sub(screenAt)))
 	// The answers are the dialog's own, read from the screen, not the
 	// ones herd assumes when it cannot read it.
 	if len(item.Options) < 2 || slices.Equal(item.Options, web.DefaultOptions(herd.AgentClaude, web.KindPermission)) {

@@ -32,15 +32,15 @@ const consoleMarker = "herd-console-ok"
 // TestRealClaudeConsole closes the console's loop with the real Claude
 // Code (HERD_REAL_CLAUDE; scripts/real-agents.sh installs one) under the
 // daemon, its console on a private loopback port: the mock API, scripted,
-// has Claude call Bash (echo herd-console-ok | tee a file), so Claude shows its
-// permission dialog. The console's inbox (GET /api/v1/inbox, bearer
-// token) lists it as a permission, with the command and the dialog's own
-// answers read from the screen; a headless chromium, logged in through
-// `herd web url`, clicks its "Yes"; the mock must then get the tool's
-// result holding what the command printed, the inbox empty, and the
-// answer be an answered event naming the browser and its address. It
-// logs how long the dialog took to reach the inbox, and the click to
-// reach the API as a tool result.
+// has Claude call Bash (echo herd-console-ok | tee a file), so Claude
+// shows its permission dialog. The console's inbox (GET /api/v1/inbox,
+// bearer token) lists it as a permission, with the command and the
+// dialog's own answers read from the screen; a headless chromium, logged
+// in through `herd web url`, clicks its "Yes"; the mock must then get the
+// tool's result holding what the command printed, the inbox empty, and
+// the answer be an answered event naming the browser and its address. It
+// logs how long the dialog took to reach the inbox API and the page, and
+// the click to reach the API as a tool result.
 func TestRealClaudeConsole(t *testing.T) {
 	claude := os.Getenv("HERD_REAL_CLAUDE")
 	if claude == "" {

@@ -58,8 +58,17 @@ func TestResponsesAPI(t *testing.T) {
 	if resp.StatusCode != 429 || e.Error.Type != "usage_limit_reached" || e.Error.ResetsAt == 0 {
 		t.Errorf("rate limit: got %d %+v", resp.StatusCode, e)
 	}
-	if n := len(s.Records()); n != 5 {
-		t.Errorf("expected 5 records, got %d", n)
+	recs := s.Records()
+	if n := len(recs); n != 5 {
+		t.Fatalf("expected 5 records, got %d", n)
+	}
+	// The tool calls name their call ids; the tool's output comes back
+	// in the record of the request that carries it.
+	if r := recs[1]; !r.Tool || r.ToolName != "shell_command" || r.ToolID == "" {
+		t.Errorf("[tool] expected the call and its id recorded, got %+v", r)
+	}
+	if r := recs[3]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c", Text: "ok"}) {
+		t.Errorf("[after the tool] expected the output of call c recorded, got %+v", r.Results)
 	}
 }
 

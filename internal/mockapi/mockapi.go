@@ -76,7 +76,7 @@ type Record struct {
 	ToolName, ToolID string
 	// Results holds the tool results the request carried back after its
 	// last user message (scripted conversations, see Script, and every
-	// Responses API request).
+	// Responses API and Gemini API request).
 	Results []ToolResult
 }
 

@@ -121,16 +121,64 @@ env = { HOME = %q, MOCK_API_KEY = "mock", TERM = "xterm-256color", LANG = "C.UTF
 		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
 	})
 	browse(t, browser, "login", 15*time.Second, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#fleet")))
+	clickApproval(t, e, browser, mock, inbox, name, approval{
+		agent:  herd.AgentCodex,
+		prompt: "run the " + mockapi.TriggerTool + " " + mockapi.TriggerEscalate, // the mock's escalated shell call
+		dialog: "Would you like to run",
+		yes:    "Yes, proceed",
+		dir:    proj,
+	})
+}
 
-	// The prompt: the mock answers with the escalated shell call.
+// approval is what clickApproval needs to know of an agent's dialog.
+type approval struct {
+	agent  string // the agent kind
+	prompt string // what makes the mock call the shell tool (ToolCommand)
+	dialog string // words the dialog shows on screen
+	yes    string // the label the approving option starts with
+	dir    string // where the command runs
+	// hookOnly: herd does not read this dialog from the screen yet (a
+	// box drawn around its options), so the inbox shows the hook's tool
+	// and herd's usual options; the loop is checked all the same.
+	hookOnly bool
+}
+
+// clickApproval types a's prompt into session name, waits for the inbox
+// API to list its dialog as a permission with ToolCommand and the
+// dialog's own options, clicks the approving option in the browser, and
+// checks the tool's output reached the mock, the marker file was made,
+// the item left the inbox and the answer is an answered event naming the
+// browser. It logs the timings.
+func clickApproval(t *testing.T, e *env, browser context.Context, mock *mockapi.Server, inbox func() []web.Item, name string, a approval) {
+	t.Helper()
 	const command = mockapi.ToolCommand
-	onScreen := e.watchPane(name, "Would you like to run")
-	e.typeLine(name, "run the "+mockapi.TriggerTool+" "+mockapi.TriggerEscalate)
+	onScreen := e.watchPane(name, a.dialog)
+	before := len(mock.Records())
+	e.typeLine(name, a.prompt)
+	// herd presses Enter once the pane took the text; should the agent
+	// not take it (Gemini CLI, with its hooks warning on screen), a
+	// second Enter, logged.
+	for deadline := time.Now().Add(5 * time.Second); len(mock.Records()) == before; {
+		if time.Now().After(deadline) {
+			t.Logf("the prompt never reached the API: Enter pressed again; screen:\n%s", e.capture(name))
+			e.keys(name, "Enter")
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval
+	}
 	var item web.Item
 	var inboxAt time.Time
-	e.waitFor("the approval in the inbox", 90*time.Second, func() bool {
+	seen := ""
+	e.waitFor("the approval in the inbox", 60*time.Second, func() bool {
 		for _, it := range inbox() {
-			if it.Session == name && it.Kind == web.KindPermission && strings.Contains(it.Text, command) {
+			if it.Session != name {
+				continue
+			}
+			if s := fmt.Sprintf("%s %q %v", it.Kind, it.Text, it.Options); s != seen {
+				seen = s
+				t.Logf("inbox lists %s", s)
+			}
+			if it.Kind == web.KindPermission && (a.hookOnly || strings.Contains(it.Text, command)) {
 				item, inboxAt = it, time.Now()
 				return true
 			}
@@ -145,39 +193,49 @@ env = { HOME = %q, MOCK_API_KEY = "mock", TERM = "xterm-256color", LANG = "C.UTF
 		t.Fatalf("[screen] expected the approval on the screen the inbox read:\n%s", screen)
 	}
 	t.Logf("inbox item: %q, options %v", item.Text, item.Options)
-	t.Logf("latency: approval on screen (pane polled every 20ms) -> listed with its command by GET /api/v1/inbox (polled): %s", inboxAt.Sub(screenAt).Round(time.Millisecond))
-	if slices.Equal(item.Options, web.DefaultOptions(herd.AgentCodex, web.KindPermission)) {
+	t.Logf("latency: approval on screen (pane polled every 20ms) -> listed by GET /api/v1/inbox (polled): %s", inboxAt.Sub(screenAt).Round(time.Millisecond))
+	switch {
+	case a.hookOnly:
+		t.Logf("the dialog is not read from the screen: the inbox shows %q with herd's usual options", item.Text)
+	case slices.Equal(item.Options, web.DefaultOptions(a.agent, web.KindPermission)):
 		t.Errorf("[inbox] expected the dialog's options read from the screen, got %v", item.Options)
 	}
 	yes := ""
 	for _, o := range item.Options {
-		if strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(o.Label, o.Key+".")), "Yes, proceed") {
+		if strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(o.Label, o.Key+".")), a.yes) {
 			yes = o.Key
 		}
 	}
 	if yes == "" {
-		t.Fatalf("[inbox] expected a %q option, got %v", "Yes, proceed", item.Options)
+		t.Fatalf("[inbox] expected a %q option, got %v", a.yes, item.Options)
 	}
 
 	button := fmt.Sprintf(`.item[data-session=%q] button[data-key=%q]`, name, yes)
+	shows := command
+	if a.hookOnly {
+		shows = item.Text
+	}
 	words := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e !== null && e.textContent.includes(%q); })()`,
-		fmt.Sprintf(`.item[data-session=%q] .item-text`, name), command)
+		fmt.Sprintf(`.item[data-session=%q] .item-text`, name), shows)
 	browse(t, browser, "the item in the page", 30*time.Second, chromedp.WaitVisible(chromedp.CSS(button)),
 		chromedp.Poll[chromedp.Void](words, chromedp.WithPollingInterval(20*time.Millisecond)))
-	t.Logf("latency: approval on screen -> shown with its command in the browser: %s", time.Since(screenAt).Round(time.Millisecond))
+	t.Logf("latency: approval on screen -> its item shown in the browser: %s", time.Since(screenAt).Round(time.Millisecond))
 	clickAt := time.Now()
-	browse(t, browser, "click Yes, proceed", 15*time.Second, chromedp.Click(chromedp.CSS(button)))
+	browse(t, browser, "click "+a.yes, 15*time.Second, chromedp.Click(chromedp.CSS(button)))
 
 	var result mockapi.ToolResult
 	var resultAt time.Time
 	e.waitFor("the tool output at the API", 60*time.Second, func() bool {
-		toolID := ""
+		// The output for the call (Gemini CLI names no call id: the
+		// first output after it).
+		toolID, seen := "", false
 		for _, r := range mock.Records() {
-			if r.Tool && toolID == "" {
-				toolID = r.ToolID
+			if r.Tool && !seen {
+				toolID, seen = r.ToolID, true
+				continue
 			}
 			for _, x := range r.Results {
-				if toolID != "" && x.ToolUseID == toolID {
+				if seen && (toolID == "" || x.ToolUseID == toolID) {
 					result, resultAt = x, r.Time
 					return true
 				}
@@ -187,7 +245,7 @@ env = { HOME = %q, MOCK_API_KEY = "mock", TERM = "xterm-256color", LANG = "C.UTF
 	})
 	t.Logf("latency: click -> tool output at the API: %s", resultAt.Sub(clickAt).Round(time.Millisecond))
 	t.Logf("tool output: %+v", result)
-	if _, err := os.Stat(filepath.Join(proj, mockapi.ToolMarker)); err != nil {
+	if _, err := os.Stat(filepath.Join(a.dir, mockapi.ToolMarker)); err != nil {
 		t.Errorf("[tool] expected %s made by the approved command: %v", mockapi.ToolMarker, err)
 	}
 	e.waitFor("the inbox empty", 30*time.Second, func() bool {

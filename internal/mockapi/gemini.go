@@ -49,6 +49,29 @@ func (r geminiRequest) scan(word string) (last string, toolResult, anyHas bool) 
 	return last, toolResult, anyHas
 }
 
+// results returns the function responses of the last user turn: the
+// call's id when the agent gave one, and the response as JSON.
+func (r geminiRequest) results() []ToolResult {
+	var out []ToolResult
+	for _, c := range r.Contents {
+		if c.Role != "user" {
+			continue
+		}
+		out = nil
+		for _, p := range c.Parts {
+			var fr struct {
+				ID       string          `json:"id"`
+				Response json.RawMessage `json:"response"`
+			}
+			if len(p.FunctionResponse) == 0 || json.Unmarshal(p.FunctionResponse, &fr) != nil {
+				continue
+			}
+			out = append(out, ToolResult{ToolUseID: fr.ID, Text: string(fr.Response)})
+		}
+	}
+	return out
+}
+
 func (r geminiRequest) hasFunction(name string) bool {
 	for _, t := range r.Tools {
 		for _, f := range t.FunctionDeclarations {
@@ -71,7 +94,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 		return
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
-	rec := Record{Path: r.URL.Path, Stream: stream}
+	rec := Record{Path: r.URL.Path, Stream: stream, Results: req.results()}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t
@@ -117,7 +140,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 	}
 	var part map[string]any
 	if rec.Trigger == TriggerTool && shell && !toolResult {
-		rec.Tool = true
+		rec.Tool, rec.ToolName = true, geminiShellTool
 		part = map[string]any{"functionCall": map[string]any{"name": geminiShellTool,
 			"args": map[string]any{"command": ToolCommand, "description": "Create a marker file"}}}
 	} else {

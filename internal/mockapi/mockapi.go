@@ -71,11 +71,12 @@ type Record struct {
 	Users []string
 	// Tools names the tools a Messages API request offered.
 	Tools []string
-	// ToolName and ToolID are the tool a scripted answer called and the
-	// id of its tool_use (see Script).
+	// ToolName and ToolID are the tool a scripted answer (see Script) or
+	// a Responses API tool call called, and the id of its call.
 	ToolName, ToolID string
-	// Results holds the tool results the request's last user message
-	// carried back (scripted conversations only, see Script).
+	// Results holds the tool results the request carried back after its
+	// last user message (scripted conversations, see Script, and every
+	// Responses API and Gemini API request).
 	Results []ToolResult
 }
 

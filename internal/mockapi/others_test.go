@@ -58,13 +58,22 @@ func TestResponsesAPI(t *testing.T) {
 	if resp.StatusCode != 429 || e.Error.Type != "usage_limit_reached" || e.Error.ResetsAt == 0 {
 		t.Errorf("rate limit: got %d %+v", resp.StatusCode, e)
 	}
-	if n := len(s.Records()); n != 5 {
-		t.Errorf("expected 5 records, got %d", n)
+	recs := s.Records()
+	if n := len(recs); n != 5 {
+		t.Fatalf("expected 5 records, got %d", n)
+	}
+	// The tool calls name their call ids; the tool's output comes back
+	// in the record of the request that carries it.
+	if r := recs[1]; !r.Tool || r.ToolName != "shell_command" || r.ToolID == "" {
+		t.Errorf("[tool] expected the call and its id recorded, got %+v", r)
+	}
+	if r := recs[3]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c", Text: "ok"}) {
+		t.Errorf("[after the tool] expected the output of call c recorded, got %+v", r.Results)
 	}
 }
 
 func TestGeminiAPI(t *testing.T) {
-	_, url := start(t)
+	s, url := start(t)
 	tools := `"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}]`
 	user := func(text string) string { return `{"role":"user","parts":[{"text":"` + text + `"}]}` }
 	type answer struct {
@@ -84,7 +93,7 @@ func TestGeminiAPI(t *testing.T) {
 	}{
 		{"text", user("hello"), ReplyText, ""},
 		{"tool", user("run " + TriggerTool), "", "run_shell_command"},
-		{"tool result", user("run "+TriggerTool) + `,{"role":"model","parts":[{"functionCall":{"name":"run_shell_command"}}]},{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command"}}]}`, ReplyText, ""},
+		{"tool result", user("run "+TriggerTool) + `,{"role":"model","parts":[{"functionCall":{"name":"run_shell_command"}}]},{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"ok"}}}]}`, ReplyText, ""},
 		// The tool's marker in a directory listing is no trigger.
 		{"listing", user("files: " + ToolMarker + " " + TriggerRateLimit), "", ""},
 	}
@@ -109,6 +118,11 @@ func TestGeminiAPI(t *testing.T) {
 		if p.Text != tc.text || call != tc.call {
 			t.Errorf("[%s] expected text %q call %q, got %q %q", tc.name, tc.text, tc.call, p.Text, call)
 		}
+	}
+	// The function's response comes back in the record of the request
+	// that carries it.
+	if r := s.Records()[2]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c1", Text: `{"output":"ok"}`}) {
+		t.Errorf("[tool result] expected the response of call c1 recorded, got %+v", r.Results)
 	}
 	resp := postTo(t, url, "/v1beta/models/m:streamGenerateContent?alt=sse", `{"contents":[`+user("hi")+`]}`)
 	if resp.Header.Get("Content-Type") != "text/event-stream" {

@@ -24,8 +24,10 @@ type responsesRequest struct {
 }
 
 type responsesItem struct {
-	Type    string `json:"type"`
-	Role    string `json:"role"`
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	CallID  string          `json:"call_id"`
+	Output  json.RawMessage `json:"output"`
 	Content []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
@@ -85,6 +87,25 @@ func (r responsesRequest) shellTool(escalate bool) (name, args string) {
 	return "", ""
 }
 
+// results returns the tool outputs the request carries back after its
+// last user message.
+func (r responsesRequest) results() []ToolResult {
+	var out []ToolResult
+	for _, raw := range r.Input {
+		var it responsesItem
+		if json.Unmarshal(raw, &it) != nil {
+			continue
+		}
+		switch {
+		case it.Type == "function_call_output" || it.Type == "custom_tool_call_output":
+			out = append(out, ToolResult{ToolUseID: it.CallID, Text: resultText(it.Output)})
+		case it.Role == "user":
+			out = nil
+		}
+	}
+	return out
+}
+
 func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	var req responsesRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
@@ -93,7 +114,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
-	rec := Record{Path: r.URL.Path, Model: req.Model, Stream: req.Stream}
+	rec := Record{Path: r.URL.Path, Model: req.Model, Stream: req.Stream, Results: req.results()}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t
@@ -136,12 +157,14 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Status = http.StatusOK
 	rec.Tool = rec.Trigger == TriggerTool && tool != "" && !toolResult
+	var item map[string]any
+	if rec.Tool {
+		rec.ToolName, rec.ToolID = tool, s.nextID("call")
+		item = map[string]any{"type": "function_call", "id": s.nextID("fc"), "call_id": rec.ToolID, "name": tool, "arguments": args, "status": "completed"}
+	}
 	s.record(rec)
 	respID := s.nextID("resp")
-	var item map[string]any
-	if rec.Trigger == TriggerTool && tool != "" && !toolResult {
-		item = map[string]any{"type": "function_call", "id": s.nextID("fc"), "call_id": s.nextID("call"), "name": tool, "arguments": args, "status": "completed"}
-	} else {
+	if item == nil {
 		item = map[string]any{"type": "message", "id": s.nextID("msg"), "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": ReplyText, "annotations": []any{}}}}
 	}

@@ -16,7 +16,7 @@ import (
 
 	"herd"
 	"herd/internal/mockapi"
-	"herd/internal/web"
+	webinbox "herd/internal/web/inbox"
 )
 
 // TestRealCodexConsole is TestRealClaudeConsole with the real Codex
@@ -149,7 +149,7 @@ type approval struct {
 // checks the tool's output reached the mock, the marker file was made,
 // the item left the inbox and the answer is an answered event naming the
 // browser. It logs the timings.
-func clickApproval(t *testing.T, e *env, browser context.Context, mock *mockapi.Server, inbox func() []web.Item, name string, a approval) {
+func clickApproval(t *testing.T, e *env, browser context.Context, mock *mockapi.Server, inbox func() []webinbox.Item, name string, a approval) {
 	t.Helper()
 	const command = mockapi.ToolCommand
 	onScreen := e.watchPane(name, a.dialog)
@@ -166,7 +166,7 @@ func clickApproval(t *testing.T, e *env, browser context.Context, mock *mockapi.
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval
 	}
-	var item web.Item
+	var item webinbox.Item
 	var inboxAt time.Time
 	seen := ""
 	e.waitFor("the approval in the inbox", 60*time.Second, func() bool {
@@ -178,7 +178,7 @@ func clickApproval(t *testing.T, e *env, browser context.Context, mock *mockapi.
 				seen = s
 				t.Logf("inbox lists %s", s)
 			}
-			if it.Kind == web.KindPermission && (a.hookOnly || strings.Contains(it.Text, command)) {
+			if it.Kind == webinbox.KindPermission && (a.hookOnly || strings.Contains(it.Text, command)) {
 				item, inboxAt = it, time.Now()
 				return true
 			}
@@ -197,7 +197,7 @@ func clickApproval(t *testing.T, e *env, browser context.Context, mock *mockapi.
 	switch {
 	case a.hookOnly:
 		t.Logf("the dialog is not read from the screen: the inbox shows %q with herd's usual options", item.Text)
-	case slices.Equal(item.Options, web.DefaultOptions(a.agent, web.KindPermission)):
+	case slices.Equal(item.Options, webinbox.DefaultOptions(a.agent, webinbox.KindPermission)):
 		t.Errorf("[inbox] expected the dialog's options read from the screen, got %v", item.Options)
 	}
 	yes := ""
@@ -249,12 +249,12 @@ func clickApproval(t *testing.T, e *env, browser context.Context, mock *mockapi.
 		t.Errorf("[tool] expected %s made by the approved command: %v", mockapi.ToolMarker, err)
 	}
 	e.waitFor("the inbox empty", 30*time.Second, func() bool {
-		return !slices.ContainsFunc(inbox(), func(it web.Item) bool { return it.Session == name && it.Kind == web.KindPermission })
+		return !slices.ContainsFunc(inbox(), func(it webinbox.Item) bool { return it.Session == name && it.Kind == webinbox.KindPermission })
 	})
 	t.Logf("herd events --kind answered:\n%s", e.must("events", "--kind", herd.EventAnswered))
 	evs := e.events("--session", name, "--kind", herd.EventAnswered)
 	if !slices.ContainsFunc(evs, func(ev herd.Event) bool {
-		return ev.Reason == web.KindPermission && ev.Data["option"] == yes && strings.Contains(ev.Message, "answered by browser:")
+		return ev.Reason == webinbox.KindPermission && ev.Data["option"] == yes && strings.Contains(ev.Message, "answered by browser:")
 	}) {
 		t.Errorf("[events] expected the approval answered by the browser, got %+v", evs)
 	}

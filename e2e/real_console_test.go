@@ -19,7 +19,8 @@ import (
 	"herd"
 	"herd/internal/mockapi"
 	"herd/internal/testenv"
-	"herd/internal/web"
+	"herd/internal/web/auth"
+	webinbox "herd/internal/web/inbox"
 )
 
 // consoleTrigger starts the mock's scripted conversation: one Bash call.
@@ -158,11 +159,11 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 		}
 	}()
 	e.typeLine(name, consoleTrigger+": print the marker")
-	var item web.Item
+	var item webinbox.Item
 	var listedAt, inboxAt time.Time
 	e.waitFor("the permission dialog in the inbox", 90*time.Second, func() bool {
 		for _, it := range inbox() {
-			if it.Session != name || it.Kind != web.KindPermission {
+			if it.Session != name || it.Kind != webinbox.KindPermission {
 				continue
 			}
 			if listedAt.IsZero() {
@@ -197,7 +198,7 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 		"an item with answers shown in the browser %s, with the dialog's words %s", ms(listedAt.Sub(screenAt)), ms(inboxAt.Sub(screenAt)), ms(shownAt.Sub(screenAt)), ms(wordsAt.Sub(screenAt)))
 	// The answers are the dialog's own, read from the screen, not the
 	// ones herd assumes when it cannot read it.
-	if len(item.Options) < 2 || slices.Equal(item.Options, web.DefaultOptions(herd.AgentClaude, web.KindPermission)) {
+	if len(item.Options) < 2 || slices.Equal(item.Options, webinbox.DefaultOptions(herd.AgentClaude, webinbox.KindPermission)) {
 		t.Errorf("[inbox] expected the dialog's options read from the screen, got %v", item.Options)
 	}
 	flat := strings.ReplaceAll(screen, "\u00a0", " ")
@@ -249,7 +250,7 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 
 	// The item is gone: from the API and from the page.
 	e.waitFor("the inbox empty", 30*time.Second, func() bool {
-		return !slices.ContainsFunc(inbox(), func(it web.Item) bool { return it.Session == name })
+		return !slices.ContainsFunc(inbox(), func(it webinbox.Item) bool { return it.Session == name })
 	})
 	browse(t, browser, "the item gone from the page", 15*time.Second, chromedp.WaitNotPresent(chromedp.CSS(fmt.Sprintf(`.item[data-session=%q]`, name))))
 
@@ -261,7 +262,7 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 	}
 	ev := evs[0]
 	if !strings.Contains(ev.Message, "answered by browser:") || !strings.Contains(ev.Message, " from 127.0.0.1:") ||
-		ev.Data["option"] != yes || ev.Reason != web.KindPermission || !strings.Contains(fmt.Sprint(ev.Data["question"]), command) {
+		ev.Data["option"] != yes || ev.Reason != webinbox.KindPermission || !strings.Contains(fmt.Sprint(ev.Data["question"]), command) {
 		t.Errorf("[events] expected the answer by the browser from loopback, option %s to the permission, got %s %s %v", yes, ev.Reason, ev.Message, ev.Data)
 	}
 	e.waitIdle(name)
@@ -292,14 +293,14 @@ func (e *env) watchPane(name, marker string) <-chan time.Time {
 
 // consoleInbox returns a reader of the console's inbox through its API,
 // authenticated with the state dir's token, as a script would.
-func consoleInbox(t *testing.T, base, stateDir string) func() []web.Item {
+func consoleInbox(t *testing.T, base, stateDir string) func() []webinbox.Item {
 	t.Helper()
-	tok, err := os.ReadFile(filepath.Join(stateDir, web.TokenFile))
+	tok, err := os.ReadFile(filepath.Join(stateDir, auth.TokenFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
-	return func() []web.Item {
+	return func() []webinbox.Item {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodGet, base+"/api/v1/inbox", nil)
 		if err != nil {
@@ -311,7 +312,7 @@ func consoleInbox(t *testing.T, base, stateDir string) func() []web.Item {
 			t.Fatalf("[inbox] %v", err)
 		}
 		defer resp.Body.Close()
-		var items []web.Item
+		var items []webinbox.Item
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("[inbox] expected 200, got %s", resp.Status)
 		}

@@ -398,3 +398,50 @@ func (f *fleet) screen(name string) (string, error) {
 	err := f.client.Do(context.Background(), http.MethodGet, "/v1/sessions/"+name+"/logs", nil, nil, &out)
 	return string(out), err
 }
+
+// TestBrowserLateDialog: an agent's hook says it waits before it draws
+// its dialog, so its item is first the hook's generic one; the dialog's
+// own words reach the page within about a second of being drawn, not at
+// the next periodic refresh.
+func TestBrowserLateDialog(t *testing.T) {
+	ctx := newBrowser(t)
+	f := startFleet(t)
+	do(t, ctx, "login", 15*time.Second, chromedp.Navigate(f.link("/")), visible("#live.on"))
+
+	f.role("late", herd.AgentGeneric, herdBin, "sim", "--interval", "200ms", "--quiet", "--wait-input",
+		"--hooks", "SessionStart,UserPromptSubmit,PreToolUse:Bash,PermissionRequest:Bash")
+	item := `.item[data-session="late-0"]`
+	do(t, ctx, "generic item", 20*time.Second, visible(item+` button[data-key="1"]`))
+	if text := get(t, ctx, "item text", chromedp.Text(chromedp.CSS(item+" .item-text"))); !strings.Contains(text, "Bash") {
+		t.Fatalf("[generic] expected the hook's tool … got %q", text)
+	}
+
+	// The agent draws its dialog: written straight to its terminal, as
+	// the agent would, with no change of state for the page to hear of.
+	out, err := exec.Command("tmux", "-L", f.tmux, "list-panes", "-a", "-F", "#{session_name}:#{window_name} #{pane_tty}").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tmux list-panes: %v: %s", err, out)
+	}
+	tty := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		if name, dev, ok := strings.Cut(l, " "); ok && strings.Contains(name, "late-0") {
+			tty = dev
+		}
+	}
+	if tty == "" {
+		t.Fatalf("[tty] expected late-0's pane … got %q", out)
+	}
+	if err := os.WriteFile(tty, []byte("\r\nRun the late tool?\r\n\r\n❯ 1. Yes, run it\r\n  2. No, never\r\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	drawn := time.Now()
+	do(t, ctx, "dialog's words", 5*time.Second,
+		until(`(document.querySelector('.item[data-session="late-0"] .item-text') || {}).textContent.includes("Run the late tool?")`),
+		visible(item+` button[data-key="2"]`))
+	if d := time.Since(drawn); d > 3*time.Second {
+		t.Errorf("[late dialog] expected the dialog's words within about a second … took %v", d)
+	}
+	if label := get(t, ctx, "option", chromedp.Text(chromedp.CSS(item+` button[data-key="2"]`))); !strings.Contains(label, "No, never") {
+		t.Errorf("[late dialog] expected the dialog's own answer … got %q", label)
+	}
+}

@@ -74,6 +74,8 @@
       });
   }
 
+  var unreadTimer = 0;
+
   function refreshInbox() {
     herd.api("/api/v1/inbox").then(function (items) {
       var box = document.getElementById("inbox");
@@ -90,6 +92,10 @@
       document.getElementById("inbox-count").textContent = items.length;
       document.getElementById("inbox-empty").hidden = items.length > 0;
       document.title = (items.length ? "(" + items.length + ") " : "") + "herd console";
+      // A dialog not read from its screen yet is drawn a moment after its
+      // hook fired: ask again in a second, and only while one is shown.
+      clearTimeout(unreadTimer);
+      if (items.some(function (it) { return it.unread; })) unreadTimer = setTimeout(refreshInbox, 1000);
       // A notification's link (/?item=NAME) shows its item once.
       if (wanted) {
         var c = box.querySelector('.item[data-session="' + CSS.escape(wanted) + '"]');

@@ -51,6 +51,11 @@ type Item struct {
 	Agent string `json:"agent,omitempty"`
 	// Incarnation the need belongs to.
 	Incarnation string `json:"incarnation"`
+	// Unread is true while a waiting session's dialog was not read from
+	// its screen yet (Text and Options are the hook's generic ones): the
+	// agent may draw it a moment after its hook fired, so the page asks
+	// again soon.
+	Unread bool `json:"unread,omitempty"`
 }
 
 // Clue is what herd knows about one waiting or blocked session beyond its
@@ -174,6 +179,7 @@ func derive(s api.SessionView, c Clue) Item {
 		it.Text = "waits for input"
 	}
 	it.Options = DefaultOptions(c.Agent, it.Kind)
+	it.Unread = true
 	return it
 }
 

@@ -134,6 +134,13 @@ func TestDerive(t *testing.T) {
 	if !byName["perm-0"].Since.Equal(*at(5)) {
 		t.Errorf("[perm-0] expected since its last activity … got %v", byName["perm-0"].Since)
 	}
+	// A dialog not read from the screen yet is marked so the page asks
+	// again; one read from it is not.
+	for name, want := range map[string]bool{"perm-0": true, "ask-0": true, "screen-0": false, "trust-0": false, "rate-0": false} {
+		if got := byName[name].Unread; got != want {
+			t.Errorf("[%s] expected unread %v … got %v", name, want, got)
+		}
+	}
 	if r := byName["rate-0"].ResetAt; r == nil || r.Hour() != 13 {
 		t.Errorf("[rate-0] expected the reset time … got %v", r)
 	}

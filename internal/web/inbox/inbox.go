@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"herd"
 	"herd/internal/agents"
@@ -219,9 +220,16 @@ var (
 
 // ReadDialog finds the last numbered dialog on screen: a run of numbered
 // lines, one of them marked as selected, and the lines above it up to a
-// rule or a blank run. ok is false when the screen shows none.
+// rule or the top of its box. A dialog drawn in a box (Gemini CLI's) is
+// read without its borders; a label wrapped over several lines (Claude
+// Code's, on a narrow pane) is joined. ok is false when the screen shows
+// none.
 func ReadDialog(screen string) (d Dialog, ok bool) {
-	lines := strings.Split(strings.TrimRight(screen, "\n "), "\n")
+	raw := strings.Split(strings.TrimRight(screen, "\n "), "\n")
+	lines := make([]string, len(raw))
+	for i, l := range raw {
+		lines[i] = unbox(l)
+	}
 	end := -1
 	for i := len(lines) - 1; i >= 0 && i >= len(lines)-15; i-- {
 		if optionRE.MatchString(lines[i]) {
@@ -232,13 +240,17 @@ func ReadDialog(screen string) (d Dialog, ok bool) {
 	if end < 0 {
 		return d, false
 	}
+	// A label's continuation lines follow the last option too.
+	for end+1 < len(lines) && continues(lines[end+1]) {
+		end++
+	}
 	start, marked := end, false
 	for i := end; i >= 0; i-- {
 		m := optionRE.FindStringSubmatch(lines[i])
 		if m == nil {
-			// A wrapped label continues the line above; anything else
-			// ends the options.
-			if strings.HasPrefix(lines[i], "     ") && strings.TrimSpace(lines[i]) != "" {
+			// A wrapped label continues the option above; anything
+			// else ends the options.
+			if continues(lines[i]) {
 				continue
 			}
 			break
@@ -254,13 +266,26 @@ func ReadDialog(screen string) (d Dialog, ok bool) {
 	for i := start; i <= end; i++ {
 		if m := optionRE.FindStringSubmatch(lines[i]); m != nil {
 			d.Options = append(d.Options, Option{Key: m[2], Label: m[2] + ". " + strings.TrimSpace(m[3])})
+		} else if n := len(d.Options); n > 0 {
+			d.Options[n-1].Label += " " + strings.TrimSpace(lines[i])
 		}
 	}
-	// The question: the lines above the options, up to a rule.
+	// The question: the lines above the options, up to a rule or the top
+	// of the dialog's box; a box inside it (Gemini's command) is read
+	// without its edges.
 	var text []string
+	depth := 0
 	for i := start - 1; i >= 0 && len(text) < 12; i-- {
 		l := strings.TrimSpace(strings.Trim(lines[i], "│|"))
 		if ruleRE.MatchString(lines[i]) {
+			switch {
+			case strings.HasPrefix(l, "╰") || strings.HasPrefix(l, "└"):
+				depth++
+				continue
+			case depth > 0 && (strings.HasPrefix(l, "╭") || strings.HasPrefix(l, "┌")):
+				depth--
+				continue
+			}
 			break
 		}
 		text = append(text, l)
@@ -270,6 +295,30 @@ func ReadDialog(screen string) (d Dialog, ok bool) {
 	}
 	d.Text = strings.TrimSpace(collapseBlank(text))
 	return d, true
+}
+
+// continues reports whether a dialog's line (unboxed) continues the
+// label above it: indented text that is neither a new option nor a rule.
+func continues(l string) bool {
+	t := strings.TrimLeft(l, " ")
+	return t != "" && len(l)-len(t) >= 3 && !optionRE.MatchString(l) && !ruleRE.MatchString(l)
+}
+
+// unbox strips a line of the box borders drawn around it (│ on both
+// sides, nested boxes too), keeping the indentation inside the box.
+func unbox(l string) string {
+	l = strings.TrimRight(l, " ")
+	for {
+		t := strings.TrimLeft(l, " ")
+		r, n := utf8.DecodeRuneInString(t)
+		if !strings.ContainsRune("│┃║", r) {
+			return l
+		}
+		l = strings.TrimRight(t[n:], " ")
+		if r, n := utf8.DecodeLastRuneInString(l); strings.ContainsRune("│┃║", r) {
+			l = strings.TrimRight(l[:len(l)-n], " ")
+		}
+	}
 }
 
 // collapseBlank joins lines, keeping at most one blank line in a row.

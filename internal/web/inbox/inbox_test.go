@@ -28,6 +28,7 @@ func TestReadDialog(t *testing.T) {
 		ok         bool
 		text       []string // lines the text must hold
 		options    []Option
+		narrow     int // wrap the options' labels at this width, as the agent does on a narrow pane
 	}{
 		{name: "claude permission", file: "claude/2.1.197/screen-permission.txt", ok: true,
 			text:    []string{"Bash command", "touch herd-tool-ran", "Do you want to proceed?"},
@@ -38,10 +39,30 @@ func TestReadDialog(t *testing.T) {
 			text: []string{"Would you like to run the following command?", "$ touch herd-tool-ran"},
 			options: []Option{{"1", "1. Yes, proceed (y)"}, {"2", "2. Yes, and don't ask again for commands that start with `touch herd-tool-ran` (p)"},
 				{"3", "3. No, and tell Codex what to do differently (esc)"}}},
+		{name: "codex trust", file: "codex/0.169.0/screen-trust.txt", ok: true,
+			text:    []string{"Trust this folder?"},
+			options: []Option{{"1", "1. Trust and continue"}, {"2", "2. Back to Agent Command Center"}}},
+		{name: "codex hooks review", file: "codex/0.169.0/screen-hooks-review.txt", ok: true,
+			text:    []string{"Hooks need review"},
+			options: []Option{{"1", "1. Review hooks"}, {"2", "2. Trust all and continue"}, {"3", "3. Continue without trusting (hooks won't run)"}}},
+		{name: "gemini permission, boxed", file: "gemini/0.61.0/screen-permission.txt", ok: true,
+			text:    []string{"Shell  touch tool-ran", "Allow execution of [Shell]?"},
+			options: []Option{{"1", "1. Allow once"}, {"2", "2. Allow for this session"}, {"3", "3. No, suggest changes (esc)"}}},
+		{name: "gemini trust, boxed", file: "gemini/0.61.0/screen-trust.txt", ok: true,
+			text:    []string{"Do you trust the files in this folder?", "of the CLI."},
+			options: []Option{{"1", "1. Trust folder (proj)"}, {"2", "2. Trust parent folder (001)"}, {"3", "3. Don't trust"}}},
 		{name: "claude idle", file: "claude/2.1.197/screen-idle.txt"},
 		{name: "gemini idle, its numbered tips unmarked", file: "gemini/0.61.0/screen-idle.txt"},
+		{name: "claude permission, labels wrapped on a narrow pane", file: "claude/2.1.330/screen-permission.txt", narrow: 40, ok: true,
+			text: []string{"touch herd-tool-ran", "Do you want to proceed?"},
+			options: []Option{{"1", "1. Yes"}, {"2", "2. Yes, and always allow access to /home/user/proj from this project"},
+				{"3", "3. Yes, and switch to auto mode · auto mode handles these prompts for you"}, {"4", "4. No"}}},
 	} {
-		d, ok := ReadDialog(fixture(t, c.file))
+		screen := fixture(t, c.file)
+		if c.narrow > 0 {
+			screen = wrapOptions(screen, c.narrow)
+		}
+		d, ok := ReadDialog(screen)
 		if ok != c.ok {
 			t.Errorf("[%s] expected a dialog %v … got %v (%+v)", c.name, c.ok, ok, d)
 			continue
@@ -57,6 +78,35 @@ func TestReadDialog(t *testing.T) {
 			}
 		}
 	}
+}
+
+// wrapOptions wraps a captured frame's numbered lines at width, as
+// Claude Code draws them on a narrow pane: the rest of a label on lines
+// indented to where the label begins.
+func wrapOptions(screen string, width int) string {
+	var out []string
+	for _, l := range strings.Split(screen, "\n") {
+		m := optionRE.FindStringSubmatchIndex(l)
+		if m == nil || len([]rune(l)) <= width {
+			out = append(out, l)
+			continue
+		}
+		indent := strings.Repeat(" ", len([]rune(l[:m[6]])))
+		line := l[:m[6]]
+		for _, w := range strings.Fields(l[m[6]:]) {
+			if len([]rune(line))+1+len([]rune(w)) > width && strings.TrimSpace(line) != strings.TrimSpace(l[:m[6]]) {
+				out = append(out, line)
+				line = indent + w
+				continue
+			}
+			if !strings.HasSuffix(line, " ") {
+				line += " "
+			}
+			line += w
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
 }
 
 func TestDerive(t *testing.T) {

@@ -177,17 +177,32 @@ func (s *Server) Answer(ctx context.Context, req verbs.AnswerRequest) (verbs.Res
 	return verbs.Result{Message: res.Message}, nil
 }
 
-// optionInput is what typing option key into item's dialog takes: a
-// numbered dialog of a known agent takes the digit alone; any other agent
-// (and a blocked session's "continue") a line.
+// optionInput is what choosing option key in item's dialog takes: for
+// a known agent, the digit, and Enter where the digit only moves the
+// selection (confirms); any other agent (and a blocked session's
+// "continue") a line.
 func optionInput(it inbox.Item, key string) verbs.InjectRequest {
 	switch {
 	case it.Kind == inbox.KindBlocked:
 		return verbs.InjectRequest{Name: it.Session, Text: "continue", Enter: true}
 	case knownAgent(it.Agent):
-		return verbs.InjectRequest{Name: it.Session, Text: key, NoClear: true}
+		return verbs.InjectRequest{Name: it.Session, Text: key, Enter: confirms[dialog{it.Agent, it.Kind}], NoClear: true}
 	}
 	return verbs.InjectRequest{Name: it.Session, Text: key, Enter: true, NoClear: true}
+}
+
+// dialog is a known agent's kind of dialog.
+type dialog struct{ agent, kind string }
+
+// confirms holds the known agents' dialogs whose digit only moves the
+// selection, so Enter must follow it. Elsewhere the digit is the
+// answer: Claude Code's dialogs, Codex's approval overlay and Gemini
+// CLI's lists (fewer than ten options) act on it at once, and an Enter
+// after it would reach whatever the agent shows next.
+var confirms = map[dialog]bool{
+	// Codex's trust and hooks-review screens ("enter continue",
+	// "enter confirm").
+	{herd.AgentCodex, inbox.KindStartup}: true,
 }
 
 // knownAgent reports whether herd knows agent's numbered dialogs (a digit

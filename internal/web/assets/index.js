@@ -75,6 +75,9 @@
   }
 
   var unreadTimer = 0;
+  // unreadSince is when the page first saw each unread item (by session
+  // and since).
+  var unreadSince = {};
 
   function refreshInbox() {
     herd.api("/api/v1/inbox").then(function (items) {
@@ -93,9 +96,19 @@
       document.getElementById("inbox-empty").hidden = items.length > 0;
       document.title = (items.length ? "(" + items.length + ") " : "") + "herd console";
       // A dialog not read from its screen yet is drawn a moment after its
-      // hook fired: ask again in a second, and only while one is shown.
+      // hook fired: ask again in a second while one is shown, for its
+      // first half minute (an agent that never draws one costs no more
+      // than the periodic refresh after that), and not in a hidden tab.
       clearTimeout(unreadTimer);
-      if (items.some(function (it) { return it.unread; })) unreadTimer = setTimeout(refreshInbox, 1000);
+      var now = Date.now(), seen = {};
+      var fresh = items.some(function (it) {
+        if (!it.unread) return false;
+        var k = it.session + " " + it.since;
+        seen[k] = unreadSince[k] || now;
+        return now - seen[k] < 30000;
+      });
+      unreadSince = seen;
+      if (fresh && !document.hidden) unreadTimer = setTimeout(refreshInbox, 1000);
       // A notification's link (/?item=NAME) shows its item once.
       if (wanted) {
         var c = box.querySelector('.item[data-session="' + CSS.escape(wanted) + '"]');

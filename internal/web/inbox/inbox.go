@@ -199,6 +199,14 @@ func DefaultOptions(agent, kind string) []Option {
 		}
 		return []Option{{"1", "1. Yes"}, {"2", "2. Yes, and don't ask again"}, {"3", "3. No"}}
 	case KindStartup:
+		// Each agent's trust dialog (its first startup screen): the same
+		// digit means different things to each.
+		switch agent {
+		case herd.AgentCodex:
+			return []Option{{"1", "1. Trust and continue"}, {"2", "2. Back"}}
+		case herd.AgentGemini:
+			return []Option{{"1", "1. Trust folder"}, {"2", "2. Trust parent folder"}, {"3", "3. Don't trust"}}
+		}
 		return []Option{{"1", "1. Yes, I trust this folder"}, {"2", "2. No, exit"}}
 	}
 	return []Option{}

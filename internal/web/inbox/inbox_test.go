@@ -195,3 +195,29 @@ func TestDerive(t *testing.T) {
 		t.Errorf("[rate-0] expected the reset time … got %v", r)
 	}
 }
+
+// TestDefaultStartupOptions: a startup dialog not read from the screen
+// offers each agent's own trust answers, numbered as its dialog numbers
+// them (the captured frames), so a digit never means another answer.
+func TestDefaultStartupOptions(t *testing.T) {
+	for agent, file := range map[string]string{
+		herd.AgentClaude: "claude/2.1.197/screen-trust.txt",
+		herd.AgentCodex:  "codex/0.169.0/screen-trust.txt",
+		herd.AgentGemini: "gemini/0.61.0/screen-trust.txt",
+	} {
+		d, ok := ReadDialog(fixture(t, file))
+		if !ok {
+			t.Fatalf("[%s] expected the trust dialog read from %s", agent, file)
+		}
+		def := DefaultOptions(agent, KindStartup)
+		if len(def) != len(d.Options) {
+			t.Errorf("[%s] expected %d default answers … got %d", agent, len(d.Options), len(def))
+			continue
+		}
+		for i, o := range def {
+			if o.Key != d.Options[i].Key || !strings.HasPrefix(d.Options[i].Label, o.Label) {
+				t.Errorf("[%s] expected default %q to begin the dialog's %q", agent, o.Label, d.Options[i].Label)
+			}
+		}
+	}
+}

@@ -306,6 +306,32 @@ type Exit struct {
 	Message string `json:"message,omitempty"`
 }
 
+// Brief says how an incarnation ended in a few words, for a person: its
+// exit code and signal, else its reason, and its message (trimmed, cut at
+// 200 bytes); "unknown" when nothing is known.
+func (e Exit) Brief() string {
+	var parts []string
+	if e.Code != nil {
+		parts = append(parts, fmt.Sprintf("exit code %d", *e.Code))
+	}
+	if e.Signal != nil {
+		parts = append(parts, fmt.Sprintf("signal %d", *e.Signal))
+	}
+	if e.Reason != "" && len(parts) == 0 {
+		parts = append(parts, e.Reason)
+	}
+	if m := strings.TrimSpace(e.Message); m != "" {
+		if len(m) > 200 {
+			m = m[:200] + "..."
+		}
+		parts = append(parts, m)
+	}
+	if len(parts) == 0 {
+		return "unknown"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Snapshot is what is needed to relaunch a stopped session.
 type Snapshot struct {
 	Argv           []string `json:"argv"`

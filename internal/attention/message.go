@@ -140,7 +140,7 @@ func Compose(s herd.Session, need Rule, cause Cause, since time.Time) Message {
 		m.Body = "The session will not be relaunched (restart budget spent, or the policy forbids it)."
 		if s.Exit != nil {
 			m.Reason = s.Exit.Reason
-			m.Body = "Last exit: " + describeExit(*s.Exit) + ". " + m.Body
+			m.Body = "Last exit: " + s.Exit.Brief() + ". " + m.Body
 		}
 	}
 	return m
@@ -159,27 +159,6 @@ func (m Message) Priority() int {
 		return 4
 	}
 	return 3
-}
-
-// describeExit says how an incarnation ended in a few words.
-func describeExit(e herd.Exit) string {
-	var parts []string
-	if e.Code != nil {
-		parts = append(parts, fmt.Sprintf("exit code %d", *e.Code))
-	}
-	if e.Signal != nil {
-		parts = append(parts, fmt.Sprintf("signal %d", *e.Signal))
-	}
-	if e.Reason != "" && len(parts) == 0 {
-		parts = append(parts, e.Reason)
-	}
-	if e.Message != "" {
-		parts = append(parts, clip(e.Message, 200))
-	}
-	if len(parts) == 0 {
-		return "unknown"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // str reads a string from event data.

@@ -5,7 +5,6 @@
 package inbox
 
 import (
-	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -117,7 +116,7 @@ func derive(s api.SessionView, c Clue) Item {
 		it.Kind = KindFailed
 		it.Text = "failed: restart budget spent or policy forbids restart"
 		if s.Exit != nil {
-			it.Text = "failed; last exit: " + describeExit(*s.Exit)
+			it.Text = "failed; last exit: " + s.Exit.Brief()
 		}
 		return it
 	case s.State == herd.StateStalled:
@@ -348,27 +347,6 @@ func collapseBlank(lines []string) string {
 		b.WriteString(l)
 	}
 	return b.String()
-}
-
-// describeExit says how an incarnation ended in a few words.
-func describeExit(e herd.Exit) string {
-	var parts []string
-	if e.Code != nil {
-		parts = append(parts, fmt.Sprintf("exit code %d", *e.Code))
-	}
-	if e.Signal != nil {
-		parts = append(parts, fmt.Sprintf("signal %d", *e.Signal))
-	}
-	if e.Reason != "" && len(parts) == 0 {
-		parts = append(parts, e.Reason)
-	}
-	if e.Message != "" {
-		parts = append(parts, Clip(e.Message, 200))
-	}
-	if len(parts) == 0 {
-		return "unknown"
-	}
-	return strings.Join(parts, ", ")
 }
 
 func str(data map[string]any, key string) string {

@@ -139,6 +139,13 @@ func TestTmuxServerWedgedUnderControl(t *testing.T) {
 	// times over, so a call over the connection has timed out and the
 	// connection is gone: a slow run must not end it before then.
 	e.waitFor("the wedge outlasting a call's timeout", 5*time.Second, func() bool { return time.Since(wedged) > 1500*time.Millisecond })
+	// A call that goes over the connection (send-keys) while the server
+	// is wedged: it times out, and the connection goes. The prober's
+	// quiet rounds alone (a pidfd watches the agent; the listing runs
+	// every fifth round) need not have made one.
+	if _, _, code := e.herd("inject", "agent-0", "--no-enter", "x"); code == 0 {
+		t.Errorf("expected the inject into a wedged tmux server to fail")
+	}
 	syscall.Kill(server, syscall.SIGCONT)
 	stopped = false
 	e.waitState("agent-0", herd.StateRunning, 10*time.Second)

@@ -159,7 +159,16 @@ func TestEnvironReadWhole(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	ok, err := Real().HasEnv(cmd.Process.Pid, herd.EnvIncarnation, "inc-real")
+	// Start returns once the exec began (the close-on-exec pipe closed),
+	// which is before the kernel has set the new environment up: an
+	// environ read then comes back empty. Read until it is there.
+	ok := false
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		ok, err = Real().HasEnv(cmd.Process.Pid, herd.EnvIncarnation, "inc-real")
+		if ok || err != nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil || !ok {
 		t.Errorf("[real] expected the marker at the end of a 20 KiB environment, got %v, %v", ok, err)
 	}

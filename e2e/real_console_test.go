@@ -17,8 +17,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"herd"
+	"herd/internal/browsertest"
 	"herd/internal/mockapi"
-	"herd/internal/testenv"
 	"herd/internal/web/auth"
 	webinbox "herd/internal/web/inbox"
 )
@@ -326,43 +326,13 @@ func consoleInbox(t *testing.T, base, stateDir string) func() []webinbox.Item {
 // newConsoleBrowser starts a headless chromium for the test (the flags
 // internal/web's browser test runs it with).
 func newConsoleBrowser(t *testing.T) context.Context {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		testenv.Require(t, "chromium", "the console is clicked in a real headless browser", "chromium (apt-get install chromium)")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelB := chromedp.NewContext(actx)
-	if err := chromedp.Do(ctx); err != nil {
-		cancelB()
-		cancelA()
-		t.Fatalf("chromium: %v", err)
-	}
-	t.Cleanup(func() { cancelB(); cancelA() })
-	return ctx
+	return browsertest.Start(t, "the console is clicked in a real headless browser")
 }
 
 // browse runs browser steps with a deadline.
 func browse(t *testing.T, ctx context.Context, what string, d time.Duration, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("[%s] %v", what, err)
-	}
+	browsertest.Do(t, ctx, what, d, steps...)
 }
 
 // browserText is the text of the element sel names.

@@ -18,6 +18,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/browsertest"
 	"herd/internal/config"
 	"herd/internal/daemon"
 	"herd/internal/store"
@@ -26,9 +27,6 @@ import (
 	"herd/internal/web"
 	"herd/internal/web/auth"
 )
-
-// installChromium says how to get the browser the console's tests drive.
-const installChromium = "chromium (apt-get install chromium; scripts/test.sh installs it)"
 
 // herdBin is the herd binary the simulated agents run (`herd sim`).
 var herdBin string
@@ -157,43 +155,13 @@ func (f *fleet) events(session, kind string) []herd.Event {
 
 // newBrowser starts one headless chromium for the test.
 func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		testenv.Require(t, "chromium", "the console's tests drive a real headless browser", installChromium)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelB := chromedp.NewContext(actx)
-	if err := chromedp.Do(ctx); err != nil {
-		cancelB()
-		cancelA()
-		t.Fatalf("chromium: %v", err)
-	}
-	t.Cleanup(func() { cancelB(); cancelA() })
-	return ctx
+	return browsertest.Start(t, "the console's tests drive a real headless browser")
 }
 
 // do runs steps with a deadline.
 func do(t *testing.T, ctx context.Context, what string, d time.Duration, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("[%s] %v", what, err)
-	}
+	browsertest.Do(t, ctx, what, d, steps...)
 }
 
 // get runs one action with a deadline and returns its value.

@@ -174,7 +174,11 @@ const (
 	ReasonScaledDown     = "scaled_down"
 	// ReasonMoved: the slot was placed on another host (a placement
 	// changed, or failover moved it while this host was away).
-	ReasonMoved        = "moved"
+	ReasonMoved = "moved"
+	// ReasonFenced: the host could not renew its lease for fleet.lease
+	// (the store out of reach), so it stopped the agents of its failover
+	// roles before another host may take their slots. Resumable.
+	ReasonFenced       = "fenced"
 	ReasonLaunchFailed = "launch_failed"
 	// ReasonNeverStarted: the summary of an incarnation written ahead of
 	// its launch and ended before its start was ever recorded or adopted
@@ -413,6 +417,11 @@ type Host struct {
 	Version     string    `json:"version"` // the daemon's version
 	StartedAt   time.Time `json:"started_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
+	// LeaseUntil is when the host's lease ends, by the database's clock
+	// (zero: it never held one). Only the host renews it, with its
+	// heartbeat; another host's failover slots move only once it has
+	// ended (see placement).
+	LeaseUntil time.Time `json:"lease_until"`
 }
 
 // Placement assigns one slot of a placed role to a host: only that host's
@@ -422,6 +431,10 @@ type Placement struct {
 	Index      int       `json:"index"`
 	Host       string    `json:"host"`
 	AssignedAt time.Time `json:"assigned_at"`
+	// Generation is the slot's fencing token: the store raises it with
+	// every put, and a launch of the slot checks, in the transaction that
+	// allows it, that the placement is still the one it read.
+	Generation int64 `json:"generation"`
 }
 
 // Kinds of Command: what another host's daemon is asked to do.

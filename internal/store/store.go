@@ -50,6 +50,8 @@ const (
 	ChannelEvents = "herd_events"
 	// ChannelCommands: a command was committed; the payload is its host.
 	ChannelCommands = "herd_commands"
+	// ChannelPlacements: a placement was put; the payload is its host.
+	ChannelPlacements = "herd_placements"
 )
 
 // Listener is implemented by a store that can tell a process promptly that
@@ -180,12 +182,23 @@ type Tx interface {
 	PutHost(h herd.Host) error
 	// DeleteHost forgets the host called name; its sessions stay.
 	DeleteHost(name string) error
+	// SetLease sets the lease of the recorded host called name to end at
+	// until (an error wrapping ErrNotFound for a host not recorded).
+	SetLease(name string, until time.Time) error
+	// Now is the database's clock: leases are set and judged by it, so
+	// hosts whose clocks disagree still agree on when a lease ended.
+	Now() (time.Time, error)
 
 	// Placements lists every placement, by role and index.
 	Placements() ([]herd.Placement, error)
 	// PlacementsOnHost lists the placements on host, by role and index.
 	PlacementsOnHost(host string) ([]herd.Placement, error)
-	// PutPlacement inserts or replaces the placement of p's role and index.
+	// Placement returns the placement of role's slot index, or an error
+	// wrapping ErrNotFound.
+	Placement(role string, index int) (herd.Placement, error)
+	// PutPlacement inserts or replaces the placement of p's role and
+	// index and raises its generation, the slot's fencing token
+	// (p.Generation is ignored).
 	PutPlacement(p herd.Placement) error
 	// DeletePlacement forgets the placement of one slot; deleting a
 	// missing one is not an error.

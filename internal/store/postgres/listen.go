@@ -13,7 +13,7 @@ import (
 var _ store.Listener = (*Store)(nil)
 
 // Listen holds one of the Store's MaxConns connections, LISTENing on
-// store.ChannelEvents and store.ChannelCommands, and calls fn for each
+// store.ChannelEvents, store.ChannelCommands and store.ChannelPlacements, and calls fn for each
 // notification until ctx is done or the connection fails. The connection
 // is closed after (a LISTENing session is not handed back to the pool).
 func (s *Store) Listen(ctx context.Context, fn func(channel, payload string)) error {
@@ -31,7 +31,7 @@ func (s *Store) Listen(ctx context.Context, fn func(channel, payload string)) er
 		// Whatever ends the loop, the session must not go back to the pool
 		// still listening.
 		defer c.Close(context.WithoutCancel(ctx))
-		for _, ch := range []string{store.ChannelEvents, store.ChannelCommands} {
+		for _, ch := range []string{store.ChannelEvents, store.ChannelCommands, store.ChannelPlacements} {
 			if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 				return fmt.Errorf("postgres: listen %s: %w", ch, err)
 			}

@@ -48,6 +48,8 @@ var dialect = sqltx.Dialect{
 	BeforeAppend: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", int64(eventsLockKey)),
 	OnAppend:     "SELECT pg_notify('" + store.ChannelEvents + "', '')",
 	OnCommand:    "SELECT pg_notify('" + store.ChannelCommands + "', ?)",
+	OnPlacement:  "SELECT pg_notify('" + store.ChannelPlacements + "', ?)",
+	Now:          "SELECT (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint",
 }
 
 // Retries of a transaction that lost a serialization conflict: backoff from

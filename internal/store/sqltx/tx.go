@@ -36,6 +36,13 @@ type Dialect struct {
 	// delivered at commit (and never for a rolled-back transaction).
 	OnAppend  string
 	OnCommand string
+	// OnPlacement, when set, runs after each placement put, with the
+	// placement's host as its parameter (PostgreSQL: a NOTIFY on
+	// store.ChannelPlacements, so every daemon reconciles at once).
+	OnPlacement string
+	// Now, when set, reads the database's clock, in nanoseconds since the
+	// epoch: leases are judged by one clock whatever the hosts' clocks.
+	Now string
 }
 
 // New returns a store.Tx running every statement of t under ctx.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"herd"
 	"herd/internal/store"
@@ -227,4 +228,57 @@ func testSessionsWithPIDs(t *testing.T, s store.Store) {
 		}
 		return nil
 	})
+}
+
+// testLease: a lease is set by SetLease alone (a heartbeat's PutHost
+// keeps it), read with the host, and refused for a host not recorded;
+// Now is a clock near this one (the database's, on PostgreSQL).
+func testLease(t *testing.T, s store.Store) {
+	h := fullHost("leased")
+	update(t, s, func(tx store.Tx) error {
+		if err := tx.PutHost(h); err != nil {
+			return err
+		}
+		return tx.SetLease(h.Name, at(20))
+	})
+	// A heartbeat rewrites the row: the lease stays.
+	h.HeartbeatAt = at(5)
+	update(t, s, func(tx store.Tx) error { return tx.PutHost(h) })
+	view(t, s, func(tx store.Tx) error {
+		got, err := tx.Host(h.Name)
+		if err != nil {
+			return err
+		}
+		want := h
+		want.LeaseUntil = at(20)
+		diff(t, "lease kept by a heartbeat", want, got)
+		checkUTC(t, "lease", &got.LeaseUntil)
+		all, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		if len(all) != 1 || !all[0].LeaseUntil.Equal(at(20)) {
+			t.Errorf("[hosts] expected the lease in the listing, got %+v", all)
+		}
+		return nil
+	})
+	err := s.Update(ctx(t), func(tx store.Tx) error { return tx.SetLease("nosuch", at(1)) })
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("[lease of a host not recorded] expected ErrNotFound, got %v", err)
+	}
+	before := time.Now()
+	var now time.Time
+	view(t, s, func(tx store.Tx) error {
+		var err error
+		now, err = tx.Now()
+		return err
+	})
+	// The database runs on this machine in the tests: its clock is this
+	// one's, give or take a transaction.
+	if d := now.Sub(before); d < -time.Second || d > 5*time.Second {
+		t.Errorf("[now] expected the database's clock near %v, got %v", before, now)
+	}
+	if now.Location() != time.UTC {
+		t.Errorf("[now] expected UTC, got %v", now.Location())
+	}
 }

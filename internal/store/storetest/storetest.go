@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ByteOrder", testByteOrder},
 		{"HostRoundTrip", testHostRoundTrip},
 		{"HostsOrderedAndReplaced", testHostsOrderedAndReplaced},
+		{"Lease", testLease},
 		{"SessionsOnHost", testSessionsOnHost},
 		{"OpenIncarnationsOnHost", testOpenIncarnationsOnHost},
 		{"Placements", testPlacements},

@@ -149,6 +149,12 @@ func TestParseErrors(t *testing.T) {
 			"fleet.host_timeout", `fleet.host_timeout: must be at least 3s`, 3},
 		{"fleet host timeout bad", "[fleet]\nhost_timeout = \"half a minute\"\n",
 			"fleet.host_timeout", `fleet.host_timeout: invalid duration "half a minute"`, 2},
+		{"fleet lease zero", "[fleet]\nlease = \"0s\"\n",
+			"fleet.lease", `fleet.lease: must be positive, got "0s"`, 2},
+		{"fleet lease too short", "[fleet]\nlease = \"500ms\"\n",
+			"fleet.lease", `fleet.lease: must be at least 1s`, 2},
+		{"fleet lease bad", "[fleet]\nlease = \"forever\"\n",
+			"fleet.lease", `fleet.lease: invalid duration "forever"`, 2},
 		{"fleet ssh string", "[fleet]\nssh = \"ssh -t\"\n",
 			"fleet.ssh", `fleet.ssh: "ssh -t" is a string; write an argv array, e.g. ssh = ["ssh", "-t"]`, 2},
 		{"fleet ssh empty", "[fleet]\nssh = []\n",
@@ -280,6 +286,7 @@ listen = "127.0.0.1:9464"
 
 [fleet]
 host_timeout = "45s"
+lease = "15s"
 ssh = ["ssh", "-o", "BatchMode=yes"]
 
 [[role]]
@@ -317,7 +324,7 @@ func TestParseFullFile(t *testing.T) {
 			Command: []string{"notify-send", "herd"}, Webhook: "https://hooks.example.com/herd"},
 		Metrics: Metrics{Listen: "127.0.0.1:9464"},
 		Web:     Web{Listen: "127.0.0.1:7780"},
-		Fleet:   Fleet{HostTimeout: 45 * time.Second, SSH: []string{"ssh", "-o", "BatchMode=yes"}},
+		Fleet:   Fleet{HostTimeout: 45 * time.Second, Lease: 15 * time.Second, SSH: []string{"ssh", "-o", "BatchMode=yes"}},
 		Roles: []herd.Role{
 			{
 				Name: "worker", Replicas: 2, Command: []string{"claude", "--model", "opus"},
@@ -355,7 +362,7 @@ func TestDefaults(t *testing.T) {
 		Reaper:     Reaper{Interval: 30 * time.Minute, IdleAfter: 48 * time.Hour, Orphans: true, Archived: true},
 		Escalation: Escalation{WaitingAfter: 30 * time.Minute, UnknownAfter: 5 * time.Minute},
 		Web:        Web{Listen: "127.0.0.1:7780"},
-		Fleet:      Fleet{HostTimeout: 30 * time.Second, SSH: []string{"ssh", "-t"}},
+		Fleet:      Fleet{HostTimeout: 30 * time.Second, Lease: 20 * time.Second, SSH: []string{"ssh", "-t"}},
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {
 		t.Errorf("[Default] expected (-want +got):\n%s", diff)

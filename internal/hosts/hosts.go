@@ -41,6 +41,8 @@ type Heartbeat struct {
 	host     herd.Host // Name, BootID and Version; times are set by Run
 	interval time.Duration
 	log      *slog.Logger
+	// lease, when set, is renewed with every beat.
+	lease *Lease
 }
 
 // NewHeartbeat returns a Heartbeat for h (Name, BootID and Version set) that
@@ -54,6 +56,10 @@ func NewHeartbeat(st store.Store, h herd.Host, interval time.Duration, log *slog
 	}
 	return &Heartbeat{st: st, host: h, interval: interval, log: log}, nil
 }
+
+// Renews has every beat renew l too, in the beat's transaction. Call it
+// before Run.
+func (hb *Heartbeat) Renews(l *Lease) { hb.lease = l }
 
 // Run writes the host's row with StartedAt and HeartbeatAt now, then the
 // heartbeat every interval until ctx is done. Only the first write's error
@@ -80,10 +86,30 @@ func (hb *Heartbeat) Run(ctx context.Context) error {
 	}
 }
 
-// beat writes the row, bounded by one interval.
+// beat writes the row and renews the lease, bounded by one interval. The
+// lease ends Duration after the database's clock at the renewal; it is
+// held here from the moment the beat was sent (see Lease).
 func (hb *Heartbeat) beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, hb.interval)
 	defer cancel()
 	h := hb.host
-	return hb.st.Update(ctx, func(tx store.Tx) error { return tx.PutHost(h) })
+	sent := time.Now()
+	err := hb.st.Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutHost(h); err != nil || hb.lease == nil {
+			return err
+		}
+		now, err := tx.Now()
+		if err != nil {
+			return err
+		}
+		return tx.SetLease(h.Name, now.Add(hb.lease.Duration()))
+	})
+	if hb.lease != nil {
+		if err != nil {
+			hb.lease.Failed()
+		} else {
+			hb.lease.Renewed(sent)
+		}
+	}
+	return err
 }

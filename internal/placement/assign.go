@@ -35,7 +35,10 @@ func (c Change) Empty() bool { return len(c.Put) == 0 && len(c.Delete) == 0 }
 //   - a slot keeps its host while that host is allowed (listed in hosts, or
 //     any host for spread without hosts) and either up or the role has no
 //     failover: no slot moves because a host joined, and a dead host's
-//     slots wait for it unless failover = true;
+//     slots wait for it unless failover = true; even then a slot moves
+//     only once released(host) says that host's lease has ended plus the
+//     margin (it has stopped its failover agents by then: see
+//     hosts.Lease); a nil released judges by the heartbeat alone;
 //   - a slot whose session is stopped does not count toward the replicas,
 //     as an unplaced role's stopped session does not: stopping one session
 //     (its replica dropped) forgets its slot, and neither relaunches it
@@ -52,7 +55,10 @@ func (c Change) Empty() bool { return len(c.Put) == 0 && len(c.Delete) == 0 }
 //     spread without hosts;
 //   - slots beyond the replicas (the highest first), and every slot of a
 //     role that is no longer placed (or no longer exists), are forgotten.
-func Assign(roles []herd.Role, current []herd.Placement, sessions []herd.Session, live map[string]bool, now time.Time) Change {
+func Assign(roles []herd.Role, current []herd.Placement, sessions []herd.Session, live map[string]bool, released func(host string) bool, now time.Time) Change {
+	if released == nil {
+		released = func(string) bool { return true }
+	}
 	var c Change
 	byRole := map[string][]herd.Placement{}
 	for _, p := range current {
@@ -74,7 +80,7 @@ func Assign(roles []herd.Role, current []herd.Placement, sessions []herd.Session
 	}
 	for _, r := range roles {
 		if r.Placed() {
-			assignRole(&c, r, byRole[r.Name], slots[r.Name], live, now)
+			assignRole(&c, r, byRole[r.Name], slots[r.Name], live, released, now)
 		}
 	}
 	for _, p := range current {
@@ -91,8 +97,8 @@ func Assign(roles []herd.Role, current []herd.Placement, sessions []herd.Session
 
 // assignRole adds to c the changes of one placed role; sessions are its
 // sessions by index.
-func assignRole(c *Change, r herd.Role, current []herd.Placement, sessions map[int]herd.Session, live map[string]bool, now time.Time) {
-	a := &roleAssignment{c: c, r: r, sessions: sessions, live: live, now: now, want: min(r.Replicas, config.MaxReplicas),
+func assignRole(c *Change, r herd.Role, current []herd.Placement, sessions map[int]herd.Session, live map[string]bool, released func(string) bool, now time.Time) {
+	a := &roleAssignment{c: c, r: r, sessions: sessions, live: live, released: released, now: now, want: min(r.Replicas, config.MaxReplicas),
 		up: candidates(r, live), load: map[string]int{}, held: make(map[int]bool, len(current))}
 	active, idle, unslotted := a.split(current)
 	for _, p := range active {
@@ -119,6 +125,8 @@ type roleAssignment struct {
 	r        herd.Role
 	sessions map[int]herd.Session
 	live     map[string]bool
+	// released reports whether a host's lease ended plus the margin.
+	released func(string) bool
 	now      time.Time
 	want     int
 	// up are the candidate hosts: allowed and up now, in preference order.
@@ -192,11 +200,11 @@ func (a *roleAssignment) split(current []herd.Placement) (active, idle []herd.Pl
 }
 
 // keep keeps slot p, to move when its host is not allowed or, failing
-// over, down while another is up.
+// over, down (and its lease released) while another is up.
 func (a *roleAssignment) keep(p herd.Placement) {
 	a.kept++
 	a.held[p.Index] = true
-	if !a.allowed(p.Host) || (a.r.Failover && !a.live[p.Host] && len(a.up) > 0) {
+	if !a.allowed(p.Host) || (a.r.Failover && !a.live[p.Host] && a.released(p.Host) && len(a.up) > 0) {
 		a.move = append(a.move, p.Index)
 		return
 	}

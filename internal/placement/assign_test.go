@@ -61,7 +61,7 @@ func TestAssign(t *testing.T) {
 			[]herd.Placement{old("w", 0, "a"), old("gone", 0, "a")}, up("a"), Change{Delete: []Slot{{"gone", 0}, {"w", 0}}}},
 	}
 	for _, c := range cases {
-		got := Assign(c.roles, c.current, nil, c.live, now)
+		got := Assign(c.roles, c.current, nil, c.live, nil, now)
 		if diff := cmp.Diff(c.want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("[%s] change (-want +got):\n%s", c.name, diff)
 		}
@@ -108,7 +108,7 @@ func TestAssignStopped(t *testing.T) {
 			[]herd.Session{ses(0, "a", herd.StateStopped)}, Change{Delete: []Slot{{"w", 0}, {"w", 2}}}},
 	}
 	for _, c := range cases {
-		got := Assign(c.roles, c.current, c.sessions, live, now)
+		got := Assign(c.roles, c.current, c.sessions, live, nil, now)
 		if diff := cmp.Diff(c.want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("[%s] change (-want +got):\n%s", c.name, diff)
 		}
@@ -127,7 +127,7 @@ func TestAssignStopped(t *testing.T) {
 		for _, p := range next {
 			after = append(after, p)
 		}
-		if again := Assign(c.roles, after, c.sessions, live, now); !again.Empty() {
+		if again := Assign(c.roles, after, c.sessions, live, nil, now); !again.Empty() {
 			t.Errorf("[%s] expected no change on a second pass, got %+v", c.name, again)
 		}
 	}
@@ -142,7 +142,7 @@ func TestAssignBalanced(t *testing.T) {
 		live[h] = true
 	}
 	roles := []herd.Role{{Name: "w", Replicas: 100, Spread: true}}
-	c := Assign(roles, nil, nil, live, time.Now())
+	c := Assign(roles, nil, nil, live, nil, time.Now())
 	count := map[string]int{}
 	for _, p := range c.Put {
 		count[p.Host]++
@@ -152,7 +152,35 @@ func TestAssignBalanced(t *testing.T) {
 			t.Errorf("[balance] expected 10 slots on %s, got %d", h, count[h])
 		}
 	}
-	if again := Assign(roles, c.Put, nil, live, time.Now()); !again.Empty() {
+	if again := Assign(roles, c.Put, nil, live, nil, time.Now()); !again.Empty() {
 		t.Errorf("[fixed point] expected no change on a second pass, got %+v", again)
+	}
+}
+
+// TestAssignFenced: a failover slot of a host that is down moves only once
+// that host's lease has been released (ended plus the margin): until then
+// the host may still be stopping its agent.
+func TestAssignFenced(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	old := func(idx int, host string) herd.Placement {
+		return herd.Placement{Role: "w", Index: idx, Host: host, AssignedAt: now.Add(-time.Hour)}
+	}
+	roles := []herd.Role{{Name: "w", Replicas: 2, Spread: true, Failover: true}}
+	current := []herd.Placement{old(0, "a"), old(1, "b")}
+	live := map[string]bool{"a": true, "c": true}
+	cases := []struct {
+		name     string
+		released func(string) bool
+		want     Change
+	}{
+		{"lease of the dead host not released: the slot waits", func(h string) bool { return h != "b" }, Change{}},
+		{"released: the slot moves", func(string) bool { return true }, Change{Put: []herd.Placement{{Role: "w", Index: 1, Host: "c", AssignedAt: now}}}},
+		{"an up host's lease released (clock skew): nothing moves from it", func(h string) bool { return h == "a" }, Change{}},
+	}
+	for _, c := range cases {
+		got := Assign(roles, current, nil, live, c.released, now)
+		if diff := cmp.Diff(c.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("[%s] change (-want +got):\n%s", c.name, diff)
+		}
 	}
 }

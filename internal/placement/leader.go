@@ -27,6 +27,10 @@ type Options struct {
 	// HostTimeout: a host whose heartbeat is older is not up (its slots
 	// move only with failover).
 	HostTimeout time.Duration
+	// Lease is fleet.lease: a failover slot moves off a host that is not
+	// up only once its lease ended hosts.Margin ago, by the database's
+	// clock. Zero judges by the heartbeat alone.
+	Lease time.Duration
 	// Interval is how often the leader assigns, and how often the others
 	// try to become the leader.
 	Interval time.Duration
@@ -282,8 +286,30 @@ func (l *Leader) plan(tx store.Tx) (c Change, write, bare bool, err error) {
 		return c, false, false, err
 	}
 	now := time.Now().UTC()
-	c = Assign(roles, current, sessions, Live(l.o.Host, all, now, l.o.HostTimeout), now)
+	var released func(string) bool
+	if l.o.Lease > 0 {
+		// The database's clock judges leases: it set them.
+		dbNow, err := tx.Now()
+		if err != nil {
+			return c, false, false, err
+		}
+		released = Released(all, dbNow, hosts.Margin(l.o.Lease))
+	}
+	c = Assign(roles, current, sessions, Live(l.o.Host, all, now, l.o.HostTimeout), released, now)
 	return c, write || !c.Empty(), false, nil
+}
+
+// Released returns whether a host's lease ended more than margin before
+// dbNow (the database's clock); a host never recorded holds no lease.
+func Released(all []herd.Host, dbNow time.Time, margin time.Duration) func(string) bool {
+	byName := make(map[string]herd.Host, len(all))
+	for _, h := range all {
+		byName[h.Name] = h
+	}
+	return func(name string) bool {
+		h, ok := byName[name]
+		return !ok || hosts.Released(h, dbNow, margin)
+	}
 }
 
 // Live is the set of hosts up at now: a heartbeat within timeout, and

@@ -180,3 +180,65 @@ func TestLoneLeaderIdlePasses(t *testing.T) {
 		t.Errorf("[a placed role] expected every pass to read, got %d reads for one pass", st.views-views)
 	}
 }
+
+// TestLeaderWaitsForLease: on PostgreSQL, a failover slot of a host whose
+// heartbeat is stale moves only once that host's lease, judged by the
+// database's clock, ended more than the margin ago; the move raises the
+// slot's generation (its fencing token).
+func TestLeaderWaitsForLease(t *testing.T) {
+	st, err := postgres.Open(t.Context(), pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	const lease = 10 * time.Second
+	// b's heartbeat is long stale; its lease ended 2s ago by the
+	// database's clock (within the margin, the lease again).
+	var dbNow time.Time
+	err = st.Update(t.Context(), func(tx store.Tx) error {
+		if dbNow, err = tx.Now(); err != nil {
+			return err
+		}
+		b := herd.Host{Name: "b", StartedAt: dbNow.Add(-time.Hour), HeartbeatAt: dbNow.Add(-time.Hour)}
+		if err := tx.PutHost(b); err != nil {
+			return err
+		}
+		if err := tx.SetLease("b", dbNow.Add(-2*time.Second)); err != nil {
+			return err
+		}
+		if err := tx.PutRole(herd.Role{Name: "w", Replicas: 1, Command: []string{"sleep", "1"}, Workdir: "/", Runtime: herd.RuntimeExec,
+			Hosts: []string{"b", "a"}, Failover: true}); err != nil {
+			return err
+		}
+		return tx.PutPlacement(herd.Placement{Role: "w", Index: 0, Host: "b", AssignedAt: dbNow.Add(-time.Hour)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := func() herd.Placement {
+		var p herd.Placement
+		if err := st.View(t.Context(), func(tx store.Tx) error { p, err = tx.Placement("w", 0); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := placed()
+	l := NewLeader(Options{Store: st, Host: "a", HostTimeout: 3 * time.Second, Lease: lease, Interval: time.Hour, Log: quiet()})
+	if _, err := l.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := placed(); got != before {
+		t.Fatalf("[lease within the margin] expected the slot to stay %+v, got %+v", before, got)
+	}
+	// The lease ended longer ago than the margin: the slot moves.
+	if err := st.Update(t.Context(), func(tx store.Tx) error { return tx.SetLease("b", dbNow.Add(-lease-time.Second)) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := placed()
+	if got.Host != "a" || got.Generation <= before.Generation {
+		t.Errorf("[lease released] expected the slot on a with a generation above %d, got %+v", before.Generation, got)
+	}
+}

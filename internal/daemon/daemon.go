@@ -95,6 +95,11 @@ type Daemon struct {
 	server    *server.Server
 	verbs     *verbs.Verbs
 	heartbeat *hosts.Heartbeat
+	// lease is this host's lease; nil on a store that cannot hold a fleet
+	// (SQLite: one daemon, nobody to take its slots).
+	lease *hosts.Lease
+	// stopGrace is the stop path's grace (Options.StopGrace).
+	stopGrace time.Duration
 	placement *placement.Leader
 	commands  *commands.Runner
 	// metrics is nil unless [metrics] listen is set.
@@ -137,7 +142,10 @@ func New(o Options) (*Daemon, error) {
 			return nil, fmt.Errorf("daemon: hostname: %w", err)
 		}
 	}
-	d := &Daemon{log: log, cfg: cfg, proc: o.Proc, host: host, bootID: boot, live: config.NewLive(cfg), load: o.Load}
+	d := &Daemon{log: log, cfg: cfg, proc: o.Proc, host: host, bootID: boot, live: config.NewLive(cfg), load: o.Load, stopGrace: o.StopGrace}
+	if _, fleet := o.Store.(store.Locker); fleet {
+		d.lease = hosts.NewLease(cfg.Fleet.Lease)
+	}
 	d.newCore(o)
 	d.newComponents(o)
 	if err := d.newFrontDoors(o); err != nil {
@@ -182,7 +190,7 @@ func (d *Daemon) newComponents(o Options) {
 		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
 		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
 		Log: log, Contain: d.contain, EnterCommand: o.EnterCommand, Worktrees: wt,
-		HostTimeout: cfg.Fleet.HostTimeout, MCPCommand: mcpCommand(),
+		HostTimeout: cfg.Fleet.HostTimeout, MCPCommand: mcpCommand(), Lease: d.slotsLease(),
 	})
 	d.worktrees = worktrees.New(worktrees.Options{Status: d.status, Manager: wt, Log: log})
 	d.roles = roles.New(roles.Options{
@@ -274,6 +282,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 		}
 	})
 	g.Go("heartbeat", func() { d.runHeartbeat(ctx) })
+	g.Go("fence", func() { d.runFence(ctx) })
 	g.Go("notifications", func() { d.listen(ctx, d.status.Store()) })
 	g.Go("watchdog", func() { d.watchdog.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })

@@ -6,14 +6,83 @@ import (
 
 	"herd"
 	"herd/internal/hosts"
+	"herd/internal/slots"
 	"herd/internal/store"
 )
 
 // newHeartbeat returns the component that keeps this host's row current,
-// beating three times per fleet.host_timeout.
+// beating three times per fleet.host_timeout, and renewing the lease (four
+// times per fleet.lease when that is sooner) in a fleet.
 func (d *Daemon) newHeartbeat(version string) (*hosts.Heartbeat, error) {
 	h := herd.Host{Name: d.host, BootID: d.bootID, Version: version}
-	return hosts.NewHeartbeat(d.status.Store(), h, hosts.Interval(d.cfg.Fleet.HostTimeout), d.log)
+	hb, err := hosts.NewHeartbeat(d.status.Store(), h, d.beatEvery(), d.log)
+	if err == nil && d.lease != nil {
+		hb.Renews(d.lease)
+	}
+	return hb, err
+}
+
+// beatEvery is the heartbeat's period.
+func (d *Daemon) beatEvery() time.Duration {
+	if d.lease == nil {
+		return hosts.Interval(d.cfg.Fleet.HostTimeout)
+	}
+	return hosts.RenewEvery(d.cfg.Fleet.HostTimeout, d.lease.Duration())
+}
+
+// slotsLease is the lease slots fences launches with (nil without one).
+func (d *Daemon) slotsLease() slots.Lease {
+	if d.lease == nil {
+		return nil
+	}
+	return d.lease
+}
+
+// runFence watches the lease until ctx is done. While it is not held (no
+// renewal committed for fleet.lease: the store out of reach) the agents of
+// failover roles are stopped, with reason fenced, again each round (a
+// launch under way when the lease went may start one more); other agents
+// are supervised as ever. Once it is held again, the fenced stops the
+// store could not take are recorded, and the reconciler runs at once. A
+// daemon just started waits for its first renewal's outcome: a lease not
+// renewed yet is not a lease lost.
+func (d *Daemon) runFence(ctx context.Context) {
+	if d.lease == nil {
+		return
+	}
+	every := min(max(d.lease.Duration()/20, 50*time.Millisecond), time.Second)
+	grace := hosts.FenceGrace(d.lease.Duration(), d.stopGrace)
+	fenced := false
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !d.lease.Tried() {
+			continue
+		}
+		if !d.lease.Held(time.Now()) {
+			if !fenced {
+				d.log.Warn("lease lost: stopping the agents of failover roles", "host", d.host, "lease", d.lease.Duration())
+				fenced = true
+			}
+			if n := d.slots.Fence(ctx, grace); n > 0 {
+				d.log.Warn("fenced", "agents", n)
+			}
+			continue
+		}
+		if fenced {
+			d.log.Info("lease held again", "host", d.host)
+			fenced = false
+			d.slots.Kick()
+		}
+		if d.slots.FencedPending() > 0 {
+			d.slots.RecordFenced(ctx)
+		}
+	}
 }
 
 // runHeartbeat runs the heartbeat until ctx is done. A first write that
@@ -21,7 +90,7 @@ func (d *Daemon) newHeartbeat(version string) (*hosts.Heartbeat, error) {
 // daemon keeps supervising its own host meanwhile, and other hosts see it
 // stale until a beat is recorded.
 func (d *Daemon) runHeartbeat(ctx context.Context) {
-	every := hosts.Interval(d.cfg.Fleet.HostTimeout)
+	every := d.beatEvery()
 	for {
 		err := d.heartbeat.Run(ctx)
 		if err == nil || ctx.Err() != nil {
@@ -38,7 +107,8 @@ func (d *Daemon) runHeartbeat(ctx context.Context) {
 
 // listen turns the store's notifications (PostgreSQL LISTEN/NOTIFY) into
 // wake-ups: a command for this host runs at once (and the live set status
-// keeps is read again), and `events -f` readers read at once. A hint only: the loops poll anyway, so a lost notification
+// keeps is read again), a placement put makes every daemon reconcile at
+// once, and `events -f` readers read at once. A hint only: the loops poll anyway, so a lost notification
 // or a broken listening connection delays things, never loses them. A
 // store that cannot notify (SQLite) leaves nothing to do.
 func (d *Daemon) listen(ctx context.Context, st store.Store) {
@@ -57,6 +127,10 @@ func (d *Daemon) listen(ctx context.Context, st store.Store) {
 				}
 			case store.ChannelEvents:
 				d.server.WakeEvents()
+			case store.ChannelPlacements:
+				// A slot was placed (here, or moved away): reconcile
+				// now, not at the next round.
+				d.slots.Kick()
 			}
 		})
 		if ctx.Err() != nil {

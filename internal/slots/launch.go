@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -42,6 +43,9 @@ type LaunchRequest struct {
 	Continue bool
 	// Check re-validates the slot under its lock; launch skips when it errs.
 	Check func(s *herd.Session, exists bool) error
+	// Generation is the slot's placement generation the launch was
+	// planned on (0: any); a failover slot launches only while it holds.
+	Generation int64
 }
 
 // errSkip means a launch was no longer needed when its slot was locked.
@@ -65,6 +69,23 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		return errShuttingDown
 	}
 	defer s.ops.End()
+	if s.fenced(req.Role) {
+		gen, err := s.fenceCheck(ctx, req)
+		if errors.Is(err, errFenced) {
+			s.o.Log.Debug("launch fenced", "session", req.Name, "generation", req.Generation)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if gen != 0 {
+			req.Data = maps.Clone(req.Data)
+			if req.Data == nil {
+				req.Data = map[string]any{}
+			}
+			req.Data["generation"] = gen
+		}
+	}
 	prior, err := s.readSlot(ctx, req)
 	if errors.Is(err, errSkip) {
 		return nil
@@ -100,6 +121,9 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	s.identifyAgent(l, started.RootPID)
 	if err := s.recordLaunched(ctx, l, rec, started.RootPID); err != nil {
 		return err
+	}
+	if s.fenced(req.Role) {
+		s.noteFenceable(l.inc)
 	}
 	s.o.Prober.Watch(req.Name, l.inc, started.Wait)
 	if req.Kind == herd.EventRestarted {

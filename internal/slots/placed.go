@@ -26,6 +26,9 @@ type placedView struct {
 	// mine holds, by role, the slot indices placed on this host, with
 	// when each was placed.
 	mine map[string]map[int]time.Time
+	// gens holds, by role, the generations (fencing tokens) of the slots
+	// placed on this host.
+	gens map[string]map[int]int64
 	// moved are incarnations still open on this host whose session now
 	// runs on another host (failover took the slot while this daemon was
 	// away): they are ended here.
@@ -103,7 +106,7 @@ func (sl *Slots) placement(ctx context.Context, all []herd.Role, sessions []herd
 		return own, pl, nil
 	}
 	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
-		pl.mine, pl.moved = nil, nil
+		pl.mine, pl.gens, pl.moved = nil, nil, nil
 		return sl.readPlacement(tx, &pl, sessions)
 	})
 	return own, pl, err
@@ -122,11 +125,14 @@ func (sl *Slots) readPlacement(tx store.Tx, pl *placedView, sessions []herd.Sess
 		return err
 	}
 	pl.mine = map[string]map[int]time.Time{}
+	pl.gens = map[string]map[int]int64{}
 	for _, p := range ps {
 		if pl.mine[p.Role] == nil {
 			pl.mine[p.Role] = map[int]time.Time{}
+			pl.gens[p.Role] = map[int]int64{}
 		}
 		pl.mine[p.Role][p.Index] = p.AssignedAt
+		pl.gens[p.Role][p.Index] = p.Generation
 	}
 	if !failover {
 		return nil
@@ -157,12 +163,15 @@ func (sl *Slots) readPlacement(tx store.Tx, pl *placedView, sessions []herd.Sess
 	return nil
 }
 
-// launchPlaced launches a slot placed on this host. A slot another host
-// still holds waits for that host to stop it (its placement moved), unless
-// that host is stale and the role fails over: then this host takes the
-// slot (the old host, back, ends its copy: see endMoved).
-func (sl *Slots) launchPlaced(ctx context.Context, role herd.Role, a reconcile.Action) error {
+// launchPlaced launches a slot placed on this host (gen: its generation as
+// read). A slot another host still holds waits for that host to stop it
+// (its placement moved), unless that host is stale and the role fails
+// over: then this host takes the slot (the old host, back, ends its copy:
+// see endMoved). With a lease, "stale" is the lease's word: its end plus
+// the margin, by the database's clock (see fenceCheck).
+func (sl *Slots) launchPlaced(ctx context.Context, role herd.Role, a reconcile.Action, gen int64) error {
 	req := reconcileLaunch(role, a)
+	req.Generation = gen
 	if a.Kind != reconcile.Launch {
 		return sl.launch(ctx, req)
 	}
@@ -188,7 +197,7 @@ func (sl *Slots) launchPlaced(ctx context.Context, role herd.Role, a reconcile.A
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if err == nil && hosts.Status(h, time.Now(), sl.hostTimeout()) == hosts.Up {
+		if err == nil && !sl.fenced(role) && hosts.Status(h, time.Now(), sl.hostTimeout()) == hosts.Up {
 			return errSkip
 		}
 		from = s.Host

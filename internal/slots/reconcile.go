@@ -49,7 +49,7 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 		}
 		launches = append(launches, a)
 	}
-	sl.launchWave(ctx, byName, launches)
+	sl.launchWave(ctx, byName, launches, pl.gens)
 	if ctx.Err() != nil {
 		return time.Time{}
 	}
@@ -139,12 +139,12 @@ func (sl *Slots) read(ctx context.Context) (roles []herd.Role, sessions []herd.S
 func (sl *Slots) readAll(ctx context.Context) (roles []herd.Role, sessions []herd.Session, err error) {
 	sl.listMu.Lock()
 	defer sl.listMu.Unlock()
-	roles, sessions, _, gen, changed, err := sl.st.ListingSince(ctx, sl.listed.gen)
+	roles, sessions, live, gen, changed, err := sl.st.ListingSince(ctx, sl.listed.gen)
 	if err != nil {
 		return nil, nil, err
 	}
 	if changed {
-		sl.listed.gen, sl.listed.roles, sl.listed.sessions = gen, roles, sessions
+		sl.listed.gen, sl.listed.roles, sl.listed.sessions, sl.listed.live = gen, roles, sessions, live
 	}
 	return sl.listed.roles, sl.listed.sessions, nil
 }

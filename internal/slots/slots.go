@@ -60,7 +60,11 @@ type Options struct {
 	// HostTimeout ([fleet] host_timeout): another host's daemon silent
 	// this long is stale, and its slots of a failover role may move here.
 	HostTimeout time.Duration
-	Log         *slog.Logger
+	// Lease is this daemon's lease (fleet.lease): failover slots launch
+	// only while it is held (see fenceCheck). Nil: no fencing (one
+	// daemon).
+	Lease Lease
+	Log   *slog.Logger
 }
 
 // Slots launches and stops this host's sessions.
@@ -86,6 +90,9 @@ type Slots struct {
 		gen      uint64
 		roles    []herd.Role
 		sessions []herd.Session
+		// live are the open incarnations of the listing: what Fence
+		// ends when the store cannot be read.
+		live []status.Live
 	}
 	// td ends incarnations and retries what they leave behind.
 	td *takedown.Takedown
@@ -103,6 +110,12 @@ type Slots struct {
 	// binaries maps a session whose incarnation runs an agent binary
 	// replaced on disk to that incarnation (see noteBinary).
 	binaries map[string]string
+	// fenceable holds, by session, the last incarnation of a failover
+	// slot this daemon launched (see Fence).
+	fenceable map[string]herd.Incarnation
+	// fencedPending maps the incarnations fenced whose stop is not yet
+	// recorded to their session (see RecordFenced).
+	fencedPending map[string]string
 }
 
 // New returns Slots; Run starts the reconcile loop.

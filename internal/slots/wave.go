@@ -21,7 +21,8 @@ const maxParallelLaunches = 8
 // round never overlaps the next. Each launch holds its own slot's lock, so
 // one slot never has two launches, and each keeps the write-ahead rule: a
 // launch cut short by a shutdown leaves its record for the next daemon.
-func (sl *Slots) launchWave(ctx context.Context, roles map[string]herd.Role, steps []reconcile.Action) {
+// gens are the generations of this host's placements, by role and index.
+func (sl *Slots) launchWave(ctx context.Context, roles map[string]herd.Role, steps []reconcile.Action, gens map[string]map[int]int64) {
 	loop.Each(maxParallelLaunches, steps, func(a reconcile.Action) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -33,7 +34,7 @@ func (sl *Slots) launchWave(ctx context.Context, roles map[string]herd.Role, ste
 		}
 		var err error
 		if roles[a.Role].Placed() {
-			err = sl.launchPlaced(ctx, roles[a.Role], a)
+			err = sl.launchPlaced(ctx, roles[a.Role], a, gens[a.Role][a.Index])
 		} else {
 			err = sl.launch(ctx, reconcileLaunch(roles[a.Role], a))
 		}

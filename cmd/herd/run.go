@@ -16,8 +16,9 @@ import (
 func newRunCmd(g *globals) *cobra.Command {
 	var (
 		restart, runtime, workdir, agent, agentProcess string
-		envs                                           []string
+		envs, hosts                                    []string
 		replicas                                       int
+		spread, failover                               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run NAME [flags] -- CMD [ARG...]",
@@ -25,10 +26,16 @@ func newRunCmd(g *globals) *cobra.Command {
 		Long: `Declare (or replace) a role named NAME that runs CMD. The command is an argv,
 never passed to a shell. Restart settings not given take the daemon's
 [restart] defaults. The command must exist: a name is looked up in PATH (the
-role's --env PATH=... if given), a path is taken relative to the workdir.`,
+role's --env PATH=... if given), a path is taken relative to the workdir.
+
+In a fleet, --hosts, --spread and --failover place the role as the role keys
+hosts, spread and failover do: on the first live host listed, or spread
+over the live hosts (of --hosts when given), and with --failover a slot of a
+host that is gone moves to another once that host's lease has ended.`,
 		Example: `  herd run worker -- claude
   herd run flaky --runtime exec --restart on-failure -- ./agent.sh --fast
-  herd run shell-wrapped --agent claude -- sh -c 'claude; exec bash'`,
+  herd run shell-wrapped --agent claude -- sh -c 'claude; exec bash'
+  herd run spread --replicas 4 --hosts hosta,hostb --spread --failover -- claude`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 {
 				return fmt.Errorf("run: NAME is required")
@@ -68,6 +75,9 @@ role's --env PATH=... if given), a path is taken relative to the workdir.`,
 				Runtime: runtime, Agent: agent, AgentProcess: agentProcess,
 				Restart: herd.RestartPolicy{Policy: restart},
 			}
+			if err := placeRole(&role, hosts, spread, failover); err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
 			c, err := g.client()
 			if err != nil {
 				return err
@@ -76,7 +86,7 @@ role's --env PATH=... if given), a path is taken relative to the workdir.`,
 			if err := c.Do(cmd.Context(), http.MethodPost, "/v1/roles", nil, []herd.Role{role}, &res); err != nil {
 				return explain(err, g)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "role/%s configured (replicas %d)\n", name, replicas)
+			fmt.Fprintf(cmd.OutOrStdout(), "role/%s configured (replicas %d%s)\n", name, replicas, runPlacementText(role))
 			return nil
 		},
 	}
@@ -88,5 +98,51 @@ role's --env PATH=... if given), a path is taken relative to the workdir.`,
 	f.StringVar(&agent, "agent", "", "agent kind: claude | codex | gemini | generic (default: from the command)")
 	f.StringVar(&agentProcess, "agent-process", "", "when the command is a wrapper: the agent process's name")
 	f.IntVar(&replicas, "replicas", 1, "number of replicas")
+	f.StringSliceVar(&hosts, "hosts", nil, "hosts the role may run on, in order of preference (comma-separated or repeated)")
+	f.BoolVar(&spread, "spread", false, "spread the replicas over the live hosts (of --hosts when given)")
+	f.BoolVar(&failover, "failover", false, "move the slots of a host that is gone to another (needs --hosts or --spread)")
 	return cmd
+}
+
+// placeRole sets the placement flags of herd run on r: the hosts (each
+// named once, no white space), spread, and failover, which needs one of
+// them.
+func placeRole(r *herd.Role, hosts []string, spread, failover bool) error {
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		h = strings.TrimSpace(h)
+		switch {
+		case h == "":
+			return fmt.Errorf("--hosts: an empty host name")
+		case strings.ContainsFunc(h, func(c rune) bool { return c <= ' ' || c == 0x7f }):
+			return fmt.Errorf("--hosts: %q contains white space or a control character", h)
+		case seen[h]:
+			return fmt.Errorf("--hosts: %q is listed twice", h)
+		}
+		seen[h] = true
+		r.Hosts = append(r.Hosts, h)
+	}
+	r.Spread, r.Failover = spread, failover
+	if failover && !r.Placed() {
+		return fmt.Errorf("--failover needs --hosts or --spread: a role without placement runs only on the host that declared it")
+	}
+	return nil
+}
+
+// runPlacementText is what herd run says of a placed role's placement.
+func runPlacementText(r herd.Role) string {
+	if !r.Placed() {
+		return ""
+	}
+	var parts []string
+	if len(r.Hosts) > 0 {
+		parts = append(parts, "hosts "+strings.Join(r.Hosts, ","))
+	}
+	if r.Spread {
+		parts = append(parts, "spread")
+	}
+	if r.Failover {
+		parts = append(parts, "failover")
+	}
+	return ", " + strings.Join(parts, ", ")
 }

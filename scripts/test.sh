@@ -47,6 +47,13 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
   apt_install systemd
 fi
 
+# The partition test puts daemons in network namespaces of their own and
+# cuts their link to PostgreSQL (ip netns, veth pairs, ip link).
+if ! command -v ip >/dev/null 2>&1; then
+  echo "ip is missing; installing iproute2"
+  apt_install iproute2
+fi
+
 # The console's tests drive a real headless browser.
 if ! command -v chromium >/dev/null 2>&1; then
   echo "chromium is missing; installing it"

@@ -59,7 +59,7 @@ func TestFleetPlacement(t *testing.T) {
 	dsn := startPG(t)
 	envs := map[string]*env{}
 	for _, h := range []string{"a", "b", "c"} {
-		envs[h] = newFleetEnv(t, h, dsn)
+		envs[h] = newFleetEnv(t, h, dsn, `lease = "2s"`)
 		envs[h].start()
 	}
 	a, b := envs["a"], envs["b"]

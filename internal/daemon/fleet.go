@@ -75,8 +75,11 @@ func (d *Daemon) runFence(ctx context.Context) {
 			continue
 		}
 		if fenced {
+			// The fleet went on while this host was away (slots moved,
+			// sessions stopped elsewhere): read it all again.
 			d.log.Info("lease held again", "host", d.host)
 			fenced = false
+			d.status.Invalidate()
 			d.slots.Kick()
 		}
 		if d.slots.FencedPending() > 0 {

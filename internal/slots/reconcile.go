@@ -68,6 +68,14 @@ func (sl *Slots) stopInBackground(ctx context.Context, a reconcile.Action) {
 	sl.group.Go("reconcile stop", func() {
 		defer release()
 		err := sl.slottedStop(ctx, StopRequest{Name: a.Session, Reason: a.Reason})
+		var moved *notHereError
+		if errors.As(err, &moved) {
+			// Planned on a listing older than the move (this host was
+			// away): the other host owns it now; nothing of it is here.
+			sl.o.Log.Info("reconcile: session moved to another host; not stopped here", "session", a.Session, "host", moved.host)
+			sl.st.Invalidate()
+			return
+		}
 		if err != nil && !errors.Is(err, ErrAlreadyStopped) && !errors.Is(err, errShuttingDown) {
 			sl.o.Log.Error("reconcile", "action", a.Kind, "session", a.Session, "err", err)
 		}

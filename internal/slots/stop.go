@@ -132,9 +132,17 @@ func (sl *Slots) checkStop(req StopRequest, s herd.Session) error {
 		}
 	}
 	if s.Host != sl.st.Host() && !req.NoSignal {
-		return fmt.Errorf("session %s runs on host %s, not %s", s.Name, s.Host, sl.st.Host())
+		return &notHereError{name: s.Name, host: s.Host, here: sl.st.Host()}
 	}
 	return nil
+}
+
+// notHereError means a stop found its session on another host: the slot
+// moved there (failover, a placement change) after this host planned it.
+type notHereError struct{ name, host, here string }
+
+func (e *notHereError) Error() string {
+	return fmt.Sprintf("session %s runs on host %s, not %s", e.name, e.host, e.here)
 }
 
 // takeDown ends inc's processes for a stop; an agent that outlived its

@@ -21,6 +21,15 @@ func (s *Store) TryLock(ctx context.Context, key int64) (store.Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: lock: %w", err)
 	}
+	// A holder cut off from the server (a partition: packets dropped,
+	// nothing refused) must lose the lock within seconds, not when the
+	// kernel gives the connection up (hours): the server probes the idle
+	// connection and drops it, and with it the lock, once unanswered data
+	// or probes have waited lockDeadAfter. Ignored on a unix socket, and
+	// tcp_user_timeout before PostgreSQL 12: best effort.
+	for _, set := range lockKeepalive {
+		_, _ = conn.ExecContext(ctx, set)
+	}
 	var ok bool
 	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
 		_ = conn.Raw(func(any) error { return sqlBadConn })
@@ -33,6 +42,18 @@ func (s *Store) TryLock(ctx context.Context, key int64) (store.Lock, error) {
 	}
 	return &sessionLock{conn: conn, key: key}, nil
 }
+
+// lockKeepalive are the settings of a lock's connection: keepalive probes
+// after 2s idle, every second, three unanswered ending it; data unacked
+// for lockDeadAfter ending it too.
+var lockKeepalive = []string{
+	"SET tcp_keepalives_idle = 2", "SET tcp_keepalives_interval = 1", "SET tcp_keepalives_count = 3",
+	fmt.Sprintf("SET tcp_user_timeout = %d", lockDeadAfter.Milliseconds()),
+}
+
+// lockDeadAfter is about how long the server keeps the lock of a holder
+// it cannot reach.
+const lockDeadAfter = 5 * time.Second
 
 // sqlBadConn, returned from Conn.Raw, makes database/sql discard the
 // connection rather than pool it.

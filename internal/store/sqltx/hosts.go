@@ -34,7 +34,7 @@ func (t *tx) Hosts() ([]herd.Host, error) {
 
 func scanHost(sc scanner) (herd.Host, error) {
 	var (
-		h                  herd.Host
+		h                         herd.Host
 		started, heartbeat, lease int64
 	)
 	if err := sc.Scan(&h.Name, &h.BootID, &h.Version, &started, &heartbeat, &lease); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/api"
 	"herd/internal/testenv"
 )
 
@@ -221,7 +223,11 @@ func TestPartitionFencing(t *testing.T) {
 	}
 	allRunning := func() bool {
 		running := 0
-		for _, v := range a.sessions() {
+		views, ok := trySessions(a)
+		if !ok {
+			return false // a's store a moment away (just healed): ask again
+		}
+		for _, v := range views {
 			if v.State == herd.StateRunning {
 				running++
 			}
@@ -296,6 +302,7 @@ func TestPartitionFencing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	var short, long, moved int
 	var heals []time.Duration
+	after := foHosts(a)
 	started := time.Now()
 	for i := range partitions {
 		h := hosts[rng.IntN(len(hosts))]
@@ -311,14 +318,21 @@ func TestPartitionFencing(t *testing.T) {
 		} else {
 			long++
 		}
-		before := foHosts(a)
+		before := after
 		h.cut(t, true)
 		<-time.After(d) // the partition's length: a duration, not a condition
 		h.cut(t, false)
 		healed := time.Now()
 		a.waitFor(fmt.Sprintf("partition %d (%s, %v): every slot running again", i, h.name, d), 60*time.Second, allRunning)
 		heals = append(heals, time.Since(healed))
-		after := foHosts(a)
+		after = map[string]string{}
+		if views, ok := trySessions(a); ok {
+			for _, v := range views {
+				if v.Role == "fo" && v.State == herd.StateRunning {
+					after[v.Name] = v.Host
+				}
+			}
+		}
 		for slot, host := range before {
 			if after[slot] != host {
 				moved++
@@ -366,4 +380,15 @@ func TestPartitionFencing(t *testing.T) {
 // foHosts maps the failover role's running sessions to their host.
 func foHosts(e *env) map[string]string {
 	return hostsOf(e, "fo", herd.StateRunning)
+}
+
+// trySessions is e's sessions, or false when the CLI could not list them
+// (the daemon's store out of reach for a moment).
+func trySessions(e *env) ([]api.SessionView, bool) {
+	out, _, code := e.herd("get", "sessions", "-o", "json")
+	var views []api.SessionView
+	if code != 0 || json.Unmarshal([]byte(out), &views) != nil {
+		return nil, false
+	}
+	return views, true
 }

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,12 +18,13 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/pgcluster"
 	"herd/internal/testenv"
 )
 
 // netHost is one host of the partition test: a network namespace joined
-// to the test's by a veth pair, whose only way to PostgreSQL is a proxy
-// on the pair's outer address.
+// to the test's by a veth pair, whose only way to PostgreSQL is the
+// server's TCP listener on the pair's outer address.
 type netHost struct {
 	name string
 	ns   string
@@ -34,8 +33,6 @@ type netHost struct {
 	outer      string
 	outerAddr  string
 	innerAddr  string
-	proxyAddr  string
-	proxy      net.Listener
 	e          *env
 	partitions int
 }
@@ -66,9 +63,8 @@ func needNetns(t *testing.T) {
 	_ = exec.Command("ip", "netns", "del", probe).Run()
 }
 
-// newNetHost makes host i's namespace and veth pair (removed at cleanup)
-// and a proxy from the pair's outer address to PostgreSQL's socket.
-func newNetHost(t *testing.T, i int, name, pgSocket string) *netHost {
+// newNetHost makes host i's namespace and veth pair (removed at cleanup).
+func newNetHost(t *testing.T, i int, name string) *netHost {
 	t.Helper()
 	id := os.Getpid() % 10000
 	h := &netHost{
@@ -89,41 +85,11 @@ func newNetHost(t *testing.T, i int, name, pgSocket string) *netHost {
 	ipCmd(t, "-n", h.ns, "addr", "add", h.innerAddr+"/30", "dev", inner)
 	ipCmd(t, "-n", h.ns, "link", "set", inner, "up")
 	ipCmd(t, "-n", h.ns, "link", "set", "lo", "up")
-	ln, err := net.Listen("tcp", h.outerAddr+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.proxy, h.proxyAddr = ln, ln.Addr().String()
-	t.Cleanup(func() { ln.Close() })
-	go proxyTo(ln, pgSocket)
 	return h
 }
 
-// proxyTo copies each connection accepted on ln to and from a new
-// connection to the unix socket sock, until ln is closed.
-func proxyTo(ln net.Listener, sock string) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			s, err := net.Dial("unix", sock)
-			if err != nil {
-				return
-			}
-			defer s.Close()
-			done := make(chan struct{}, 2)
-			go func() { _, _ = io.Copy(s, c); done <- struct{}{} }()
-			go func() { _, _ = io.Copy(c, s); done <- struct{}{} }()
-			<-done
-		}()
-	}
-}
-
 // cut drops, or lets through again, every packet between host h and the
-// proxy: the pair's outer end down or up.
+// server: the pair's outer end down or up.
 func (h *netHost) cut(t *testing.T, down bool) {
 	t.Helper()
 	state := "up"
@@ -196,24 +162,45 @@ func sampleSlots(role string, hostOf map[string]string) slotSample {
 // each heal every slot runs again.
 func TestPartitionFencing(t *testing.T) {
 	needNetns(t)
-	dsn := startPG(t)
-	sockDir := regexp.MustCompile(`host=(\S+)`).FindStringSubmatch(dsn)[1]
-	pgSocket := filepath.Join(sockDir, ".s.PGSQL.5432")
 	const lease = 2 * time.Second
 	names := []string{"pa", "pb", "pc"}
 	var hosts []*netHost
-	hostOf := map[string]string{} // daemon socket -> host
+	var addrs []string
 	for i, name := range names {
-		h := newNetHost(t, i+1, name, pgSocket)
-		host, port, _ := net.SplitHostPort(h.proxyAddr)
-		hdsn := fmt.Sprintf("host=%s port=%s user=herd dbname=postgres sslmode=disable connect_timeout=2", host, port)
+		h := newNetHost(t, i+1, name)
+		hosts = append(hosts, h)
+		addrs = append(addrs, h.outerAddr)
+	}
+	// The server listens on the pairs' outer addresses only: each host
+	// reaches it over its own link, and a link cut is a partition (the
+	// server's own keepalives end a cut-off session, and the locks it
+	// holds, as they would across a real network).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	pg, err := pgcluster.StartListening(ctx, addrs...)
+	cancel()
+	if errors.Is(err, pgcluster.ErrNoBinaries) {
+		testenv.Require(t, "PostgreSQL", err.Error(), testenv.InstallPostgres)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := pg.Stop(ctx); err != nil {
+			t.Errorf("stop PostgreSQL: %v", err)
+		}
+	})
+	hostOf := map[string]string{} // daemon socket -> host
+	for _, h := range hosts {
+		name := h.name
+		hdsn := fmt.Sprintf("host=%s port=%d user=herd dbname=postgres sslmode=disable connect_timeout=2", h.outerAddr, pg.Port())
 		h.e = newFleetEnv(t, name, hdsn, fmt.Sprintf("lease = %q", lease.String()))
 		// A daemon cut off from its store says so, loudly: expected here.
 		h.e.sb.ExpectErrors(`i/o timeout`, `timeout`, `deadline exceeded`, `context canceled`, `connection`, `conn closed`,
 			`EOF`, `broken pipe`, `unreachable`, `failed to connect`, `no route`, `closed network`)
 		h.e.daemon = h.e.sb.Daemon(wrapper(t, h.ns), h.e.extra())
 		hostOf[h.e.socket] = name
-		hosts = append(hosts, h)
 	}
 	a := hosts[0].e
 	a.must("run", "fo", "--replicas", "3", "--hosts", "pa,pb,pc", "--spread", "--failover", "--runtime", "exec", "--", "sleep", "3600")
@@ -300,7 +287,7 @@ func TestPartitionFencing(t *testing.T) {
 
 	const partitions = 20
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	var short, long, moved int
+	var short, long, moved, leaderCuts int
 	var heals []time.Duration
 	after := foHosts(a)
 	started := time.Now()
@@ -312,6 +299,17 @@ func TestPartitionFencing(t *testing.T) {
 		d := time.Duration(300+rng.IntN(1500)) * time.Millisecond
 		if i%2 == 1 {
 			d = lease + time.Duration(rng.IntN(int(3*lease/time.Millisecond)))*time.Millisecond
+		}
+		if i%4 == 3 {
+			// The placement leader itself, long enough for the server
+			// to drop its lock and another daemon to move its slots.
+			l := leader(a)
+			for _, c := range hosts {
+				if c.name == l {
+					h, d = c, 3*lease+time.Duration(rng.IntN(int(lease/time.Millisecond)))*time.Millisecond
+					leaderCuts++
+				}
+			}
 		}
 		if d < lease {
 			short++
@@ -364,8 +362,8 @@ func TestPartitionFencing(t *testing.T) {
 	}
 	t.Logf("figures: %d partitions (%d shorter than the %v lease, %d longer) in %v; %d samples at 100 ms; "+
 		"%d instants with two live agents for one slot (most agents of one slot at once: %d); %d non-failover agents killed; "+
-		"%d fenced stops; %d slot moves; every slot running again within %v of each heal",
-		partitions, short, lease, long, time.Since(started).Round(time.Second), samples, len(doubles), maxAlive, killed, fenced, moved, slowest.Round(time.Millisecond))
+		"%d fenced stops; %d slot moves; %d cuts of the placement leader; every slot running again within %v of each heal",
+		partitions, short, lease, long, time.Since(started).Round(time.Second), samples, len(doubles), maxAlive, killed, fenced, moved, leaderCuts, slowest.Round(time.Millisecond))
 	if len(doubles) > 0 {
 		t.Errorf("expected no instant with two live agents for one slot, got %d:\n%s", len(doubles), strings.Join(doubles, "\n"))
 	}

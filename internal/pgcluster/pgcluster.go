@@ -1,5 +1,6 @@
 // Package pgcluster starts a private, throwaway PostgreSQL cluster: a temp
-// directory, a unix socket and no TCP listener, run by an unprivileged user.
+// directory, a unix socket and, unless asked for (StartListening), no TCP
+// listener, run by an unprivileged user.
 package pgcluster
 
 import (
@@ -7,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +43,10 @@ type Cluster struct {
 	dir  string // everything: data, socket, log
 	sock string // the socket directory
 	cmd  *exec.Cmd
+	// listen are the TCP addresses the server listens on (none: the
+	// socket only), at port.
+	listen []string
+	port   int
 	// exited is closed when the server process has been waited for;
 	// waitErr is its exit status then.
 	exited  chan struct{}
@@ -53,6 +59,14 @@ type Cluster struct {
 // user. If the caller dies, the kernel stops the server (parent-death
 // signal); the directory then stays behind in the temp dir.
 func Start(ctx context.Context) (*Cluster, error) {
+	return StartListening(ctx)
+}
+
+// StartListening is Start with the server listening on TCP too, on each
+// of addrs (which must exist on this machine) at a free port (Port),
+// trusting every client: for tests that reach the server over a network
+// of their own (network namespaces). The socket stays as Start's.
+func StartListening(ctx context.Context, addrs ...string) (*Cluster, error) {
 	bin, err := findBinaries()
 	if err != nil {
 		return nil, err
@@ -61,7 +75,13 @@ func Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
-	c := &Cluster{dir: dir, sock: filepath.Join(dir, "sock"), exited: make(chan struct{})}
+	c := &Cluster{dir: dir, sock: filepath.Join(dir, "sock"), exited: make(chan struct{}), listen: addrs, port: 5432}
+	if len(addrs) > 0 {
+		if c.port, err = freePort(addrs[0]); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	if err := c.start(ctx, bin); err != nil {
 		if c.cmd != nil {
 			_ = c.Stop(context.WithoutCancel(ctx))
@@ -93,6 +113,20 @@ func (c *Cluster) start(ctx context.Context, bin string) error {
 		return fmt.Errorf("pgcluster: initdb: %w: %s", err, bytes.TrimSpace(out))
 	}
 
+	if len(c.listen) > 0 {
+		hba, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return fmt.Errorf("pgcluster: %w", err)
+		}
+		_, err = hba.WriteString("host all all 0.0.0.0/0 trust\n")
+		if cerr := hba.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("pgcluster: pg_hba.conf: %w", err)
+		}
+	}
+
 	logf, err := os.OpenFile(filepath.Join(c.dir, "server.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("pgcluster: %w", err)
@@ -100,7 +134,7 @@ func (c *Cluster) start(ctx context.Context, bin string) error {
 	defer logf.Close() // the child holds its own descriptor
 	// Not CommandContext: the server outlives ctx, which bounds only the start.
 	cmd := command(context.Background(), c.dir, cred, filepath.Join(bin, "postgres"),
-		"-D", data, "-k", c.sock, "-c", "listen_addresses=",
+		"-D", data, "-k", c.sock, "-p", strconv.Itoa(c.port), "-c", "listen_addresses="+strings.Join(c.listen, ","),
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "shared_buffers=32MB", "-c", "max_connections=200")
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -132,9 +166,23 @@ func (c *Cluster) start(ctx context.Context, bin string) error {
 	}
 }
 
-// DSN is the keyword/value connection string of database db.
+// DSN is the keyword/value connection string of database db, over the
+// socket.
 func (c *Cluster) DSN(db string) string {
-	return fmt.Sprintf("host=%s user=%s dbname=%s sslmode=disable", c.sock, User, db)
+	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", c.sock, c.port, User, db)
+}
+
+// Port is the server's port (of its socket, and of its TCP listeners).
+func (c *Cluster) Port() int { return c.port }
+
+// freePort returns a TCP port free on addr now.
+func freePort(addr string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("pgcluster: a free port on %s: %w", addr, err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Stop shuts the server down (fast shutdown: sessions are disconnected),

@@ -11,8 +11,8 @@ import (
 	"herd/internal/store/pgtest"
 )
 
-// TestListen: another Store's committed event and command reach a
-// listener, in commit order, once per transaction; a rolled-back event
+// TestListen: another Store's committed event, command and placement
+// reach a listener, in commit order, once per transaction; a rolled-back event
 // sends nothing; the listening connection stays within MaxConns.
 func TestListen(t *testing.T) {
 	dsn := pgtest.DSN(t)
@@ -79,7 +79,13 @@ func TestListen(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := []note{{store.ChannelCommands, "host-a"}, {store.ChannelEvents, ""}}
+	// A placement put: every daemon hears of it, with the slot's host.
+	if err := b.Update(ctx, func(tx store.Tx) error {
+		return tx.PutPlacement(herd.Placement{Role: "w", Index: 0, Host: "host-b", AssignedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []note{{store.ChannelCommands, "host-a"}, {store.ChannelEvents, ""}, {store.ChannelPlacements, "host-b"}}
 	for i, w := range want {
 		select {
 		case got := <-notes:

@@ -38,6 +38,9 @@ func (h *fleetHost) start(ctx context.Context) error {
 	cfg.Daemon.Host = h.name
 	cfg.Tmux.Socket = socketName() + "-" + h.name
 	cfg.Fleet.HostTimeout = 3 * time.Second
+	// A failover slot moves once the old host's lease ended plus the
+	// margin: short here, so the demo's host going away shows it soon.
+	cfg.Fleet.Lease = 2 * time.Second
 	log, err := os.OpenFile(filepath.Join(h.dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -222,7 +225,7 @@ func (d *fleetDemo) stopElsewhere(ctx context.Context) error {
 // failover role moves.
 func (d *fleetDemo) hostGone(ctx context.Context) error {
 	o, a, b, step := d.o, d.a, d.b, d.step
-	step("demo-b's daemon stops (its agents keep running): within host_timeout (3s) its sessions are unknown, never dead, never relaunched on demo-a — but delta fails over: its slot moves to demo-a")
+	step("demo-b's daemon stops (its agents keep running): within host_timeout (3s) its sessions are unknown, never dead, never relaunched on demo-a — but delta fails over: once demo-b's lease (2s) has ended plus a margin, its slot moves to demo-a")
 	b.stop()
 	b.stop = nil
 	if err := waitFleet(ctx, a.client, 30*time.Second, func(v []api.SessionView) bool {

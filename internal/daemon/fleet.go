@@ -12,7 +12,11 @@ import (
 
 // newHeartbeat returns the component that keeps this host's row current,
 // beating three times per fleet.host_timeout, and renewing the lease (four
-// times per fleet.lease when that is sooner) in a fleet.
+// times per fleet.lease when that is sooner) in a fleet. It writes through
+// the writer's store (a write around it would cost the live set a read at
+// every beat); a renewal counts only when that store reports a commit the
+// database made: a write path that holds writes back while the database is
+// away must fail a renewal, never report it done.
 func (d *Daemon) newHeartbeat(version string) (*hosts.Heartbeat, error) {
 	h := herd.Host{Name: d.host, BootID: d.bootID, Version: version}
 	hb, err := hosts.NewHeartbeat(d.status.Store(), h, d.beatEvery(), d.log)

@@ -28,7 +28,7 @@ var _ Lease = (*hosts.Lease)(nil)
 // errFenced means a failover slot was not launched: this host's lease is
 // not held, or the slot's placement (its fencing token) is not this
 // host's any more.
-var errFenced = errors.New("fenced: the slot's lease or placement is not this host's")
+var errFenced = errors.New("fenced: this host's lease is not held (the store out of reach), or the slot is placed on another host")
 
 // fenced reports whether launches of role go through the fence: a placed
 // role that fails over, on a daemon that holds a lease.

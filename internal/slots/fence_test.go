@@ -152,10 +152,14 @@ func TestFence(t *testing.T) {
 	if n := e.sl.Fence(ctx, 500*time.Millisecond); n != 0 {
 		t.Errorf("[fence again] expected nothing left to stop, got %d", n)
 	}
-	// While fenced, the slot is not launched again.
+	// While fenced, the slot is not launched again; a resume asked for
+	// says why.
 	e.sl.Reconcile(ctx)
 	if s, _ := e.st.Session(ctx, "p-0"); s.State != herd.StateStopped {
 		t.Errorf("[fenced] expected p-0 to stay stopped, got %s", s.State)
+	}
+	if err := e.sl.Resume(ctx, "p-0"); !errors.Is(err, errFenced) {
+		t.Errorf("[resume while fenced] expected the fence named, got %v", err)
 	}
 }
 

@@ -72,6 +72,10 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	if s.fenced(req.Role) {
 		gen, err := s.fenceCheck(ctx, req)
 		if errors.Is(err, errFenced) {
+			if req.Kind == herd.EventResumed || req.Reason == herd.ReasonUser {
+				// A person asked: say why nothing started.
+				return fmt.Errorf("launch %s: %w", req.Name, err)
+			}
 			s.o.Log.Debug("launch fenced", "session", req.Name, "generation", req.Generation)
 			return nil
 		}

@@ -114,8 +114,9 @@ func (d *Daemon) runHeartbeat(ctx context.Context) {
 
 // listen turns the store's notifications (PostgreSQL LISTEN/NOTIFY) into
 // wake-ups: a command for this host runs at once (and the live set status
-// keeps is read again), a placement put makes every daemon reconcile at
-// once, and `events -f` readers read at once. A hint only: the loops poll anyway, so a lost notification
+// keeps is read again), a role written makes the placement leader assign
+// at once and a placement put makes every daemon reconcile at once, and
+// `events -f` readers read at once. A hint only: the loops poll anyway, so a lost notification
 // or a broken listening connection delays things, never loses them. A
 // store that cannot notify (SQLite) leaves nothing to do.
 func (d *Daemon) listen(ctx context.Context, st store.Store) {
@@ -135,8 +136,14 @@ func (d *Daemon) listen(ctx context.Context, st store.Store) {
 			case store.ChannelEvents:
 				d.server.WakeEvents()
 			case store.ChannelPlacements:
-				// A slot was placed (here, or moved away): reconcile
-				// now, not at the next round.
+				if payload == "" {
+					// A role was written: the leader (if this
+					// daemon leads) assigns its slots now.
+					d.placement.Kick()
+					return
+				}
+				// A slot was placed (here, or moved away):
+				// reconcile now, not at the next round.
 				d.slots.Kick()
 			}
 		})

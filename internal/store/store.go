@@ -50,7 +50,8 @@ const (
 	ChannelEvents = "herd_events"
 	// ChannelCommands: a command was committed; the payload is its host.
 	ChannelCommands = "herd_commands"
-	// ChannelPlacements: a placement was put; the payload is its host.
+	// ChannelPlacements: a placement was put (the payload is its host),
+	// or a role was written (no payload: placement is due again).
 	ChannelPlacements = "herd_placements"
 )
 

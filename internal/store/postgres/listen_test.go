@@ -11,8 +11,8 @@ import (
 	"herd/internal/store/pgtest"
 )
 
-// TestListen: another Store's committed event, command and placement
-// reach a listener, in commit order, once per transaction; a rolled-back event
+// TestListen: another Store's committed event, command, placement and
+// role reach a listener, in commit order, once per transaction; a rolled-back event
 // sends nothing; the listening connection stays within MaxConns.
 func TestListen(t *testing.T) {
 	dsn := pgtest.DSN(t)
@@ -85,7 +85,13 @@ func TestListen(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := []note{{store.ChannelCommands, "host-a"}, {store.ChannelEvents, ""}, {store.ChannelPlacements, "host-b"}}
+	// A role written: the leader hears of it, with no host.
+	if err := b.Update(ctx, func(tx store.Tx) error {
+		return tx.PutRole(herd.Role{Name: "w", Replicas: 1, Command: []string{"sleep", "1"}, Workdir: "/", Runtime: herd.RuntimeExec, Spread: true})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []note{{store.ChannelCommands, "host-a"}, {store.ChannelEvents, ""}, {store.ChannelPlacements, "host-b"}, {store.ChannelPlacements, ""}}
 	for i, w := range want {
 		select {
 		case got := <-notes:

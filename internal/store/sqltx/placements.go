@@ -68,10 +68,8 @@ func (t *tx) PutPlacement(p herd.Placement) error {
 	if _, err := t.exec(placementUpsert, p.Role, p.Index, p.Host, assigned, top+1); err != nil {
 		return fmt.Errorf("%s: put placement %s/%d: %w", t.name, p.Role, p.Index, err)
 	}
-	if t.d.OnPlacement != "" {
-		if _, err := t.exec(t.d.OnPlacement, p.Host); err != nil {
-			return fmt.Errorf("%s: put placement %s/%d: notify: %w", t.name, p.Role, p.Index, err)
-		}
+	if err := t.notifyPlacement(p.Host); err != nil {
+		return fmt.Errorf("%s: put placement %s/%d: %w", t.name, p.Role, p.Index, err)
 	}
 	return nil
 }

@@ -37,8 +37,9 @@ type Dialect struct {
 	OnAppend  string
 	OnCommand string
 	// OnPlacement, when set, runs after each placement put, with the
-	// placement's host as its parameter (PostgreSQL: a NOTIFY on
-	// store.ChannelPlacements, so every daemon reconciles at once).
+	// placement's host as its parameter, and after each role written,
+	// with "" (PostgreSQL: a NOTIFY on store.ChannelPlacements, so that
+	// the leader assigns and every daemon reconciles at once).
 	OnPlacement string
 	// Now, when set, reads the database's clock, in nanoseconds since the
 	// epoch: leases are judged by one clock whatever the hosts' clocks.
@@ -274,6 +275,9 @@ func (t *tx) PutRole(r herd.Role) error {
 	if err != nil {
 		return fmt.Errorf("%s: put role %q: %w", t.name, r.Name, err)
 	}
+	if err := t.notifyPlacement(""); err != nil {
+		return fmt.Errorf("%s: put role %q: %w", t.name, r.Name, err)
+	}
 	return nil
 }
 
@@ -285,6 +289,23 @@ func (t *tx) DeleteRole(name string) error {
 	}
 	if _, err := t.exec("DELETE FROM roles WHERE name = ?", name); err != nil {
 		return fmt.Errorf("%s: delete role %q: %w", t.name, name, err)
+	}
+	if err := t.notifyPlacement(""); err != nil {
+		return fmt.Errorf("%s: delete role %q: %w", t.name, name, err)
+	}
+	return nil
+}
+
+// notifyPlacement runs Dialect.OnPlacement, if any, with host: a
+// placement put on host, or ("") a role written, which the placement
+// leader assigns again at once. The server sends one notification per
+// channel and payload per transaction.
+func (t *tx) notifyPlacement(host string) error {
+	if t.d.OnPlacement == "" {
+		return nil
+	}
+	if _, err := t.exec(t.d.OnPlacement, host); err != nil {
+		return fmt.Errorf("notify: %w", err)
 	}
 	return nil
 }

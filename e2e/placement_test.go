@@ -53,7 +53,8 @@ func leader(e *env) string {
 // leader's daemon killed, another is elected and placement goes on (a
 // scale-up is placed); a host killed with failover = false leaves its
 // session unknown, not moved; with failover = true its slot moves to a
-// live host after host_timeout, and the old host, back, ends its copy
+// live host after host_timeout and its lease (2s here) plus the margin,
+// and the old host, back, ends its copy
 // through the stop path (one stopped event, reason moved).
 func TestFleetPlacement(t *testing.T) {
 	dsn := startPG(t)

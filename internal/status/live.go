@@ -144,6 +144,24 @@ func (ls *liveSet) commit(backend store.Store, ops []op) {
 	}
 }
 
+// commitJournaled applies a transaction the journal took (the store is
+// away): the backend's write count did not move.
+func (ls *liveSet) commitJournaled(ops []op) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.inflight = false
+	if len(ops) == 0 {
+		return
+	}
+	ls.seq++
+	if ls.readers > 0 {
+		ls.journal = append(ls.journal, journalEntry{seq: ls.seq, ops: slices.Clone(ops)})
+	}
+	if ls.ok {
+		ls.applyLocked(ops)
+	}
+}
+
 // bypassedLocked turns a write of this process that went around the
 // manager's store (the backend counted more writes than the manager ran)
 // into a hint. While a transaction of the manager's is under way the

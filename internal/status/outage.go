@@ -65,7 +65,11 @@ func (o *outage) enterLocked(ctx context.Context, ls *liveSet, cause error) erro
 	ls.mu.Lock()
 	seed := journal.Seed{Roles: slices.Clone(ls.roles), Sessions: slices.Clone(ls.sessions), Incarnations: slices.Collect(maps.Values(ls.incs))}
 	ls.mu.Unlock()
-	if err := o.j.Enter(ctx, seed); err != nil {
+	// The local store is made whatever the caller's deadline left: the
+	// write that found the store away goes there next.
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outageTimeout)
+	defer cancel()
+	if err := o.j.Enter(ectx, seed); err != nil {
 		return err
 	}
 	o.log.Warn("store away: this host's changes go to the local journal until it is back", "err", cause,

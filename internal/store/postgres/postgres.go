@@ -188,7 +188,9 @@ func (s *Store) run(ctx context.Context, opts *sql.TxOptions, fn func(store.Tx) 
 	}
 	done = true
 	if err := t.Commit(); err != nil {
-		if unreachable(err) {
+		// A COMMIT cut short by the caller's own deadline is the caller's
+		// to judge, not the server's absence.
+		if unreachable(err) && ctx.Err() == nil {
 			return &store.CommitUnknownError{XID: xid, Err: fmt.Errorf("postgres: commit: %w", err)}
 		}
 		return fmt.Errorf("postgres: commit: %w", err)

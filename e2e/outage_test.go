@@ -85,6 +85,22 @@ func TestPostgresOutageCampaign(t *testing.T) {
 	const steady, crashy = 40, 10
 	pg := startCluster(t)
 	dsn := pg.DSN("postgres")
+	// The private cluster runs with synchronous_commit off (tests' speed):
+	// a commit acknowledged just before a kill -9 could be lost by the
+	// server itself. Production's default, on, for the campaign's database.
+	{
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Exec(ctx, "ALTER DATABASE postgres SET synchronous_commit = on")
+		conn.Close(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	starts := t.TempDir() // each agent writes its incarnation here as it starts
 	var envs []*env
 	for _, h := range []string{"ha", "hb", "hc"} {

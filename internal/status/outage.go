@@ -51,6 +51,9 @@ func (o *outage) Away() (time.Time, bool) {
 
 // away reports whether transactions go to the journal.
 func (o *outage) away() bool {
+	if o == nil {
+		return false
+	}
 	_, a := o.Away()
 	return a
 }

@@ -75,6 +75,7 @@ func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Log
 	m := &Manager{raw: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
 	m.live.host, m.live.applyMu, m.live.maxAge = host, make(chan struct{}, 1), liveMaxAge
 	m.out = &outage{log: log}
+	m.live.out = m.out
 	if _, shared := st.(store.Listener); !shared {
 		m.live.maxAge = soleMaxAge
 	}

@@ -146,7 +146,7 @@ func (w writeThrough) Update(ctx context.Context, fn func(store.Tx) error) error
 	done = true
 	switch {
 	case err == nil && journaled:
-		ls.commitJournaled(rec.ops)
+		ls.commitJournaled(w.Store, rec.ops)
 	case err == nil:
 		ls.commit(w.Store, rec.ops)
 	case fnOK && len(rec.ops) > 0 && !journaled:

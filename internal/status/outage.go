@@ -14,9 +14,11 @@ import (
 
 // How often, while the store is away, the writer asks it whether it
 // answers again; how long one such question may take.
+// enterTimeout bounds the seed of the local store at an outage's start.
 const (
 	outageProbe   = time.Second
 	outageTimeout = 5 * time.Second
+	enterTimeout  = 30 * time.Second
 )
 
 // outage is the writer's side of a shared store's outage: while the
@@ -70,7 +72,7 @@ func (o *outage) enterLocked(ctx context.Context, ls *liveSet, cause error) erro
 	ls.mu.Unlock()
 	// The local store is made whatever the caller's deadline left: the
 	// write that found the store away goes there next.
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outageTimeout)
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enterTimeout)
 	defer cancel()
 	if err := o.j.Enter(ectx, seed); err != nil {
 		return err
@@ -132,6 +134,8 @@ func (m *Manager) recover(ctx context.Context) {
 		return // still away
 	}
 	since, _ := m.out.Away()
+	began := time.Now()
+	entries, _ := m.out.j.Pending(ctx)
 	for ctx.Err() == nil {
 		left, err := m.out.j.Replay(ctx, m.raw, 4*journal.Batch)
 		if err != nil {
@@ -158,7 +162,11 @@ func (m *Manager) recover(ctx context.Context) {
 			m.log.Warn("store back, but the journal could not be written yet", "err", err, "left", left)
 			return
 		}
-		m.log.Info("store back: the journal is written", "away_for", time.Since(since).Round(time.Millisecond))
+		if err := m.out.j.Prepare(ctx); err != nil {
+			m.log.Warn("store journal: not ready for the next outage", "err", err)
+		}
+		m.log.Info("store back: the journal is written", "away_for", time.Since(since).Round(time.Millisecond),
+			"entries", entries, "took", time.Since(began).Round(time.Millisecond))
 		return
 	}
 }

@@ -67,6 +67,9 @@ type Journal struct {
 	local *sqlite.Store
 	since time.Time
 	id    string
+	// spare is the local store made ready, empty, before an outage
+	// (Prepare): an outage begins with a seed only, no file to make.
+	spare *sqlite.Store
 }
 
 // Open returns the journal kept in the file at path for host. A file left
@@ -75,7 +78,7 @@ type Journal struct {
 func Open(ctx context.Context, path, host string) (*Journal, error) {
 	j := &Journal{path: path, host: host}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return j, nil
+		return j, j.Prepare(ctx)
 	}
 	local, err := sqlite.Open(ctx, path)
 	if err != nil {
@@ -99,7 +102,10 @@ func Open(ctx context.Context, path, host string) (*Journal, error) {
 	}
 	if next <= first || id == "" {
 		local.Close()
-		return j, removeFiles(path)
+		if err := removeFiles(path); err != nil {
+			return nil, err
+		}
+		return j, j.Prepare(ctx)
 	}
 	j.local, j.id = local, id
 	j.since, _ = time.Parse(time.RFC3339Nano, since)
@@ -115,25 +121,53 @@ func (j *Journal) Away() (since time.Time, away bool) {
 	return j.since, j.local != nil
 }
 
-// Enter begins an outage: a new local store holding seed takes every
-// transaction from now on. Entering while away does nothing.
-func (j *Journal) Enter(ctx context.Context, seed Seed) error {
+// Prepare makes the local store ready (an empty file) for the next
+// outage, so that beginning one writes its seed only. It does nothing
+// while away or when one is ready.
+func (j *Journal) Prepare(ctx context.Context) error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.local != nil {
+	ready := j.local != nil || j.spare != nil
+	j.mu.Unlock()
+	if ready {
 		return nil
 	}
 	if err := removeFiles(j.path); err != nil {
 		return err
 	}
-	local, err := sqlite.Open(ctx, j.path)
+	spare, err := sqlite.Open(ctx, j.path)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
+	}
+	j.mu.Lock()
+	j.spare = spare
+	j.mu.Unlock()
+	return nil
+}
+
+// Enter begins an outage: the local store, holding seed, takes every
+// transaction from now on. Entering while away does nothing. The caller
+// makes sure two Enters do not run at once.
+func (j *Journal) Enter(ctx context.Context, seed Seed) error {
+	j.mu.Lock()
+	local := j.spare
+	j.spare = nil
+	away := j.local != nil
+	j.mu.Unlock()
+	if away {
+		return nil
+	}
+	if local == nil {
+		if err := j.Prepare(ctx); err != nil {
+			return err
+		}
+		j.mu.Lock()
+		local, j.spare = j.spare, nil
+		j.mu.Unlock()
 	}
 	var b [8]byte
 	rand.Read(b[:])
 	id, since := hex.EncodeToString(b[:]), time.Now().UTC()
-	err = local.Update(ctx, func(tx store.Tx) error {
+	err := local.Update(ctx, func(tx store.Tx) error {
 		for _, r := range seed.Roles {
 			if err := tx.PutRole(r); err != nil {
 				return err
@@ -157,10 +191,15 @@ func (j *Journal) Enter(ctx context.Context, seed Seed) error {
 		return nil
 	})
 	if err != nil {
-		local.Close()
+		// Rolled back: still empty, ready for the next try.
+		j.mu.Lock()
+		j.spare = local
+		j.mu.Unlock()
 		return fmt.Errorf("journal: seed: %w", err)
 	}
+	j.mu.Lock()
 	j.local, j.id, j.since = local, id, since
+	j.mu.Unlock()
 	return nil
 }
 
@@ -299,10 +338,14 @@ func parseMarker(v string) (id string, seq uint64) {
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.local == nil {
-		return nil
+	var errs []error
+	if j.local != nil {
+		errs = append(errs, j.local.Close())
+		j.local = nil
 	}
-	err := j.local.Close()
-	j.local = nil
-	return err
+	if j.spare != nil {
+		errs = append(errs, j.spare.Close())
+		j.spare = nil
+	}
+	return errors.Join(errs...)
 }

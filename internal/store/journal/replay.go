@@ -154,8 +154,8 @@ func drop(ctx context.Context, local store.Store, last uint64) error {
 var ErrPending = errors.New("journal: entries are left to replay")
 
 // Leave ends the outage once every entry is written: the local store is
-// closed and its file removed. The caller makes sure no transaction runs
-// on the journal meanwhile.
+// closed and its file removed (Prepare makes the next one ready). The
+// caller makes sure no transaction runs on the journal meanwhile.
 func (j *Journal) Leave(ctx context.Context) error {
 	n, err := j.Pending(ctx)
 	if err != nil {

@@ -317,6 +317,17 @@ func TestPostgresOutageCampaign(t *testing.T) {
 			}
 		}
 	}
+	for i, e := range envs {
+		b, err := os.ReadFile(e.logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "store back") || strings.Contains(line, "store away:") {
+				t.Logf("%s: %s", []string{"ha", "hb", "hc"}[i], line)
+			}
+		}
+	}
 	t.Logf("outages: %d, store down %s in all; incarnations started by agents: %d; events in the database: %d; crashes: %d, relaunches: %d; lost: %d, doubled: %d, duplicate relaunches: %d, daemon exits: 0",
 		cycles, downFor.Round(100*time.Millisecond), len(started), events, crashes, relaunches, lost, doubled, dupRelaunch)
 }

@@ -66,12 +66,20 @@ func (j *Journal) Replay(ctx context.Context, backend store.Store, max int) (lef
 			}
 		}
 		last := batch[len(batch)-1].seq
+		// The marker is read before the transaction that writes the
+		// batch: only this host's replay writes it, one batch at a
+		// time, and a read inside would make every host's replay
+		// conflict with every other's (the markers share index pages).
+		var marker string
+		err = backend.View(ctx, func(tx store.Tx) (err error) {
+			marker, _, err = tx.KV(MarkerKey(j.host))
+			return err
+		})
+		if err != nil {
+			return left, fmt.Errorf("journal: replay: %w", err)
+		}
+		mid, mseq := parseMarker(marker)
 		err = backend.Update(ctx, func(tx store.Tx) error {
-			v, _, err := tx.KV(MarkerKey(j.host))
-			if err != nil {
-				return err
-			}
-			mid, mseq := parseMarker(v)
 			for _, e := range batch {
 				if mid == id && e.seq <= mseq {
 					continue // written already

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"herd/internal/store"
@@ -32,6 +33,10 @@ type outage struct {
 	// j is the journal; set once, before the daemon runs (SetJournal).
 	j   *journal.Journal
 	log *slog.Logger
+	// suspect: a transaction of the store ran out of its caller's time.
+	// A server that stops answering at all (its packets dropped) says
+	// nothing else; RunOutage asks it, with time of its own.
+	suspect atomic.Bool
 }
 
 // SetJournal makes the manager keep its writes in j while its store is
@@ -83,9 +88,15 @@ func (o *outage) enterLocked(ctx context.Context, ls *liveSet, cause error) erro
 }
 
 // unreachable reports whether err is the store's absence, with a journal
-// to turn to.
+// to turn to. An error of the caller's deadline makes the store suspect.
 func (o *outage) unreachable(err error) bool {
-	return o.j != nil && errors.Is(err, store.ErrUnreachable)
+	if o.j == nil || err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		o.suspect.Store(true)
+	}
+	return errors.Is(err, store.ErrUnreachable)
 }
 
 // lockApply takes the write turn (applyMu), giving up with ctx.
@@ -112,6 +123,8 @@ func (m *Manager) RunOutage(ctx context.Context) {
 	for {
 		if m.out.away() {
 			m.recover(ctx)
+		} else if m.out.suspect.Swap(false) {
+			m.check(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -121,16 +134,37 @@ func (m *Manager) RunOutage(ctx context.Context) {
 	}
 }
 
-// recover writes the journal to the store when it answers, and leaves the
-// outage once it is all written.
-func (m *Manager) recover(ctx context.Context) {
+// check asks a suspect store whether it answers, with time of its own,
+// and begins the outage when it does not.
+func (m *Manager) check(ctx context.Context) {
+	err := m.ping(ctx)
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	unlock, lerr := m.live.lockApply(ctx)
+	if lerr != nil {
+		return
+	}
+	defer unlock()
+	if lerr := m.out.enterLocked(ctx, &m.live, err); lerr != nil {
+		m.log.Warn("store away, but the journal could not take over", "err", lerr)
+	}
+}
+
+// ping reads the store once, within outageTimeout.
+func (m *Manager) ping(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, outageTimeout)
-	err := m.raw.View(pctx, func(tx store.Tx) error {
+	defer cancel()
+	return m.raw.View(pctx, func(tx store.Tx) error {
 		_, _, err := tx.KV(journal.MarkerKey(m.host))
 		return err
 	})
-	cancel()
-	if err != nil {
+}
+
+// recover writes the journal to the store when it answers, and leaves the
+// outage once it is all written.
+func (m *Manager) recover(ctx context.Context) {
+	if m.ping(ctx) != nil {
 		return // still away
 	}
 	since, _ := m.out.Away()

@@ -23,6 +23,7 @@ type flaky struct {
 	store.Store
 	mu         sync.Mutex // guards the fields below
 	down       bool
+	hang       bool // every transaction waits for its caller's deadline
 	loseCommit bool
 	lost       map[string]bool // transaction ids whose answer was lost: all committed
 	xids       int
@@ -65,6 +66,13 @@ func (f *flaky) Update(ctx context.Context, fn func(store.Tx) error) error {
 func (f *flaky) View(ctx context.Context, fn func(store.Tx) error) error {
 	if down, _ := f.state(); down {
 		return fmt.Errorf("%w: connection refused", store.ErrUnreachable)
+	}
+	f.mu.Lock()
+	hang := f.hang
+	f.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return fmt.Errorf("begin: %w", ctx.Err())
 	}
 	return f.Store.View(ctx, fn)
 }
@@ -204,3 +212,35 @@ func TestLostCommitAnswer(t *testing.T) {
 }
 
 func code3() *int { c := 3; return &c }
+
+// TestSilentStore: a store that stops answering at all (no error, every
+// read runs out of its caller's time) is asked with time of the writer's
+// own, and the outage begins; a store that answers is left alone.
+func TestSilentStore(t *testing.T) {
+	ctx := context.Background()
+	m, f := newOutageManager(t)
+	m.out.suspect.Store(true)
+	m.check(ctx)
+	if _, away := m.StoreAway(); away {
+		t.Fatal("expected a store that answers not away")
+	}
+	f.mu.Lock()
+	f.hang = true
+	f.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err := m.Store().View(rctx, func(tx store.Tx) error { _, err := tx.Roles(); return err })
+	cancel()
+	if err == nil || !m.out.suspect.Load() {
+		t.Fatalf("expected the read to time out and the store suspect, got %v", err)
+	}
+	m.out.suspect.Store(false)
+	m.check(ctx)
+	if _, away := m.StoreAway(); !away {
+		t.Fatal("expected the silent store away")
+	}
+	// Supervision goes on: a death is accounted from the live set.
+	ok, err := m.RecordDeath(ctx, Death{Session: "w-0", Incarnation: "inc-1", Exit: herd.Exit{Reason: herd.ReasonExitCode, Code: code3()}})
+	if err != nil || !ok {
+		t.Fatalf("expected the death accounted while away, got %v, %v", ok, err)
+	}
+}

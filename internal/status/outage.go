@@ -171,7 +171,9 @@ func (m *Manager) recover(ctx context.Context) {
 	began := time.Now()
 	entries, _ := m.out.j.Pending(ctx)
 	for ctx.Err() == nil {
-		left, err := m.out.j.Replay(ctx, m.raw, 4*journal.Batch)
+		// The backlog, while the daemon goes on journaling: each pass
+		// writes what was journaled before it began.
+		left, err := m.out.j.Replay(ctx, m.raw, 0)
 		if err != nil {
 			m.log.Warn("store back, but the journal could not be written yet", "err", err, "left", left)
 			return

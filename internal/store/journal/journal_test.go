@@ -314,3 +314,37 @@ func TestAwayRefusesFleetRows(t *testing.T) {
 		t.Fatalf("expected nothing journaled of refused transactions, got %d entries", n)
 	}
 }
+
+// writing is a backend during whose first write the daemon journals more.
+type writing struct {
+	store.Store
+	during func()
+}
+
+func (w *writing) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if w.during != nil {
+		w.during()
+		w.during = nil
+	}
+	return w.Store.Update(ctx, fn)
+}
+
+// TestReplayDoesNotChase: entries journaled while a replay runs are left
+// to the next call, in order after the rest.
+func TestReplayDoesNotChase(t *testing.T) {
+	ctx := context.Background()
+	j := away(t, filepath.Join(t.TempDir(), "j.db"))
+	writeEvents(t, j, 0, 10)
+	raw := backend(t)
+	be := &writing{Store: raw, during: func() { writeEvents(t, j, 10, 5) }}
+	left, err := j.Replay(ctx, be, 0)
+	if err != nil || left != 5 {
+		t.Fatalf("expected the 5 entries journaled meanwhile left, got %d, %v", left, err)
+	}
+	if left, err := j.Replay(ctx, be, 0); err != nil || left != 0 {
+		t.Fatalf("second replay: left %d, err %v", left, err)
+	}
+	if got := messages(t, raw); !equal(got, want(0, 15)) {
+		t.Fatalf("expected events 0..14 in order, got %v", got)
+	}
+}

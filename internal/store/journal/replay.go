@@ -22,8 +22,10 @@ type seqEntry struct {
 }
 
 // Replay writes the journal's entries to backend, oldest first, until
-// none is left or max have been written (max 0: no bound), and returns
-// how many are left. Each transaction of backend writes a batch of
+// those journaled before it began are written or max have been (max 0:
+// no bound), and returns how many are left. Entries journaled while it
+// runs are left to the next call: a replay never chases a daemon that
+// keeps writing. Each transaction of backend writes a batch of
 // entries with the host's marker; an entry the marker says was written
 // (a commit that went unanswered, a daemon killed before it dropped the
 // entry) is skipped, and an entry recorded with a transaction id is
@@ -38,9 +40,17 @@ func (j *Journal) Replay(ctx context.Context, backend store.Store, max int) (lef
 	j.mu.Lock()
 	id := j.id
 	j.mu.Unlock()
+	var end uint64 // the first entry journaled after Replay began
+	err = local.View(ctx, func(tx store.Tx) (err error) {
+		_, end, err = bounds(tx)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
 	done := 0
 	for max == 0 || done < max {
-		batch, left, err := readBatch(ctx, local)
+		batch, left, err := readBatch(ctx, local, end)
 		if err != nil || len(batch) == 0 {
 			return left, err
 		}
@@ -113,9 +123,9 @@ func committed(ctx context.Context, backend store.Store, xid string) (bool, erro
 	return r.Committed(ctx, xid)
 }
 
-// readBatch reads the oldest entries, at most Batch, and how many are
-// pending.
-func readBatch(ctx context.Context, local store.Store) (batch []seqEntry, pending int, err error) {
+// readBatch reads the oldest entries before end, at most Batch, and how
+// many are pending.
+func readBatch(ctx context.Context, local store.Store, end uint64) (batch []seqEntry, pending int, err error) {
 	err = local.View(ctx, func(tx store.Tx) error {
 		batch = batch[:0]
 		first, next, err := bounds(tx)
@@ -123,7 +133,7 @@ func readBatch(ctx context.Context, local store.Store) (batch []seqEntry, pendin
 			return err
 		}
 		pending = int(next - first)
-		for seq := first; seq < next && len(batch) < Batch; seq++ {
+		for seq := first; seq < min(next, end) && len(batch) < Batch; seq++ {
 			raw, ok, err := tx.KV(entryKey(seq))
 			if err != nil {
 				return err

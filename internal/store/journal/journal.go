@@ -62,6 +62,10 @@ type Journal struct {
 	path string
 	host string
 
+	// fileMu serializes what makes, takes or removes the local store's
+	// file (Prepare, Enter, Leave): they share one path.
+	fileMu sync.Mutex
+
 	mu sync.Mutex // guards the fields below
 	// local is the local store while away (nil otherwise).
 	local *sqlite.Store
@@ -125,6 +129,13 @@ func (j *Journal) Away() (since time.Time, away bool) {
 // outage, so that beginning one writes its seed only. It does nothing
 // while away or when one is ready.
 func (j *Journal) Prepare(ctx context.Context) error {
+	j.fileMu.Lock()
+	defer j.fileMu.Unlock()
+	return j.prepareLocked(ctx)
+}
+
+// prepareLocked is Prepare with fileMu held.
+func (j *Journal) prepareLocked(ctx context.Context) error {
 	j.mu.Lock()
 	ready := j.local != nil || j.spare != nil
 	j.mu.Unlock()
@@ -145,24 +156,19 @@ func (j *Journal) Prepare(ctx context.Context) error {
 }
 
 // Enter begins an outage: the local store, holding seed, takes every
-// transaction from now on. Entering while away does nothing. The caller
-// makes sure two Enters do not run at once.
+// transaction from now on. Entering while away does nothing.
 func (j *Journal) Enter(ctx context.Context, seed Seed) error {
+	j.fileMu.Lock()
+	defer j.fileMu.Unlock()
+	if err := j.prepareLocked(ctx); err != nil {
+		return err
+	}
 	j.mu.Lock()
 	local := j.spare
 	j.spare = nil
-	away := j.local != nil
 	j.mu.Unlock()
-	if away {
-		return nil
-	}
 	if local == nil {
-		if err := j.Prepare(ctx); err != nil {
-			return err
-		}
-		j.mu.Lock()
-		local, j.spare = j.spare, nil
-		j.mu.Unlock()
+		return nil // away already
 	}
 	var b [8]byte
 	rand.Read(b[:])

@@ -348,3 +348,38 @@ func TestReplayDoesNotChase(t *testing.T) {
 		t.Fatalf("expected events 0..14 in order, got %v", got)
 	}
 }
+
+// TestPrepareBesideEnter: the spare made after an outage (Prepare) and a
+// new outage beginning at once (Enter) share one file: neither removes
+// the file under the other's open store.
+func TestPrepareBesideEnter(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(ctx, path, "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	seed := Seed{Sessions: []herd.Session{{Name: "w-0", Role: "w", Host: "h1"}}}
+	for i := range 10 {
+		if err := j.Leave(ctx); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- j.Prepare(ctx) }()
+		if err := j.Enter(ctx, seed); err != nil {
+			t.Fatalf("[round %d] enter: %v", i, err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("[round %d] prepare: %v", i, err)
+		}
+		writeEvents(t, j, i, 1)
+		var s herd.Session
+		if err := j.View(ctx, func(tx store.Tx) (err error) { s, err = tx.Session("w-0"); return err }); err != nil || s.Restarts != i {
+			t.Fatalf("[round %d] expected the local store to hold the write, got %+v, %v", i, s, err)
+		}
+		if _, err := j.Replay(ctx, backend(t), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -175,6 +175,8 @@ var ErrPending = errors.New("journal: entries are left to replay")
 // closed and its file removed (Prepare makes the next one ready). The
 // caller makes sure no transaction runs on the journal meanwhile.
 func (j *Journal) Leave(ctx context.Context) error {
+	j.fileMu.Lock()
+	defer j.fileMu.Unlock()
 	n, err := j.Pending(ctx)
 	if err != nil {
 		return err

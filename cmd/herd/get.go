@@ -116,7 +116,7 @@ func newGetCmd(g *globals) *cobra.Command {
 				}
 				return listing{kind: "session", items: views, missing: missing, fleet: fleet, hidden: hidden, print: func(w io.Writer, o printOpts) error {
 					return printSessions(w, views, o)
-				}, names: sessionNames(views)}, nil
+				}, names: sessionNames(views), notice: storeAwayNotice(ctx, g)}, nil
 			})
 		},
 	}
@@ -178,6 +178,9 @@ type listing struct {
 	print   func(io.Writer, printOpts) error
 	fleet   bool // the items span hosts: tables get a HOST column
 	hidden  int  // archived sessions matching, left out
+	// notice is a line said on stderr, whatever the format (the store
+	// away: the listing is this host's live set).
+	notice string
 }
 
 // render writes the listing in the chosen format. A table with no rows is
@@ -223,6 +226,9 @@ func runGet(cmd *cobra.Command, f getFlags, fetch func(context.Context) (listing
 		}
 		if l.hidden > 0 && (f.output == "" || f.output == "wide") {
 			fmt.Fprintf(cmd.ErrOrStderr(), "(%d archived session(s) not shown; --show-archived lists them)\n", l.hidden)
+		}
+		if l.notice != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), l.notice)
 		}
 		return l.err()
 	}
@@ -320,4 +326,16 @@ func checkOutput(cmd, output string, allowed ...string) error {
 		return nil
 	}
 	return fmt.Errorf("%s: unknown output format %q (want %s)", cmd, output, orList(allowed))
+}
+
+// storeAwayNotice is the line `herd get` says while the daemon's store is
+// away ("": it answers, or the daemon cannot tell).
+func storeAwayNotice(ctx context.Context, g *globals) string {
+	var h api.Health
+	if err := getJSON(ctx, g, "/v1/health", &h); err != nil || h.StoreAwaySince == nil {
+		return ""
+	}
+	since := h.StoreAwaySince.Local()
+	return fmt.Sprintf("store away since %s (%s ago): this host's sessions only, from its live set; changes are journaled and written when it is back",
+		since.Format("15:04:05"), time.Since(since).Round(time.Second))
 }

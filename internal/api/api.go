@@ -130,6 +130,11 @@ type Health struct {
 	PID     int    `json:"pid"`
 	Host    string `json:"host"`
 	BootID  string `json:"boot_id"`
+	// StoreAwaySince is when the shared store (PostgreSQL) stopped
+	// answering, while it is away: the daemon supervises its own
+	// sessions meanwhile and answers from its live set; absent while the
+	// store answers.
+	StoreAwaySince *time.Time `json:"store_away_since,omitempty"`
 }
 
 // ActivityReport is the body of POST /v1/activity, sent by `herd hook`.

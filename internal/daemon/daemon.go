@@ -38,6 +38,7 @@ import (
 	"herd/internal/slots"
 	"herd/internal/status"
 	"herd/internal/store"
+	"herd/internal/store/journal"
 	"herd/internal/verbs"
 	"herd/internal/watchdog"
 	"herd/internal/web"
@@ -80,7 +81,10 @@ type Daemon struct {
 	host   string
 	bootID string
 
-	status    *status.Manager
+	status *status.Manager
+	// journal holds this host's changes while a shared store is away;
+	// nil on a store only this daemon opens.
+	journal   *journal.Journal
 	contain   *cgroup.Containment
 	tmux      *tmux.Runtime
 	exec      *execrt.Runtime
@@ -146,7 +150,9 @@ func New(o Options) (*Daemon, error) {
 	if _, fleet := o.Store.(store.Locker); fleet {
 		d.lease = hosts.NewLease(cfg.Fleet.Lease)
 	}
-	d.newCore(o)
+	if err := d.newCore(o); err != nil {
+		return nil, err
+	}
 	d.newComponents(o)
 	if err := d.newFrontDoors(o); err != nil {
 		return nil, err
@@ -156,12 +162,22 @@ func New(o Options) (*Daemon, error) {
 
 // newCore builds the writer of session state, the metrics, the runtimes
 // and the containment every component below is given.
-func (d *Daemon) newCore(o Options) {
+func (d *Daemon) newCore(o Options) error {
 	cfg, log, boot := d.cfg, d.log, d.bootID
 	// Every write of the daemon goes through the status manager's store,
 	// which applies it to the live set (a write around it costs the next
 	// reader a read of the store).
 	d.status = status.New(o.Store, d.host, cfg.Restart, log)
+	if _, shared := o.Store.(store.CommitResolver); shared {
+		// A shared store (PostgreSQL) can be away: this host's changes
+		// go to a local journal meanwhile, written to it once it is back.
+		j, err := journal.Open(context.Background(), filepath.Join(o.StateDir, JournalFile), d.host)
+		if err != nil {
+			return fmt.Errorf("daemon: %w", err)
+		}
+		d.journal = j
+		d.status.SetJournal(j)
+	}
 	if cfg.Metrics.Listen != "" {
 		d.metrics = metrics.New(d.metricsSnapshot)
 		d.status.Metrics = d.metrics
@@ -173,7 +189,12 @@ func (d *Daemon) newCore(o Options) {
 	d.exec = &execrt.Runtime{LogDir: filepath.Join(o.StateDir, "logs"), CaptureCommand: o.CaptureCommand}
 	d.contain = cgroup.New(log, containOptions(), boot)
 	d.status.OOMKilled = d.contain.OOMKilled
+	return nil
 }
+
+// JournalFile is the file, in the state dir, of the journal that holds
+// this host's changes while a shared store is away.
+const JournalFile = "store-journal.db"
 
 // newComponents builds the supervising components: the prober, the slots,
 // roles and worktrees, placement, the watchdog, attention, auto-continue
@@ -281,6 +302,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 			d.log.Error("api server", "err", err)
 		}
 	})
+	g.Go("outage", func() { d.status.RunOutage(ctx) })
 	g.Go("heartbeat", func() { d.runHeartbeat(ctx) })
 	g.Go("fence", func() { d.runFence(ctx) })
 	g.Go("notifications", func() { d.listen(ctx, d.status.Store()) })
@@ -351,6 +373,12 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	defer cancelClose()
 	if err := d.tmux.Close(closeCtx); err != nil {
 		d.log.Warn("tmux control connection", "err", err)
+	}
+	if d.journal != nil {
+		// Entries not yet written stay in the file for the next start.
+		if err := d.journal.Close(); err != nil {
+			d.log.Warn("store journal", "err", err)
+		}
 	}
 	return nil
 }

@@ -47,6 +47,10 @@ type Cluster struct {
 	// socket only), at port.
 	listen []string
 	port   int
+	// bin is the directory of the server's binaries; cred the user it
+	// runs as (nil: the caller).
+	bin  string
+	cred *syscall.Credential
 	// exited is closed when the server process has been waited for;
 	// waitErr is its exit status then.
 	exited  chan struct{}
@@ -127,13 +131,21 @@ func (c *Cluster) start(ctx context.Context, bin string) error {
 		}
 	}
 
+	c.bin, c.cred = bin, cred
+	return c.serve(ctx)
+}
+
+// serve starts the server on the cluster's data directory and waits until
+// it answers.
+func (c *Cluster) serve(ctx context.Context) error {
+	data := filepath.Join(c.dir, "data")
 	logf, err := os.OpenFile(filepath.Join(c.dir, "server.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("pgcluster: %w", err)
 	}
 	defer logf.Close() // the child holds its own descriptor
 	// Not CommandContext: the server outlives ctx, which bounds only the start.
-	cmd := command(context.Background(), c.dir, cred, filepath.Join(bin, "postgres"),
+	cmd := command(context.Background(), c.dir, c.cred, filepath.Join(c.bin, "postgres"),
 		"-D", data, "-k", c.sock, "-p", strconv.Itoa(c.port), "-c", "listen_addresses="+strings.Join(c.listen, ","),
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "shared_buffers=32MB", "-c", "max_connections=200")
@@ -143,10 +155,11 @@ func (c *Cluster) start(ctx context.Context, bin string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgcluster: postgres: %w", err)
 	}
-	c.cmd = cmd
+	exited := make(chan struct{})
+	c.cmd, c.exited = cmd, exited
 	go func() {
 		c.waitErr = cmd.Wait()
-		close(c.exited)
+		close(exited)
 	}()
 
 	t := time.NewTicker(readyPoll)
@@ -157,11 +170,52 @@ func (c *Cluster) start(ctx context.Context, bin string) error {
 			return conn.Close(ctx)
 		}
 		select {
-		case <-c.exited:
+		case <-exited:
 			return fmt.Errorf("pgcluster: postgres exited: %v: %s", c.waitErr, c.logTail())
 		case <-ctx.Done():
 			return fmt.Errorf("pgcluster: postgres not ready: %w (last: %v): %s", ctx.Err(), err, c.logTail())
 		case <-t.C:
+		}
+	}
+}
+
+// Kill kills the server with SIGKILL, the postmaster and every backend
+// of its process group at once (a crash: no shutdown, nothing flushed
+// but what was), and waits for the postmaster. Restart brings it back.
+func (c *Cluster) Kill() error {
+	select {
+	case <-c.exited:
+		return nil
+	default:
+	}
+	// The group is our own unwaited child's: its id cannot have been reused.
+	if err := syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("pgcluster: kill: %w", err)
+	}
+	<-c.exited
+	return nil
+}
+
+// Restart starts the server again on the cluster's data (after Kill: it
+// recovers from its log first) and returns once it answers.
+func (c *Cluster) Restart(ctx context.Context) error {
+	select {
+	case <-c.exited:
+	default:
+		return errors.New("pgcluster: restart: the server is running")
+	}
+	// Backends of the killed server may linger a moment after the
+	// postmaster; the new one refuses to start while they hold its
+	// shared memory, so it is started again until it answers.
+	for {
+		err := c.serve(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(readyPoll):
 		}
 	}
 }

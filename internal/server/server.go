@@ -66,7 +66,11 @@ func fail(w http.ResponseWriter, err error) {
 var badf = slots.Badf
 
 func (sv *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	reply(w, http.StatusOK, api.Health{Version: sv.o.Version, PID: os.Getpid(), Host: sv.st.Host(), BootID: sv.o.BootID})
+	h := api.Health{Version: sv.o.Version, PID: os.Getpid(), Host: sv.st.Host(), BootID: sv.o.BootID}
+	if since, away := sv.st.StoreAway(); away {
+		h.StoreAwaySince = &since
+	}
+	reply(w, http.StatusOK, h)
 }
 
 func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {

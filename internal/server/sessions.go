@@ -24,6 +24,11 @@ func (sv *Server) sessionViews(ctx context.Context) ([]api.SessionView, error) {
 		others []store.SessionPID
 		names  []string
 	)
+	if _, away := sv.st.StoreAway(); away {
+		// The fleet's rows wait for the store: this host's sessions,
+		// from the live set, are what is known.
+		return sv.localViews(ctx)
+	}
 	err := sv.st.Store().View(ctx, func(tx store.Tx) (err error) {
 		if f, err = sv.fleet(tx); err != nil {
 			return err
@@ -135,4 +140,34 @@ func sameNames(sessions []herd.Session, names []string) bool {
 		}
 	}
 	return true
+}
+
+// localViews is sessionViews while the store is away: this host's
+// sessions from the live set, with the pids of the live ones.
+func (sv *Server) localViews(ctx context.Context) ([]api.SessionView, error) {
+	_, local, live, err := sv.st.Listing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pids := make(map[string]int, len(live))
+	for _, l := range live {
+		pid := l.Inc.Identity.PID
+		if pid == 0 {
+			pid = l.Inc.Root.PID
+		}
+		pids[l.S.Name] = pid
+	}
+	snap := sv.o.Prober.Last()
+	views := make([]api.SessionView, 0, len(local))
+	for _, s := range local {
+		v := baseView(s)
+		if s.State.Live() {
+			v.PID = pids[s.Name]
+		}
+		v.Attached = snap.Attached(v.Name)
+		v.Escalated = sv.o.Attention != nil && sv.o.Attention.Escalated(v.Name)
+		v.Notified = sv.o.Attention != nil && sv.o.Attention.Notified(v.Name)
+		views = append(views, v)
+	}
+	return views, nil
 }

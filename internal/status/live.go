@@ -50,6 +50,10 @@ const (
 // host shares).
 type liveSet struct {
 	host string
+	// out is the store's outage: while it is away, the set is the
+	// truth of this host's rows (the journal holds what it holds) and is
+	// served without the backstop's read.
+	out *outage
 	// maxAge is the backstop's age: liveMaxAge, or soleMaxAge on a store
 	// no other host shares.
 	maxAge time.Duration
@@ -144,6 +148,27 @@ func (ls *liveSet) commit(backend store.Store, ops []op) {
 	}
 }
 
+// commitJournaled applies a transaction the journal took (the store is
+// away): the backend's write count did not move.
+func (ls *liveSet) commitJournaled(backend store.Store, ops []op) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.inflight = false
+	if wc, ok := backend.(store.WriteCounter); ok {
+		ls.backendSeen = wc.Writes() // the write that found the store away
+	}
+	if len(ops) == 0 {
+		return
+	}
+	ls.seq++
+	if ls.readers > 0 {
+		ls.journal = append(ls.journal, journalEntry{seq: ls.seq, ops: slices.Clone(ops)})
+	}
+	if ls.ok {
+		ls.applyLocked(ops)
+	}
+}
+
 // bypassedLocked turns a write of this process that went around the
 // manager's store (the backend counted more writes than the manager ran)
 // into a hint. While a transaction of the manager's is under way the
@@ -151,6 +176,12 @@ func (ls *liveSet) commit(backend store.Store, ops []op) {
 func (ls *liveSet) bypassedLocked(backend store.Store) {
 	wc, ok := backend.(store.WriteCounter)
 	if !ok || ls.inflight {
+		return
+	}
+	if ls.out.away() {
+		// The store's writes meanwhile are the journal's, written back:
+		// the set holds them already.
+		ls.backendSeen = wc.Writes()
 		return
 	}
 	if n := wc.Writes(); n != ls.backendSeen {
@@ -210,7 +241,7 @@ func deleteByName[T any](xs []T, n string, name func(T) string) []T {
 // validLocked reports whether the set can be served without a read.
 func (ls *liveSet) validLocked(backend store.Store) bool {
 	ls.bypassedLocked(backend)
-	return ls.ok && ls.hintsAt == ls.hints.Load() && time.Since(ls.readAt) < ls.maxAge
+	return ls.ok && ls.hintsAt == ls.hints.Load() && (time.Since(ls.readAt) < ls.maxAge || ls.out.away())
 }
 
 // refreshingLocked reports whether the set, too old to be valid but

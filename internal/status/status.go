@@ -51,6 +51,9 @@ type Manager struct {
 
 	// live is the in-memory live set the loops read (see live.go).
 	live liveSet
+	// out is the store's outage: the journal the writes go to while it is
+	// away (see outage.go).
+	out *outage
 
 	// locks serializes every state change of one session (launch, death,
 	// stop), so that two paths never act on the same slot at once. A
@@ -71,13 +74,15 @@ type Manager struct {
 func New(st store.Store, host string, defaults herd.RestartPolicy, log *slog.Logger) *Manager {
 	m := &Manager{raw: st, host: host, defaults: defaults, log: log, takedowns: map[string]map[string]int{}}
 	m.live.host, m.live.applyMu, m.live.maxAge = host, make(chan struct{}, 1), liveMaxAge
+	m.out = &outage{log: log}
+	m.live.out = m.out
 	if _, shared := st.(store.Listener); !shared {
 		m.live.maxAge = soleMaxAge
 	}
 	if wc, ok := st.(store.WriteCounter); ok {
 		m.live.backendSeen = wc.Writes()
 	}
-	m.st = wrap(st, &m.live)
+	m.st = wrap(st, &m.live, m.out)
 	return m
 }
 

@@ -2,11 +2,13 @@ package status
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
 	"herd"
 	"herd/internal/store"
+	"herd/internal/store/journal"
 )
 
 // opKind is what one write of a transaction did to a row the live set
@@ -36,9 +38,13 @@ type op struct {
 // daemon runs through it, and what a committed one put or deleted
 // (roles, sessions, incarnations) is applied to the live set in commit
 // order, so that the set stays equal to the store with no read.
+//
+// While the store is away (out), its transactions run on the journal
+// instead (see outage.go), and are applied to the live set all the same.
 type writeThrough struct {
 	store.Store
-	ls *liveSet
+	ls  *liveSet
+	out *outage
 }
 
 // The backend's notifications and elections stay visible through the
@@ -66,12 +72,13 @@ var (
 	_ store.Locker   = writeThroughLocker{}
 	_ store.Listener = writeThroughBoth{}
 	_ store.Locker   = writeThroughBoth{}
+	_ store.Health   = writeThrough{}
 )
 
 // wrap returns st as the manager's store: a writeThrough that keeps what
 // else st implements.
-func wrap(st store.Store, ls *liveSet) store.Store {
-	w := writeThrough{Store: st, ls: ls}
+func wrap(st store.Store, ls *liveSet, out *outage) store.Store {
+	w := writeThrough{Store: st, ls: ls, out: out}
 	l, listens := st.(store.Listener)
 	k, locks := st.(store.Locker)
 	switch {
@@ -96,15 +103,15 @@ func (w writeThrough) Update(ctx context.Context, fn func(store.Tx) error) error
 	ls := w.ls
 	// A turn that waits past ctx gives up, as the backend's own wait for
 	// its writer does.
-	select {
-	case ls.applyMu <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	unlock, err := ls.lockApply(ctx)
+	if err != nil {
+		return err
 	}
-	defer func() { <-ls.applyMu }()
+	defer unlock()
 	ls.begin(w.Store)
 	var (
 		rec  recorder
+		jrec journal.Recorder
 		fnOK bool
 		done bool
 	)
@@ -113,22 +120,36 @@ func (w writeThrough) Update(ctx context.Context, fn func(store.Tx) error) error
 			ls.commit(w.Store, nil)
 		}
 	}()
-	err := w.Store.Update(ctx, func(tx store.Tx) error {
+	run := func(tx store.Tx) error {
 		// A backend may run fn again (a serialization conflict): only the
 		// last run's writes are the transaction's.
 		rec.ops = rec.ops[:0]
+		jrec.Tx = tx
+		jrec.Reset()
 		fnOK = false
-		if err := fn(recordingTx{Tx: tx, rec: &rec}); err != nil {
+		if err := fn(recordingTx{Tx: &jrec, rec: &rec}); err != nil {
 			return err
 		}
 		fnOK = true
 		return nil
-	})
+	}
+	journaled := w.out.away()
+	if journaled {
+		err = w.out.j.Update(ctx, run)
+	} else {
+		err = w.Store.Update(ctx, run)
+		if w.out.unreachable(err) {
+			err = w.journalLocked(ctx, err, fnOK, jrec.Ops, run)
+			journaled = true
+		}
+	}
 	done = true
 	switch {
+	case err == nil && journaled:
+		ls.commitJournaled(w.Store, rec.ops)
 	case err == nil:
 		ls.commit(w.Store, rec.ops)
-	case fnOK && len(rec.ops) > 0:
+	case fnOK && len(rec.ops) > 0 && !journaled:
 		ls.commit(w.Store, nil)
 		ls.Invalidate() // the commit's outcome is unknown
 	default:
@@ -136,6 +157,48 @@ func (w writeThrough) Update(ctx context.Context, fn func(store.Tx) error) error
 	}
 	return err
 }
+
+// journalLocked turns to the journal a transaction the store could not
+// take (cause): it begins the outage, then records the transaction's
+// writes (ops, when fn ran to its end: a commit whose outcome is unknown,
+// written to the store later only if it did not commit) or runs it
+// again on the journal (it did not commit). Called with applyMu held.
+func (w writeThrough) journalLocked(ctx context.Context, cause error, fnOK bool, ops []journal.Op, run func(store.Tx) error) error {
+	if err := w.out.enterLocked(ctx, w.ls, cause); err != nil {
+		return errors.Join(cause, err)
+	}
+	var unknown *store.CommitUnknownError
+	if fnOK && errors.As(cause, &unknown) {
+		return w.out.j.Record(ctx, slices.Clone(ops), unknown.XID)
+	}
+	return w.out.j.Update(ctx, run)
+}
+
+// View runs fn in a read transaction of the store, or of the journal
+// while the store is away; a read that finds the store unreachable begins
+// the outage.
+func (w writeThrough) View(ctx context.Context, fn func(store.Tx) error) error {
+	if w.out.away() {
+		return w.out.j.View(ctx, fn)
+	}
+	err := w.Store.View(ctx, fn)
+	if !w.out.unreachable(err) {
+		return err
+	}
+	unlock, lerr := w.ls.lockApply(ctx)
+	if lerr != nil {
+		return err
+	}
+	lerr = w.out.enterLocked(ctx, w.ls, err)
+	unlock()
+	if lerr != nil {
+		return errors.Join(err, lerr)
+	}
+	return w.out.j.View(ctx, fn)
+}
+
+// Away is store.Health: whether the store is away, and since when.
+func (w writeThrough) Away() (time.Time, bool) { return w.out.Away() }
 
 // recorder holds the writes of one run of a transaction.
 type recorder struct {

@@ -222,3 +222,50 @@ type Tx interface {
 	ClaimKV(key, value string) (bool, error)
 	DeleteKV(key string) error
 }
+
+// ErrUnreachable marks the error of a store whose server cannot be reached
+// (connection refused or reset, the server shutting down or starting up, a
+// timeout): the transaction did not commit, or its outcome is unknown (a
+// CommitUnknownError). A backend a daemon alone opens (SQLite) never
+// returns it.
+var ErrUnreachable = errors.New("store unreachable")
+
+// ErrAway is refused work while the store is away: this host's sessions,
+// incarnations and events go to a local journal and reach the store when
+// it is back, but what is shared by the fleet (hosts, placements, commands,
+// kv) waits for the store itself.
+var ErrAway = errors.New("the store is away")
+
+// CommitUnknownError is a write transaction whose COMMIT was sent but
+// whose answer never came (the connection broke): it may have committed.
+// XID names it to a CommitResolver once the server answers again.
+type CommitUnknownError struct {
+	XID string
+	Err error
+}
+
+func (e *CommitUnknownError) Error() string {
+	return "commit outcome unknown (transaction " + e.XID + "): " + e.Err.Error()
+}
+
+// Unwrap makes errors.Is(err, ErrUnreachable) hold, and reaches the cause.
+func (e *CommitUnknownError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }
+
+// CommitResolver is implemented by a store that can tell, once it answers
+// again, whether a transaction whose commit went unanswered committed.
+type CommitResolver interface {
+	// Committed reports whether transaction xid committed. An error
+	// means it cannot tell yet (the server still away, or the
+	// transaction still in progress).
+	Committed(ctx context.Context, xid string) (bool, error)
+}
+
+// Health is implemented by a store that can be away: whether it answers,
+// and since when it does not. It is what a component reads to tell "the
+// database is unreachable" (a lease that cannot be renewed, a placement
+// that must wait) from an error of its own.
+type Health interface {
+	// Away reports whether the store is away and since when (the first
+	// failure of this outage); away is false while it answers.
+	Away() (since time.Time, away bool)
+}

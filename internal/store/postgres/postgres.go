@@ -142,11 +142,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // and rolled back otherwise (also when fn panics). When the transaction
 // loses a serialization conflict or a deadlock, fn runs again in a new one
 // (see Store). fn's error is returned as is.
+//
+// An error because the server cannot be reached wraps store.ErrUnreachable;
+// one while the COMMIT was unanswered is a *store.CommitUnknownError.
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	defer s.writes.Add(1)
-	return s.retry(ctx, func() error {
+	return unreachableErr(ctx, s.retry(ctx, func() error {
 		return s.run(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}, fn)
-	})
+	}))
 }
 
 // Writes counts the write transactions this Store has run, once each
@@ -154,8 +157,9 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 func (s *Store) Writes() uint64 { return s.writes.Load() }
 
 // View runs fn in a read-only transaction that sees one snapshot.
+// An error because the server cannot be reached wraps store.ErrUnreachable.
 func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
-	return s.run(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, fn)
+	return unreachableErr(ctx, s.run(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, fn))
 }
 
 // run runs fn in one transaction with opts; a read-only one is never
@@ -177,8 +181,20 @@ func (s *Store) run(ctx context.Context, opts *sql.TxOptions, fn func(store.Tx) 
 	if opts.ReadOnly {
 		return nil
 	}
+	// The transaction's id, read before its COMMIT, tells afterwards
+	// whether a COMMIT left unanswered by a broken connection committed
+	// (Committed).
+	var xid string
+	if err := t.QueryRowContext(ctx, "SELECT txid_current()::text").Scan(&xid); err != nil {
+		return fmt.Errorf("postgres: transaction id: %w", err)
+	}
 	done = true
 	if err := t.Commit(); err != nil {
+		// A COMMIT cut short by the caller's own deadline is the caller's
+		// to judge, not the server's absence.
+		if unreachable(err) && ctx.Err() == nil {
+			return &store.CommitUnknownError{XID: xid, Err: fmt.Errorf("postgres: commit: %w", err)}
+		}
 		return fmt.Errorf("postgres: commit: %w", err)
 	}
 	return nil

@@ -177,3 +177,42 @@ func (fs FS) scanParents() (map[int][]int, error) {
 	}
 	return byParent, nil
 }
+
+// Node is one process of a tree as Tree reads it.
+type Node struct {
+	PID  int
+	PPID int
+	Comm string
+	Argv []string
+	Exe  string // "" when unreadable
+}
+
+// Tree returns root and its descendants, parents before children (see
+// Descendants), each with its parent, command name, argument vector and
+// executable. Processes that exit during the read are left out; root
+// itself gone is an error wrapping ErrNoProcess.
+func (fs FS) Tree(root int) ([]Node, error) {
+	desc, err := fs.Descendants(root)
+	if err != nil {
+		return nil, fmt.Errorf("proc: tree of %d: %w", root, err)
+	}
+	out := make([]Node, 0, 1+len(desc))
+	for _, pid := range append([]int{root}, desc...) {
+		st, err := fs.Stat(pid)
+		if err != nil {
+			if pid == root {
+				return nil, fmt.Errorf("proc: tree of %d: %w", root, err)
+			}
+			continue
+		}
+		n := Node{PID: pid, PPID: st.PPID, Comm: st.Comm}
+		if argv, err := fs.Cmdline(pid); err == nil {
+			n.Argv = argv
+		}
+		if exe, _, err := fs.Exe(pid); err == nil {
+			n.Exe = exe
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -216,7 +216,8 @@ func IsLauncher(p Proc) bool { return scriptIndex(p.Argv) > 0 }
 // interpreter running a script (npm's node shims: `node …/bin/codex.js`,
 // whose child is Codex's native TUI under Node < 22.15; `node
 // …/gemini.js`, whose child is Gemini CLI relaunched with more memory),
-// its newest matching child is the agent instead. A launcher forwards some
+// its newest matching child is the agent instead, and a launcher's child
+// that is itself a launcher is the agent. A launcher forwards some
 // signals and swallows others, and turns its child's death into an exit
 // code of its own: it never stands in for the agent while a child is there
 // to be it. A process that is not a launcher is never followed down (an
@@ -237,21 +238,23 @@ func Pick(names []string, tree []Proc) (int, bool) {
 	if cur < 0 {
 		return -1, true
 	}
-	seen := map[int]bool{cur: true}
-	for IsLauncher(tree[cur]) {
+	for IsLauncher(tree[cur]) && tree[cur].PID != 0 {
 		next := -1
 		for i, p := range tree {
-			if seen[i] || p.PID == 0 || p.PPID != tree[cur].PID || IsHelper(p) || !Matches(names, p) {
-				continue
+			if i != cur && p.PPID == tree[cur].PID && !IsHelper(p) && Matches(names, p) {
+				next = i // the last: a relaunched child comes after its predecessor
 			}
-			next = i // the last: a relaunched child comes after its predecessor
-
 		}
 		if next < 0 {
 			return cur, false
 		}
-		seen[next] = true
 		cur = next
+		if IsLauncher(tree[cur]) {
+			// A launcher started by a launcher is the agent relaunched
+			// (Gemini CLI's child with more memory): what it starts in
+			// turn are its tools.
+			break
+		}
 	}
 	return cur, true
 }

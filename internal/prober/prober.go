@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/agents"
 	"herd/internal/loop"
 	"herd/internal/proc"
 	"herd/internal/runtime"
@@ -50,7 +49,10 @@ type Options struct {
 	// accounting more than this fraction of at least 5 sessions dead is
 	// inconclusive (see liveness.BreakMassDeath).
 	MassDeathFraction float64
-	Log               *slog.Logger
+	// Exits tells how an agent under a launcher ended (nil: only the
+	// zombie it leaves, when seen, tells).
+	Exits ExitLog
+	Log   *slog.Logger
 }
 
 // Prober watches this host's live sessions.
@@ -69,6 +71,10 @@ type Prober struct {
 	roundMu sync.Mutex
 	roles   []herd.Role
 	live    []status.Live
+
+	// bootTime (read once, through bootOnce) converts start times.
+	bootOnce sync.Once
+	bootTime time.Time
 
 	mu sync.Mutex // guards the fields below
 	// watched maps an incarnation id to its watchers.
@@ -240,29 +246,21 @@ func (p *Prober) logged(ctx context.Context, name, what string, err error) {
 // incarnation with its identity when found; the wrapper dying first is a
 // death of the incarnation.
 func (p *Prober) findAgent(ctx context.Context, s herd.Session, inc herd.Incarnation) herd.Incarnation {
-	role, err := p.st.Role(ctx, s.Role)
-	if err != nil {
+	names, ok := p.agentNames(ctx, s)
+	if !ok {
 		return inc
 	}
 	fs, boot := p.o.Proc, p.o.BootID
-	names, wrapped := agents.ProcessNames(role, inc.Argv)
-	if !wrapped {
-		// The launch could not prove the process the runtime named was
-		// ours; it is adopted once it carries the marker.
-		if id, ok := p.proveRoot(inc); ok {
-			inc.Root, inc.Identity = id, id
-			p.markAlive(ctx, s, inc, "")
-			return inc
+	// The launch could not prove the process the runtime named was ours,
+	// or the agent under a launcher or wrapper had not started: it is
+	// adopted once the process carries the marker.
+	if id, found := FindAgent(fs, boot, names, inc); found == FoundAgent && fs.Check(inc.Root, boot) == herd.Alive {
+		if root, ok := p.proveRoot(inc); ok {
+			inc.Root = root
 		}
-	}
-	if len(names) > 0 {
-		if pid, ok, _ := fs.FindAgent(inc.Root.PID, names); ok && fs.Check(inc.Root, boot) == herd.Alive {
-			if id, err := fs.Identify(pid, boot); err == nil && id.Marker == inc.ID {
-				inc.Identity = id
-				p.markAlive(ctx, s, inc, "")
-				return inc
-			}
-		}
+		inc.Identity = id
+		p.markAlive(ctx, s, inc, "")
+		return inc
 	}
 	// A root that is our child is reaped by its watcher, with its status.
 	if !p.watchingPID(inc.ID, inc.Root.PID) && fs.Check(inc.Root, boot) == herd.Dead {

@@ -171,9 +171,9 @@ func TestPickCapturedTrees(t *testing.T) {
 		wantPID int
 		why     string
 	}{
-		{"claude/2.1.332/tree-started.json", herd.AgentClaude, 26315, "the native binary node_modules/.bin/claude links to"},
-		{"codex/0.171.0/tree-started.json", herd.AgentCodex, 26865, "the native TUI the node shim spawns (Node < 22.15)"},
-		{"gemini/0.61.0/tree-started.json", herd.AgentGemini, 28790, "the child the launcher relaunched with more memory"},
+		{"trees/claude-2.1.332.json", herd.AgentClaude, 26315, "the native binary node_modules/.bin/claude links to"},
+		{"trees/codex-0.171.0.json", herd.AgentCodex, 26865, "the native TUI the node shim spawns (Node < 22.15)"},
+		{"trees/gemini-0.61.0.json", herd.AgentGemini, 28790, "the child the launcher relaunched with more memory"},
 	}
 	for _, tc := range tests {
 		data, err := os.ReadFile(filepath.Join("testdata", tc.file))

@@ -20,7 +20,7 @@ import (
 // launcher: Claude Code's native binary, Codex's native TUI under its
 // node shim (Node < 22.15), Gemini CLI's child relaunched with more
 // memory. With HERD_CAPTURE_FIXTURES=1 the trees are written to
-// testdata/<agent>/<version>/tree-started.json, where
+// testdata/trees/<agent>-<version>.json, where
 // TestPickCapturedTrees reads them.
 func TestRealLauncherTrees(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -77,7 +77,7 @@ func realTree(t *testing.T, kind, cmd string) {
 	i, _ := agents.Pick(names, first)
 	logTree(t, "started", first, i)
 	checkPick(t, kind, first, i)
-	e.keepTree("tree-started.json", first)
+	e.keepTree(first)
 
 	e.writeFixtures()
 }
@@ -114,11 +114,21 @@ func logTree(t *testing.T, what string, tree []agents.Proc, pick int) {
 	}
 }
 
-// keepTree keeps a tree as a fixture, its machine paths scrubbed.
-func (e *realEnv) keepTree(name string, tree []agents.Proc) {
+// keepTree writes a tree to testdata/trees/<agent>-<version>.json, its
+// machine paths scrubbed, with HERD_CAPTURE_FIXTURES=1.
+func (e *realEnv) keepTree(tree []agents.Proc) {
+	if os.Getenv("HERD_CAPTURE_FIXTURES") != "1" {
+		return
+	}
 	data, err := json.MarshalIndent(tree, "", "  ")
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	name := e.kind + "-" + e.version + ".json"
 	e.keep(name, append(data, '\n'))
+	file := filepath.Join("testdata", "trees", name)
+	if err := os.WriteFile(file, e.files[name], 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Logf("wrote %s", file)
 }

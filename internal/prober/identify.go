@@ -13,14 +13,17 @@ import (
 
 // LauncherGrace is how long after its launch a launcher (an interpreter
 // running the agent's script) with no agent child is waited for before it
-// is taken for the agent itself: npm's node shims start their child within
-// moments; Gemini CLI run with GEMINI_CLI_NO_RELAUNCH never does.
-const LauncherGrace = 5 * time.Second
+// is taken for the agent itself: npm's node shims start their child
+// within a second on an idle machine, but Gemini CLI's took 8 to 13 s on
+// a loaded one (it loads its bundle first); Gemini CLI run with
+// GEMINI_CLI_NO_RELAUNCH never does. A launcher taken for the agent is
+// provisional: its child, once it appears, is followed.
+const LauncherGrace = 15 * time.Second
 
 // relaunchWait bounds how long a launcher that lives on after its agent
 // exited gets to start the agent again (Gemini CLI relaunches its child
 // after the trust dialog, exit 199) before the exit is the agent's death.
-const relaunchWait = 3 * time.Second
+const relaunchWait = 5 * time.Second
 
 // exitWait bounds the wait for the kernel's report of a non-child's exit:
 // it is sent just after the exit wakes the pidfd.
@@ -46,6 +49,10 @@ const (
 	LauncherOnly
 	// FoundAgent: the agent's identity is known.
 	FoundAgent
+	// FoundLauncher: a launcher with no agent child after LauncherGrace,
+	// taken for the agent provisionally (its child is followed once it
+	// appears).
+	FoundLauncher
 )
 
 // FindAgent returns the identity of inc's agent process: the root itself
@@ -56,13 +63,16 @@ const (
 func FindAgent(fs proc.FS, boot string, names []string, inc herd.Incarnation) (herd.Identity, Found) {
 	id, found := pickAgent(fs, boot, names, inc)
 	if found == LauncherOnly && time.Since(inc.StartedAt) >= LauncherGrace {
-		found = FoundAgent
+		found = FoundLauncher
 	}
-	if found != FoundAgent {
+	if found != FoundAgent && found != FoundLauncher {
 		return herd.Identity{}, found
 	}
 	return id, found
 }
+
+// Found reports whether f names an identity to record.
+func (f Found) Found() bool { return f == FoundAgent || f == FoundLauncher }
 
 // pickAgent is FindAgent without the grace: a launcher with no agent
 // child is LauncherOnly, with its identity.
@@ -160,15 +170,42 @@ func (p *Prober) relaunched(ctx context.Context, s herd.Session, inc herd.Incarn
 	if x, ok := p.exitOf(inc.ID, old); ok {
 		how = describeExit(x)
 	}
+	return p.switchAgent(ctx, s, inc, old, id, status.Confirm{Kind: herd.EventAdopted, Reason: ReasonRelaunched,
+		Message: fmt.Sprintf("the agent's launcher started it again: pid %d %s; following pid %d", old.PID, how, id.PID)})
+}
+
+// followLauncher looks again under a launcher taken for inc's agent
+// (FoundLauncher): once its agent child has appeared, the child is the
+// agent, recorded and watched in its stead.
+func (p *Prober) followLauncher(ctx context.Context, s herd.Session, inc herd.Incarnation) herd.Incarnation {
+	names, ok := p.agentNames(ctx, s)
+	if !ok {
+		return inc
+	}
+	id, found := pickAgent(p.o.Proc, p.o.BootID, names, inc)
+	if found != FoundAgent || id.PID == inc.Identity.PID {
+		return inc
+	}
+	p.o.Log.Info("the launcher taken for the agent started it; following its child", "session", s.Name, "launcher_pid", inc.Identity.PID, "pid", id.PID)
+	if p.switchAgent(ctx, s, inc, inc.Identity, id, status.Confirm{}) {
+		inc.Identity = id
+	}
+	return inc
+}
+
+// switchAgent records id as inc's agent in place of old (c names the
+// event, if any) and watches it instead.
+func (p *Prober) switchAgent(ctx context.Context, s herd.Session, inc herd.Incarnation, old, id herd.Identity, c status.Confirm) bool {
 	inc.Identity = id
-	applied, err := p.st.Confirmed(ctx, status.Confirm{Session: s.Name, Inc: inc, Kind: herd.EventAdopted, Reason: ReasonRelaunched,
-		Message: fmt.Sprintf("the agent's launcher started it again: pid %d %s; following pid %d", old.PID, how, id.PID)}, func() {
+	c.Session, c.Inc = s.Name, inc
+	applied, err := p.st.Confirmed(ctx, c, func() {
 		p.Watch(s.Name, inc, nil)
 		p.dropWatch(inc.ID, old.PID)
+		p.setProvisional(inc.ID, false)
 	})
-	p.logged(ctx, s.Name, "follow the relaunched agent", err)
+	p.logged(ctx, s.Name, "follow the agent", err)
 	if applied && err == nil {
-		p.o.Log.Info("the agent was relaunched by its launcher; following it", "session", s.Name, "old_pid", old.PID, "pid", id.PID, "old", how)
+		p.o.Log.Info("following the agent's new process", "session", s.Name, "old_pid", old.PID, "pid", id.PID, "why", c.Message)
 	}
 	return applied && err == nil
 }
@@ -263,4 +300,24 @@ func (p *Prober) noteZombie(inc string, id herd.Identity) {
 		}
 		ws.zombies[id.PID] = x
 	}
+}
+
+// setProvisional marks (or clears) incarnation inc's agent as a launcher
+// taken for it, whose child is looked for at every round.
+func (p *Prober) setProvisional(inc string, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		p.provisional[inc] = true
+	} else {
+		delete(p.provisional, inc)
+	}
+}
+
+// isProvisional reports whether incarnation inc's agent is a launcher
+// taken for it.
+func (p *Prober) isProvisional(inc string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.provisional[inc]
 }

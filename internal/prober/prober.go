@@ -83,6 +83,9 @@ type Prober struct {
 	tmux tmuxMemory
 	// lastRound is when the last probe round ended.
 	lastRound time.Time
+	// provisional holds the incarnations whose agent is a launcher taken
+	// for it (FoundLauncher): its child is looked for at every round.
+	provisional map[string]bool
 	// launching holds, by name, when a tmux launch began: its session
 	// exists before its record, and is not reported as unmanaged meanwhile.
 	launching map[string]time.Time
@@ -98,7 +101,7 @@ const maxTargeted = 4
 func New(o Options) *Prober {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Prober{o: o, st: o.Status, trig: make(chan struct{}, 1), ctx: ctx, cancel: cancel, watched: map[string]*watchSet{},
-		launching: map[string]time.Time{}, targeted: make(chan struct{}, maxTargeted)}
+		launching: map[string]time.Time{}, targeted: make(chan struct{}, maxTargeted), provisional: map[string]bool{}}
 	p.group.Log = o.Log
 	if o.Status != nil {
 		p.follow(ctx)
@@ -212,6 +215,9 @@ func (p *Prober) probeExec(ctx context.Context, s herd.Session, inc herd.Incarna
 		p.findAgent(ctx, s, inc)
 		return
 	}
+	if p.isProvisional(inc.ID) {
+		inc = p.followLauncher(ctx, s, inc)
+	}
 	if p.isWatched(inc) {
 		return // its watcher reports the death the moment it happens
 	}
@@ -254,11 +260,15 @@ func (p *Prober) findAgent(ctx context.Context, s herd.Session, inc herd.Incarna
 	// The launch could not prove the process the runtime named was ours,
 	// or the agent under a launcher or wrapper had not started: it is
 	// adopted once the process carries the marker.
-	if id, found := FindAgent(fs, boot, names, inc); found == FoundAgent && fs.Check(inc.Root, boot) == herd.Alive {
+	if id, found := FindAgent(fs, boot, names, inc); found.Found() && fs.Check(inc.Root, boot) == herd.Alive {
 		if root, ok := p.proveRoot(inc); ok {
 			inc.Root = root
 		}
 		inc.Identity = id
+		if found == FoundLauncher {
+			p.o.Log.Info("a launcher started no agent child within the grace; taken for the agent until it does", "session", s.Name, "pid", id.PID)
+			p.setProvisional(inc.ID, true)
+		}
 		p.markAlive(ctx, s, inc, "")
 		return inc
 	}

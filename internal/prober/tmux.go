@@ -289,6 +289,8 @@ func (p *Prober) decideTmux(ctx context.Context, s herd.Session, inc herd.Incarn
 	if !identified && rt.Axis == herd.Alive {
 		inc = p.findAgent(ctx, s, inc)
 		identified = !inc.Identity.Zero()
+	} else if identified && rt.Axis == herd.Alive && p.isProvisional(inc.ID) {
+		inc = p.followLauncher(ctx, s, inc)
 	}
 	process := herd.Unknown
 	switch {

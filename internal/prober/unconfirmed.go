@@ -131,8 +131,9 @@ func (p *Prober) resolveUnconfirmed(ctx context.Context, s herd.Session, inc her
 	if err != nil {
 		return
 	}
-	if id, found := FindAgent(fs, p.o.BootID, agents.Names(role.Agent, role.AgentProcess), inc); found == FoundAgent {
+	if id, found := FindAgent(fs, p.o.BootID, agents.Names(role.Agent, role.AgentProcess), inc); found.Found() {
 		inc.Identity = id
+		p.setProvisional(inc.ID, found == FoundLauncher)
 	}
 	p.o.Log.Info("adopted the agent of an unfinished launch", "session", s.Name, "pid", root.PID)
 	if inc.Identity.Zero() {

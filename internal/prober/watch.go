@@ -98,6 +98,7 @@ func (p *Prober) Unwatch(inc string) {
 	p.mu.Lock()
 	ws := p.watched[inc]
 	delete(p.watched, inc)
+	delete(p.provisional, inc)
 	p.mu.Unlock()
 	if ws != nil {
 		ws.cancel()

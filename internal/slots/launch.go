@@ -265,7 +265,7 @@ func (s *Slots) identifyAgent(l *slotLaunch, pid int) {
 	wait := time.Millisecond
 	for {
 		id, found := prober.FindAgent(s.o.Proc, s.o.BootID, names, l.inc)
-		if found == prober.FoundAgent {
+		if found.Found() {
 			l.inc.Identity = id
 			return
 		}

@@ -251,8 +251,22 @@ func startTicks(pid int) string {
 // newline to Gemini CLI).
 func (e *env) typeSlowly(name, text string) {
 	e.t.Helper()
-	e.keys(name, "-l", text)
-	e.waitFor("the text typed", 10*time.Second, func() bool { return strings.Contains(e.capture(name), text) })
+	// Keys typed while a just resumed agent still loads its conversation
+	// are lost: typed again until the input line shows them.
+	before := strings.Count(e.capture(name), text)
+	for try := 0; ; try++ {
+		e.keys(name, "-l", text)
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) && strings.Count(e.capture(name), text) <= before {
+			time.Sleep(50 * time.Millisecond) // polling interval
+		}
+		if strings.Count(e.capture(name), text) > before {
+			break
+		}
+		if try == 3 {
+			e.t.Fatalf("%q never showed in the input line:\n%s", text, e.capture(name))
+		}
+	}
 	time.Sleep(300 * time.Millisecond) // past the agent's fast-return window
 	e.keys(name, "Enter")
 }

@@ -19,7 +19,8 @@ import (
 // node …/gemini.js, it ignores SIGINT, SIGTERM and SIGHUP, starts itself
 // again as a child with more memory (node --max-old-space-size=…
 // gemini.js), relaunches the child when it exits 199, and exits with the
-// child's code, 1 when a signal killed it. The child is the agent: it
+// child's code, 1 when a signal killed it, after LAUNCHER_DELAY_MS (a
+// launcher loading a large bundle first). The child is the agent: it
 // exits 199 when the file "relaunch" appears beside it.
 const launcherJS = `
 const { spawn } = require("node:child_process");
@@ -32,7 +33,8 @@ if (!process.env.GEMINI_CLI_NO_RELAUNCH) {
       { stdio: "inherit", env: { ...process.env, GEMINI_CLI_NO_RELAUNCH: "true" } });
     child.on("close", (code) => resolve(code ?? 1));
   });
-  (async () => { for (;;) { const code = await run(); if (code !== 199) process.exit(code); } })();
+  const delay = Number(process.env.LAUNCHER_DELAY_MS || 0);
+  setTimeout(async () => { for (;;) { const code = await run(); if (code !== 199) process.exit(code); } }, delay);
 } else {
   const flag = path.join(__dirname, "relaunch");
   console.log("agent " + process.pid + " ready");
@@ -168,4 +170,43 @@ func ppidOf(t *testing.T, pid int) int {
 func cmdline(pid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	return strings.ReplaceAll(string(b), "\x00", " ")
+}
+
+// TestLauncherSlowChildIsFollowed: a launcher whose child takes longer
+// than the launcher grace (15 s; Gemini CLI's took 8-13 s on a loaded
+// machine) is taken for the agent meanwhile, and its child, once it
+// appears, is the agent recorded, without a crash.
+func TestLauncherSlowChildIsFollowed(t *testing.T) {
+	hasTmux(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "gemini.js")
+	if err := os.WriteFile(script, []byte(launcherJS), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, fastRestart)
+	e.start()
+	roles := filepath.Join(dir, "roles.toml")
+	if err := os.WriteFile(roles, fmt.Appendf(nil, "[[role]]\nname = \"gm\"\ncommand = [%q, %q]\nworkdir = %q\nenv = { LAUNCHER_DELAY_MS = \"17000\" }\n", node, script, dir), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must("apply", "-f", roles)
+	const name = "gm-0"
+	launcher := e.waitAgent(name, 0)
+	if strings.Contains(cmdline(launcher.PID), "--max-old-space-size=") {
+		t.Fatalf("[grace] expected the launcher taken for the agent, got its child %q", cmdline(launcher.PID))
+	}
+	child := e.waitAgent(name, launcher.PID)
+	if ppidOf(t, child.PID) != launcher.PID || !strings.Contains(cmdline(child.PID), "--max-old-space-size=") {
+		t.Errorf("[child] expected the launcher's child recorded, got pid %d %q", child.PID, cmdline(child.PID))
+	}
+	evs := e.events("--session", name)
+	if n := count(evs, herd.EventCrashed) + count(evs, herd.EventExited); n != 0 || child.Restarts != 0 {
+		t.Errorf("[child] expected no death counted, got %d crash/exit events, restarts %d", n, child.Restarts)
+	}
+	e.must("stop", name)
+	e.waitFor("the launcher and its agent gone", 20*time.Second, func() bool { return len(e.agentPIDs()) == 0 })
 }

@@ -81,6 +81,9 @@ const (
 // ended. Open it with OpenExits, read with Run, look up with Lookup.
 type Exits struct {
 	f *os.File
+	// buf receives the datagrams (read by one goroutine at a time:
+	// OpenExits, then Run).
+	buf []byte
 
 	mu sync.Mutex // guards the fields below
 	// byPID holds the recent exits of thread-group leaders.
@@ -106,7 +109,7 @@ func OpenExits() (*Exits, error) {
 	}
 	// Room for a burst of exits (a make -j, a test run) between reads.
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
-	e := &Exits{f: os.NewFile(uintptr(fd), "proc-connector"), byPID: map[int]exitRecord{}, changed: make(chan struct{})}
+	e := &Exits{f: os.NewFile(uintptr(fd), "proc-connector"), buf: make([]byte, 8192), byPID: map[int]exitRecord{}, changed: make(chan struct{})}
 	if err := e.subscribe(fd); err != nil {
 		e.f.Close()
 		return nil, err
@@ -189,7 +192,7 @@ func (e *Exits) read(ctx context.Context) (acked bool, ackErr uint32, err error)
 	if err != nil {
 		return false, 0, err
 	}
-	buf := make([]byte, 8192)
+	buf := e.buf
 	var n int
 	var rerr error
 	if err := rc.Read(func(fd uintptr) bool {

@@ -90,13 +90,9 @@ func pickAgent(fs proc.FS, boot string, names []string, inc herd.Incarnation) (h
 		}
 		return root, FoundAgent
 	}
-	nodes, err := fs.Tree(root.PID)
+	tree, err := readTree(fs, root.PID)
 	if err != nil {
 		return herd.Identity{}, NotFound
-	}
-	tree := make([]agents.Proc, len(nodes))
-	for i, n := range nodes {
-		tree[i] = agents.Proc{PID: n.PID, PPID: n.PPID, Comm: n.Comm, Argv: n.Argv, Exe: n.Exe}
 	}
 	i, settled := agents.Pick(names, tree)
 	if i < 0 {
@@ -112,6 +108,54 @@ func pickAgent(fs proc.FS, boot string, names []string, inc herd.Incarnation) (h
 	return id, FoundAgent
 }
 
+// readTree reads the process tree under root for agents.Pick.
+func readTree(fs proc.FS, root int) ([]agents.Proc, error) {
+	nodes, err := fs.Tree(root)
+	if err != nil {
+		return nil, err
+	}
+	tree := make([]agents.Proc, len(nodes))
+	for i, n := range nodes {
+		tree[i] = agents.Proc{PID: n.PID, PPID: n.PPID, Comm: n.Comm, Argv: n.Argv, Exe: n.Exe}
+	}
+	return tree, nil
+}
+
+// launcherLives reports whether the tree under root holds a launcher of
+// the agent names name (it may start the agent again).
+func launcherLives(fs proc.FS, root int, names []string) bool {
+	tree, err := readTree(fs, root)
+	if err != nil {
+		return false
+	}
+	for _, p := range tree {
+		if agents.IsLauncher(p) && agents.Matches(names, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// launcherChild reports whether pid is, in the tree under root, the child
+// of a launcher (an interpreter running the agent's script).
+func launcherChild(fs proc.FS, root, pid int) bool {
+	tree, err := readTree(fs, root)
+	if err != nil {
+		return false
+	}
+	for _, p := range tree {
+		if p.PID != pid {
+			continue
+		}
+		for _, q := range tree {
+			if q.PID == p.PPID {
+				return agents.IsLauncher(q)
+			}
+		}
+	}
+	return false
+}
+
 // agentNames returns the names that pick session s's agent out of its
 // tree; ok is false when its role cannot be read.
 func (p *Prober) agentNames(ctx context.Context, s herd.Session) ([]string, bool) {
@@ -123,7 +167,8 @@ func (p *Prober) agentNames(ctx context.Context, s herd.Session) ([]string, bool
 }
 
 // followRelaunch handles the exit of an agent that is not the launched
-// root while the root lives on: when the launcher starts the agent again
+// root while the root lives on: when its launcher (an interpreter running
+// the agent's script) starts the agent again
 // within relaunchWait (Gemini CLI after its trust dialog), the new process
 // is recorded as the agent and watched, and nothing is accounted; it
 // reports whether it followed. A launcher that exits too, or starts
@@ -142,13 +187,20 @@ func (p *Prober) followRelaunch(session string, inc herd.Incarnation, who herd.I
 		return false
 	}
 	fs, boot := p.o.Proc, p.o.BootID
+	if !launcherLives(fs, inc.Root.PID, names) {
+		return false // no launcher of the agent's left to start it again
+	}
 	deadline := time.Now().Add(relaunchWait)
 	wait := 2 * time.Millisecond
 	for {
 		if fs.Check(inc.Root, boot) != herd.Alive {
 			return false // the launcher ended with it: a death
 		}
-		if id, found := pickAgent(fs, boot, names, l.Inc); found == FoundAgent && id.PID != who.PID {
+		// Only a launcher's new child: a wrapper that runs (or becomes)
+		// another process of the agent's name after the agent's death
+		// does not make that death a relaunch.
+		if id, found := pickAgent(fs, boot, names, l.Inc); found == FoundAgent && id.PID != who.PID && id.PID != inc.Root.PID &&
+			id.StartTime >= who.StartTime && launcherChild(fs, inc.Root.PID, id.PID) {
 			return p.relaunched(ctx, l.S, l.Inc, who, id)
 		}
 		if time.Now().After(deadline) {

@@ -92,12 +92,17 @@ type Exits struct {
 	changed chan struct{}
 	// lost counts the times the socket overran.
 	lost int
+	// others counts the events other than exits received (none where the
+	// kernel filters them).
+	others int
 }
 
 // OpenExits subscribes to the proc connector's events and waits for the
 // kernel's answer; an error (no CAP_NET_ADMIN, not in the initial
 // namespaces, no connector in the kernel) means exits are not reported
-// this way and callers fall back.
+// this way and callers fall back. It then asks for exits only: kernels
+// since 6.6 send this socket nothing else (older ones ignore the ask and
+// send every event, forks and execs too, skipped here).
 func OpenExits() (*Exits, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.NETLINK_CONNECTOR)
 	if err != nil {
@@ -110,7 +115,7 @@ func OpenExits() (*Exits, error) {
 	// Room for a burst of exits (a make -j, a test run) between reads.
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
 	e := &Exits{f: os.NewFile(uintptr(fd), "proc-connector"), buf: make([]byte, 8192), byPID: map[int]exitRecord{}, changed: make(chan struct{})}
-	if err := e.subscribe(fd); err != nil {
+	if err := e.subscribe(fd, false); err != nil {
 		e.f.Close()
 		return nil, err
 	}
@@ -129,13 +134,24 @@ func OpenExits() (*Exits, error) {
 			e.f.Close()
 			return nil, fmt.Errorf("proc: exits: the proc connector refused: %w", unix.Errno(ackErr))
 		}
-		return e, nil
+		break
 	}
+	// Its answer is filtered out like every event but exits: not awaited.
+	if err := e.subscribe(fd, true); err != nil {
+		e.f.Close()
+		return nil, err
+	}
+	return e, nil
 }
 
-// subscribe asks the connector for its events.
-func (e *Exits) subscribe(fd int) error {
-	msg := make([]byte, nlmsgHdrLen+cnMsgLen+4)
+// subscribe asks the connector for its events: exits only when filtered
+// (struct proc_input: the operation, then the events wanted).
+func (e *Exits) subscribe(fd int, filtered bool) error {
+	n := 4
+	if filtered {
+		n = 8
+	}
+	msg := make([]byte, nlmsgHdrLen+cnMsgLen+n)
 	ne := binary.NativeEndian
 	ne.PutUint32(msg[0:], uint32(len(msg)))
 	ne.PutUint16(msg[4:], unix.NLMSG_DONE)
@@ -144,8 +160,11 @@ func (e *Exits) subscribe(fd int) error {
 	ne.PutUint32(cn[0:], cnIdxProc)
 	ne.PutUint32(cn[4:], cnValProc)
 	ne.PutUint32(cn[12:], 1) // ack: the kernel answers with ack+1
-	ne.PutUint16(cn[16:], 4)
+	ne.PutUint16(cn[16:], uint16(n))
 	ne.PutUint32(cn[cnMsgLen:], procCnMcastListen)
+	if filtered {
+		ne.PutUint32(cn[cnMsgLen+4:], procEventExit)
+	}
 	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("proc: exits: subscribe: %w", err)
 	}
@@ -242,6 +261,10 @@ func (e *Exits) record(b []byte, now time.Time) (ack bool, ackErr uint32) {
 			return false, 0 // a thread, not the process
 		}
 		e.add(pid, DecodeWaitStatus(code), now)
+	default:
+		e.mu.Lock()
+		e.others++
+		e.mu.Unlock()
 	}
 	return false, 0
 }

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"fmt"
 	"context"
 	"errors"
 	"os"
@@ -33,9 +34,9 @@ func TestDecodeWaitStatus(t *testing.T) {
 	}
 }
 
-// openExits opens the proc connector, or skips where the kernel refuses
+// listenExits opens the proc connector, or skips where the kernel refuses
 // it to this process (no CAP_NET_ADMIN, not the initial namespaces).
-func openExits(t *testing.T) *Exits {
+func listenExits(t *testing.T) *Exits {
 	t.Helper()
 	e, err := OpenExits()
 	if err != nil {
@@ -85,7 +86,7 @@ func launcherLike(t *testing.T, script string) (childPID int, launcher *exec.Cmd
 // launcher that exits 1 is reported killed by SIGSEGV, and one that exits
 // 199 with 199; the launcher's own status says 1 either way.
 func TestExitsTellsTheChildsSignal(t *testing.T) {
-	e := openExits(t)
+	e := listenExits(t)
 	cases := []struct {
 		name, script string
 		want         Exit
@@ -107,6 +108,31 @@ func TestExitsTellsTheChildsSignal(t *testing.T) {
 		if !ok || got != c.want {
 			t.Errorf("[%s] expected %+v, got %+v (reported %v)", c.name, c.want, got, ok)
 		}
+	}
+}
+
+// TestExitsFiltered: on kernels that filter the connector's events (6.6
+// and later), the socket gets exits only, not the forks and execs of
+// every process of the host.
+func TestExitsFiltered(t *testing.T) {
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	var major, minor int
+	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	if major < 6 || major == 6 && minor < 6 {
+		t.Skipf("kernel %d.%d does not filter the connector's events", major, minor)
+	}
+	e := listenExits(t)
+	since := time.Now()
+	pid, cmd := launcherLike(t, "exit 3")
+	cmd.Wait()
+	if x, ok := e.Lookup(context.Background(), pid, since, 5*time.Second); !ok || x.Code != 3 {
+		t.Fatalf("expected the child's exit 3, got %+v %v", x, ok)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.others != 0 {
+		t.Errorf("expected exits only, got %d other events", e.others)
 	}
 }
 

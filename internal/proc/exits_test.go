@@ -2,9 +2,9 @@ package proc
 
 import (
 	"bufio"
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"

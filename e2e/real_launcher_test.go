@@ -78,6 +78,11 @@ max_restarts = 10
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("screen of %s:\n%s", name, e.capture(name))
+			for _, ev := range e.events("--session", name) {
+				if ev.Kind != herd.EventActivity {
+					t.Logf("%s %s %s: %s", ev.Time.Format("15:04:05.000"), ev.Kind, ev.Reason, ev.Message)
+				}
+			}
 		}
 		// The agents (and Codex's app-server) outlive the daemon: end
 		// them, and wait, so nothing writes into root once it is removed.

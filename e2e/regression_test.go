@@ -20,8 +20,10 @@ import (
 
 // TestAgentDiesUnderWrapper: the launch shape that hid deaths in the
 // field — a shell that runs the agent, then lives on. In both runtimes the
-// agent's death is process_gone while the shell lives, and the leftover
-// (the shell, the pane) is taken down. Regression (exec): an agent found
+// agent's death is recorded while the shell lives (with the agent's own
+// signal where the kernel reports it), and the leftover (the shell, the
+// pane) is taken down; the shell becoming a process of the agent's name
+// is no relaunch. Regression (exec): an agent found
 // under a wrapper got no watcher of its own, so its death went unnoticed.
 func TestAgentDiesUnderWrapper(t *testing.T) {
 	for _, rt := range []string{herd.RuntimeExec, herd.RuntimeTmux} {
@@ -41,9 +43,9 @@ func TestAgentDiesUnderWrapper(t *testing.T) {
 				return v.State == herd.StateRunning && strings.HasPrefix(string(b), "sleep\x00999")
 			})
 			syscall.Kill(v.PID, syscall.SIGKILL)
-			e.waitFor("process_gone", 5*time.Second, func() bool {
+			e.waitFor("the agent's death", 5*time.Second, func() bool {
 				ev := e.events("--session", "w-0", "--kind", herd.EventCrashed)
-				return len(ev) == 1 && ev[0].Reason == herd.ReasonProcessGone
+				return len(ev) == 1 && e.agentKilled(ev[0], syscall.SIGKILL)
 			})
 			e.waitFor("the leftover wrapper gone", 10*time.Second, func() bool {
 				out, _ := exec.Command("pgrep", "-f", "^sleep 888").Output()
@@ -301,6 +303,18 @@ func TestExecWrapperExitsAgentLivesOn(t *testing.T) {
 	syscall.Kill(v.PID, syscall.SIGKILL)
 	e.waitFor("the agent's death recorded", 5*time.Second, func() bool {
 		ev := e.events("--session", "bg-0", "--kind", herd.EventCrashed)
-		return len(ev) == 1 && ev[0].Reason == herd.ReasonProcessGone
+		return len(ev) == 1 && e.agentKilled(ev[0], syscall.SIGKILL)
 	})
+}
+
+// agentKilled reports whether a crashed event tells an agent under a
+// wrapper killed by sig: by that signal where the kernel reports the exits
+// of processes that are not the daemon's children (the proc connector),
+// process_gone where the daemon logged it cannot listen to them.
+func (e *env) agentKilled(ev herd.Event, sig syscall.Signal) bool {
+	log, _ := os.ReadFile(e.logPath)
+	if strings.Contains(string(log), "exit statuses of agents under launchers are read from /proc only") {
+		return ev.Reason == herd.ReasonProcessGone || ev.Reason == herd.ReasonSignal && crashSignal(ev) == int(sig)
+	}
+	return ev.Reason == herd.ReasonSignal && crashSignal(ev) == int(sig)
 }

@@ -27,6 +27,15 @@
 # stall_after and a tick; .../claude and the claude.exe it links to are both
 # the claude agent and resume with --resume.
 #
+# TestRealLauncherTrees reads the process tree of each agent started as
+# npm installs it (node shims) and checks the agent picked is the real
+# process: Claude's native binary, Codex's native TUI, Gemini CLI's child;
+# --capture rewrites testdata/trees. TestRealLauncherAgents (e2e) runs Codex
+# and Gemini CLI under the daemon: the recorded agent is the real process,
+# SIGSEGV and SIGKILL of it are crashed with that signal and relaunched
+# resuming the conversation (the mock sees the history), and herd signal
+# TERM ends it.
+#
 # TestRealLeadAgent (e2e) runs Claude Code as a lead (mcp = true, manages
 # = ["worker"]) under the daemon, the mock scripted to call herd's MCP
 # tools (found through ToolSearch: Claude Code defers them): list_sessions,
@@ -49,7 +58,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,53p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -103,6 +112,14 @@ HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" H
   go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini|GeminiTUI)$' -v ./internal/agents/ || status=1
 echo "== TestRealClaudeUnderHerd, TestRealClaudeDaemon (the herd daemon supervising the real Claude Code)"
 HERD_REAL_CLAUDE="$claude" go test -count=1 -p 1 -timeout 20m -run '^TestRealClaude(UnderHerd|Daemon)$' -v ./e2e/ || status=1
+# --- launchers: the agent is the real process ------------------------------
+echo "== TestRealLauncherTrees, TestRealLauncherAgents (the real agent under npm's launchers)"
+HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" HERD_CAPTURE_FIXTURES="$capture" \
+  go test -count=1 -timeout 5m -run '^TestRealLauncherTrees$' -v ./internal/agents/ || status=1
+if [ -n "$codex$gemini" ]; then
+  HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" go test -count=1 -p 1 -timeout 20m -run '^TestRealLauncherAgents$' -v ./e2e/ || status=1
+fi
+# --- end launchers --------------------------------------------------------------
 # --- the lead agent: Claude Code driving the herd over MCP ------------------
 echo "== TestRealLeadAgent (Claude Code calling herd's MCP tools under the daemon)"
 HERD_REAL_CLAUDE="$claude" go test -count=1 -p 1 -timeout 10m -run '^TestRealLeadAgent$' -v ./e2e/ || status=1

@@ -10,6 +10,8 @@ import (
 
 // Proc is what the caller read about one process from /proc.
 type Proc struct {
+	PID  int      // its pid (0 when the caller does not say)
+	PPID int      // its parent's pid
 	Comm string   // /proc/PID/comm
 	Argv []string // /proc/PID/cmdline
 	Exe  string   // the target of /proc/PID/exe ("" when unreadable)
@@ -206,21 +208,53 @@ func IsHelper(p Proc) bool {
 func IsLauncher(p Proc) bool { return scriptIndex(p.Argv) > 0 }
 
 // Pick returns the index in tree (a launched process tree, parents before
-// children) of the agent process: the first that Matches names and is
-// neither a helper nor a launcher; else the first matching launcher; -1
-// when none matches.
-func Pick(names []string, tree []Proc) int {
-	launcher := -1
+// children, each with its PID and PPID) of the agent process, and whether
+// that choice is settled; -1 when no process matches names.
+//
+// The agent is the first process that Matches names and is not a helper,
+// followed down through launchers: while the process chosen is an
+// interpreter running a script (npm's node shims: `node …/bin/codex.js`,
+// whose child is Codex's native TUI under Node < 22.15; `node
+// …/gemini.js`, whose child is Gemini CLI relaunched with more memory),
+// its newest matching child is the agent instead, and a launcher's child
+// that is itself a launcher is the agent. A launcher forwards some
+// signals and swallows others, and turns its child's death into an exit
+// code of its own: it never stands in for the agent while a child is there
+// to be it. A process that is not a launcher is never followed down (an
+// agent's tool that runs another copy of the agent is not the agent).
+//
+// A launcher with no matching child is not settled: its child may be
+// about to start (the caller looks again), or the launcher is the agent
+// itself (Gemini CLI with GEMINI_CLI_NO_RELAUNCH; the caller takes it once
+// the child has had time to appear).
+func Pick(names []string, tree []Proc) (int, bool) {
+	cur := -1
 	for i, p := range tree {
-		if IsHelper(p) || !Matches(names, p) {
-			continue
-		}
-		if !IsLauncher(p) {
-			return i
-		}
-		if launcher < 0 {
-			launcher = i
+		if !IsHelper(p) && Matches(names, p) {
+			cur = i
+			break
 		}
 	}
-	return launcher
+	if cur < 0 {
+		return -1, true
+	}
+	for IsLauncher(tree[cur]) && tree[cur].PID != 0 {
+		next := -1
+		for i, p := range tree {
+			if i != cur && p.PPID == tree[cur].PID && !IsHelper(p) && Matches(names, p) {
+				next = i // the last: a relaunched child comes after its predecessor
+			}
+		}
+		if next < 0 {
+			return cur, false
+		}
+		cur = next
+		if IsLauncher(tree[cur]) {
+			// A launcher started by a launcher is the agent relaunched
+			// (Gemini CLI's child with more memory): what it starts in
+			// turn are its tools.
+			break
+		}
+	}
+	return cur, true
 }

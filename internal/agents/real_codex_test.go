@@ -186,7 +186,7 @@ func TestRealCodexTUI(t *testing.T) {
 	// The agent process: the native codex under the node launcher, not
 	// the app-server daemon it starts.
 	tree := paneTree(t, strings.TrimSpace(e.mustTmux("display-message", "-p", "-t", "="+pane+":", "#{pane_pid}")))
-	i := agents.Pick([]string{"codex"}, tree)
+	i, _ := agents.Pick([]string{"codex"}, tree)
 	if i < 0 || agents.IsLauncher(tree[i]) || agents.IsHelper(tree[i]) {
 		t.Errorf("Pick chose %d in %+v", i, tree)
 	}

@@ -156,7 +156,7 @@ func TestRealGeminiTUI(t *testing.T) {
 	trust := e.waitScreen(pane, "trust dialog", func(s string) bool { return strings.Contains(s, trustQ) })
 	e.expectScreen("screen-trust.txt", trust, herd.ActivityWaiting, agents.ReasonStartupPrompt)
 	tree := paneTree(t, strings.TrimSpace(e.mustTmux("display-message", "-p", "-t", "="+pane+":", "#{pane_pid}")))
-	if i := agents.Pick([]string{"gemini"}, tree); i < 0 {
+	if i, _ := agents.Pick([]string{"gemini"}, tree); i < 0 {
 		t.Errorf("Pick found no gemini in %+v", tree)
 	}
 	e.choose(pane, trustQ, "Trust folder")

@@ -757,7 +757,16 @@ func readProc(t *testing.T, pid string) agents.Proc {
 		t.Fatal(err)
 	}
 	exe, _ := os.Readlink("/proc/" + pid + "/exe")
-	return agents.Proc{Comm: strings.TrimSpace(string(comm)), Argv: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), Exe: exe}
+	n, _ := strconv.Atoi(pid)
+	ppid := 0
+	if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+		if i := strings.LastIndexByte(string(st), ')'); i >= 0 {
+			if f := strings.Fields(string(st)[i+1:]); len(f) > 1 {
+				ppid, _ = strconv.Atoi(f[1])
+			}
+		}
+	}
+	return agents.Proc{PID: n, PPID: ppid, Comm: strings.TrimSpace(string(comm)), Argv: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), Exe: exe}
 }
 
 func writeFile(t *testing.T, path, content string) {

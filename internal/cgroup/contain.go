@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,6 +35,8 @@ type Containment struct {
 	why    string   // why not ModeCgroup, or which cgroup features are missing
 	fs     proc.FS
 	bootID string
+	// stops runs the stops of one incarnation's group one at a time.
+	stops groupLocks
 }
 
 // New detects what the host allows and logs it once: the mode, and why
@@ -205,6 +208,10 @@ func (c *Containment) StopGroup(ctx context.Context, incarnation string, grace t
 	rep := StopReport{Mode: c.Mode()}
 	var err error
 	if c.cg != nil {
+		// A crash's cleanup and the takedown of what the death left stop
+		// the same group at once: one after the other, the second finds
+		// it gone instead of reading the files of a group being removed.
+		unlock := c.stops.lock(incarnation)
 		var g *Group
 		if g, err = c.cg.Open(incarnation); err == nil {
 			rep.Group = true
@@ -212,9 +219,15 @@ func (c *Containment) StopGroup(ctx context.Context, incarnation string, grace t
 			if err == nil {
 				err = g.Remove(ctx)
 			}
+			if err != nil && g.gone() {
+				// Removed meanwhile by something else (a second daemon's
+				// sweep, a person): what the stop wanted.
+				err = nil
+			}
 		} else if errors.Is(err, os.ErrNotExist) {
 			err = nil
 		}
+		unlock()
 	}
 	rep.Took = time.Since(start)
 	return rep, err
@@ -413,4 +426,41 @@ func (c *Containment) Members(incarnation string) ([]int, bool) {
 		return nil, false
 	}
 	return pids, true
+}
+
+// groupLocks holds a lock per incarnation whose group is being stopped.
+type groupLocks struct {
+	mu sync.Mutex // guards held
+	// held maps an incarnation to its lock and the number of its holders
+	// and waiters (dropped at zero).
+	held map[string]*groupLock
+}
+
+type groupLock struct {
+	mu sync.Mutex
+	n  int
+}
+
+// lock takes incarnation's lock and returns its release.
+func (l *groupLocks) lock(incarnation string) func() {
+	l.mu.Lock()
+	if l.held == nil {
+		l.held = map[string]*groupLock{}
+	}
+	g := l.held[incarnation]
+	if g == nil {
+		g = &groupLock{}
+		l.held[incarnation] = g
+	}
+	g.n++
+	l.mu.Unlock()
+	g.mu.Lock()
+	return func() {
+		g.mu.Unlock()
+		l.mu.Lock()
+		if g.n--; g.n == 0 {
+			delete(l.held, incarnation)
+		}
+		l.mu.Unlock()
+	}
 }

@@ -284,6 +284,13 @@ func (g *Group) waitEmpty(ctx context.Context) error {
 	}
 }
 
+// gone reports whether the group's directory no longer exists: its files
+// then read ENOENT, or ENODEV when opened before the removal.
+func (g *Group) gone() bool {
+	_, err := os.Stat(g.Path)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // Remove deletes the group once it is empty (killing what is left first).
 // A group that is already gone is not an error.
 func (g *Group) Remove(ctx context.Context) error {

@@ -106,6 +106,9 @@ type Daemon struct {
 	stopGrace time.Duration
 	placement *placement.Leader
 	commands  *commands.Runner
+	// exits reports how agents under launchers end (the kernel's proc
+	// connector); nil where the kernel refuses it to the daemon.
+	exits *proc.Exits
 	// metrics is nil unless [metrics] listen is set.
 	metrics *metrics.Metrics
 	// web is the console; nil unless [web] listen is set.
@@ -201,10 +204,19 @@ const JournalFile = "store-journal.db"
 // and the reaper.
 func (d *Daemon) newComponents(o Options) {
 	cfg, log, boot, host := d.cfg, d.log, d.bootID, d.host
-	d.prober = prober.New(prober.Options{
+	po := prober.Options{
 		Status: d.status, Proc: o.Proc, BootID: boot, Tmux: d.tmux,
 		Interval: cfg.Probe.Interval, Concurrency: cfg.Probe.Concurrency, MassDeathFraction: cfg.Probe.MassDeathFraction, Log: log,
-	})
+	}
+	// An agent under a launcher is not the daemon's child: the kernel
+	// tells how it ended (needs CAP_NET_ADMIN), else the zombie it leaves
+	// when seen, else its launcher's word.
+	if x, err := proc.OpenExits(); err != nil {
+		log.Info("exit statuses of agents under launchers are read from /proc only", "err", err)
+	} else {
+		d.exits, po.Exits = x, x
+	}
+	d.prober = prober.New(po)
 	wt := &worktree.Manager{}
 	d.slots = slots.New(slots.Options{
 		Status: d.status, Prober: d.prober, Proc: o.Proc, BootID: boot,
@@ -306,6 +318,13 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("heartbeat", func() { d.runHeartbeat(ctx) })
 	g.Go("fence", func() { d.runFence(ctx) })
 	g.Go("notifications", func() { d.listen(ctx, d.status.Store()) })
+	if d.exits != nil {
+		g.Go("exits", func() {
+			if err := d.exits.Run(ctx); err != nil {
+				d.log.Error("exit reports stopped; agents under launchers are told by /proc only", "err", err)
+			}
+		})
+	}
 	g.Go("watchdog", func() { d.watchdog.Run(ctx) })
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("attention", func() { d.attention.Run(ctx) })

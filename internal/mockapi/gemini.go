@@ -49,6 +49,23 @@ func (r geminiRequest) scan(word string) (last string, toolResult, anyHas bool) 
 	return last, toolResult, anyHas
 }
 
+// users returns the text of each user turn, oldest first, each clipped
+// as Record.Users says.
+func (r geminiRequest) users() []string {
+	var out []string
+	for _, c := range r.Contents {
+		if c.Role != "user" {
+			continue
+		}
+		var b strings.Builder
+		for _, p := range c.Parts {
+			b.WriteString(p.Text)
+		}
+		out = append(out, clipUser(b.String()))
+	}
+	return out
+}
+
 // results returns the function responses of the last user turn: the
 // call's id when the agent gave one, and the response as JSON.
 func (r geminiRequest) results() []ToolResult {
@@ -94,7 +111,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 		return
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
-	rec := Record{Path: r.URL.Path, Stream: stream, Results: req.results()}
+	rec := Record{Path: r.URL.Path, Stream: stream, Results: req.results(), Users: req.users()}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

@@ -65,9 +65,10 @@ type Record struct {
 	Status  int       // the HTTP status sent; 0 while hung
 	Tool    bool      // the answer is a tool call
 	Time    time.Time // when the answer (or the hang) began
-	// Users holds the text of each user message of a Messages API
-	// request, oldest first (each clipped to its last 200 bytes): what the
-	// agent sent of its conversation.
+	// Users holds the text of each user message (Messages and Responses
+	// API) or user turn (Gemini API) of a request, oldest first (each
+	// clipped to its last 200 bytes): what the agent sent of its
+	// conversation.
 	Users []string
 	// Tools names the tools a Messages API request offered.
 	Tools []string
@@ -233,12 +234,18 @@ func (r request) users() []string {
 			}
 			s = b.String()
 		}
-		if len(s) > 200 {
-			s = s[len(s)-200:] // the typed text comes after the agent's reminders
-		}
-		out = append(out, s)
+		out = append(out, clipUser(s))
 	}
 	return out
+}
+
+// clipUser keeps the last 200 bytes of a user message: the typed text
+// comes after the agent's reminders.
+func clipUser(s string) string {
+	if len(s) > 200 {
+		return s[len(s)-200:]
+	}
+	return s
 }
 
 // firstUserHas reports whether a user message of the conversation

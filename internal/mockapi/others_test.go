@@ -70,6 +70,12 @@ func TestResponsesAPI(t *testing.T) {
 	if r := recs[3]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c", Text: "ok"}) {
 		t.Errorf("[after the tool] expected the output of call c recorded, got %+v", r.Results)
 	}
+	// Each user message is recorded, oldest first: what the agent sent of
+	// its conversation (a resumed one carries the earlier messages).
+	postTo(t, url, "/v1/responses", `{"model":"m","input":[`+user("first")+`,{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]},`+user("second")+`]}`)
+	if r := s.Records()[5]; strings.Join(r.Users, "|") != "first\n|second\n" {
+		t.Errorf("[users] expected first and second recorded, got %q", r.Users)
+	}
 }
 
 func TestGeminiAPI(t *testing.T) {
@@ -123,6 +129,10 @@ func TestGeminiAPI(t *testing.T) {
 	// that carries it.
 	if r := s.Records()[2]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c1", Text: `{"output":"ok"}`}) {
 		t.Errorf("[tool result] expected the response of call c1 recorded, got %+v", r.Results)
+	}
+	// Each user turn is recorded, oldest first.
+	if r := s.Records()[2]; len(r.Users) != 2 || r.Users[0] != "run "+TriggerTool {
+		t.Errorf("[tool result] expected the two user turns recorded, got %q", r.Users)
 	}
 	resp := postTo(t, url, "/v1beta/models/m:streamGenerateContent?alt=sse", `{"contents":[`+user("hi")+`]}`)
 	if resp.Header.Get("Content-Type") != "text/event-stream" {

@@ -87,6 +87,25 @@ func (r responsesRequest) shellTool(escalate bool) (name, args string) {
 	return "", ""
 }
 
+// users returns the text of each user message, oldest first, each
+// clipped as Record.Users says.
+func (r responsesRequest) users() []string {
+	var out []string
+	for _, raw := range r.Input {
+		var it responsesItem
+		if json.Unmarshal(raw, &it) != nil || it.Role != "user" {
+			continue
+		}
+		var b strings.Builder
+		for _, c := range it.Content {
+			b.WriteString(c.Text)
+			b.WriteByte('\n')
+		}
+		out = append(out, clipUser(b.String()))
+	}
+	return out
+}
+
 // results returns the tool outputs the request carries back after its
 // last user message.
 func (r responsesRequest) results() []ToolResult {
@@ -114,7 +133,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
-	rec := Record{Path: r.URL.Path, Model: req.Model, Stream: req.Stream, Results: req.results()}
+	rec := Record{Path: r.URL.Path, Model: req.Model, Stream: req.Stream, Results: req.results(), Users: req.users()}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

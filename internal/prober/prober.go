@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"herd"
-	"herd/internal/agents"
 	"herd/internal/loop"
 	"herd/internal/proc"
 	"herd/internal/runtime"
@@ -50,7 +49,10 @@ type Options struct {
 	// accounting more than this fraction of at least 5 sessions dead is
 	// inconclusive (see liveness.BreakMassDeath).
 	MassDeathFraction float64
-	Log               *slog.Logger
+	// Exits tells how an agent under a launcher ended (nil: only the
+	// zombie it leaves, when seen, tells).
+	Exits ExitLog
+	Log   *slog.Logger
 }
 
 // Prober watches this host's live sessions.
@@ -70,6 +72,10 @@ type Prober struct {
 	roles   []herd.Role
 	live    []status.Live
 
+	// bootTime (read once, through bootOnce) converts start times.
+	bootOnce sync.Once
+	bootTime time.Time
+
 	mu sync.Mutex // guards the fields below
 	// watched maps an incarnation id to its watchers.
 	watched map[string]*watchSet
@@ -77,6 +83,9 @@ type Prober struct {
 	tmux tmuxMemory
 	// lastRound is when the last probe round ended.
 	lastRound time.Time
+	// provisional holds the incarnations whose agent is a launcher taken
+	// for it (FoundLauncher): its child is looked for at every round.
+	provisional map[string]bool
 	// launching holds, by name, when a tmux launch began: its session
 	// exists before its record, and is not reported as unmanaged meanwhile.
 	launching map[string]time.Time
@@ -92,7 +101,7 @@ const maxTargeted = 4
 func New(o Options) *Prober {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Prober{o: o, st: o.Status, trig: make(chan struct{}, 1), ctx: ctx, cancel: cancel, watched: map[string]*watchSet{},
-		launching: map[string]time.Time{}, targeted: make(chan struct{}, maxTargeted)}
+		launching: map[string]time.Time{}, targeted: make(chan struct{}, maxTargeted), provisional: map[string]bool{}}
 	p.group.Log = o.Log
 	if o.Status != nil {
 		p.follow(ctx)
@@ -206,6 +215,9 @@ func (p *Prober) probeExec(ctx context.Context, s herd.Session, inc herd.Incarna
 		p.findAgent(ctx, s, inc)
 		return
 	}
+	if p.isProvisional(inc.ID) {
+		inc = p.followLauncher(ctx, s, inc)
+	}
 	if p.isWatched(inc) {
 		return // its watcher reports the death the moment it happens
 	}
@@ -240,29 +252,25 @@ func (p *Prober) logged(ctx context.Context, name, what string, err error) {
 // incarnation with its identity when found; the wrapper dying first is a
 // death of the incarnation.
 func (p *Prober) findAgent(ctx context.Context, s herd.Session, inc herd.Incarnation) herd.Incarnation {
-	role, err := p.st.Role(ctx, s.Role)
-	if err != nil {
+	names, ok := p.agentNames(ctx, s)
+	if !ok {
 		return inc
 	}
 	fs, boot := p.o.Proc, p.o.BootID
-	names, wrapped := agents.ProcessNames(role, inc.Argv)
-	if !wrapped {
-		// The launch could not prove the process the runtime named was
-		// ours; it is adopted once it carries the marker.
-		if id, ok := p.proveRoot(inc); ok {
-			inc.Root, inc.Identity = id, id
-			p.markAlive(ctx, s, inc, "")
-			return inc
+	// The launch could not prove the process the runtime named was ours,
+	// or the agent under a launcher or wrapper had not started: it is
+	// adopted once the process carries the marker.
+	if id, found := FindAgent(fs, boot, names, inc); found.Found() && fs.Check(inc.Root, boot) == herd.Alive {
+		if root, ok := p.proveRoot(inc); ok {
+			inc.Root = root
 		}
-	}
-	if len(names) > 0 {
-		if pid, ok, _ := fs.FindAgent(inc.Root.PID, names); ok && fs.Check(inc.Root, boot) == herd.Alive {
-			if id, err := fs.Identify(pid, boot); err == nil && id.Marker == inc.ID {
-				inc.Identity = id
-				p.markAlive(ctx, s, inc, "")
-				return inc
-			}
+		inc.Identity = id
+		if found == FoundLauncher {
+			p.o.Log.Info("a launcher started no agent child within the grace; taken for the agent until it does", "session", s.Name, "pid", id.PID)
+			p.setProvisional(inc.ID, true)
 		}
+		p.markAlive(ctx, s, inc, "")
+		return inc
 	}
 	// A root that is our child is reaped by its watcher, with its status.
 	if !p.watchingPID(inc.ID, inc.Root.PID) && fs.Check(inc.Root, boot) == herd.Dead {

@@ -289,6 +289,8 @@ func (p *Prober) decideTmux(ctx context.Context, s herd.Session, inc herd.Incarn
 	if !identified && rt.Axis == herd.Alive {
 		inc = p.findAgent(ctx, s, inc)
 		identified = !inc.Identity.Zero()
+	} else if identified && rt.Axis == herd.Alive && p.isProvisional(inc.ID) {
+		inc = p.followLauncher(ctx, s, inc)
 	}
 	process := herd.Unknown
 	switch {
@@ -311,9 +313,12 @@ func (p *Prober) actTmux(ctx context.Context, d tmuxVerdict) {
 	switch v.Action {
 	case liveness.Crash:
 		p.forgetBehind(inc.ID)
+		// The pane tells how its own process (a launcher, a wrapper)
+		// ended; the agent under it may have ended otherwise.
+		exit, msg := p.agentExit(inc, v.Exit)
 		// What is left (a wrapper living on, the pane) is taken down by
 		// slots, told by the writer's subscription.
-		p.recordDeath(ctx, status.Death{Session: s.Name, Incarnation: inc.ID, Exit: v.Exit, Leftover: true})
+		p.recordDeath(ctx, status.Death{Session: s.Name, Incarnation: inc.ID, Exit: exit, Message: msg, Leftover: true})
 		return
 	case liveness.Reprobe:
 		p.group.Go("reprobe", func() {

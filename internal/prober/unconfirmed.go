@@ -131,13 +131,9 @@ func (p *Prober) resolveUnconfirmed(ctx context.Context, s herd.Session, inc her
 	if err != nil {
 		return
 	}
-	names, wrapped := agents.ProcessNames(role, inc.Argv)
-	if !wrapped {
-		inc.Identity = root
-	} else if pid, ok, _ := fs.FindAgent(root.PID, names); ok {
-		if id, err := fs.Identify(pid, p.o.BootID); err == nil && id.Marker == inc.ID {
-			inc.Identity = id
-		}
+	if id, found := FindAgent(fs, p.o.BootID, agents.Names(role.Agent, role.AgentProcess), inc); found.Found() {
+		inc.Identity = id
+		p.setProvisional(inc.ID, found == FoundLauncher)
 	}
 	p.o.Log.Info("adopted the agent of an unfinished launch", "session", s.Name, "pid", root.PID)
 	if inc.Identity.Zero() {

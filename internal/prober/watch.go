@@ -24,6 +24,9 @@ type watchSet struct {
 	// identified: the agent's identity was known and watched at some
 	// point (see holds).
 	identified bool
+	// zombies holds, by pid, how agents not launched as the root ended,
+	// read from their zombies when their watchers fired.
+	zombies map[int]proc.Exit
 }
 
 // Watch notices the death of an incarnation's processes the moment it
@@ -81,6 +84,10 @@ func (p *Prober) Watch(session string, inc herd.Incarnation, wait func() herd.Ex
 				p.Kick()
 				return
 			}
+			if agent != inc.Root {
+				// At once, before its launcher reaps it.
+				p.noteZombie(inc.ID, agent)
+			}
 			p.onDeath(session, inc, herd.Exit{Reason: herd.ReasonProcessGone}, agent)
 		})
 	}
@@ -91,6 +98,7 @@ func (p *Prober) Unwatch(inc string) {
 	p.mu.Lock()
 	ws := p.watched[inc]
 	delete(p.watched, inc)
+	delete(p.provisional, inc)
 	p.mu.Unlock()
 	if ws != nil {
 		ws.cancel()
@@ -139,6 +147,11 @@ func (p *Prober) watchingPID(inc string, pid int) bool {
 // that is not recorded here leaves the incarnation to the prober: nothing
 // is lost.
 func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, who herd.Identity) {
+	if who != inc.Root && p.followRelaunch(session, inc, who) {
+		// Its launcher started the agent again: the new process is
+		// watched, and this exit is no death.
+		return
+	}
 	if inc.RuntimeKind == herd.RuntimeTmux {
 		// The pane holds the exit status; the prober reads it right away,
 		// listing this session alone. The death itself is proven: it is
@@ -150,13 +163,16 @@ func (p *Prober) onDeath(session string, inc herd.Incarnation, exit herd.Exit, w
 	if who == inc.Root && p.mayBeWrapped(inc.ID) && p.agentOutlivesWrapper(session, inc.ID) {
 		return
 	}
+	msg := ""
 	if who != inc.Root {
-		// The agent died under a wrapper that lives on: report it as gone.
-		exit = herd.Exit{Reason: herd.ReasonProcessGone}
+		// The agent died under a wrapper: its own exit when it is known,
+		// else gone.
+		inc.Identity = who
+		exit, msg = p.agentExit(inc, herd.Exit{Reason: herd.ReasonProcessGone})
 	}
 	// An agent dead under a wrapper that lives on leaves the wrapper for
 	// slots to take down (told by the writer's subscription).
-	ok, err := p.st.RecordDeath(p.ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: exit, Leftover: who != inc.Root})
+	ok, err := p.st.RecordDeath(p.ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: exit, Message: msg, Leftover: who != inc.Root})
 	if err != nil || !ok {
 		if err != nil && p.ctx.Err() == nil {
 			p.o.Log.Error("record death", "session", session, "err", err)
@@ -264,6 +280,9 @@ func (p *Prober) confirmDeath(session string, inc herd.Incarnation, who herd.Ide
 		}
 		wait = min(2*wait, 50*time.Millisecond)
 	}
-	p.recordDeath(ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: herd.Exit{Reason: herd.ReasonProcessGone},
-		Message: fmt.Sprintf("agent process %d exited (its pidfd fired); tmux did not report its pane", who.PID)})
+	exit, msg := p.agentExit(inc, herd.Exit{Reason: herd.ReasonProcessGone})
+	if msg == "" {
+		msg = fmt.Sprintf("agent process %d exited (its pidfd fired); tmux did not report its pane", who.PID)
+	}
+	p.recordDeath(ctx, status.Death{Session: session, Incarnation: inc.ID, Exit: exit, Message: msg})
 }

@@ -23,6 +23,11 @@ type Stat struct {
 	STime      uint64 // field 15, clock ticks
 	NumThreads int    // field 20
 	RSSPages   int64  // field 24
+	// ExitCode is field 52, the wait status of a process that has exited
+	// and is not reaped yet (a zombie): the exit code shifted left by 8,
+	// or the signal that killed it (with 0x80 when it dumped core). -1
+	// when the kernel does not show it (older than 3.5, or a garbled line).
+	ExitCode int
 }
 
 // Zombie reports whether the process has exited (or is exiting) and only
@@ -91,6 +96,13 @@ func ParseStat(b []byte) (Stat, error) {
 	st.RSSPages = p.int64(24)
 	if p.err != nil {
 		return Stat{}, p.err
+	}
+	st.ExitCode = -1
+	const exitCodeField = 52
+	if len(rest) >= exitCodeField-2 {
+		if v, err := strconv.Atoi(p.field(exitCodeField)); err == nil && v >= 0 {
+			st.ExitCode = v
+		}
 	}
 	return st, nil
 }

@@ -64,50 +64,6 @@ func (fs FS) Descendants(pid int) ([]int, error) {
 	return out, nil
 }
 
-// FindAgent returns the first process, root itself first and then its
-// descendants breadth-first, whose command name or argv[0] basename equals
-// one of names. The kernel truncates command names to 15 bytes, so a
-// longer name also matches a command name equal to its first 15 bytes.
-func (fs FS) FindAgent(root int, names []string) (pid int, found bool, err error) {
-	desc, err := fs.Descendants(root)
-	if err != nil {
-		return 0, false, fmt.Errorf("proc: find agent under %d: %w", root, err)
-	}
-	for _, p := range append([]int{root}, desc...) {
-		if fs.matches(p, names) {
-			return p, true, nil
-		}
-	}
-	return 0, false, nil
-}
-
-// commLen is the longest command name the kernel keeps (TASK_COMM_LEN-1).
-const commLen = 15
-
-// matches reports whether pid's comm or argv[0] basename is one of names.
-// A process that cannot be read does not match.
-func (fs FS) matches(pid int, names []string) bool {
-	var comm, arg0 string
-	if st, err := fs.Stat(pid); err == nil {
-		comm = st.Comm
-	}
-	if argv, err := fs.Cmdline(pid); err == nil && len(argv) > 0 && argv[0] != "" {
-		arg0 = filepath.Base(argv[0])
-	}
-	for _, n := range names {
-		if n == "" {
-			continue
-		}
-		if n == arg0 || n == comm {
-			return true
-		}
-		if len(n) > commLen && len(comm) == commLen && n[:commLen] == comm {
-			return true
-		}
-	}
-	return false
-}
-
 // exists returns nil when /proc/<pid> exists, an error wrapping
 // ErrNoProcess when it does not, and another error when Root is unusable.
 func (fs FS) exists(pid int) error {
@@ -176,4 +132,43 @@ func (fs FS) scanParents() (map[int][]int, error) {
 		slices.Sort(kids)
 	}
 	return byParent, nil
+}
+
+// Node is one process of a tree as Tree reads it.
+type Node struct {
+	PID  int
+	PPID int
+	Comm string
+	Argv []string
+	Exe  string // "" when unreadable
+}
+
+// Tree returns root and its descendants, parents before children (see
+// Descendants), each with its parent, command name, argument vector and
+// executable. Processes that exit during the read are left out; root
+// itself gone is an error wrapping ErrNoProcess.
+func (fs FS) Tree(root int) ([]Node, error) {
+	desc, err := fs.Descendants(root)
+	if err != nil {
+		return nil, fmt.Errorf("proc: tree of %d: %w", root, err)
+	}
+	out := make([]Node, 0, 1+len(desc))
+	for _, pid := range append([]int{root}, desc...) {
+		st, err := fs.Stat(pid)
+		if err != nil {
+			if pid == root {
+				return nil, fmt.Errorf("proc: tree of %d: %w", root, err)
+			}
+			continue
+		}
+		n := Node{PID: pid, PPID: st.PPID, Comm: st.Comm}
+		if argv, err := fs.Cmdline(pid); err == nil {
+			n.Argv = argv
+		}
+		if exe, _, err := fs.Exe(pid); err == nil {
+			n.Exe = exe
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

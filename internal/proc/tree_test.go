@@ -68,27 +68,23 @@ func TestTreeFixture(t *testing.T) {
 			t.Errorf("[%s] expected ErrNoProcess for an absent pid, got %v", name, err)
 		}
 
-		cases := []struct {
-			root  int
-			names []string
-			want  int
-		}{
-			{1, []string{"claude"}, 40},             // breadth-first: 40 is shallower than 50
-			{10, []string{"claude"}, 50},            // under the wrapper only
-			{10, []string{"codex"}, 20},             // argv[0] basename
-			{10, []string{"sh"}, 10},                // root itself
-			{10, []string{"a-very-long-agent"}, 30}, // comm truncated to 15 bytes
-			{10, []string{"", "gemini"}, 0},
-			{10, nil, 0},
-		}
-		for _, c := range cases {
-			pid, found, err := fs.FindAgent(c.root, c.names)
-			if err != nil || found != (c.want != 0) || pid != c.want {
-				t.Errorf("[%s] FindAgent(%d, %q): expected %d, got %d found=%v err=%v", name, c.root, c.names, c.want, pid, found, err)
+		// Tree: the root, then its descendants as Descendants orders
+		// them, each with its parent and command name.
+		tree, err := fs.Tree(10)
+		want, _ := fs.Descendants(10)
+		want = append([]int{10}, want...)
+		var got []int
+		for _, n := range tree {
+			got = append(got, n.PID)
+			if st, _ := fs.Stat(n.PID); n.PPID != st.PPID || n.Comm != st.Comm {
+				t.Errorf("[%s] tree node %+v, stat %+v", name, n, st)
 			}
 		}
-		if _, _, err := fs.FindAgent(77, []string{"claude"}); !isNoProcess(err) {
-			t.Errorf("[%s] expected ErrNoProcess from FindAgent on an absent root, got %v", name, err)
+		if diff := cmp.Diff(want, got); err != nil || diff != "" {
+			t.Errorf("[%s] tree of 10 (-want +got):\n%s%v", name, diff, err)
+		}
+		if _, err := fs.Tree(77); !isNoProcess(err) {
+			t.Errorf("[%s] expected ErrNoProcess from Tree on an absent root, got %v", name, err)
 		}
 	}
 
@@ -109,35 +105,25 @@ func TestDescendantsCycle(t *testing.T) {
 	}
 }
 
-func TestFindAgentReal(t *testing.T) {
+func TestTreeReal(t *testing.T) {
 	fs := Real()
 	cmd, _ := startCmd(t, "", false, "sh", "-c", "sleep 30; exec sleep 31")
 	sh := cmd.Process.Pid
 
-	var agent int
+	var tree []Node
 	waitFor(t, "sleep under sh", func() bool {
-		pid, found, err := fs.FindAgent(sh, []string{"sleep"})
+		var err error
+		tree, err = fs.Tree(sh)
 		if err != nil {
-			t.Fatalf("find agent: %v", err)
+			t.Fatalf("tree: %v", err)
 		}
-		agent = pid
-		return found
+		return len(tree) == 2 && tree[1].Comm == "sleep"
 	})
-	if agent == sh {
-		t.Fatalf("expected the sleep child, got the shell itself (%d)", sh)
-	}
-	st, err := fs.Stat(agent)
-	if err != nil || st.PPID != sh || st.Comm != "sleep" {
-		t.Errorf("expected a sleep child of %d, got %+v, %v", sh, st, err)
+	if tree[0].PID != sh || tree[0].Comm != "sh" || tree[1].PPID != sh || !slices.Equal(tree[1].Argv, []string{"sleep", "30"}) || tree[1].Exe == "" {
+		t.Errorf("expected sh and its sleep child, got %+v", tree)
 	}
 	kids, err := fs.Children(sh)
-	if err != nil || !slices.Equal(kids, []int{agent}) {
-		t.Errorf("expected children [%d], got %v, %v", agent, kids, err)
-	}
-	if pid, found, err := fs.FindAgent(sh, []string{"sh"}); err != nil || !found || pid != sh {
-		t.Errorf("expected the shell itself, got %d found=%v err=%v", pid, found, err)
-	}
-	if _, found, err := fs.FindAgent(sh, []string{"claude"}); err != nil || found {
-		t.Errorf("expected no claude, got found=%v err=%v", found, err)
+	if err != nil || !slices.Equal(kids, []int{tree[1].PID}) {
+		t.Errorf("expected children [%d], got %v, %v", tree[1].PID, kids, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"herd/internal/agents/mcplaunch"
 	"herd/internal/cmdpath"
 	"herd/internal/conversation"
+	"herd/internal/prober"
 	"herd/internal/reconcile"
 	"herd/internal/rollout"
 	"herd/internal/runtime"
@@ -272,29 +273,41 @@ func (s *Slots) startContained(ctx context.Context, l *slotLaunch, prevRoot int)
 }
 
 // identifyAgent sets the incarnation's root (the process the runtime
-// started, proven by its marker) and its agent process (the root, or the
-// agent a wrapper runs).
+// started, proven by its marker) and its agent process: the root, or the
+// real agent under it (a launcher's child, what a wrapper runs; see
+// prober.FindAgent). A launcher's child starts within moments: it is
+// waited for briefly, and found by the prober when it takes longer.
 func (s *Slots) identifyAgent(l *slotLaunch, pid int) {
 	root, verified := s.identifyLaunched(pid, l.inc.ID)
 	l.inc.Root = root
-	names, wrapped := agents.ProcessNames(l.role, l.argv)
-	switch {
-	case !verified:
+	if !verified {
 		// The runtime named a process that does not carry this launch's
 		// marker: nothing is ever signalled on its word. The prober
 		// adopts the agent once a process proves to be it.
 		s.o.Log.Warn("launch: the started process does not carry its marker; not trusted", "session", l.req.Name, "pid", pid)
 		l.data["unverified_pid"] = true
-	case !wrapped:
-		l.inc.Identity = l.inc.Root
-	default:
-		if apid, ok, _ := s.o.Proc.FindAgent(pid, names); ok {
-			if id, err := s.o.Proc.Identify(apid, s.o.BootID); err == nil && id.Marker == l.inc.ID {
-				l.inc.Identity = id
-			}
+		return
+	}
+	names := agents.Names(l.role.Agent, l.role.AgentProcess)
+	deadline := time.Now().Add(launcherWait)
+	wait := time.Millisecond
+	for {
+		id, found := prober.FindAgent(s.o.Proc, s.o.BootID, names, l.inc)
+		if found.Found() {
+			l.inc.Identity = id
+			return
 		}
+		if found != prober.LauncherOnly || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 20*time.Millisecond)
 	}
 }
+
+// launcherWait bounds the wait, during a launch, for the agent a launcher
+// starts (npm's node shims start it within a few hundred milliseconds).
+const launcherWait = 2 * time.Second
 
 // recordLaunched records the agent running. It runs now: its record must
 // be written even if ctx ends (a daemon stopping), or the next daemon

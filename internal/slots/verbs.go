@@ -134,9 +134,10 @@ func (sl *Slots) Reset(ctx context.Context, name string) (rearmed bool, err erro
 	return rearmed, err
 }
 
-// Signal sends sig to a session's agent process (not its group) after
-// verifying its identity through a pidfd; a process whose identity does
-// not match is never signalled. It returns the pid signalled.
+// Signal sends sig to a session's agent process (not its group, nor a
+// launcher or wrapper the agent runs under) after verifying its identity
+// through a pidfd; a process whose identity does not match is never
+// signalled. It returns the pid signalled.
 func (sl *Slots) Signal(ctx context.Context, name string, sig unix.Signal) (int, error) {
 	var s herd.Session
 	var inc herd.Incarnation
@@ -157,10 +158,10 @@ func (sl *Slots) Signal(ctx context.Context, name string, sig unix.Signal) (int,
 	if s.Host != sl.st.Host() {
 		return 0, Badf("signal %s: the session runs on host %s, not %s", name, s.Host, sl.st.Host())
 	}
+	// The agent itself, never the process launched in its stead (a
+	// launcher forwards some signals and swallows others): until it is
+	// identified, nothing is signalled.
 	id := inc.Identity
-	if id.Zero() {
-		id = inc.Root
-	}
 	if id.Zero() {
 		return 0, Badf("signal %s: its agent process is not identified yet", name)
 	}

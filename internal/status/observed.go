@@ -19,8 +19,9 @@ type Confirm struct {
 	Session string
 	// Inc is the incarnation with the identities found (Root, Identity).
 	Inc herd.Incarnation
-	// Kind is the event to record (adopted), "" for none.
-	Kind string
+	// Kind is the event to record (adopted), "" for none; Reason and
+	// Message, when set, are its reason and message.
+	Kind, Reason, Message string
 	// Held, when set, is asked under the session's lock: an incarnation
 	// the prober holds already (launched, or adopted by another probe
 	// path first) is not adopted again.
@@ -46,7 +47,11 @@ func (m *Manager) Confirmed(ctx context.Context, c Confirm, then func()) (bool, 
 			}
 		}
 		if c.Kind != "" && !(c.Kind == herd.EventAdopted && c.Held != nil && c.Held()) {
-			events = append(events, m.Event(*cur, c.Inc.ID, c.Kind, "", "identity verified: pid, start time, boot id", map[string]any{"pid": c.Inc.Identity.PID}))
+			msg := c.Message
+			if msg == "" {
+				msg = "identity verified: pid, start time, boot id"
+			}
+			events = append(events, m.Event(*cur, c.Inc.ID, c.Kind, c.Reason, msg, map[string]any{"pid": c.Inc.Identity.PID}))
 		}
 		if cur.State == herd.StatePending || cur.State == herd.StateUnknown {
 			if cur.State == herd.StateUnknown {

@@ -222,9 +222,9 @@ func claudeStreamFixtures(t *testing.T, dir string) {
 			}
 			st = Apply(st, s)
 		}
-		if st.Activity != tc.final || st.Reason != tc.reason || retries != tc.retries || st.Tool != tc.tool {
+		if st.Activity != tc.final || st.Reason != tc.reason || retries != tc.retries || st.LastTool != tc.tool {
 			t.Errorf("[%s] expected %q/%q retries=%d tool=%q, got %q/%q retries=%d tool=%q",
-				tc.file, tc.final, tc.reason, tc.retries, tc.tool, st.Activity, st.Reason, retries, st.Tool)
+				tc.file, tc.final, tc.reason, tc.retries, tc.tool, st.Activity, st.Reason, retries, st.LastTool)
 		}
 		if tc.final == herd.ActivityBlocked && st.Error == "" {
 			t.Errorf("[%s] blocked without the error", tc.file)
@@ -380,7 +380,7 @@ func TestGeminiFixtures(t *testing.T) {
 		for _, l := range bytes.Split(bytes.TrimSpace(readFixture(t, dir+"/"+tc.file)), []byte("\n")) {
 			st = Apply(st, ParseLine(herd.AgentGemini, l, fixedNow))
 		}
-		if st.Activity != tc.final || st.Reason != tc.reason || st.Tool != tc.tool || st.AgentSessionID == "" {
+		if st.Activity != tc.final || st.Reason != tc.reason || st.LastTool != tc.tool || st.AgentSessionID == "" {
 			t.Errorf("[%s] expected %q/%q tool %q, got %+v", tc.file, tc.final, tc.reason, tc.tool, st)
 		}
 	}

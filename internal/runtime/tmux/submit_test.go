@@ -179,4 +179,3 @@ func TestInjectNotSubmitted(t *testing.T) {
 		t.Errorf("expected nothing submitted, got %s", b)
 	}
 }
-

@@ -94,7 +94,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 		return
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
-	rec := Record{Path: r.URL.Path, Stream: stream, Results: req.results()}
+	rec := Record{Path: r.URL.Path, Stream: stream, Results: req.results(), Users: lastUser(text)}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

@@ -67,7 +67,8 @@ type Record struct {
 	Time    time.Time // when the answer (or the hang) began
 	// Users holds the text of each user message of a Messages API
 	// request, oldest first (each clipped to its last 200 bytes): what the
-	// agent sent of its conversation.
+	// agent sent of its conversation. For the Gemini and Responses APIs,
+	// the last user turn's text only.
 	Users []string
 	// Tools names the tools a Messages API request offered.
 	Tools []string
@@ -214,6 +215,17 @@ func (r request) lastUser() (text string, toolResult bool) {
 
 // users returns the text of every user message, oldest first, each
 // clipped to its last 200 bytes.
+// lastUser is the Users of a request whose last user turn says text.
+func lastUser(text string) []string {
+	if text == "" {
+		return nil
+	}
+	if len(text) > 200 {
+		text = text[len(text)-200:]
+	}
+	return []string{text}
+}
+
 func (r request) users() []string {
 	var out []string
 	for _, m := range r.Messages {

@@ -114,7 +114,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
-	rec := Record{Path: r.URL.Path, Model: req.Model, Stream: req.Stream, Results: req.results()}
+	rec := Record{Path: r.URL.Path, Model: req.Model, Stream: req.Stream, Results: req.results(), Users: lastUser(text)}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

@@ -82,10 +82,14 @@ command = [%q, "-a", "on-request", "-s", "read-only"]
 workdir = %q
 env = { HOME = %q, MOCK_API_KEY = "mock", TERM = "xterm-256color", LANG = "C.UTF-8" }
 `, codex, rt.proj, rt.home))
-	// Each dialog on screen answered until the prompt shows.
+	// The trust dialog first (a new home: always asked; the composer may
+	// show a moment before it), then each dialog on screen until the
+	// prompt shows (the hooks review comes when the hooks load).
+	const trustQ = "Trust this folder?"
+	rt.e.waitFor("cx-0 at "+trustQ, 60*time.Second, func() bool { return strings.Contains(rt.e.capture("cx-0"), trustQ) })
 	rt.e.waitFor("cx-0 past its startup dialogs", 90*time.Second, func() bool {
 		sc := rt.e.capture("cx-0")
-		for _, d := range [][2]string{{"Trust this folder?", "Trust and continue"}, {"Hooks need review", "Trust all and continue"}} {
+		for _, d := range [][2]string{{trustQ, "Trust and continue"}, {"Hooks need review", "Trust all and continue"}} {
 			if strings.Contains(sc, d[0]) {
 				rt.e.chooseOption("cx-0", d[0], d[1])
 				return false

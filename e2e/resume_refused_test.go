@@ -15,7 +15,8 @@ import (
 // TestRefusedResumeStartsFresh: a crash relaunch resumes the agent's
 // conversation; an agent that refuses the id (Gemini CLI exits 42,
 // "Invalid session identifier"; Codex prints "No saved session found",
-// read from its dead pane) is recorded as `resumed` with reason
+// read from its dead pane, or its stderr when it runs as an exec child)
+// is recorded as `resumed` with reason
 // resume_failed, and the next launch starts fresh with the role's
 // command: one refused resume, never a loop on the dead id toward failed.
 func TestRefusedResumeStartsFresh(t *testing.T) {
@@ -34,16 +35,19 @@ printf '{"session_id":"conv-%%s","hook_event_name":"SessionStart","cwd":"%%s"}' 
 echo ready
 exec sleep 3600`, refuse, bin, name))
 	}
-	for _, d := range []string{"gemini", "codex"} {
+	for _, d := range []string{"gemini", "codex", "codex-exec"} {
 		if err := os.MkdirAll(filepath.Join(fakes, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	gemini := agent("gemini", `echo "Error resuming session: Invalid session identifier \"$2\"." >&2; exit 42`)
 	codex := agent("codex", `echo "Error: No saved session found with ID $2. Run codex resume without an ID to choose from existing sessions."; exit 1`)
+	// `codex exec resume <id>` says it on stderr (an exec agent's stderr
+	// is a file of its own).
+	codexExec := script(t, filepath.Join(fakes, "codex-exec", "codex"), strings.Replace(readScript(t, codex), "; exit 1", " >&2; exit 1", 1))
 	e := newEnv(t, "[restart]\ninitial_backoff = \"200ms\"\nmax_restarts = 3\n")
 	e.start()
-	logs := map[string]string{"gm": filepath.Join(fakes, "gm.log"), "cx": filepath.Join(fakes, "cx.log")}
+	logs := map[string]string{"gm": filepath.Join(fakes, "gm.log"), "cx": filepath.Join(fakes, "cx.log"), "cxe": filepath.Join(fakes, "cxe.log")}
 	e.must("apply", "-f", e.writeRoles("roles.toml", fmt.Sprintf(`[[role]]
 name = "gm"
 command = [%q, "-m", "gemini-2.5-flash"]
@@ -54,7 +58,13 @@ name = "cx"
 command = [%q, "-a", "on-request"]
 agent = "codex"
 env = { ARGS_LOG = %q }
-`, gemini, logs["gm"], codex, logs["cx"])))
+[[role]]
+name = "cxe"
+command = [%q, "exec", "--json"]
+agent = "codex"
+runtime = "exec"
+env = { ARGS_LOG = %q }
+`, gemini, logs["gm"], codex, logs["cx"], codexExec, logs["cxe"])))
 
 	lines := func(role string, n int) []string {
 		var out []string
@@ -65,10 +75,10 @@ env = { ARGS_LOG = %q }
 		})
 		return out
 	}
-	resumes := map[string]string{"gm": "-r conv-1 -m gemini-2.5-flash", "cx": "resume conv-1 -a on-request"}
-	said := map[string]string{"gm": "Invalid session identifier", "cx": "No saved session found"}
-	fresh := map[string]string{"gm": "-m gemini-2.5-flash", "cx": "-a on-request"}
-	for _, role := range []string{"gm", "cx"} {
+	resumes := map[string]string{"gm": "-r conv-1 -m gemini-2.5-flash", "cx": "resume conv-1 -a on-request", "cxe": "exec resume conv-1 --json"}
+	said := map[string]string{"gm": "Invalid session identifier", "cx": "No saved session found", "cxe": "No saved session found"}
+	fresh := map[string]string{"gm": "-m gemini-2.5-flash", "cx": "-a on-request", "cxe": "exec --json"}
+	for _, role := range []string{"gm", "cx", "cxe"} {
 		name := role + "-0"
 		lines(role, 1)
 		// The conversation is known (its hook came) before the crash.
@@ -102,4 +112,15 @@ env = { ARGS_LOG = %q }
 			t.Errorf("[%s] expected no failed event, got %d", role, n)
 		}
 	}
+}
+
+// readScript returns the body of a script written by script, without its
+// #! line.
+func readScript(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(strings.TrimSuffix(string(b), "\n"), "#!/bin/sh\n")
 }

@@ -6,6 +6,7 @@ import (
 
 	"herd"
 	"herd/internal/agents"
+	"herd/internal/runtime/execrt"
 	"herd/internal/store"
 )
 
@@ -73,6 +74,12 @@ const (
 	refusalEvery = 100 * time.Millisecond
 )
 
+// errLogs is a runtime that keeps an agent's stderr in a file of its own
+// (exec).
+type errLogs interface {
+	Paths(session, incarnation string) (stdout, stderr string)
+}
+
 // readRefusal reads the dead agent's pane (or output) until it shows a
 // refusal to resume, refusalReads times at most, and judges its exit
 // with what it read last.
@@ -95,6 +102,13 @@ func (s *Slots) readRefusal(ctx context.Context, kind string, inc herd.Incarnati
 			// Gone: the exit alone speaks.
 			s.o.Log.Info("resume check: the dead agent's output not read", "session", inc.Session, "err", cerr)
 			break
+		}
+		if el, ok := rt.(errLogs); ok {
+			// An exec agent's stderr is kept apart from its output.
+			_, errPath := el.Paths(inc.Session, inc.ID)
+			if b, err := execrt.ReadTail(errPath, refusalTail); err == nil {
+				out = append(append(out, '\n'), b...)
+			}
 		}
 		if _, said := agents.RefusalSaid(kind, string(out)); said {
 			break

@@ -285,3 +285,78 @@ func mustWrite(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRealGeminiResumeRefused runs the real Gemini CLI under the daemon:
+// a turn gives it a conversation, its chats are then lost (as Gemini
+// loses them itself, see issue text), and the agent is killed. The crash
+// relaunch `gemini -r <id>` is refused (exit 42); herd records `resumed`
+// with reason resume_failed and the next launch is the role's command,
+// which comes up idle: no loop on the dead id.
+func TestRealGeminiResumeRefused(t *testing.T) {
+	gemini := os.Getenv("HERD_REAL_GEMINI")
+	if gemini == "" {
+		t.Skip("HERD_REAL_GEMINI is not set (scripts/real-agents.sh sets it)")
+	}
+	hasTmux(t)
+	rt := newRealTurns(t)
+	e := rt.e
+	if err := os.MkdirAll(filepath.Join(rt.home, ".gemini"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(rt.home, ".gemini", "settings.json"), `{"security": {"auth": {"selectedType": "gemini-api-key"}}}`)
+	e.must("hooks", "install", "--agent", herd.AgentGemini, "--dir", rt.proj)
+	rt.apply(fmt.Sprintf(`[[role]]
+name = "gm"
+command = [%q, "-m", "gemini-2.5-flash"]
+workdir = %q
+env = { HOME = %q, GEMINI_API_KEY = "mock", GOOGLE_GEMINI_BASE_URL = %q, GEMINI_CLI_TRUST_WORKSPACE = "true", TERM = "xterm-256color", LANG = "C.UTF-8" }
+`, gemini, rt.proj, rt.home, rt.url))
+	const name = "gm-0"
+	defer func() {
+		for _, ev := range e.events("--session", name) {
+			t.Logf("event %s %s %s %s", ev.Time.Format("15:04:05.000"), ev.Kind, ev.Reason, ev.Message)
+		}
+	}()
+	e.waitFor(name+" idle at its prompt", 90*time.Second, func() bool {
+		v, _ := e.session(name)
+		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
+	})
+	e.must("inject", name, "say hello")
+	e.eventsOf(name, herd.EventActivity, 3) // working, then idle again
+	e.waitFor(name+" idle after its turn", 60*time.Second, func() bool {
+		v, _ := e.session(name)
+		return v.Activity == herd.ActivityIdle && strings.Contains(e.capture(name), mockapi.ReplyText)
+	})
+	chats, _ := filepath.Glob(filepath.Join(rt.home, ".gemini", "tmp", "*", "chats", "*"))
+	if len(chats) == 0 {
+		t.Fatalf("expected Gemini's chat files under %s", rt.home)
+	}
+	for _, c := range chats {
+		if err := os.Remove(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, _ := e.session(name)
+	if err := syscall.Kill(v.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var refused []herd.Event
+	e.waitFor(name+" resume_failed", 90*time.Second, func() bool {
+		refused = eventsOf(e.events("--session", name), herd.EventResumed, herd.ReasonResumeFailed)
+		return len(refused) > 0
+	})
+	t.Logf("refused: %s", refused[0].Message)
+	e.waitFor(name+" fresh and idle", 90*time.Second, func() bool {
+		v, _ := e.session(name)
+		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
+	})
+	var launches []string
+	for _, ev := range e.events("--session", name) {
+		if ev.Kind == herd.EventSpawned || ev.Kind == herd.EventRestarted {
+			launches = append(launches, fmt.Sprint(ev.Data["argv"]))
+		}
+	}
+	if n := len(launches); n != 3 || !strings.Contains(launches[1], " -r ") || strings.Contains(launches[2], " -r ") {
+		t.Errorf("expected a launch, one resume, then the role's command, got %q", launches)
+	}
+}

@@ -30,6 +30,9 @@
 # stall_after = 20s: idle at the prompt for 3 x stall_after, never stalled;
 # five turns submitted by `herd inject`, each prompt reaching the mock; a
 # hung API call stalled within stall_after and a tick, never read as idle.
+# TestRealGeminiResumeRefused (e2e): Gemini CLI's chats lost and the agent
+# killed, its `gemini -r <id>` refused (exit 42) is a resumed event with
+# reason resume_failed and the next launch is the role's command.
 #
 # TestRealLeadAgent (e2e) runs Claude Code as a lead (mcp = true, manages
 # = ["worker"]) under the daemon, the mock scripted to call herd's MCP
@@ -53,7 +56,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -129,9 +132,9 @@ HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \
   go test -count=1 -p 1 -timeout 15m -run '^TestReal(Claude|Codex|Gemini)Console$' -v ./e2e/ || status=1
 # --- end console --------------------------------------------------------------
 # --- Gemini CLI and Codex under the daemon: idle, inject, a hung call -------
-echo "== TestReal(Gemini|Codex)Turns (idle not stalled, turns by herd inject, a hung call stalled)"
+echo "== TestReal(Gemini|Codex)Turns, TestRealGeminiResumeRefused (idle, herd inject, a hung call, a refused resume)"
 HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \
-  go test -count=1 -p 1 -timeout 15m -run '^TestReal(Gemini|Codex)Turns$' -v ./e2e/ || status=1
+  go test -count=1 -p 1 -timeout 15m -run '^TestReal((Gemini|Codex)Turns|GeminiResumeRefused)$' -v ./e2e/ || status=1
 # --- end turns ----------------------------------------------------------------
 if [ "$capture" = 1 ]; then
   echo "== fixture tests on the new captures"

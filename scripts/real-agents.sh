@@ -56,7 +56,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done

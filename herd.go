@@ -180,6 +180,10 @@ const (
 	// roles before another host may take their slots. Resumable.
 	ReasonFenced       = "fenced"
 	ReasonLaunchFailed = "launch_failed"
+	// ReasonResumeFailed: the agent refused to resume its conversation
+	// (an id it no longer knows, or one in use); the next launch starts
+	// fresh with the role's command.
+	ReasonResumeFailed = "resume_failed"
 	// ReasonNeverStarted: the summary of an incarnation written ahead of
 	// its launch and ended before its start was ever recorded or adopted
 	// (a daemon killed during the launch; the slot stopped before the next

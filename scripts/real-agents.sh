@@ -25,7 +25,14 @@
 # for 3 x stall_after; Esc mid-turn ends idle, never stalled; inject empties
 # the input line Esc left the prompt in; a hung API call is stalled within
 # stall_after and a tick; .../claude and the claude.exe it links to are both
-# the claude agent and resume with --resume.
+# the claude agent and resume with --resume. TestRealGeminiTurns and
+# TestRealCodexTurns (e2e) run Gemini CLI and Codex under the daemon with
+# stall_after = 20s: idle at the prompt for 3 x stall_after, never stalled;
+# five turns submitted by `herd inject`, each prompt reaching the mock; a
+# hung API call stalled within stall_after and a tick, never read as idle.
+# TestRealGeminiResumeRefused (e2e): Gemini CLI's chats lost and the agent
+# killed, its `gemini -r <id>` refused (exit 42) is a resumed event with
+# reason resume_failed and the next launch is the role's command.
 #
 # TestRealLauncherTrees reads the process tree of each agent started as
 # npm installs it (node shims) and checks the agent picked is the real
@@ -58,7 +65,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,53p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -141,6 +148,11 @@ echo "== TestReal(Claude|Codex|Gemini)Console (a permission dialog answered by a
 HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \
   go test -count=1 -p 1 -timeout 15m -run '^TestReal(Claude|Codex|Gemini)Console$' -v ./e2e/ || status=1
 # --- end console --------------------------------------------------------------
+# --- Gemini CLI and Codex under the daemon: idle, inject, a hung call -------
+echo "== TestReal(Gemini|Codex)Turns, TestRealGeminiResumeRefused (idle, herd inject, a hung call, a refused resume)"
+HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \
+  go test -count=1 -p 1 -timeout 15m -run '^TestReal((Gemini|Codex)Turns|GeminiResumeRefused)$' -v ./e2e/ || status=1
+# --- end turns ----------------------------------------------------------------
 if [ "$capture" = 1 ]; then
   echo "== fixture tests on the new captures"
   go test -count=1 ./internal/agents/ || status=1

@@ -29,6 +29,12 @@ back after an interrupted turn) is not glued to TEXT; --no-clear keeps it.
 An empty TEXT clears nothing: it presses Enter on what is there. Other
 agents get TEXT typed as it is.
 
+Enter comes once the pane shows TEXT, after the agent's own fast-return
+window (Gemini CLI reads an Enter within 30 ms of a typed key as a new
+line). For those three agents a one-line TEXT must then leave the input
+line: Enter is pressed once more if it did not, and the inject fails with
+"the text stayed on the agent's input line" if it still did not.
+
 Everything after NAME is text, never a flag: 'herd inject w-0 -v' types "-v",
 and 'herd inject w-0 -' types "-". Give flags before NAME; --no-enter is also
 understood right after TEXT. TEXT is one argument: quote it.

@@ -222,9 +222,9 @@ func claudeStreamFixtures(t *testing.T, dir string) {
 			}
 			st = Apply(st, s)
 		}
-		if st.Activity != tc.final || st.Reason != tc.reason || retries != tc.retries || st.Tool != tc.tool {
+		if st.Activity != tc.final || st.Reason != tc.reason || retries != tc.retries || st.LastTool != tc.tool {
 			t.Errorf("[%s] expected %q/%q retries=%d tool=%q, got %q/%q retries=%d tool=%q",
-				tc.file, tc.final, tc.reason, tc.retries, tc.tool, st.Activity, st.Reason, retries, st.Tool)
+				tc.file, tc.final, tc.reason, tc.retries, tc.tool, st.Activity, st.Reason, retries, st.LastTool)
 		}
 		if tc.final == herd.ActivityBlocked && st.Error == "" {
 			t.Errorf("[%s] blocked without the error", tc.file)
@@ -236,59 +236,12 @@ func claudeStreamFixtures(t *testing.T, dir string) {
 }
 
 func TestCodexFixtures(t *testing.T) {
+	// The interactive CLI's hooks, notify and screens, per version; the
+	// exec runs of the first.
+	codexTUIFixtures(t, filepath.Join("codex", "0.169.0"))
+	// A hung turn's first frame with its indicator drawn.
+	codexTUIFixtures(t, filepath.Join("codex", "0.171.0"), "screen-turn-start.txt")
 	dir := filepath.Join("codex", "0.169.0")
-	hooks := []struct {
-		file     string
-		activity herd.Activity
-		reason   string
-	}{
-		{"hook-session-start.json", herd.ActivityIdle, ""},
-		{"hook-user-prompt-submit.json", herd.ActivityWorking, ""},
-		{"hook-pre-tool-use.json", herd.ActivityWorking, ""},
-		{"hook-permission-request.json", herd.ActivityWaiting, ReasonPermission},
-		{"hook-post-tool-use.json", herd.ActivityWorking, ""},
-		{"hook-stop.json", herd.ActivityIdle, ""},
-	}
-	for _, tc := range hooks {
-		s, err := ParseHook(herd.AgentCodex, readFixture(t, dir+"/"+tc.file), "", fixedNow)
-		if err != nil || s.Activity != tc.activity || s.Reason != tc.reason || s.AgentSessionID == "" || s.TranscriptPath == "" {
-			t.Errorf("[%s] expected %q/%q with id and transcript, got %+v, %v", tc.file, tc.activity, tc.reason, s, err)
-		}
-		// The transcript is where TranscriptPatterns looks.
-		if m, _ := filepath.Match(TranscriptPatterns(herd.AgentCodex, Where{Home: "/home/user", SessionID: s.AgentSessionID})[0], s.TranscriptPath); !m {
-			t.Errorf("[%s] transcript %s not matched by the codex pattern", tc.file, s.TranscriptPath)
-		}
-	}
-	screens := []struct {
-		file     string
-		activity herd.Activity
-		reason   string
-	}{
-		{"screen-trust.txt", herd.ActivityWaiting, ReasonStartupPrompt},
-		{"screen-hooks-review.txt", herd.ActivityWaiting, ReasonStartupPrompt},
-		{"screen-idle.txt", herd.ActivityIdle, ""},
-		{"screen-after-turn.txt", herd.ActivityIdle, ""},
-		{"screen-working-a.txt", herd.ActivityWorking, ""},
-		{"screen-working-b.txt", herd.ActivityWorking, ""},
-		{"screen-after-esc.txt", herd.ActivityIdle, ""},
-		{"screen-permission.txt", herd.ActivityWaiting, ReasonPermission},
-		{"screen-resumed.txt", herd.ActivityIdle, ""},
-	}
-	for _, tc := range screens {
-		sc := ClassifyScreen(herd.AgentCodex, string(readFixture(t, dir+"/"+tc.file)))
-		if sc.Activity != tc.activity || sc.Reason != tc.reason {
-			t.Errorf("[%s] expected %q/%q, got %q/%q", tc.file, tc.activity, tc.reason, sc.Activity, sc.Reason)
-		}
-	}
-	n, err := ParseCodexNotify(readFixture(t, dir+"/notify-turn-complete.json"))
-	if err != nil || n.Activity != herd.ActivityIdle || n.AgentSessionID == "" || n.Event != "agent-turn-complete" {
-		t.Errorf("notify: expected idle with the thread id, got %+v, %v", n, err)
-	}
-	a := string(readFixture(t, dir+"/screen-working-a.txt"))
-	b := string(readFixture(t, dir+"/screen-working-b.txt"))
-	if a == b || ClassifyScreen(herd.AgentCodex, a).Hash != ClassifyScreen(herd.AgentCodex, b).Hash {
-		t.Errorf("expected two different captures of one hung turn to hash alike:\n%s\n---\n%s", Normalize(a), Normalize(b))
-	}
 	exec := []struct {
 		file   string
 		final  herd.Activity
@@ -350,6 +303,9 @@ func TestGeminiFixtures(t *testing.T) {
 		{"screen-after-turn.txt", herd.ActivityIdle, ""},
 		{"screen-working-a.txt", herd.ActivityWorking, ""},
 		{"screen-working-b.txt", herd.ActivityWorking, ""},
+		// The first seconds of a turn: hooks run above an empty input
+		// prompt; the turn is not over.
+		{"screen-hooks-running.txt", herd.ActivityWorking, ""},
 		{"screen-after-esc.txt", herd.ActivityIdle, ""},
 		{"screen-permission.txt", herd.ActivityWaiting, ReasonPermission},
 		{"screen-resumed.txt", herd.ActivityIdle, ""},
@@ -380,8 +336,74 @@ func TestGeminiFixtures(t *testing.T) {
 		for _, l := range bytes.Split(bytes.TrimSpace(readFixture(t, dir+"/"+tc.file)), []byte("\n")) {
 			st = Apply(st, ParseLine(herd.AgentGemini, l, fixedNow))
 		}
-		if st.Activity != tc.final || st.Reason != tc.reason || st.Tool != tc.tool || st.AgentSessionID == "" {
+		if st.Activity != tc.final || st.Reason != tc.reason || st.LastTool != tc.tool || st.AgentSessionID == "" {
 			t.Errorf("[%s] expected %q/%q tool %q, got %+v", tc.file, tc.final, tc.reason, tc.tool, st)
 		}
+	}
+}
+
+// codexTUIFixtures checks the captures of one interactive Codex session
+// (TestRealCodexTUI) in dir; working names the screens of a running turn
+// only that version has.
+func codexTUIFixtures(t *testing.T, dir string, working ...string) {
+	t.Helper()
+	hooks := []struct {
+		file     string
+		activity herd.Activity
+		reason   string
+	}{
+		{"hook-session-start.json", herd.ActivityIdle, ""},
+		{"hook-user-prompt-submit.json", herd.ActivityWorking, ""},
+		{"hook-pre-tool-use.json", herd.ActivityWorking, ""},
+		{"hook-permission-request.json", herd.ActivityWaiting, ReasonPermission},
+		{"hook-post-tool-use.json", herd.ActivityWorking, ""},
+		{"hook-stop.json", herd.ActivityIdle, ""},
+	}
+	for _, tc := range hooks {
+		s, err := ParseHook(herd.AgentCodex, readFixture(t, dir+"/"+tc.file), "", fixedNow)
+		if err != nil || s.Activity != tc.activity || s.Reason != tc.reason || s.AgentSessionID == "" || s.TranscriptPath == "" {
+			t.Errorf("[%s] expected %q/%q with id and transcript, got %+v, %v", tc.file, tc.activity, tc.reason, s, err)
+		}
+		// The transcript is where TranscriptPatterns looks.
+		if m, _ := filepath.Match(TranscriptPatterns(herd.AgentCodex, Where{Home: "/home/user", SessionID: s.AgentSessionID})[0], s.TranscriptPath); !m {
+			t.Errorf("[%s] transcript %s not matched by the codex pattern", tc.file, s.TranscriptPath)
+		}
+	}
+	screens := []struct {
+		file     string
+		activity herd.Activity
+		reason   string
+	}{
+		{"screen-trust.txt", herd.ActivityWaiting, ReasonStartupPrompt},
+		{"screen-hooks-review.txt", herd.ActivityWaiting, ReasonStartupPrompt},
+		{"screen-idle.txt", herd.ActivityIdle, ""},
+		{"screen-after-turn.txt", herd.ActivityIdle, ""},
+		{"screen-working-a.txt", herd.ActivityWorking, ""},
+		{"screen-working-b.txt", herd.ActivityWorking, ""},
+		{"screen-after-esc.txt", herd.ActivityIdle, ""},
+		{"screen-permission.txt", herd.ActivityWaiting, ReasonPermission},
+		{"screen-resumed.txt", herd.ActivityIdle, ""},
+	}
+	for _, f := range working {
+		screens = append(screens, struct {
+			file     string
+			activity herd.Activity
+			reason   string
+		}{f, herd.ActivityWorking, ""})
+	}
+	for _, tc := range screens {
+		sc := ClassifyScreen(herd.AgentCodex, string(readFixture(t, dir+"/"+tc.file)))
+		if sc.Activity != tc.activity || sc.Reason != tc.reason {
+			t.Errorf("[%s] expected %q/%q, got %q/%q", tc.file, tc.activity, tc.reason, sc.Activity, sc.Reason)
+		}
+	}
+	n, err := ParseCodexNotify(readFixture(t, dir+"/notify-turn-complete.json"))
+	if err != nil || n.Activity != herd.ActivityIdle || n.AgentSessionID == "" || n.Event != "agent-turn-complete" {
+		t.Errorf("notify: expected idle with the thread id, got %+v, %v", n, err)
+	}
+	a := string(readFixture(t, dir+"/screen-working-a.txt"))
+	b := string(readFixture(t, dir+"/screen-working-b.txt"))
+	if a == b || ClassifyScreen(herd.AgentCodex, a).Hash != ClassifyScreen(herd.AgentCodex, b).Hash {
+		t.Errorf("expected two different captures of one hung turn to hash alike:\n%s\n---\n%s", Normalize(a), Normalize(b))
 	}
 }

@@ -219,6 +219,21 @@ func TestRealCodexTUI(t *testing.T) {
 	}
 
 	e.typeLine(pane, "please "+mockapi.TriggerHang)
+	// The turn's first seconds, every frame: once the turn's indicator
+	// is drawn, none may read as over. (The frame or two between Enter
+	// and the first "Working" show the prompt echoed and no indicator:
+	// too short-lived for the watchdog's confirmation of an idle screen.)
+	running := false
+	for i, f := range e.frames(pane, 4*time.Second) {
+		sc := agents.ClassifyScreen(herd.AgentCodex, f)
+		if sc.Running && !running {
+			e.keep("screen-turn-start.txt", []byte(f))
+			running = true
+		}
+		if running && sc.Activity == herd.ActivityIdle {
+			t.Errorf("frame %d of the hung turn classified idle:\n%s", i, f)
+		}
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for e.mock.Hung() == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond) // polling interval

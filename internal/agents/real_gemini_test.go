@@ -178,6 +178,25 @@ func TestRealGeminiTUI(t *testing.T) {
 	e.expectScreen("screen-after-turn.txt", after, herd.ActivityIdle, "")
 
 	e.typeLine(pane, "please "+mockapi.TriggerHang)
+	// The turn's first seconds: hooks run ("Executing Hooks") above a
+	// visible input prompt; the turn runs all the same.
+	hooksShown, running := false, false
+	for i, f := range e.frames(pane, 6*time.Second) {
+		sc := agents.ClassifyScreen(herd.AgentGemini, f)
+		running = running || sc.Running && strings.Contains(f, "please "+mockapi.TriggerHang+"\n")
+		if running && sc.Activity == herd.ActivityIdle && strings.Contains(f, "Executing Hook") {
+			t.Errorf("frame %d of the hung turn classified idle while hooks run:\n%s", i, f)
+		}
+		if !hooksShown && strings.Contains(f, "Executing Hook") && strings.Contains(f, "please "+mockapi.TriggerHang+"\n") &&
+			strings.Contains(f, "Type your message") {
+			// The prompt is in the history, the input line empty again.
+			e.expectScreen("screen-hooks-running.txt", f, herd.ActivityWorking, "")
+			hooksShown = true
+		}
+	}
+	if !hooksShown {
+		t.Logf("no frame of the hung turn's first seconds showed Executing Hooks")
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for e.mock.Hung() == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond) // polling interval

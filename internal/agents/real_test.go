@@ -786,3 +786,26 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// frames captures the pane every 30 ms for d and returns each distinct
+// screen once, in order: the short-lived status lines of a turn's first
+// seconds (Gemini's "Executing Hooks") show in some of them. With
+// HERD_FRAMES_DIR set, they are written there too, for a person to read.
+func (e *realEnv) frames(name string, d time.Duration) []string {
+	e.t.Helper()
+	var out []string
+	seen := map[string]bool{}
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if s := e.capture(name); !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+		time.Sleep(30 * time.Millisecond) // capture interval, not a wait for a condition
+	}
+	if dir := os.Getenv("HERD_FRAMES_DIR"); dir != "" {
+		for i, s := range out {
+			writeFile(e.t, filepath.Join(dir, fmt.Sprintf("%s-%s-%03d.txt", e.kind, name, i)), s)
+		}
+	}
+	return out
+}

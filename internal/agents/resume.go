@@ -1,7 +1,9 @@
 package agents
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"herd"
 )
@@ -43,4 +45,71 @@ func ResumeArgv(snap herd.Snapshot) []string {
 		return argv
 	}
 	return out
+}
+
+// ResumesID reports whether argv continues conversation id: `claude
+// --resume <id>`, `codex [exec] resume <id>`, `gemini -r <id>` (flags
+// around it whatever they are).
+func ResumesID(kind string, argv []string, id string) bool {
+	if id == "" {
+		return false
+	}
+	for i := range argv {
+		switch kind {
+		case herd.AgentClaude, herd.AgentGemini:
+			if v, n := flagValue(argv, i, "--resume", "-r"); n > 0 && v == id {
+				return true
+			}
+		case herd.AgentCodex:
+			if argv[i] == "resume" && i+1 < len(argv) && argv[i+1] == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// geminiExitInput is Gemini CLI's exit code for a fatal input error
+// (FatalInputError), which is how it refuses `-r <id>` for a conversation
+// it does not find (0.61.0).
+const geminiExitInput = 42
+
+// resumeRefusals are what each agent prints when it cannot continue the
+// conversation it was asked to resume (from the installed CLIs' sources
+// and binaries): Gemini CLI 0.61.0 (exit 42: "Error resuming session:
+// No previous sessions found for this project." when it has none left,
+// checked), Claude Code 2.1, Codex 0.171.0.
+var resumeRefusals = map[string][]string{
+	herd.AgentGemini: {"Invalid session identifier", "No previous sessions found for this project"},
+	herd.AgentClaude: {"No conversation found with session ID", "is already in use"},
+	herd.AgentCodex:  {"No saved session found with ID", "Session not found:", "no rollout found for"},
+}
+
+// ResumeRefused reports whether an agent of kind launched to resume a
+// conversation refused it: it exited with a failure code (a signal is a
+// crash, never a refusal) and said so in output (the end of its pane or
+// output), or, for Gemini CLI, exited with its input-error code. why is
+// the evidence, for the event log.
+func ResumeRefused(kind string, exit herd.Exit, output string) (why string, ok bool) {
+	if exit.Signal != nil || exit.Code == nil || *exit.Code == 0 {
+		return "", false
+	}
+	if msg, said := RefusalSaid(kind, output); said {
+		return fmt.Sprintf("exit code %d, %q", *exit.Code, msg), true
+	}
+	if kind == herd.AgentGemini && *exit.Code == geminiExitInput {
+		return fmt.Sprintf("exit code %d (Gemini CLI's input error)", *exit.Code), true
+	}
+	return "", false
+}
+
+// RefusalSaid reports whether output shows kind's words for refusing to
+// resume a conversation, and which.
+func RefusalSaid(kind, output string) (msg string, ok bool) {
+	for _, m := range resumeRefusals[kind] {
+		if strings.Contains(output, m) {
+			return m, true
+		}
+	}
+	return "", false
 }

@@ -38,6 +38,10 @@ type screenRules struct {
 	startup    []string // any of these: a startup dialog
 	permission []string // any of these: a permission dialog
 	promptRE   *regexp.Regexp
+	// turnRE matches the agent's own in-turn indicators that the common
+	// spinner patterns miss, in the raw capture: while one shows, the
+	// input prompt below it does not mean the turn is over.
+	turnRE *regexp.Regexp
 }
 
 var rules = map[string]screenRules{
@@ -78,6 +82,12 @@ var rules = map[string]screenRules{
 			"Allow execution", "Apply this change?", "Do you want to proceed?", "Allow once",
 		},
 		promptRE: regexp.MustCompile(`(?m)^\s*│?\s*> `),
+		// The loading indicator: a braille spinner frame and a phrase
+		// ("⠙ Executing Hooks: … (1/2)", "⠏ Thinking... (esc to cancel,
+		// 3s)", a thought's subject), shown above a live input prompt for
+		// as long as a turn runs; hooks running, before the spinner's
+		// first frame is drawn, read "Executing Hook(s): …" alone.
+		turnRE: regexp.MustCompile(`(?m)^ ?[\x{2800}-\x{28FF}] +\S|^\s*(?:[\x{2800}-\x{28FF}]\s*)?Executing Hooks?: `),
 	},
 }
 
@@ -138,7 +148,9 @@ func Normalize(text string) string {
 // ClassifyScreen reads one capture of a pane running kind. A startup
 // dialog (trust, onboarding, API key, login) is waiting with
 // ReasonStartupPrompt; a permission dialog waiting with ReasonPermission;
-// a spinner working; the input prompt without a spinner idle — which is
+// a spinner, or the agent's own in-turn indicator (Gemini CLI's loading
+// line, "Executing Hooks" included), working — however visible the
+// input prompt below it; the input prompt without any of them idle — which is
 // how an interrupted turn (Esc, no hook) is seen to have ended. Generic
 // agents, and screens matching nothing, get no activity; Hash is set in
 // every case.
@@ -153,7 +165,8 @@ func ClassifyScreen(kind, text string) Screen {
 	// The bottom of the screen is the live part; a dialog's words further
 	// up may be scrollback of an answered one.
 	live := lastLines(norm, 30)
-	sc.Running = strings.Contains(norm, "<spinner>") || strings.Contains(norm, "<running>")
+	sc.Running = strings.Contains(norm, "<spinner>") || strings.Contains(norm, "<running>") ||
+		(r.turnRE != nil && r.turnRE.MatchString(strings.ReplaceAll(text, "\r", "")))
 	sc.Prompt = r.promptRE.MatchString(live)
 	switch {
 	case containsAny(live, r.startup):

@@ -84,3 +84,47 @@ func TestLastLines(t *testing.T) {
 		}
 	}
 }
+
+// TestInTurnIndicators: each agent's in-turn status line, drawn above its
+// (visible, empty) input prompt, is a running turn; the prompt without it
+// is idle; the indicator's words elsewhere on a line are not one.
+func TestInTurnIndicators(t *testing.T) {
+	rule := strings.Repeat("─", 40)
+	prompts := map[string]string{
+		herd.AgentGemini: rule + "\n Shift+Tab to accept edits\n\n >   Type your message or @path/to/file\n\n workspace (/directory)   sandbox   /model\n",
+		herd.AgentCodex:  "\n› Ask Codex to do anything\n\n  gpt-mock default · /home/user/proj\n  ? for shortcuts\n",
+		herd.AgentClaude: rule + "\n❯ \n" + rule + "\n  ? for shortcuts\n",
+	}
+	tests := []struct {
+		name, kind, line string
+		running          bool
+	}{
+		{"gemini hooks", herd.AgentGemini, " ⠙ Executing Hooks: /usr/local/bin/herd hook --agent gemini BeforeAgent (1/2), /usr/lo", true},
+		{"gemini one hook", herd.AgentGemini, " ⠼ Executing Hook: herd hook --agent gemini BeforeModel", true},
+		{"gemini hooks before the spinner's first frame", herd.AgentGemini, "  Executing Hooks: /usr/local/bin/herd hook --agent gemini SessionStart, /home/user", true},
+		{"gemini thinking", herd.AgentGemini, " ⠏ Thinking... (esc to cancel, 3s)                                   ? for shortcuts", true},
+		{"gemini a thought's subject", herd.AgentGemini, " ⠧ Reading the project files", true},
+		{"gemini waiting for the model", herd.AgentGemini, " ⠋ Waiting for model... (esc to cancel, 12s)", true},
+		{"gemini a hook's end over the hint", herd.AgentGemini, "? for shortcutsok: /usr/local/bin/herd hook --agent gemini BeforeModel (esc to cancel, 2s)", true},
+		{"gemini nothing", herd.AgentGemini, "", false},
+		{"gemini the words in an answer", herd.AgentGemini, "✦ The line reads Executing Hooks: while they run.", false},
+		{"codex working", herd.AgentCodex, "• Working (12s • esc to interrupt)", true},
+		{"codex working shimmer", herd.AgentCodex, "◦ Working (0s • esc to interrupt)", true},
+		{"codex nothing", herd.AgentCodex, "", false},
+		{"claude spinner", herd.AgentClaude, "✶ Thinking… (1m 1s · ↓ 1.2k tokens · esc to interrupt)", true},
+		{"claude spinner without the hint", herd.AgentClaude, "✢ Pondering…", true},
+		{"claude done", herd.AgentClaude, "✻ Crunched for 1m 2s", false},
+	}
+	for _, tc := range tests {
+		screen := " > earlier prompt\n\n" + tc.line + "\n" + prompts[tc.kind]
+		sc := ClassifyScreen(tc.kind, screen)
+		want := herd.ActivityIdle
+		if tc.running {
+			want = herd.ActivityWorking
+		}
+		if sc.Running != tc.running || sc.Activity != want || !sc.Prompt {
+			t.Errorf("[%s] expected running=%v %s with the prompt seen, got running=%v %s prompt=%v:\n%s",
+				tc.name, tc.running, want, sc.Running, sc.Activity, sc.Prompt, screen)
+		}
+	}
+}

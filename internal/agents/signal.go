@@ -58,10 +58,15 @@ const (
 
 // State is the activity of one agent session as derived from its signals.
 type State struct {
-	Activity       herd.Activity
-	Reason         string
-	InTool         bool
-	Tool           string // tool in use, or the last one used
+	Activity herd.Activity
+	Reason   string
+	InTool   bool
+	// Tool is the tool of the running turn: the one in use, or the last
+	// one the turn used; a turn's end or a new prompt clears it, so the
+	// next turn's events do not carry it.
+	Tool string
+	// LastTool is the last tool used in any turn (for summaries).
+	LastTool       string
 	AgentSessionID string
 	TranscriptPath string
 	Error          string    // blocked: the error
@@ -83,8 +88,11 @@ func Apply(prev State, s Signal) State {
 	if s.TranscriptPath != "" {
 		next.TranscriptPath = s.TranscriptPath
 	}
-	if s.Tool != "" {
-		next.Tool = s.Tool
+	switch {
+	case s.Tool != "":
+		next.Tool, next.LastTool = s.Tool, s.Tool
+	case endsTurn(s) || startsTurn(s.Event):
+		next.Tool = ""
 	}
 	if s.Activity != "" {
 		next.Activity = s.Activity
@@ -93,6 +101,18 @@ func Apply(prev State, s Signal) State {
 		next.Ended = s.Ended
 	}
 	return next
+}
+
+// endsTurn reports whether s ends the turn: idle (Stop, AfterAgent, a
+// session starting or ending) or blocked (a turn ended by an error).
+func endsTurn(s Signal) bool {
+	return s.Activity == herd.ActivityIdle || s.Activity == herd.ActivityBlocked || s.Ended
+}
+
+// startsTurn reports whether event submits a new prompt: a turn whose
+// end no hook reported (interrupted with Esc) ends here.
+func startsTurn(event string) bool {
+	return event == HookUserPromptSubmit || event == GeminiBeforeAgent
 }
 
 // CanStall reports whether a session with activity a may be declared

@@ -315,3 +315,47 @@ func TestHookReportSpooledAfterDelivery(t *testing.T) {
 		t.Errorf("[another report] expected two hooks counted … got %v", n)
 	}
 }
+
+// TestActivityToolClearedAtTurnEnd: a tool named in one turn is not
+// carried into the next turn's activity events (the issue saw `idle ->
+// working (UserPromptSubmit Bash)`), whether the turn ended with a hook
+// or was interrupted with none; the summary keeps the last tool used.
+func TestActivityToolClearedAtTurnEnd(t *testing.T) {
+	e := newWDEnv(t)
+	e.report(t, "inc-1", time.Second, hook("SessionStart"))
+	e.report(t, "inc-1", 2*time.Second, hook("UserPromptSubmit"))
+	e.report(t, "inc-1", 3*time.Second, hook("PreToolUse", `"tool_name":"Bash"`))
+	e.report(t, "inc-1", 4*time.Second, hook("PermissionRequest", `"tool_name":"Bash"`))
+	e.report(t, "inc-1", 5*time.Second, hook("PostToolUse", `"tool_name":"Bash"`))
+	e.report(t, "inc-1", 6*time.Second, hook("Stop"))
+	e.report(t, "inc-1", 7*time.Second, hook("UserPromptSubmit"))
+	e.report(t, "inc-1", 8*time.Second, hook("PreToolUse", `"tool_name":"Read"`))
+	e.report(t, "inc-1", 9*time.Second, hook("PermissionRequest", `"tool_name":"Read"`))
+	// Interrupted: no Stop; the next prompt starts a turn of its own.
+	e.report(t, "inc-1", 10*time.Second, hook("UserPromptSubmit"))
+	var got []string
+	for _, ev := range e.events(t, herd.EventActivity) {
+		got = append(got, ev.Message)
+	}
+	want := []string{
+		"unknown -> idle (SessionStart)",
+		"idle -> working (UserPromptSubmit)",
+		"working -> waiting (PermissionRequest Bash)",
+		"waiting -> working (PostToolUse Bash)",
+		"working -> idle (Stop)",
+		"idle -> working (UserPromptSubmit)",
+		"working -> waiting (PermissionRequest Read)",
+		"waiting -> working (UserPromptSubmit)",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("expected activity events %q, got %q", want, got)
+	}
+	for i := range want {
+		if !strings.HasSuffix(got[i], want[i]) {
+			t.Errorf("[event %d] expected a message ending %q, got %q", i, want[i], got[i])
+		}
+	}
+	if sum := e.d.watchdog.Summary("inc-1"); sum["last_tool"] != "Read" {
+		t.Errorf("[summary] expected last_tool Read, got %v", sum["last_tool"])
+	}
+}

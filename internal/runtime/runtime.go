@@ -50,6 +50,23 @@ type Runtime interface {
 	Inject(ctx context.Context, inc herd.Incarnation, text string, enter bool) error
 }
 
+// Submit is how typed text followed by Enter is made a submission the
+// agent takes, and how it is seen to have been one (see agents.InputHolds
+// and agents.SubmitSettle).
+type Submit struct {
+	// Settle is how long Enter waits after the pane showed the text:
+	// the agent's window in which an Enter is a newline.
+	Settle time.Duration
+	// Holds reports whether a capture of the pane shows the text on the
+	// agent's input line; known is false when the capture cannot tell.
+	// Nil: the pane changing is all that is looked for.
+	Holds func(screen string) (holds, known bool)
+}
+
+// ErrNotSubmitted is returned when typed text stayed on the agent's input
+// line after its Enter (pressed again once).
+var ErrNotSubmitted = errors.New("the text stayed on the agent's input line after Enter")
+
 // ErrNotSupported is returned by a runtime asked for what it cannot do
 // (typing into an exec agent, say).
 var ErrNotSupported = errors.New("not supported by this runtime")

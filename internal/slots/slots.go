@@ -157,8 +157,8 @@ func (s *Slots) Run(ctx context.Context) {
 }
 
 // follow acts on the writer's changes until ctx is done: a death accounted
-// (by whatever path) gets its incarnation's leftovers cleaned up and the
-// slot reconciled at once (its relaunch, or its backoff's timer); an
+// (by whatever path) is checked for a resume the agent refused, gets its
+// incarnation's leftovers cleaned up and the slot reconciled at once (its relaunch, or its backoff's timer); an
 // outdated binary is kept for rollouts.
 func (s *Slots) follow(ctx context.Context) {
 	defer s.unsubscribe()
@@ -171,6 +171,11 @@ func (s *Slots) follow(ctx context.Context) {
 				return
 			}
 			s.noteBinary(c)
+			if c.What.Has(status.ChangeDied) {
+				// Before its pane is taken down: what it printed is
+				// read there.
+				s.checkRefusedResume(ctx, c.Incarnation)
+			}
 			if c.What.Has(status.ChangeLeftover) {
 				s.leftover(ctx, c)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"herd"
 	"herd/internal/agents"
+	"herd/internal/runtime"
 	"herd/internal/slots"
 	"herd/internal/store"
 
@@ -224,6 +225,14 @@ func (v *Verbs) Signal(ctx context.Context, req SignalRequest) (SignalResult, er
 	return SignalResult{Result: Result{Message: fmt.Sprintf("%s sent to session %s (pid %d)", unix.SignalName(sig), req.Name, pid)}, PID: pid}, nil
 }
 
+// submitFor is how an Enter after text is made to submit on agent kind.
+func submitFor(kind, text string) runtime.Submit {
+	return runtime.Submit{
+		Settle: agents.SubmitSettle(kind),
+		Holds:  func(screen string) (bool, bool) { return agents.InputHolds(kind, screen, text) },
+	}
+}
+
 // injectRequest reads inject's command arguments (an absent no_clear, an
 // older daemon's row, clears).
 func injectRequest(name string, a map[string]string, from string) InjectRequest {
@@ -236,7 +245,11 @@ func injectRequest(name string, a map[string]string, from string) InjectRequest 
 // launched for it, never whichever pane a user attached to it made
 // active. Unless NoClear, the agent's clear keys (agents.ClearKeys of the
 // role's agent) empty its input line first, so leftover text of an
-// interrupted turn is not glued to the new prompt.
+// interrupted turn is not glued to the new prompt. With Enter, the text
+// must be submitted: Enter waits for the pane to show the text and for
+// the agent's fast-return window, and where herd can read the agent's
+// input line the text must leave it (Enter is pressed once more, then the
+// inject fails).
 func (v *Verbs) Inject(ctx context.Context, req InjectRequest) (Result, error) {
 	if host, err := v.sessionHost(ctx, req.Name, req.From); err != nil || host != "" {
 		if err != nil {
@@ -272,7 +285,7 @@ func (v *Verbs) Inject(ctx context.Context, req InjectRequest) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.o.CallTimeout*4)
 	defer cancel()
 	if c, ok := v.o.Tmux.(ClearInjector); ok {
-		err = c.InjectCleared(ctx, inc, keys, req.Text, req.Enter)
+		err = c.InjectCleared(ctx, inc, keys, req.Text, req.Enter, submitFor(role.Agent, req.Text))
 	} else {
 		keys = nil
 		err = v.o.Tmux.Inject(ctx, inc, req.Text, req.Enter)

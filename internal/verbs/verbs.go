@@ -20,6 +20,7 @@ import (
 	"herd/internal/api"
 	"herd/internal/reaper"
 	"herd/internal/roles"
+	"herd/internal/runtime"
 	"herd/internal/runtime/tmux"
 	"herd/internal/slots"
 
@@ -73,9 +74,9 @@ type Injector interface {
 }
 
 // ClearInjector is an Injector that can empty the agent's input line
-// first (tmux).
+// first and make sure its Enter submits (tmux).
 type ClearInjector interface {
-	InjectCleared(ctx context.Context, inc herd.Incarnation, clear []string, text string, enter bool) error
+	InjectCleared(ctx context.Context, inc herd.Incarnation, clear []string, text string, enter bool, sub runtime.Submit) error
 }
 
 // Reader reads the rows a verb judges by.

@@ -195,7 +195,7 @@ func (w *Watchdog) Summary(inc string) map[string]any {
 	if last != "" {
 		data["last_event_type"] = last
 	}
-	if tool := firstNonEmpty(snap.LastTool, m.hook.Tool); tool != "" {
+	if tool := firstNonEmpty(snap.LastTool, m.hook.LastTool); tool != "" {
 		data["last_tool"] = tool
 	}
 	if sid := firstNonEmpty(snap.AgentSessionID, m.hook.AgentSessionID); sid != "" {

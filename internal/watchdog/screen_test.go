@@ -136,3 +136,30 @@ func TestHashWanted(t *testing.T) {
 		}
 	}
 }
+
+// TestHungTurnScreensThroughTheWatchdog: the captured first seconds of a
+// hung Gemini CLI turn ("Executing Hooks" above an empty input prompt)
+// and Codex's hung turn never end the turn, however long they stay put
+// (the issue: `working -> idle (prompt) [screen]` 2.3 s into a hang, so
+// the hang was never stalled); the same agents' prompt after Esc does.
+func TestHungTurnScreensThroughTheWatchdog(t *testing.T) {
+	t0 := time.Now()
+	for _, c := range []struct {
+		kind, file string
+		ends       bool
+	}{
+		{herd.AgentGemini, "gemini/0.61.0/screen-hooks-running.txt", false},
+		{herd.AgentGemini, "gemini/0.61.0/screen-working-a.txt", false},
+		{herd.AgentGemini, "gemini/0.61.0/screen-after-esc.txt", true},
+		{herd.AgentCodex, "codex/0.171.0/screen-turn-start.txt", false},
+		{herd.AgentCodex, "codex/0.171.0/screen-working-a.txt", false},
+		{herd.AgentCodex, "codex/0.171.0/screen-after-esc.txt", true},
+	} {
+		sc := agents.ClassifyScreen(c.kind, readString(t, "../agents/testdata/"+c.file))
+		act, _, ok := screenActivity(screenFacts{Screen: sc, Current: herd.ActivityWorking, HooksSeen: true,
+			LastHookAt: t0.Add(-time.Minute), Since: t0, Now: t0.Add(time.Hour)})
+		if ends := ok && act == herd.ActivityIdle; ends != c.ends {
+			t.Errorf("[%s] expected the turn ended=%v, got %q/%v", c.file, c.ends, act, ok)
+		}
+	}
+}

@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 		runCanary(path)
 		return
 	}
+	if path := os.Getenv(envInputAgent); path != "" {
+		runInputAgent(path, os.Getenv(envInputMode))
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -81,6 +81,9 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		startErr = mcplaunch.With(s.o.MCPCommand, s.o.Socket, l.role, req.Name, &l.spec, l.data)
 		l.argv, l.inc.Argv = l.spec.Argv, l.spec.Argv
 	}
+	if startErr == nil {
+		s.withHooks(l)
+	}
 	rec := l.record(prior)
 	var started runtime.Started
 	if startErr == nil {

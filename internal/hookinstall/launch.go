@@ -1,0 +1,318 @@
+package hookinstall
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	toml "github.com/pelletier/go-toml/v2"
+
+	"herd"
+	"herd/internal/agents"
+)
+
+// Environment variables Gemini CLI reads for its system settings and
+// system defaults files (the latter defaults to system-defaults.json next
+// to the former).
+const (
+	EnvGeminiSystemSettings = agents.EnvGeminiSystemSettings
+	EnvGeminiSystemDefaults = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"
+)
+
+// geminiSystemSettings is where Gemini CLI reads its system settings on
+// Linux when EnvGeminiSystemSettings is unset.
+const geminiSystemSettings = "/etc/gemini-cli/settings.json"
+
+// LaunchSpec is one launch of an agent that is to report through herd's
+// hooks.
+type LaunchSpec struct {
+	Kind     string   // the role's agent kind
+	Argv     []string // the command, as it will run
+	Resolved string   // Argv[0] resolved in PATH (agents.Resolve)
+	Workdir  string
+	// Getenv reads the launch's environment (the role's env over the
+	// daemon's): the settings paths the user set are merged, not replaced.
+	Getenv func(string) string
+	// Binary is the herd binary the hooks run (StableBinary).
+	Binary string
+	// File is herd's settings file for this launch, under the state dir
+	// (Claude's --settings, Gemini's system settings).
+	File string
+}
+
+// LaunchHooks is what gives a launch herd's hooks: its argv, the
+// environment to add, and the settings file to write first (File with
+// Content; "" for none).
+type LaunchHooks struct {
+	Argv    []string
+	Env     map[string]string
+	File    string
+	Content []byte
+	// Note says what was done ("herd") or why hooks were left out; the
+	// spawned event carries it (data hooks).
+	Note string
+	// Notes are smaller remarks (a setting of the user's kept).
+	Notes []string
+}
+
+// Wired reports whether the launch gets herd's hooks.
+func (h LaunchHooks) Wired() bool { return h.Note == NoteWired }
+
+// NoteWired is LaunchHooks.Note when herd's hooks are given to the launch.
+const NoteWired = "herd"
+
+// ForLaunch gives a launch of a known agent herd's hooks without writing
+// into the user's repository or config: Claude Code a --settings file
+// (merged by Claude over the user's settings; a --settings the command
+// already passes is merged into herd's file), Codex `-c` overrides with
+// the hooks, their trust (so no "Hooks need review" dialog stops the
+// launch) and its notify program (unless the user's config has one),
+// Gemini CLI a system settings file (the one the environment names, or
+// the machine's, merged in). A command that is no known agent, or a
+// project whose settings already run herd's hooks (`herd hooks install`),
+// is left as it is, and Note says why.
+func ForLaunch(in LaunchSpec) LaunchHooks {
+	out := LaunchHooks{Argv: slices.Clone(in.Argv)}
+	if in.Getenv == nil {
+		in.Getenv = os.Getenv
+	}
+	if k := agents.Infer(in.Argv, in.Resolved); k != in.Kind || agents.HookEvents(k) == nil {
+		out.Note = "not a known agent"
+		return out
+	}
+	if p, ok := projectHooks(in.Kind, in.Workdir); ok {
+		out.Note = "project: " + p
+		return out
+	}
+	switch in.Kind {
+	case herd.AgentClaude:
+		argv, prior, _ := agents.WithSettingsFile(in.Argv, in.Resolved, in.File)
+		base, err := settingsValue(prior, in.Workdir)
+		if err != nil {
+			out.Note = "left out: --settings " + err.Error()
+			return out
+		}
+		content, err := merge(base, in.Kind, in.Binary)
+		if err != nil {
+			out.Note = "left out: --settings " + prior + ": " + err.Error()
+			return out
+		}
+		out.Argv, out.File, out.Content = argv, in.File, content
+		if prior != "" {
+			out.Notes = append(out.Notes, "the command's --settings "+clipNote(prior)+" merged into herd's")
+		}
+	case herd.AgentGemini:
+		sys := in.Getenv(EnvGeminiSystemSettings)
+		path := sys
+		if path == "" {
+			path = geminiSystemSettings
+		}
+		base, _, err := readSettings(path)
+		if err != nil {
+			out.Note = "left out: " + err.Error()
+			return out
+		}
+		content, err := merge(base, in.Kind, in.Binary)
+		if err != nil {
+			out.Note = "left out: " + path + ": " + err.Error()
+			return out
+		}
+		out.File, out.Content = in.File, content
+		out.Env = map[string]string{EnvGeminiSystemSettings: in.File}
+		if in.Getenv(EnvGeminiSystemDefaults) == "" {
+			// Gemini looks for its system defaults next to its system
+			// settings: keep them where they were.
+			out.Env[EnvGeminiSystemDefaults] = filepath.Join(filepath.Dir(path), "system-defaults.json")
+		}
+		if sys != "" && len(base) > 0 {
+			out.Notes = append(out.Notes, EnvGeminiSystemSettings+" "+sys+" merged into herd's")
+		}
+	case herd.AgentCodex:
+		argv := dropHerdCodexOverrides(in.Argv)
+		var notify []string
+		if cfg := codexUserConfig(in.Getenv); cfg != "" {
+			if n, err := codexHasNotify(cfg); err != nil {
+				out.Notes = append(out.Notes, "notify left out: "+err.Error())
+			} else if n {
+				out.Notes = append(out.Notes, "notify left out: "+cfg+" sets its own")
+			} else {
+				notify = []string{in.Binary, "hook", "--agent", herd.AgentCodex, "notify"}
+			}
+		}
+		words := agents.CodexHookOverrides(argv, agents.HookEvents(in.Kind), func(ev string) string {
+			return HookCommand(in.Kind, in.Binary, ev)
+		}, notify)
+		argv, ok := agents.InsertAfterAgent(in.Kind, argv, in.Resolved, words...)
+		if !ok {
+			out.Note = "not a known agent"
+			return out
+		}
+		out.Argv = argv
+	}
+	out.Note = NoteWired
+	return out
+}
+
+// Write writes the launch's settings file (mode 0600, its directory 0700),
+// when it has one.
+func (h LaunchHooks) Write() error {
+	if h.File == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(h.File), 0o700); err != nil {
+		return fmt.Errorf("hooks: %w", err)
+	}
+	return writeAtomic(h.File, h.Content, 0o600)
+}
+
+// settingsValue reads the value of Claude's --settings: inline JSON, or a
+// file (relative to workdir). "" is none.
+func settingsValue(v, workdir string) ([]byte, error) {
+	t := strings.TrimSpace(v)
+	switch {
+	case t == "":
+		return nil, nil
+	case strings.HasPrefix(t, "{"):
+		return []byte(t), nil
+	}
+	if !filepath.IsAbs(v) {
+		v = filepath.Join(workdir, v)
+	}
+	data, err := os.ReadFile(v)
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// dropHerdCodexOverrides returns argv without the `-c` overrides a former
+// launch got from herd (a resume keeps the prior command's options).
+func dropHerdCodexOverrides(argv []string) []string {
+	var out []string
+	for i := 0; i < len(argv); i++ {
+		if argv[i] == "--" {
+			return append(out, argv[i:]...)
+		}
+		if (argv[i] == "-c" || argv[i] == "--config") && i+1 < len(argv) && agents.IsHerdCodexOverride(argv[i+1]) {
+			i++
+			continue
+		}
+		out = append(out, argv[i])
+	}
+	return out
+}
+
+// codexUserConfig is the user's Codex config file ($CODEX_HOME/config.toml,
+// else ~/.codex/config.toml); "" when no home is known.
+func codexUserConfig(getenv func(string) string) string {
+	if h := getenv("CODEX_HOME"); h != "" {
+		return filepath.Join(h, "config.toml")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".codex", "config.toml")
+	}
+	return ""
+}
+
+// CodexUserConfig is the user's Codex config file in this environment, for
+// `herd hooks install --agent codex`.
+func CodexUserConfig() string { return codexUserConfig(os.Getenv) }
+
+// codexHasNotify reports whether the Codex config at path sets a notify
+// program that is not herd's (Codex runs only one).
+func codexHasNotify(path string) (bool, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var cfg struct {
+		Notify []string `toml:"notify"`
+	}
+	if err := toml.Unmarshal(data, &cfg); err != nil {
+		return false, fmt.Errorf("%s: invalid TOML: %w", path, err)
+	}
+	if len(cfg.Notify) == 0 {
+		return false, nil
+	}
+	herdsOwn := len(cfg.Notify) >= 2 && cfg.Notify[1] == "hook" && strings.HasPrefix(filepath.Base(cfg.Notify[0]), "herd")
+	return !herdsOwn, nil
+}
+
+// projectHooks reports whether the project in workdir already runs herd's
+// hooks for kind (`herd hooks install`), and which file has them: the
+// agent would run them twice.
+func projectHooks(kind, workdir string) (string, bool) {
+	if workdir == "" {
+		return "", false
+	}
+	files := []string{SettingsPath(kind, workdir)}
+	if kind == herd.AgentClaude {
+		files = append(files, filepath.Join(workdir, ".claude", "settings.json"))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var doc struct {
+			Hooks map[string][]struct {
+				Hooks []json.RawMessage `json:"hooks"`
+			} `json:"hooks"`
+		}
+		if json.Unmarshal(data, &doc) != nil {
+			continue
+		}
+		for event, groups := range doc.Hooks {
+			for _, g := range groups {
+				for _, h := range g.Hooks {
+					var o object
+					if json.Unmarshal(h, &o) == nil && isHerdEntry(o, event, "") {
+						return f, true
+					}
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// StableBinary returns the path hooks run herd by: <stateDir>/bin/herd, a
+// link to exe made (or moved) now. A new herd binary moves the link and
+// leaves every hook command unchanged, so Codex's trust in them holds.
+func StableBinary(stateDir, exe string) (string, error) {
+	link := filepath.Join(stateDir, "bin", "herd")
+	if cur, err := os.Readlink(link); err == nil && cur == exe {
+		return link, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		return "", fmt.Errorf("hooks: %w", err)
+	}
+	tmp := fmt.Sprintf("%s.%d.%d.tmp", link, os.Getpid(), linkSeq.Add(1))
+	if err := os.Symlink(exe, tmp); err != nil {
+		return "", fmt.Errorf("hooks: %w", err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("hooks: %w", err)
+	}
+	return link, nil
+}
+
+// linkSeq tells apart the temporary links of launches made side by side.
+var linkSeq atomic.Uint64
+
+func clipNote(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}

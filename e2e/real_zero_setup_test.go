@@ -140,9 +140,13 @@ func (z *zeroSetup) hookActivity(t *testing.T, session string, to herd.Activity,
 }
 
 // clean checks that the repository has no change: herd wrote nothing
-// into it.
+// into it. The file the mock's tool call makes is the agent's work, and
+// is removed first.
 func (z *zeroSetup) clean(t *testing.T) {
 	t.Helper()
+	if err := os.Remove(filepath.Join(z.proj, mockapi.ToolMarker)); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	if st := z.git(t, "status", "--porcelain", "--ignored"); strings.TrimSpace(st) != "" {
 		t.Errorf("git status is not clean:\n%s", st)
 	}

@@ -117,7 +117,7 @@ func TestForLaunch(t *testing.T) {
 		{name: "gemini own system settings", kind: herd.AgentGemini, argv: []string{"gemini"}, workdir: dir,
 			getenv: env(EnvGeminiSystemSettings, geminiSys), note: NoteWired, argv2: []string{"gemini"}, fileHooks: true,
 			keep: map[string]any{"general": map[string]any{"vimMode": true}}, notes: 1,
-			env:  map[string]string{EnvGeminiSystemSettings: file, EnvGeminiSystemDefaults: filepath.Join(dir, "etc", "gemini", "system-defaults.json")}},
+			env: map[string]string{EnvGeminiSystemSettings: file, EnvGeminiSystemDefaults: filepath.Join(dir, "etc", "gemini", "system-defaults.json")}},
 		{name: "gemini own defaults", kind: herd.AgentGemini, argv: []string{"gemini"}, workdir: dir,
 			getenv: env(EnvGeminiSystemDefaults, "/x/d.json"), note: NoteWired, argv2: []string{"gemini"}, fileHooks: true,
 			env: map[string]string{EnvGeminiSystemSettings: file}},

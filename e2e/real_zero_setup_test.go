@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/mockapi"
 )
 
 // The TestRealZeroSetup* tests run a real agent under the herd daemon in
 // a git repository with no herd setup at all (no `herd hooks install`):
 // herd gives the launch its hooks (Claude --settings, Codex -c overrides
-// with their trust, Gemini's system settings), so the agent's activity
+// with their trust, Gemini's user settings), so the agent's activity
 // comes from hooks ([hook] events) from its first turn, and `git status`
 // stays clean.
 
@@ -297,7 +298,8 @@ func TestRealZeroSetupCodex(t *testing.T) {
 }
 
 // TestRealZeroSetupGemini: `herd run` of a real Gemini CLI with no setup
-// reports from hooks given through its system settings file.
+// reports from hooks merged into the user's Gemini settings (Gemini reads
+// a system settings file only when root owns it and its directories).
 func TestRealZeroSetupGemini(t *testing.T) {
 	gemini := os.Getenv("HERD_REAL_GEMINI")
 	if gemini == "" {
@@ -322,9 +324,35 @@ func TestRealZeroSetupGemini(t *testing.T) {
 		v, _ := z.e.session(name)
 		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
 	})
-	z.e.must("inject", name, "say hello")
+	// Gemini 0.61 may take the Enter of an inject as a newline (its
+	// fast-return window: inject is another change's business); a second
+	// Enter submits what stayed typed.
+	submit := func(text string) {
+		before := len(z.mock.Records())
+		z.e.must("inject", name, text)
+		deadline := time.Now().Add(5 * time.Second)
+		for len(z.mock.Records()) == before && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond) // polling interval
+		}
+		if len(z.mock.Records()) == before {
+			t.Logf("the inject of %q stayed typed; Enter", text)
+			tmuxKeys(t, z.e, name, "Enter")
+		}
+	}
+	submit("say hello")
 	z.hookActivity(t, name, herd.ActivityWorking, 30*time.Second)
-	z.e.must("inject", name, "run the "+mockapi.TriggerTool)
+	z.e.waitFor(name+" idle after its turn (AfterAgent)", 30*time.Second, func() bool {
+		return hasEvent(z.e, name, herd.EventActivity, func(ev herd.Event) bool { return ev.Reason == "hook" && ev.Data["event"] == agents.GeminiAfterAgent })
+	})
+	submit("run the " + mockapi.TriggerTool)
 	z.hookActivity(t, name, herd.ActivityWaiting, 30*time.Second)
+	// herd's entries went into the user's settings, next to theirs.
+	data, err := os.ReadFile(filepath.Join(z.home, ".gemini", "settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"selectedType": "gemini-api-key"`) || !strings.Contains(string(data), " hook --agent gemini BeforeAgent") {
+		t.Errorf("the user's Gemini settings:\n%s", data)
+	}
 	z.clean(t)
 }

@@ -17,18 +17,6 @@ import (
 	"herd/internal/agents"
 )
 
-// Environment variables Gemini CLI reads for its system settings and
-// system defaults files (the latter defaults to system-defaults.json next
-// to the former).
-const (
-	EnvGeminiSystemSettings = agents.EnvGeminiSystemSettings
-	EnvGeminiSystemDefaults = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"
-)
-
-// geminiSystemSettings is where Gemini CLI reads its system settings on
-// Linux when EnvGeminiSystemSettings is unset.
-const geminiSystemSettings = "/etc/gemini-cli/settings.json"
-
 // LaunchSpec is one launch of an agent that is to report through herd's
 // hooks.
 type LaunchSpec struct {
@@ -59,6 +47,10 @@ type LaunchHooks struct {
 	Note string
 	// Notes are smaller remarks (a setting of the user's kept).
 	Notes []string
+
+	// userFile is a user's settings file Write merges herd's entries
+	// into (Gemini), for kind, running binary.
+	userFile, kind, binary string
 }
 
 // Wired reports whether the launch gets herd's hooks.
@@ -73,8 +65,8 @@ const NoteWired = "herd"
 // already passes is merged into herd's file), Codex `-c` overrides with
 // the hooks, their trust (so no "Hooks need review" dialog stops the
 // launch) and its notify program (unless the user's config has one),
-// Gemini CLI a system settings file (the one the environment names, or
-// the machine's, merged in). A command that is no known agent, or a
+// Gemini CLI its user settings (~/.gemini/settings.json of the launch's
+// home: herd's entries merged in, the user's kept; see Write). A command that is no known agent, or a
 // project whose settings already run herd's hooks (`herd hooks install`),
 // is left as it is, and Note says why.
 func ForLaunch(in LaunchSpec) LaunchHooks {
@@ -108,31 +100,26 @@ func ForLaunch(in LaunchSpec) LaunchHooks {
 			out.Notes = append(out.Notes, "the command's --settings "+clipNote(prior)+" merged into herd's")
 		}
 	case herd.AgentGemini:
-		sys := in.Getenv(EnvGeminiSystemSettings)
-		path := sys
-		if path == "" {
-			path = geminiSystemSettings
+		// Gemini CLI (0.61) reads a system settings file only when root
+		// owns it and every directory above it: a file of herd's cannot
+		// be one. Its user settings (whose hooks run in every trusted
+		// folder) get herd's entries instead; outside herd they do
+		// nothing (`herd hook` without HERD_SESSION returns at once).
+		home := in.Getenv("GEMINI_CLI_HOME")
+		if home == "" {
+			home = in.Getenv("HOME")
 		}
-		base, _, err := readSettings(path)
-		if err != nil {
+		if home == "" {
+			out.Note = "left out: no home for Gemini's user settings"
+			return out
+		}
+		path := filepath.Join(home, ".gemini", "settings.json")
+		if _, _, err := readSettings(path); err != nil {
 			out.Note = "left out: " + err.Error()
 			return out
 		}
-		content, err := merge(base, in.Kind, in.Binary)
-		if err != nil {
-			out.Note = "left out: " + path + ": " + err.Error()
-			return out
-		}
-		out.File, out.Content = in.File, content
-		out.Env = map[string]string{EnvGeminiSystemSettings: in.File}
-		if in.Getenv(EnvGeminiSystemDefaults) == "" {
-			// Gemini looks for its system defaults next to its system
-			// settings: keep them where they were.
-			out.Env[EnvGeminiSystemDefaults] = filepath.Join(filepath.Dir(path), "system-defaults.json")
-		}
-		if sys != "" && len(base) > 0 {
-			out.Notes = append(out.Notes, EnvGeminiSystemSettings+" "+sys+" merged into herd's")
-		}
+		out.userFile, out.kind, out.binary = path, in.Kind, in.Binary
+		out.Notes = append(out.Notes, "herd's hooks merged into "+path)
 	case herd.AgentCodex:
 		argv := dropHerdCodexOverrides(in.Argv)
 		var notify []string
@@ -160,8 +147,15 @@ func ForLaunch(in LaunchSpec) LaunchHooks {
 }
 
 // Write writes the launch's settings file (mode 0600, its directory 0700),
-// when it has one.
+// when it has one, and merges herd's entries into the user's settings
+// file the launch reads them from (Gemini), atomically, keeping the
+// user's.
 func (h LaunchHooks) Write() error {
+	if h.userFile != "" {
+		if _, err := installJSON(h.userFile, h.kind, h.binary); err != nil {
+			return err
+		}
+	}
 	if h.File == "" {
 		return nil
 	}

@@ -50,8 +50,8 @@ func TestForLaunch(t *testing.T) {
 	file := filepath.Join(dir, "state", "hooks", "w.json")
 	userSettings := filepath.Join(dir, "user-settings.json")
 	write(t, userSettings, `{"permissions":{"allow":["Bash(ls)"]},"hooks":{"Stop":[{"hooks":[{"type":"command","command":"my-stop"}]}]}}`)
-	geminiSys := filepath.Join(dir, "etc", "gemini", "settings.json")
-	write(t, geminiSys, `{"general":{"vimMode":true}}`)
+	geminiHome := filepath.Join(dir, "ghome")
+	write(t, filepath.Join(geminiHome, ".gemini", "settings.json"), `{"security": {"auth": {"selectedType": "gemini-api-key"}}}`)
 	badSettings := filepath.Join(dir, "bad.json")
 	write(t, badSettings, `{not json`)
 	installed := filepath.Join(dir, "installed")
@@ -111,16 +111,38 @@ func TestForLaunch(t *testing.T) {
 			note: "project: " + filepath.Join(installed, ClaudeSettingsFile), argv2: []string{"claude"}},
 		{name: "wrapper", kind: herd.AgentClaude, argv: []string{"./run.sh"}, workdir: dir, getenv: env(), note: "not a known agent", argv2: []string{"./run.sh"}},
 		{name: "generic", kind: herd.AgentGeneric, argv: []string{"aider"}, workdir: dir, getenv: env(), note: "not a known agent", argv2: []string{"aider"}},
-		{name: "gemini", kind: herd.AgentGemini, argv: []string{"gemini"}, workdir: dir, getenv: env(),
-			note: NoteWired, argv2: []string{"gemini"}, fileHooks: true,
-			env: map[string]string{EnvGeminiSystemSettings: file, EnvGeminiSystemDefaults: "/etc/gemini-cli/system-defaults.json"}},
-		{name: "gemini own system settings", kind: herd.AgentGemini, argv: []string{"gemini"}, workdir: dir,
-			getenv: env(EnvGeminiSystemSettings, geminiSys), note: NoteWired, argv2: []string{"gemini"}, fileHooks: true,
-			keep: map[string]any{"general": map[string]any{"vimMode": true}}, notes: 1,
-			env: map[string]string{EnvGeminiSystemSettings: file, EnvGeminiSystemDefaults: filepath.Join(dir, "etc", "gemini", "system-defaults.json")}},
-		{name: "gemini own defaults", kind: herd.AgentGemini, argv: []string{"gemini"}, workdir: dir,
-			getenv: env(EnvGeminiSystemDefaults, "/x/d.json"), note: NoteWired, argv2: []string{"gemini"}, fileHooks: true,
-			env: map[string]string{EnvGeminiSystemSettings: file}},
+		{name: "gemini", kind: herd.AgentGemini, argv: []string{"gemini"}, workdir: dir, getenv: env("HOME", geminiHome),
+			note: NoteWired, argv2: []string{"gemini"}, notes: 1, check: func(t *testing.T, h LaunchHooks) {
+				user := filepath.Join(geminiHome, ".gemini", "settings.json")
+				before, _ := os.ReadFile(user)
+				if err := h.Write(); err != nil {
+					t.Fatal(err)
+				}
+				data, err := os.ReadFile(user)
+				if err != nil {
+					t.Fatal(err)
+				}
+				hooks, rest := settingsDoc(t, data)
+				for _, ev := range agents.HookEvents(herd.AgentGemini) {
+					if diff := cmp.Diff([]string{HookCommand(herd.AgentGemini, bin, ev)}, hooks[ev]); diff != "" {
+						t.Errorf("hooks of %s (-want +got):\n%s", ev, diff)
+					}
+				}
+				if diff := cmp.Diff(map[string]any{"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}}, rest); diff != "" {
+					t.Errorf("the user's settings (-want +got):\n%s", diff)
+				}
+				// A second launch changes nothing.
+				if err := h.Write(); err != nil {
+					t.Fatal(err)
+				}
+				if again, _ := os.ReadFile(user); string(again) != string(data) || string(before) == string(data) {
+					t.Errorf("expected one change, then none:\n%s\n%s\n%s", before, data, again)
+				}
+			}},
+		{name: "gemini GEMINI_CLI_HOME", kind: herd.AgentGemini, argv: []string{"gemini"}, workdir: dir, getenv: env("HOME", "/nonexistent", "GEMINI_CLI_HOME", geminiHome),
+			note: NoteWired, argv2: []string{"gemini"}, notes: 1},
+		{name: "gemini no home", kind: herd.AgentGemini, argv: []string{"gemini"}, workdir: dir, getenv: env(),
+			note: "left out: no home for Gemini's user settings", argv2: []string{"gemini"}},
 		{name: "codex", kind: herd.AgentCodex, argv: []string{"codex", "-a", "on-request"}, workdir: dir, getenv: env("HOME", dir),
 			note: NoteWired, check: func(t *testing.T, h LaunchHooks) {
 				want, _ := agents.InsertAfterAgent(herd.AgentCodex, []string{"codex", "-a", "on-request"}, "",

@@ -27,6 +27,13 @@
 # stall_after and a tick; .../claude and the claude.exe it links to are both
 # the claude agent and resume with --resume.
 #
+# TestRealZeroSetupClaude, TestRealZeroSetupCodex and TestRealZeroSetupGemini
+# (e2e) run each agent under the daemon in a git repository with no herd
+# setup: activity from hooks ([hook] events: working, waiting, idle) from the
+# first turn, the project's own Claude hook still run, Codex never at its
+# "Hooks need review" (a second launch straight to its prompt, nothing in
+# its config.toml), and `git status` clean.
+#
 # TestRealLeadAgent (e2e) runs Claude Code as a lead (mcp = true, manages
 # = ["worker"]) under the daemon, the mock scripted to call herd's MCP
 # tools (found through ToolSearch: Claude Code defers them): list_sessions,
@@ -49,7 +56,7 @@ capture=0
 for a in "$@"; do
   case "$a" in
     --capture) capture=1 ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -103,6 +110,11 @@ HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" H
   go test -count=1 -timeout 15m -run '^TestReal(Claude|Codex|CodexTUI|Gemini|GeminiTUI)$' -v ./internal/agents/ || status=1
 echo "== TestRealClaudeUnderHerd, TestRealClaudeDaemon (the herd daemon supervising the real Claude Code)"
 HERD_REAL_CLAUDE="$claude" go test -count=1 -p 1 -timeout 20m -run '^TestRealClaude(UnderHerd|Daemon)$' -v ./e2e/ || status=1
+# --- hooks with no setup -----------------------------------------------------
+echo "== TestRealZeroSetup{Claude,Codex,Gemini} (hooks from the first turn, no herd setup)"
+HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \
+  go test -count=1 -p 1 -timeout 10m -run '^TestRealZeroSetup(Claude|Codex|Gemini)$' -v ./e2e/ || status=1
+# --- end hooks with no setup -------------------------------------------------
 # --- the lead agent: Claude Code driving the herd over MCP ------------------
 echo "== TestRealLeadAgent (Claude Code calling herd's MCP tools under the daemon)"
 HERD_REAL_CLAUDE="$claude" go test -count=1 -p 1 -timeout 10m -run '^TestRealLeadAgent$' -v ./e2e/ || status=1

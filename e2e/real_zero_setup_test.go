@@ -268,6 +268,15 @@ func TestRealZeroSetupCodex(t *testing.T) {
 		}
 		return false
 	})
+	// Esc in a hung turn: Codex sends Interrupt (no Stop) -> idle.
+	z.e.must("inject", name, "please "+mockapi.TriggerHang+" now")
+	waitHung(t, z.e, z.mock, 1)
+	tmuxKeys(t, z.e, name, "Escape")
+	z.e.waitFor(name+" idle from its Interrupt hook", 30*time.Second, func() bool {
+		return hasEvent(z.e, name, herd.EventActivity, func(ev herd.Event) bool {
+			return ev.Reason == "hook" && ev.Data["event"] == agents.HookInterrupt && ev.Data["to"] == string(herd.ActivityIdle)
+		})
+	})
 	z.e.must("inject", name, "run the "+mockapi.TriggerTool+" "+mockapi.TriggerEscalate)
 	z.hookActivity(t, name, herd.ActivityWaiting, 30*time.Second)
 

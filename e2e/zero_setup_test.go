@@ -182,7 +182,7 @@ func TestZeroSetupHooks(t *testing.T) {
 	for _, want := range []string{
 		"features.hooks=true",
 		`hooks.Stop=[{hooks=[{type="command",command="` + link + ` hook --agent codex Stop",timeout=5}]}]`,
-		`"/<session-flags>/config.toml:stop:0:0"={trusted_hash="` + agents.CodexHookHash(agents.HookStop, link+" hook --agent codex Stop", agents.CodexHookTimeout, "") + `"}`,
+		`"/<session-flags>/config.toml:stop:0:0"={trusted_hash="` + agents.CodexHookHash(agents.HookStop, link+" hook --agent codex Stop", agents.CodexTimeout(agents.HookStop), "") + `"}`,
 		`notify=["` + link + `", "hook", "--agent", "codex", "notify"]`,
 	} {
 		if !strings.Contains(joined, want) {

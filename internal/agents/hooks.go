@@ -26,6 +26,8 @@ const (
 	HookSubagentStop       = "SubagentStop"
 	HookPreCompact         = "PreCompact"
 	HookSessionEnd         = "SessionEnd"
+	// HookInterrupt is Codex's: a turn ended by Esc (no Stop follows).
+	HookInterrupt = "Interrupt"
 )
 
 // Gemini CLI hook events.
@@ -50,7 +52,9 @@ func HookEvents(kind string) []string {
 			HookSubagentStop, HookPreCompact, HookStop, HookStopFailure, HookSessionEnd,
 		}
 	case herd.AgentCodex:
-		return []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPermissionRequest, HookPostToolUse, HookStop}
+		// Codex 0.171 has no StopFailure: a rate limit reaches herd
+		// through its screen and rollout.
+		return []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPermissionRequest, HookPostToolUse, HookStop, HookInterrupt}
 	case herd.AgentGemini:
 		return []string{
 			HookSessionStart, GeminiBeforeAgent, GeminiBeforeModel, GeminiAfterModel, GeminiBeforeTool,
@@ -135,7 +139,7 @@ func validEventName(name string) error {
 //	PermissionRequest, Notification/permission_prompt,
 //	Notification/elicitation_dialog                      -> waiting
 //	Notification/idle_prompt                             -> unchanged, no progress
-//	Stop                                                 -> idle
+//	Stop, Interrupt (Codex: Esc ended the turn)          -> idle
 //	StopFailure                                          -> blocked, with the error and reset time
 //	SessionEnd                                           -> ended (idle)
 func claudeHook(s *Signal, p hookPayload, now time.Time) {
@@ -163,7 +167,7 @@ func claudeHook(s *Signal, p hookPayload, now time.Time) {
 		default:
 			s.Progress = false
 		}
-	case HookStop:
+	case HookStop, HookInterrupt:
 		s.Activity = herd.ActivityIdle
 	case HookStopFailure:
 		s.Activity = herd.ActivityBlocked

@@ -256,6 +256,16 @@ func WithSettingsFile(argv []string, resolved, file string) (out []string, prior
 // a hook before it goes on.
 const CodexHookTimeout = 5
 
+// CodexTimeout is the timeout herd declares for its Codex hook of event,
+// as Codex normalises it (the trust hash covers it): Codex holds
+// Interrupt and SessionEnd hooks to 1..3 s.
+func CodexTimeout(event string) int {
+	if event == HookInterrupt || event == HookSessionEnd {
+		return 3
+	}
+	return CodexHookTimeout
+}
+
 // CodexHookHash is the hash Codex keeps in hooks.state.<key>.trusted_hash
 // for a trusted hook: the SHA-256 of the compact, key-sorted JSON of the
 // hook's normalised identity. A hook whose recorded hash differs is "new or
@@ -329,8 +339,9 @@ func CodexHookOverrides(argv []string, events []string, command func(event strin
 			continue
 		}
 		cmd := command(ev)
-		out = append(out, "-c", fmt.Sprintf("hooks.%s=[{hooks=[{type=\"command\",command=%s,timeout=%d}]}]", ev, tomlString(cmd), CodexHookTimeout))
-		trust = append(trust, fmt.Sprintf("%s={trusted_hash=%s}", tomlString(codexTrustKey(ev)), tomlString(CodexHookHash(ev, cmd, CodexHookTimeout, ""))))
+		to := CodexTimeout(ev)
+		out = append(out, "-c", fmt.Sprintf("hooks.%s=[{hooks=[{type=\"command\",command=%s,timeout=%d}]}]", ev, tomlString(cmd), to))
+		trust = append(trust, fmt.Sprintf("%s={trusted_hash=%s}", tomlString(codexTrustKey(ev)), tomlString(CodexHookHash(ev, cmd, to, ""))))
 	}
 	if len(trust) > 0 {
 		out = append(out, "-c", "hooks.state={"+strings.Join(trust, ", ")+"}")

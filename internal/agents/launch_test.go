@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -196,6 +197,14 @@ func TestCodexHookOverrides(t *testing.T) {
 		if IsHerdCodexOverride(w) {
 			t.Errorf("IsHerdCodexOverride(%q) = true, a user's override", w)
 		}
+	}
+	// Codex holds an Interrupt hook to 3 s: declared (and hashed) so.
+	intr := CodexHookOverrides(nil, []string{HookInterrupt}, cmd, nil)
+	if want := `hooks.Interrupt=[{hooks=[{type="command",command="/s/bin/herd hook --agent codex Interrupt",timeout=3}]}]`; intr[3] != want {
+		t.Errorf("expected %s, got %s", want, intr[3])
+	}
+	if h := CodexHookHash(HookInterrupt, cmd(HookInterrupt), 3, ""); !strings.Contains(intr[5], h) {
+		t.Errorf("expected the trust of the 3 s hook (%s), got %s", h, intr[5])
 	}
 	// Quotes and backslashes in a command stay one TOML string.
 	odd := CodexHookOverrides(nil, []string{HookStop}, func(string) string { return `/a "b"\c hook --agent codex Stop` }, nil)

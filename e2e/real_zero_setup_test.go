@@ -110,7 +110,14 @@ func (z *zeroSetup) commit(t *testing.T) {
 // run launches role with `herd run` in the repository with env.
 func (z *zeroSetup) run(t *testing.T, role string, env []string, argv ...string) {
 	t.Helper()
-	args := []string{"run", role, "--workdir", z.proj}
+	z.runIn(t, z.proj, role, env, argv...)
+}
+
+// runIn launches role with `herd run` in dir with env, and waits for its
+// spawned event.
+func (z *zeroSetup) runIn(t *testing.T, dir, role string, env []string, argv ...string) {
+	t.Helper()
+	args := []string{"run", role, "--workdir", dir}
 	for _, kv := range env {
 		args = append(args, "--env", kv)
 	}
@@ -177,10 +184,11 @@ func TestRealZeroSetupClaude(t *testing.T) {
 		t.Fatal(err)
 	}
 	const name = "w-0"
-	z.run(t, "w", []string{
+	claudeEnv := []string{
 		"HOME=" + z.home, "ANTHROPIC_BASE_URL=http://" + z.addr, "ANTHROPIC_API_KEY=sk-ant-mock-0123456789abcdefghij",
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "TERM=xterm-256color", "LANG=C.UTF-8",
-	}, claude, "--permission-mode", "default")
+	}
+	z.run(t, "w", claudeEnv, claude, "--permission-mode", "default")
 	answerStartup(t, z.e, name)
 	z.e.waitFor(name+" idle at its prompt", 60*time.Second, func() bool {
 		v, _ := z.e.session(name)
@@ -196,8 +204,39 @@ func TestRealZeroSetupClaude(t *testing.T) {
 		v, _ := z.e.session(name)
 		return v.Activity == herd.ActivityIdle
 	})
-	z.hookActivity(t, name, herd.ActivityIdle, 5*time.Second)
+	if !hasEvent(z.e, name, herd.EventActivity, func(ev herd.Event) bool {
+		return ev.Reason == "hook" && ev.Data["event"] == agents.HookStop && ev.Data["to"] == string(herd.ActivityIdle)
+	}) {
+		t.Errorf("[%s] no idle from its Stop hook", name)
+	}
 	z.clean(t)
+
+	// The project's own permissions apply too: with the tool's command
+	// allowed there, the same turn runs it without asking.
+	allowed := filepath.Join(z.root, "allowed")
+	if err := os.MkdirAll(filepath.Join(allowed, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(allowed, ".claude", "settings.json"), []byte(`{"permissions": {"allow": ["Bash(touch:*)"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	z.runIn(t, allowed, "a", claudeEnv, claude, "--permission-mode", "default")
+	answerStartup(t, z.e, "a-0")
+	z.e.waitFor("a-0 idle at its prompt", 60*time.Second, func() bool {
+		v, _ := z.e.session("a-0")
+		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
+	})
+	z.e.must("inject", "a-0", "run the "+mockapi.TriggerTool)
+	z.e.waitFor("the allowed tool run", 30*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(allowed, mockapi.ToolMarker))
+		return err == nil
+	})
+	z.e.waitFor("a-0 idle after the tool (Stop hook)", 30*time.Second, func() bool {
+		return hasEvent(z.e, "a-0", herd.EventActivity, func(ev herd.Event) bool { return ev.Reason == "hook" && ev.Data["event"] == agents.HookStop })
+	})
+	if hasEvent(z.e, "a-0", herd.EventActivity, func(ev herd.Event) bool { return ev.Data["to"] == string(herd.ActivityWaiting) && ev.Reason == "hook" }) {
+		t.Errorf("[a-0] asked for a permission its project allows")
+	}
 }
 
 // codexConfig is the user's Codex config: the mock as its provider.

@@ -129,6 +129,34 @@ func (z *zeroSetup) runIn(t *testing.T, dir, role string, env []string, argv ...
 	t.Logf("[%s] launched: %v", role, ev.Data["argv"])
 }
 
+// submit injects text into session and checks that it reached the API;
+// an inject that stayed typed (an agent that took its Enter as a newline,
+// or typed into a redraw: inject is another change's business) gets a
+// second Enter, said in the log.
+func (z *zeroSetup) submit(t *testing.T, session, text string) {
+	t.Helper()
+	before := len(z.mock.Records())
+	sent := func() bool {
+		// A new request carrying the text (its trigger, for the
+		// agents whose requests the mock does not read the users of).
+		for _, r := range z.mock.Records()[before:] {
+			if strings.Contains(strings.Join(r.Users, "\n"), text) || (r.Trigger != "" && strings.Contains(text, r.Trigger)) || len(r.Users) == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	z.e.must("inject", session, text)
+	deadline := time.Now().Add(5 * time.Second)
+	for !sent() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond) // polling interval
+	}
+	if !sent() {
+		t.Logf("[%s] the inject of %q stayed typed; Enter", session, text)
+		tmuxKeys(t, z.e, session, "Enter")
+	}
+}
+
 // hookActivity waits for an activity event of session from a hook that
 // reaches to, and returns its message.
 func (z *zeroSetup) hookActivity(t *testing.T, session string, to herd.Activity, within time.Duration) string {
@@ -297,7 +325,7 @@ func TestRealZeroSetupCodex(t *testing.T) {
 	if sawReview {
 		t.Fatalf("[%s] stopped at Codex's hooks review:\n%s", name, z.e.capture(name))
 	}
-	z.e.must("inject", name, "say hello")
+	z.submit(t, name, "say hello")
 	z.hookActivity(t, name, herd.ActivityWorking, 30*time.Second)
 	z.e.waitFor(name+" idle after its turn", 30*time.Second, func() bool {
 		for _, ev := range z.e.events("--session", name, "--kind", herd.EventActivity) {
@@ -308,7 +336,7 @@ func TestRealZeroSetupCodex(t *testing.T) {
 		return false
 	})
 	// Esc in a hung turn: Codex sends Interrupt (no Stop) -> idle.
-	z.e.must("inject", name, "please "+mockapi.TriggerHang+" now")
+	z.submit(t, name, "please "+mockapi.TriggerHang+" now")
 	waitHung(t, z.e, z.mock, 1)
 	tmuxKeys(t, z.e, name, "Escape")
 	z.e.waitFor(name+" idle from its Interrupt hook", 30*time.Second, func() bool {
@@ -316,7 +344,7 @@ func TestRealZeroSetupCodex(t *testing.T) {
 			return ev.Reason == "hook" && ev.Data["event"] == agents.HookInterrupt && ev.Data["to"] == string(herd.ActivityIdle)
 		})
 	})
-	z.e.must("inject", name, "run the "+mockapi.TriggerTool+" "+mockapi.TriggerEscalate)
+	z.submit(t, name, "run the "+mockapi.TriggerTool+" "+mockapi.TriggerEscalate)
 	z.hookActivity(t, name, herd.ActivityWaiting, 30*time.Second)
 
 	// A second launch, same home and project: straight to its prompt.
@@ -330,7 +358,7 @@ func TestRealZeroSetupCodex(t *testing.T) {
 		v, _ := z.e.session(second)
 		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
 	})
-	z.e.must("inject", second, "say hello")
+	z.submit(t, second, "say hello")
 	z.hookActivity(t, second, herd.ActivityWorking, 30*time.Second)
 
 	// Nothing of herd's in the user's config: the trust went with the
@@ -372,27 +400,12 @@ func TestRealZeroSetupGemini(t *testing.T) {
 		v, _ := z.e.session(name)
 		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
 	})
-	// Gemini 0.61 may take the Enter of an inject as a newline (its
-	// fast-return window: inject is another change's business); a second
-	// Enter submits what stayed typed.
-	submit := func(text string) {
-		before := len(z.mock.Records())
-		z.e.must("inject", name, text)
-		deadline := time.Now().Add(5 * time.Second)
-		for len(z.mock.Records()) == before && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond) // polling interval
-		}
-		if len(z.mock.Records()) == before {
-			t.Logf("the inject of %q stayed typed; Enter", text)
-			tmuxKeys(t, z.e, name, "Enter")
-		}
-	}
-	submit("say hello")
+	z.submit(t, name, "say hello")
 	z.hookActivity(t, name, herd.ActivityWorking, 30*time.Second)
 	z.e.waitFor(name+" idle after its turn (AfterAgent)", 30*time.Second, func() bool {
 		return hasEvent(z.e, name, herd.EventActivity, func(ev herd.Event) bool { return ev.Reason == "hook" && ev.Data["event"] == agents.GeminiAfterAgent })
 	})
-	submit("run the " + mockapi.TriggerTool)
+	z.submit(t, name, "run the "+mockapi.TriggerTool)
 	z.hookActivity(t, name, herd.ActivityWaiting, 30*time.Second)
 	// herd's entries went into the user's settings, next to theirs.
 	data, err := os.ReadFile(filepath.Join(z.home, ".gemini", "settings.json"))

@@ -10,9 +10,9 @@ import (
 
 // withHooks gives the launch of a known agent herd's hooks for this
 // incarnation, with no setup and nothing written into the user's
-// repository (hookinstall.ForLaunch): a settings file under
-// <state-dir>/hooks/ (one per session, rewritten at each launch) and/or
-// the agent's flags and environment. The hooks run herd through a link
+// repository (hookinstall.ForLaunch): Claude a settings file under
+// <state-dir>/hooks/ (one per session, rewritten at each launch), Codex
+// flags, Gemini herd's entries in the user's Gemini settings. The hooks run herd through a link
 // under the state dir that outlives herd upgrades. Hooks that cannot be
 // given leave the launch as it was; the spawned event says why (data
 // hooks).

@@ -77,7 +77,7 @@ type hookPayload struct {
 	Message          string `json:"message"`
 	Source           string `json:"source"`  // SessionStart: startup, resume, clear, compact
 	Trigger          string `json:"trigger"` // PreCompact, PostCompact: manual, auto
-	Error            string `json:"error"`  // StopFailure: rate_limit, server_error, ...
+	Error            string `json:"error"`   // StopFailure: rate_limit, server_error, ...
 	ErrorDetails     string `json:"error_details"`
 	LastAssistant    string `json:"last_assistant_message"`
 }

@@ -82,6 +82,10 @@ func ForLaunch(in LaunchSpec) LaunchHooks {
 		out.Note = "project: " + p
 		return out
 	}
+	if p, ok := userHooks(in.Kind, in.Getenv); ok {
+		out.Note = "user: " + p
+		return out
+	}
 	switch in.Kind {
 	case herd.AgentClaude:
 		argv, prior, _ := agents.WithSettingsFile(in.Argv, in.Resolved, in.File)
@@ -252,6 +256,33 @@ func projectHooks(kind, workdir string) (string, bool) {
 	if kind == herd.AgentClaude {
 		files = append(files, filepath.Join(workdir, ".claude", "settings.json"))
 	}
+	return herdHooksIn(files)
+}
+
+// userHooks reports whether the user's own settings of Claude or Codex
+// (`herd hooks install --dir ~`) already run herd's hooks, and where.
+// Gemini's are where herd puts them itself.
+func userHooks(kind string, getenv func(string) string) (string, bool) {
+	var f string
+	switch {
+	case kind == herd.AgentClaude && getenv("CLAUDE_CONFIG_DIR") != "":
+		f = filepath.Join(getenv("CLAUDE_CONFIG_DIR"), "settings.json")
+	case kind == herd.AgentClaude && getenv("HOME") != "":
+		f = filepath.Join(getenv("HOME"), ".claude", "settings.json")
+	case kind == herd.AgentCodex:
+		if cfg := codexUserConfig(getenv); cfg != "" {
+			f = filepath.Join(filepath.Dir(cfg), "hooks.json")
+		}
+	}
+	if f == "" {
+		return "", false
+	}
+	return herdHooksIn([]string{f})
+}
+
+// herdHooksIn returns the first of files (JSON hook settings) that holds
+// a herd entry.
+func herdHooksIn(files []string) (string, bool) {
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

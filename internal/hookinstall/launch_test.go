@@ -58,6 +58,11 @@ func TestForLaunch(t *testing.T) {
 	if _, err := Install(herd.AgentClaude, installed, "/usr/local/bin/herd"); err != nil {
 		t.Fatal(err)
 	}
+	// A home whose user settings run herd's hooks (as `herd hooks install
+	// --dir ~` leaves them).
+	installedHome := filepath.Join(dir, "installed-home")
+	write(t, filepath.Join(installedHome, ".claude", "settings.json"), `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"/opt/bin/herd hook Stop"}]}]}}`)
+	write(t, filepath.Join(installedHome, ".codex", "hooks.json"), `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"/opt/bin/herd hook --agent codex Stop"}]}]}}`)
 	codexHome := filepath.Join(dir, "codexhome")
 	write(t, filepath.Join(codexHome, "config.toml"), "notify = [\"notify-send\"]\n")
 
@@ -109,6 +114,10 @@ func TestForLaunch(t *testing.T) {
 			}},
 		{name: "claude project has herd's hooks", kind: herd.AgentClaude, argv: []string{"claude"}, workdir: installed, getenv: env(),
 			note: "project: " + filepath.Join(installed, ClaudeSettingsFile), argv2: []string{"claude"}},
+		{name: "claude user settings have herd's hooks", kind: herd.AgentClaude, argv: []string{"claude"}, workdir: dir, getenv: env("HOME", installedHome),
+			note: "user: " + filepath.Join(installedHome, ".claude", "settings.json"), argv2: []string{"claude"}},
+		{name: "codex user hooks have herd's", kind: herd.AgentCodex, argv: []string{"codex"}, workdir: dir, getenv: env("CODEX_HOME", filepath.Join(installedHome, ".codex")),
+			note: "user: " + filepath.Join(installedHome, ".codex", "hooks.json"), argv2: []string{"codex"}},
 		{name: "wrapper", kind: herd.AgentClaude, argv: []string{"./run.sh"}, workdir: dir, getenv: env(), note: "not a known agent", argv2: []string{"./run.sh"}},
 		{name: "generic", kind: herd.AgentGeneric, argv: []string{"aider"}, workdir: dir, getenv: env(), note: "not a known agent", argv2: []string{"aider"}},
 		{name: "gemini", kind: herd.AgentGemini, argv: []string{"gemini"}, workdir: dir, getenv: env("HOME", geminiHome),

@@ -300,6 +300,9 @@ env = { ARGS_LOG = %[4]q, HOME = %[5]q, NO_TRANSCRIPT = "1" }
 	e.must("apply", "-f", roles)
 
 	uuid := regexp.MustCompile(`^--session-id ([0-9a-f-]{36}) --model sonnet$`)
+	// Each launch also gets herd's hooks first (--settings FILE, see
+	// TestZeroSetupHooks): set aside here.
+	settings := regexp.MustCompile(`^--settings \S+/hooks/[a-z]+-0\.claude\.json `)
 	lines := func(role string, n int) []string {
 		var out []string
 		e.waitFor(fmt.Sprintf("%s launched %d time(s)", role, n), 20*time.Second, func() bool {
@@ -307,6 +310,9 @@ env = { ARGS_LOG = %[4]q, HOME = %[5]q, NO_TRANSCRIPT = "1" }
 			out = strings.Split(strings.TrimSpace(string(b)), "\n")
 			return len(b) > 0 && len(out) >= n
 		})
+		for i, l := range out {
+			out[i] = settings.ReplaceAllString(l, "")
+		}
 		return out
 	}
 	first := map[string]string{}

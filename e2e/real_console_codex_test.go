@@ -89,6 +89,8 @@ wire_api = "responses"
 			time.Sleep(100 * time.Millisecond) // polling interval
 		}
 	})
+	// hooks install sets Codex's notify in the user's config: this home's.
+	e.extraEnv = append(e.extraEnv, "CODEX_HOME="+filepath.Join(home, ".codex"))
 	e.must("hooks", "install", "--agent", herd.AgentCodex, "--dir", proj)
 	roles := filepath.Join(root, "roles.toml")
 	if err := os.WriteFile(roles, fmt.Appendf(nil, `[[role]]

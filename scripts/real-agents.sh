@@ -43,6 +43,13 @@
 # resuming the conversation (the mock sees the history), and herd signal
 # TERM ends it.
 #
+# TestRealZeroSetupClaude, TestRealZeroSetupCodex and TestRealZeroSetupGemini
+# (e2e) run each agent under the daemon in a git repository with no herd
+# setup: activity from hooks ([hook] events: working, waiting, idle) from the
+# first turn, the project's own Claude hook still run, Codex never at its
+# "Hooks need review" (a second launch straight to its prompt, nothing in
+# its config.toml), and `git status` clean.
+#
 # TestRealLeadAgent (e2e) runs Claude Code as a lead (mcp = true, manages
 # = ["worker"]) under the daemon, the mock scripted to call herd's MCP
 # tools (found through ToolSearch: Claude Code defers them): list_sessions,
@@ -127,6 +134,11 @@ if [ -n "$codex$gemini" ]; then
   HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" go test -count=1 -p 1 -timeout 20m -run '^TestRealLauncherAgents$' -v ./e2e/ || status=1
 fi
 # --- end launchers --------------------------------------------------------------
+# --- hooks with no setup -----------------------------------------------------
+echo "== TestRealZeroSetup{Claude,Codex,Gemini} (hooks from the first turn, no herd setup)"
+HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \
+  go test -count=1 -p 1 -timeout 10m -run '^TestRealZeroSetup(Claude|Codex|Gemini)$' -v ./e2e/ || status=1
+# --- end hooks with no setup -------------------------------------------------
 # --- the lead agent: Claude Code driving the herd over MCP ------------------
 echo "== TestRealLeadAgent (Claude Code calling herd's MCP tools under the daemon)"
 HERD_REAL_CLAUDE="$claude" go test -count=1 -p 1 -timeout 10m -run '^TestRealLeadAgent$' -v ./e2e/ || status=1

@@ -24,9 +24,16 @@ func newHooksCmd(g *globals) *cobra.Command {
 		Long: `Merge one 'herd hook EVENT' entry per hook event into the project's agent
 settings (created when missing), so that the agent reports its activity to
 herd: Claude Code's .claude/settings.local.json (the default), Codex's
-.codex/hooks.json, Gemini CLI's .gemini/settings.json. The user's own hooks
-and settings are kept; running it again changes nothing. The entries name
-this herd binary by its absolute path (not a temporary one of 'go run').`,
+.codex/hooks.json (and its notify program in the user's config.toml,
+$CODEX_HOME or ~/.codex, unless one is set there), Gemini CLI's
+.gemini/settings.json. The user's own hooks and settings are kept; running
+it again changes nothing. The entries name this herd binary by its absolute
+path (not a temporary one of 'go run').
+
+Agents herd launches need none of this: a known agent (claude, codex,
+gemini) gets herd's hooks at each launch without a file in the project.
+This is for agents started outside herd, or a project that wants the
+entries in its own files (herd then adds none of its own).`,
 		Example: `  herd hooks install --dir ~/src/app
   herd hooks install --agent codex --dir ~/src/app`,
 		Args: cobra.NoArgs,
@@ -51,6 +58,20 @@ this herd binary by its absolute path (not a temporary one of 'go run').`,
 			res, err := hookinstall.Install(agent, abs, exe)
 			if err != nil {
 				return fmt.Errorf("hooks install: %w", err)
+			}
+			if agent == herd.AgentCodex {
+				// Codex reads notify from the user's config only.
+				cfg := hookinstall.CodexUserConfig()
+				if cfg == "" {
+					return fmt.Errorf("hooks install: no CODEX_HOME or HOME for Codex's config (its notify program)")
+				}
+				n, err := hookinstall.InstallCodexNotify(cfg, exe)
+				if err != nil {
+					return fmt.Errorf("hooks install: %w", err)
+				}
+				res.Files = append(res.Files, n.Files...)
+				res.Changed = res.Changed || n.Changed
+				res.Notes = append(res.Notes, n.Notes...)
 			}
 			files := strings.Join(res.Files, ", ")
 			events := agents.HookEvents(agent)

@@ -242,6 +242,19 @@ func TestCodexFixtures(t *testing.T) {
 	// A hung turn's first frame with its indicator drawn.
 	codexTUIFixtures(t, filepath.Join("codex", "0.171.0"), "screen-turn-start.txt")
 	dir := filepath.Join("codex", "0.169.0")
+	// Codex 0.171: the Interrupt hook (Esc in a hung turn; no Stop follows).
+	for _, tc := range []struct {
+		file     string
+		activity herd.Activity
+	}{
+		{"hook-user-prompt-submit.json", herd.ActivityWorking},
+		{"hook-interrupt.json", herd.ActivityIdle},
+	} {
+		s, err := ParseHook(herd.AgentCodex, readFixture(t, "codex/0.171.0/"+tc.file), "", fixedNow)
+		if err != nil || s.Activity != tc.activity || !s.Progress || s.AgentSessionID == "" {
+			t.Errorf("[0.171.0/%s] expected %q with progress and id, got %+v, %v", tc.file, tc.activity, s, err)
+		}
+	}
 	exec := []struct {
 		file   string
 		final  herd.Activity

@@ -25,7 +25,10 @@ const (
 	HookSubagentStart      = "SubagentStart"
 	HookSubagentStop       = "SubagentStop"
 	HookPreCompact         = "PreCompact"
+	HookPostCompact        = "PostCompact"
 	HookSessionEnd         = "SessionEnd"
+	// HookInterrupt is Codex's: a turn ended by Esc (no Stop follows).
+	HookInterrupt = "Interrupt"
 )
 
 // Gemini CLI hook events.
@@ -47,10 +50,12 @@ func HookEvents(kind string) []string {
 		return []string{
 			HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPostToolUse,
 			HookPostToolUseFailure, HookPermissionRequest, HookNotification, HookSubagentStart,
-			HookSubagentStop, HookPreCompact, HookStop, HookStopFailure, HookSessionEnd,
+			HookSubagentStop, HookPreCompact, HookPostCompact, HookStop, HookStopFailure, HookSessionEnd,
 		}
 	case herd.AgentCodex:
-		return []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPermissionRequest, HookPostToolUse, HookStop}
+		// Codex 0.171 has no StopFailure: a rate limit reaches herd
+		// through its screen and rollout.
+		return []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPermissionRequest, HookPostToolUse, HookStop, HookInterrupt}
 	case herd.AgentGemini:
 		return []string{
 			HookSessionStart, GeminiBeforeAgent, GeminiBeforeModel, GeminiAfterModel, GeminiBeforeTool,
@@ -70,8 +75,9 @@ type hookPayload struct {
 	ToolName         string `json:"tool_name"`
 	NotificationType string `json:"notification_type"`
 	Message          string `json:"message"`
-	Source           string `json:"source"` // SessionStart: startup, resume, clear, compact
-	Error            string `json:"error"`  // StopFailure: rate_limit, server_error, ...
+	Source           string `json:"source"`  // SessionStart: startup, resume, clear, compact
+	Trigger          string `json:"trigger"` // PreCompact, PostCompact: manual, auto
+	Error            string `json:"error"`   // StopFailure: rate_limit, server_error, ...
 	ErrorDetails     string `json:"error_details"`
 	LastAssistant    string `json:"last_assistant_message"`
 }
@@ -128,23 +134,37 @@ func validEventName(name string) error {
 
 // claudeHook is Claude Code's activity table (Codex's hooks are a subset):
 //
-//	SessionStart (startup, resume, clear, compact)      -> idle
+//	SessionStart (startup, resume, clear)                -> idle
+//	SessionStart (compact)                               -> unchanged
+//	PostCompact manual (/compact)                        -> idle
+//	PostCompact auto                                     -> working
 //	UserPromptSubmit, PreToolUse, PostToolUse(Failure),
 //	SubagentStart, PreCompact                            -> working
 //	SubagentStop                                         -> unchanged (the main turn goes on)
 //	PermissionRequest, Notification/permission_prompt,
 //	Notification/elicitation_dialog                      -> waiting
 //	Notification/idle_prompt                             -> unchanged, no progress
-//	Stop                                                 -> idle
+//	Stop, Interrupt (Codex: Esc ended the turn)          -> idle
 //	StopFailure                                          -> blocked, with the error and reset time
 //	SessionEnd                                           -> ended (idle)
 func claudeHook(s *Signal, p hookPayload, now time.Time) {
 	s.Progress = true
 	switch p.HookEventName {
 	case HookSessionStart:
-		s.Activity = herd.ActivityIdle
+		// After a compaction the session starts again: mid-turn for an
+		// automatic one, whose turn goes on (PostCompact says which).
+		if p.Source != "compact" {
+			s.Activity = herd.ActivityIdle
+		}
 	case HookUserPromptSubmit, HookSubagentStart, HookPreCompact:
 		s.Activity = herd.ActivityWorking
+	case HookPostCompact:
+		// /compact ends at the prompt; an automatic compaction goes on
+		// with its turn.
+		s.Activity = herd.ActivityWorking
+		if p.Trigger == "manual" {
+			s.Activity = herd.ActivityIdle
+		}
 	case HookPreToolUse:
 		s.Activity, s.InTool = herd.ActivityWorking, true
 	case HookPostToolUse, HookPostToolUseFailure:
@@ -163,7 +183,7 @@ func claudeHook(s *Signal, p hookPayload, now time.Time) {
 		default:
 			s.Progress = false
 		}
-	case HookStop:
+	case HookStop, HookInterrupt:
 		s.Activity = herd.ActivityIdle
 	case HookStopFailure:
 		s.Activity = herd.ActivityBlocked

@@ -21,7 +21,12 @@ func TestParseHookTable(t *testing.T) {
 		ended    bool
 	}{
 		{"claude session start clear", herd.AgentClaude, `{"hook_event_name":"SessionStart","source":"clear"}`, "", herd.ActivityIdle, "", true, false},
-		{"claude session start compact", herd.AgentClaude, `{"hook_event_name":"SessionStart","source":"compact"}`, "", herd.ActivityIdle, "", true, false},
+		// An automatic compaction starts the session again in the middle
+		// of a turn: not its end (PostCompact says which it was).
+		{"claude session start compact", herd.AgentClaude, `{"hook_event_name":"SessionStart","source":"compact"}`, "", "", "", true, false},
+		{"claude post compact manual", herd.AgentClaude, `{"hook_event_name":"PostCompact","trigger":"manual"}`, "", herd.ActivityIdle, "", true, false},
+		{"claude post compact auto", herd.AgentClaude, `{"hook_event_name":"PostCompact","trigger":"auto"}`, "", herd.ActivityWorking, "", true, false},
+		{"codex interrupt", herd.AgentCodex, `{"hook_event_name":"Interrupt"}`, "", herd.ActivityIdle, "", true, false},
 		{"claude subagent start", herd.AgentClaude, `{"hook_event_name":"SubagentStart"}`, "", herd.ActivityWorking, "", true, false},
 		{"claude subagent stop", herd.AgentClaude, `{"hook_event_name":"SubagentStop"}`, "", "", "", true, false},
 		{"claude pre compact", herd.AgentClaude, `{"hook_event_name":"PreCompact"}`, "", herd.ActivityWorking, "", true, false},
@@ -151,6 +156,33 @@ func TestCanStall(t *testing.T) {
 	} {
 		if got := CanStall(a); got != want {
 			t.Errorf("CanStall(%q): expected %v, got %v", a, want, got)
+		}
+	}
+}
+
+// TestClaudeCompactFixtures replays the hooks of a real /compact (Claude
+// Code 2.1.332): working from PreCompact, through the compaction's own
+// SubagentStop and the SessionStart that follows it, to idle at
+// PostCompact.
+func TestClaudeCompactFixtures(t *testing.T) {
+	steps := []struct {
+		file string
+		want herd.Activity
+	}{
+		{"hook-pre-compact.json", herd.ActivityWorking},
+		{"hook-subagent-stop.json", herd.ActivityWorking},
+		{"hook-session-start-compact.json", herd.ActivityWorking},
+		{"hook-post-compact.json", herd.ActivityIdle},
+	}
+	st := State{Activity: herd.ActivityIdle}
+	for _, step := range steps {
+		s, err := ParseHook(herd.AgentClaude, readFixture(t, "claude-hooks/2.1.332/"+step.file), "", fixedNow)
+		if err != nil {
+			t.Fatalf("[%s] %v", step.file, err)
+		}
+		st = Apply(st, s)
+		if st.Activity != step.want || st.AgentSessionID == "" {
+			t.Errorf("[%s] expected %q with the session id, got %q %q", step.file, step.want, st.Activity, st.AgentSessionID)
 		}
 	}
 }

@@ -1,6 +1,11 @@
 package agents
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -213,4 +218,185 @@ func codexResume(head, rest []string, id string) []string {
 		}
 	}
 	return append(append(head, sub...), flags...)
+}
+
+// WithSettingsFile points a Claude command at settings file (herd's hooks,
+// merged over the user's own settings by Claude): `--settings FILE` right
+// after the word naming the agent. A command that already passes
+// --settings keeps its place and gets FILE instead; prior is the value it
+// had ("" when none), for the caller to merge into FILE. ok is false, and
+// argv is returned unchanged, when argv does not run Claude itself.
+func WithSettingsFile(argv []string, resolved, file string) (out []string, prior string, ok bool) {
+	out = slices.Clone(argv)
+	at, k := agentIndex(argv, resolved)
+	if at < 0 || k != herd.AgentClaude {
+		return out, "", false
+	}
+	for i := at + 1; i < len(argv); i++ {
+		if argv[i] == "--" {
+			break
+		}
+		if v, n := flagValue(argv, i, "--settings"); n > 0 {
+			switch {
+			case n == 2:
+				out[i+1] = file
+			case strings.Contains(argv[i], "="):
+				out[i] = "--settings=" + file
+			default: // --settings as the last word
+				out = append(out, file)
+			}
+			return out, v, true
+		}
+	}
+	return slices.Insert(out, at+1, "--settings", file), "", true
+}
+
+// CodexHookTimeout is the timeout, in seconds, of each hook herd gives
+// Codex: `herd hook` is done within about a second, and Codex waits for
+// a hook before it goes on.
+const CodexHookTimeout = 5
+
+// CodexTimeout is the timeout herd declares for its Codex hook of event,
+// as Codex normalises it (the trust hash covers it): Codex holds
+// Interrupt and SessionEnd hooks to 1..3 s.
+func CodexTimeout(event string) int {
+	if event == HookInterrupt || event == HookSessionEnd {
+		return 3
+	}
+	return CodexHookTimeout
+}
+
+// CodexHookHash is the hash Codex keeps in hooks.state.<key>.trusted_hash
+// for a trusted hook: the SHA-256 of the compact, key-sorted JSON of the
+// hook's normalised identity. A hook whose recorded hash differs is "new or
+// changed" and waits for a person ("Hooks need review"). matcher "" is
+// none.
+func CodexHookHash(event, command string, timeout int, matcher string) string {
+	type handler struct {
+		Async   bool   `json:"async"`
+		Command string `json:"command"`
+		Timeout int    `json:"timeout"`
+		Type    string `json:"type"`
+	}
+	id := map[string]any{
+		"event_name": codexEventLabel(event),
+		"hooks":      []handler{{Async: false, Command: command, Timeout: timeout, Type: "command"}},
+	}
+	if matcher != "" {
+		id["matcher"] = matcher
+	}
+	// Maps marshal with sorted keys; no HTML escaping, as Codex's serde.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(id) // strings, ints and bools: cannot fail
+	sum := sha256.Sum256(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// codexEventLabel is Codex's snake_case name of a hook event
+// (PreToolUse -> pre_tool_use), used in trust keys.
+func codexEventLabel(event string) string {
+	var b strings.Builder
+	for i, r := range event {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// codexTrustKey is the hooks.state key of the first handler of the first
+// group of event given on Codex's command line.
+func codexTrustKey(event string) string {
+	return "/<session-flags>/config.toml:" + codexEventLabel(event) + ":0:0"
+}
+
+// CodexHookOverrides are the `-c` overrides that give one Codex launch
+// herd's hooks for events (command returns an event's shell command) and,
+// next to them, their trust (hooks.state with each hook's hash): Codex
+// runs them without its "Hooks need review" dialog, and nothing is
+// written into the user's config. notify, when not nil, becomes Codex's
+// notify program. Events whose hooks argv already sets (-c
+// hooks.EVENT=...) are the user's and are left out.
+func CodexHookOverrides(argv []string, events []string, command func(event string) string, notify []string) []string {
+	own := map[string]bool{}
+	for i := 0; i+1 < len(argv); i++ {
+		if argv[i] == "-c" || argv[i] == "--config" {
+			if k, _, ok := strings.Cut(argv[i+1], "="); ok && strings.HasPrefix(k, "hooks.") {
+				own[strings.TrimSpace(strings.TrimPrefix(k, "hooks."))] = true
+			}
+		}
+	}
+	out := []string{"-c", "features.hooks=true"}
+	var trust []string
+	for _, ev := range events {
+		if own[ev] {
+			continue
+		}
+		cmd := command(ev)
+		to := CodexTimeout(ev)
+		out = append(out, "-c", fmt.Sprintf("hooks.%s=[{hooks=[{type=\"command\",command=%s,timeout=%d}]}]", ev, tomlString(cmd), to))
+		trust = append(trust, fmt.Sprintf("%s={trusted_hash=%s}", tomlString(codexTrustKey(ev)), tomlString(CodexHookHash(ev, cmd, to, ""))))
+	}
+	if len(trust) > 0 {
+		out = append(out, "-c", "hooks.state={"+strings.Join(trust, ", ")+"}")
+	}
+	if notify != nil {
+		words := make([]string, len(notify))
+		for i, w := range notify {
+			words[i] = tomlString(w)
+		}
+		out = append(out, "-c", "notify=["+strings.Join(words, ", ")+"]")
+	}
+	return out
+}
+
+// IsHerdCodexOverride reports whether the value of a `-c` option is one
+// CodexHookOverrides makes with herd's hook command (a relaunch drops them
+// before adding the current ones).
+func IsHerdCodexOverride(v string) bool {
+	switch {
+	case v == "features.hooks=true":
+		return true
+	case strings.HasPrefix(v, "hooks.state={") && strings.Contains(v, "/<session-flags>/config.toml:"):
+		return true
+	case strings.HasPrefix(v, "hooks.") || strings.HasPrefix(v, "notify=["):
+		return strings.Contains(v, " hook --agent codex ") || strings.Contains(v, `"hook", "--agent", "codex", "notify"`)
+	}
+	return false
+}
+
+// InsertAfterAgent returns argv with words inserted right after the word
+// naming the agent of kind; ok is false (argv unchanged) when argv does not
+// run that agent itself.
+func InsertAfterAgent(kind string, argv []string, resolved string, words ...string) ([]string, bool) {
+	at, k := agentIndex(argv, resolved)
+	if at < 0 || k != kind {
+		return slices.Clone(argv), false
+	}
+	return slices.Insert(slices.Clone(argv), at+1, words...), true
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

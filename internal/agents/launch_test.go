@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -113,5 +114,111 @@ func TestIDInUse(t *testing.T) {
 	}
 	if IDInUse("Error: Invalid session ID. Must be a valid UUID.") {
 		t.Error("an invalid id is not an id in use")
+	}
+}
+
+func TestWithSettingsFile(t *testing.T) {
+	const f = "/state/hooks/w.claude.json"
+	tests := []struct {
+		name  string
+		argv  []string
+		want  []string
+		prior string
+		ok    bool
+	}{
+		{"plain", []string{"claude", "--model", "opus"}, []string{"claude", "--settings", f, "--model", "opus"}, "", true},
+		{"own settings", []string{"claude", "--settings", "my.json", "-p"}, []string{"claude", "--settings", f, "-p"}, "my.json", true},
+		{"own settings =", []string{"claude", "--settings={\"a\":1}"}, []string{"claude", "--settings=" + f}, `{"a":1}`, true},
+		{"settings last word", []string{"claude", "--settings"}, []string{"claude", "--settings", f}, "", true},
+		{"after --", []string{"claude", "--", "--settings", "x"}, []string{"claude", "--settings", f, "--", "--settings", "x"}, "", true},
+		{"node launcher", []string{"node", "/l/@anthropic-ai/claude-code/cli.js"}, []string{"node", "/l/@anthropic-ai/claude-code/cli.js", "--settings", f}, "", true},
+		{"wrapper", []string{"./run.sh"}, []string{"./run.sh"}, "", false},
+		{"codex", []string{"codex"}, []string{"codex"}, "", false},
+	}
+	for _, tc := range tests {
+		got, prior, ok := WithSettingsFile(tc.argv, "", f)
+		if diff := cmp.Diff(tc.want, got); diff != "" || prior != tc.prior || ok != tc.ok {
+			t.Errorf("[%s] expected prior %q ok %v, got %q %v; argv (-want +got):\n%s", tc.name, tc.prior, tc.ok, prior, ok, diff)
+		}
+	}
+}
+
+// The hashes Codex 0.171 wrote into config.toml when a person chose
+// "Trust all and continue" for these hooks given with -c (the second with
+// a matcher and no timeout: Codex's default is 600 s).
+func TestCodexHookHash(t *testing.T) {
+	tests := []struct {
+		event, command string
+		timeout        int
+		matcher        string
+		want           string
+	}{
+		{"SessionStart", "/opt/herd/bin/herd hook --agent codex SessionStart", 5, "", "sha256:a5b44fcef180e0e3691d6b6df293da741490926791987ed7692f1ee090e0399e"},
+		{"PreToolUse", "/opt/herd/bin/herd hook --agent codex PreToolUse", 600, "^Bash$", "sha256:29d29d37688d43eebdae8a2ca834ba2ecc4aaddb0aa356c7b806f02206584584"},
+	}
+	for _, tc := range tests {
+		if got := CodexHookHash(tc.event, tc.command, tc.timeout, tc.matcher); got != tc.want {
+			t.Errorf("[%s] expected %s, got %s", tc.event, tc.want, got)
+		}
+	}
+	if CodexHookHash("Stop", "a && b", 5, "") == CodexHookHash("Stop", "a && c", 5, "") {
+		t.Error("the hash ignores the command")
+	}
+}
+
+func TestCodexEventLabel(t *testing.T) {
+	for in, want := range map[string]string{"PreToolUse": "pre_tool_use", "Stop": "stop", "SessionStart": "session_start", "PermissionRequest": "permission_request"} {
+		if got := codexEventLabel(in); got != want {
+			t.Errorf("[%s] expected %s, got %s", in, want, got)
+		}
+	}
+}
+
+func TestCodexHookOverrides(t *testing.T) {
+	cmd := func(ev string) string { return `/s/bin/herd hook --agent codex ` + ev }
+	got := CodexHookOverrides([]string{"codex", "-c", "hooks.Stop=[]"}, []string{HookSessionStart, HookStop}, cmd,
+		[]string{"/s/bin/herd", "hook", "--agent", "codex", "notify"})
+	h := CodexHookHash(HookSessionStart, cmd(HookSessionStart), CodexHookTimeout, "")
+	want := []string{
+		"-c", "features.hooks=true",
+		"-c", `hooks.SessionStart=[{hooks=[{type="command",command="/s/bin/herd hook --agent codex SessionStart",timeout=5}]}]`,
+		"-c", `hooks.state={"/<session-flags>/config.toml:session_start:0:0"={trusted_hash="` + h + `"}}`,
+		"-c", `notify=["/s/bin/herd", "hook", "--agent", "codex", "notify"]`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("overrides (-want +got):\n%s", diff)
+	}
+	for _, w := range got {
+		if w != "-c" && !IsHerdCodexOverride(w) {
+			t.Errorf("IsHerdCodexOverride(%q) = false", w)
+		}
+	}
+	for _, w := range []string{"hooks.Stop=[]", "notify=[\"notify-send\"]", "model=\"o3\"", `hooks.state={"x"={trusted_hash="y"}}`} {
+		if IsHerdCodexOverride(w) {
+			t.Errorf("IsHerdCodexOverride(%q) = true, a user's override", w)
+		}
+	}
+	// Codex holds an Interrupt hook to 3 s: declared (and hashed) so.
+	intr := CodexHookOverrides(nil, []string{HookInterrupt}, cmd, nil)
+	if want := `hooks.Interrupt=[{hooks=[{type="command",command="/s/bin/herd hook --agent codex Interrupt",timeout=3}]}]`; intr[3] != want {
+		t.Errorf("expected %s, got %s", want, intr[3])
+	}
+	if h := CodexHookHash(HookInterrupt, cmd(HookInterrupt), 3, ""); !strings.Contains(intr[5], h) {
+		t.Errorf("expected the trust of the 3 s hook (%s), got %s", h, intr[5])
+	}
+	// Quotes and backslashes in a command stay one TOML string.
+	odd := CodexHookOverrides(nil, []string{HookStop}, func(string) string { return `/a "b"\c hook --agent codex Stop` }, nil)
+	if want := `hooks.Stop=[{hooks=[{type="command",command="/a \"b\"\\c hook --agent codex Stop",timeout=5}]}]`; odd[3] != want {
+		t.Errorf("expected %s, got %s", want, odd[3])
+	}
+}
+
+func TestInsertAfterAgent(t *testing.T) {
+	got, ok := InsertAfterAgent(herd.AgentCodex, []string{"codex", "resume", "x"}, "", "-c", "a=b")
+	if !ok || !cmp.Equal(got, []string{"codex", "-c", "a=b", "resume", "x"}) {
+		t.Errorf("got %q %v", got, ok)
+	}
+	if got, ok := InsertAfterAgent(herd.AgentCodex, []string{"claude"}, "", "-c"); ok || len(got) != 1 {
+		t.Errorf("kind mismatch: got %q %v", got, ok)
 	}
 }

@@ -103,6 +103,9 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	if startErr == nil && len(req.Argv) == 0 {
 		l.pickConversation(prior.agentID)
 	}
+	if startErr == nil {
+		s.withHooks(l)
+	}
 	if startErr == nil && l.role.MCP {
 		startErr = mcplaunch.With(s.o.MCPCommand, s.o.Socket, l.role, req.Name, &l.spec, l.data)
 		l.argv, l.inc.Argv = l.spec.Argv, l.spec.Argv

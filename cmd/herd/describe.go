@@ -82,6 +82,16 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 		kv("Command", strings.Join(d.Argv, " "))
 		kv("Workdir", d.Workdir)
 	}
+	if d.Account != "" {
+		kv("Account", d.Account)
+	}
+	if b := d.Budget; b != nil {
+		line := fmt.Sprintf("$%.2f a day, stopped at the next idle moment once spent", b.DailyBudgetUSD)
+		if b.BudgetHard {
+			line = fmt.Sprintf("$%.2f a day, stopped at once when spent (budget_hard)", b.DailyBudgetUSD)
+		}
+		kv("Budget", line)
+	}
 	if w := d.Worktree; w != nil {
 		state := "clean"
 		if w.Dirty {

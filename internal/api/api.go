@@ -64,6 +64,18 @@ type SessionDetail struct {
 	ActivityDetail any `json:"activity_detail,omitempty"`
 	// Notification is the session's open notification, nil when none.
 	Notification *Notification `json:"notification,omitempty"`
+	// Account is the agent account of the session's role (role key
+	// account, else derived from the agent's config dir): a rate limit on
+	// one of its sessions blocks them all.
+	Account string `json:"account,omitempty"`
+	// Budget is the role's daily budget; nil when it has none.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Budget is a role's daily budget as describe shows it.
+type Budget struct {
+	DailyBudgetUSD float64 `json:"daily_budget_usd"`
+	BudgetHard     bool    `json:"budget_hard"`
 }
 
 // Notification is a session's open notification ([notify]): what it

@@ -89,8 +89,9 @@ func TestTurn(t *testing.T) {
 		}
 	}
 	// The jitter is fixed by the seed and spread by it.
-	if Jitter(time.Second, "1") != Jitter(time.Second, "1") {
-		t.Error("[jitter] expected the same jitter for the same seed")
+	a, b := Jitter(time.Second, Seed(1)), Jitter(time.Second, Seed(1))
+	if a != b || a < 0 || a >= time.Second {
+		t.Errorf("[jitter] expected the same jitter in [0, 1s) for the same seed, got %s and %s", a, b)
 	}
 	seen := map[time.Duration]bool{}
 	for i := range 20 {

@@ -79,7 +79,10 @@ func TestAnnounceRetriesUntilDelivered(t *testing.T) {
 func TestAnnounceWithoutChannels(t *testing.T) {
 	tr := newTracker(openStore(t), config.Notify{})
 	done := make(chan struct{})
-	go func() { tr.Announce(context.Background(), BudgetMessage("w", "h", 1, 1, false, time.Now(), time.Now())); close(done) }()
+	go func() {
+		tr.Announce(context.Background(), BudgetMessage("w", "h", 1, 1, false, time.Now(), time.Now()))
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):

@@ -97,9 +97,8 @@ func TestAccountLimitBlocksAndStaggers(t *testing.T) {
 	c := New(Options{Status: m, Runtimes: map[string]Injector{herd.RuntimeTmux: inj}, Log: slog.New(slog.DiscardHandler), Holds: holds,
 		Stagger: func() config.AutoContinue { return config.AutoContinue{Spacing: spacing} }})
 
-	wait, err := c.Tick(ctx, reset.Add(-time.Minute))
-	if err != nil {
-		t.Fatal(err)
+	if wait, err := c.Tick(ctx, reset.Add(-time.Minute)); err != nil || wait != time.Minute {
+		t.Fatalf("[first look] expected the first turn in 1m, got %s %v", wait, err)
 	}
 	want := map[string]herd.Activity{
 		"a-0": herd.ActivityBlocked, "a-1": herd.ActivityBlocked, "a-2": herd.ActivityWaiting,
@@ -118,7 +117,7 @@ func TestAccountLimitBlocksAndStaggers(t *testing.T) {
 		t.Errorf("[hold] expected the account's launches held until %s, got %s", reset, until)
 	}
 	// The marks kicked a second look: it changes nothing (once per limit).
-	if wait, err = c.Tick(ctx, reset.Add(-time.Minute)); err != nil || wait != time.Minute {
+	if wait, err := c.Tick(ctx, reset.Add(-time.Minute)); err != nil || wait != time.Minute {
 		t.Fatalf("[second look] expected the next turn in 1m, got %s %v", wait, err)
 	}
 

@@ -179,3 +179,51 @@ func TestAccountMarkYieldsToHooks(t *testing.T) {
 		t.Errorf("[after a hook] expected a-1 idle as its hook says, got %s", s.Activity)
 	}
 }
+
+// TestAccountLimitWithoutAutoContinue: a role with auto_continue = false
+// still blocks its account and has the marks lifted at the reset; only
+// the typing is left out.
+func TestAccountLimitWithoutAutoContinue(t *testing.T) {
+	m := setupFleet(t, []fleetSession{{"a-0", "a", herd.ActivityWorking}, {"a-1", "a", herd.ActivityIdle}})
+	ctx := context.Background()
+	err := m.Store().Update(ctx, func(tx store.Tx) error {
+		r, err := tx.Role("a")
+		if err != nil {
+			return err
+		}
+		r.AutoContinue = herd.Bool(false)
+		return tx.PutRole(r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Invalidate()
+	reset := time.Now().Add(time.Hour).Truncate(time.Second)
+	if _, err := m.Activity(ctx, status.Seen{Session: "a-0", Incarnation: "i-a-0", Activity: herd.ActivityBlocked, Source: "hook",
+		Reason: reasonRateLimited, Data: map[string]any{"reset_at": reset.UTC().Format(time.RFC3339)}}); err != nil {
+		t.Fatal(err)
+	}
+	inj := &injector{}
+	holds := accounts.NewHolds()
+	c := New(Options{Status: m, Runtimes: map[string]Injector{herd.RuntimeTmux: inj}, Log: slog.New(slog.DiscardHandler), Holds: holds})
+	if _, err := c.Tick(ctx, reset.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := m.Session(ctx, "a-1"); s.Activity != herd.ActivityBlocked {
+		t.Fatalf("expected a-1 blocked by its account, got %s", s.Activity)
+	}
+	if until, _ := holds.LaunchHeld(herd.Role{Agent: herd.AgentClaude, Account: "team"}, reset.Add(-time.Second)); !until.Equal(reset) {
+		t.Errorf("[hold] expected the launches held until %s, got %s", reset, until)
+	}
+	for range 2 {
+		if _, err := c.Tick(ctx, reset.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, _ := m.Session(ctx, "a-1"); s.Activity != herd.ActivityIdle {
+		t.Errorf("[reset] expected a-1's mark lifted, got %s", s.Activity)
+	}
+	if inj.count() != 0 {
+		t.Errorf("[auto_continue = false] expected nothing typed, got %v", inj.texts)
+	}
+}

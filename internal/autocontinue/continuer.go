@@ -218,11 +218,12 @@ func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, err
 		c.mu.Lock()
 		c.tried[p.eventID] = true
 		c.mu.Unlock()
-		if p.marked {
+		switch {
+		case p.marked:
 			c.release(ctx, p)
-			continue
+		case p.role.ContinuesAfterReset():
+			c.continueSession(ctx, p)
 		}
-		c.continueSession(ctx, p)
 	}
 	return next, nil
 }
@@ -283,7 +284,11 @@ func (c *Continuer) read(ctx context.Context) (plans []due, others []peer, err e
 			if len(evs) != 1 {
 				continue
 			}
-			at, ok := Plan(s, *role, evs[0])
+			// A limit is spread, and a mark lifted, whatever the role
+			// says of typing "continue" (checked at the turn).
+			always := *role
+			always.AutoContinue = nil
+			at, ok := Plan(s, always, evs[0])
 			if !ok {
 				continue
 			}

@@ -158,6 +158,12 @@ func TestAccountRateLimitBlocksAccount(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.must("describe", "session", "busy-0", "-o", "json")), &det); err != nil || det.Account != "team" {
 		t.Errorf("[describe] expected account team, got %q (%v)", det.Account, err)
 	}
+	for _, s := range e.sessions() {
+		want := map[string]string{"limited": "team", "busy": "team", "idler": "team", "other": "solo"}[s.Role]
+		if s.Account != want {
+			t.Errorf("[get sessions -o json] expected %s on account %q, got %q", s.Name, want, s.Account)
+		}
+	}
 	if out := e.must("describe", "session", "other-0"); !strings.Contains(out, "Account:") || !strings.Contains(out, "solo") {
 		t.Errorf("[describe] expected the account shown, got %q", out)
 	}

@@ -86,11 +86,7 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 		kv("Account", d.Account)
 	}
 	if b := d.Budget; b != nil {
-		line := fmt.Sprintf("$%.2f a day, stopped at the next idle moment once spent", b.DailyBudgetUSD)
-		if b.BudgetHard {
-			line = fmt.Sprintf("$%.2f a day, stopped at once when spent (budget_hard)", b.DailyBudgetUSD)
-		}
-		kv("Budget", line)
+		kv("Budget", budgetText(b.DailyBudgetUSD, b.BudgetHard))
 	}
 	if w := d.Worktree; w != nil {
 		state := "clean"
@@ -192,4 +188,12 @@ func notificationChannels(n *api.Notification, now time.Time) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// budgetText says a role's daily budget and what spending it does.
+func budgetText(usd float64, hard bool) string {
+	if hard {
+		return fmt.Sprintf("$%.2f a day, its sessions stopped at once when spent (budget_hard)", usd)
+	}
+	return fmt.Sprintf("$%.2f a day, its sessions stopped at their next idle moment once spent", usd)
 }

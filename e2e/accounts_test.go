@@ -258,6 +258,14 @@ func TestBudgetStopsAtIdle(t *testing.T) {
 		t.Errorf("[free] expected a role with no budget left running, got %s", s.State)
 	}
 
+	if out := e.must("describe", "role", "hard"); !strings.Contains(out, "$1.50 a day") || !strings.Contains(out, "budget_hard") {
+		t.Errorf("[describe role] expected the hard budget shown, got %q", out)
+	}
+	var det api.SessionDetail
+	if err := json.Unmarshal([]byte(e.must("describe", "session", "soft-0", "-o", "json")), &det); err != nil || det.Budget == nil ||
+		det.Budget.DailyBudgetUSD != 1.5 || det.Budget.BudgetHard {
+		t.Errorf("[describe] expected soft-0's budget of 1.50, not hard, got %+v (%v)", det.Budget, err)
+	}
 	// A new day: the spend is under the budget again; the slots launch,
 	// resuming (not a crash relaunch).
 	writeSpend(map[string]float64{})

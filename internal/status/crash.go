@@ -113,6 +113,9 @@ func (m *Manager) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, e
 		if err != nil {
 			return err
 		}
+		if !ok {
+			reset, ok = limitedSeen(seen, now)
+		}
 		if ok {
 			limited = true
 			out.Restarts, out.Delay = s.Restarts, reset.Sub(now)
@@ -286,4 +289,20 @@ func limitedUntil(tx store.Tx, s herd.Session, inc string, now time.Time) (until
 		return time.Time{}, false, nil
 	}
 	return t, true, nil
+}
+
+// limitedSeen reports whether what the watchdog saw last of an
+// incarnation (its summary: a run shorter than a tick is read whole at
+// its death) is a turn ended on a rate limit naming a reset still to come
+// at now; until is that reset.
+func limitedSeen(seen map[string]any, now time.Time) (until time.Time, ok bool) {
+	act, _ := seen["activity"].(herd.Activity)
+	if a, isString := seen["activity"].(string); isString {
+		act = herd.Activity(a)
+	}
+	text, _ := seen["error"].(string)
+	if act != herd.ActivityBlocked || !agents.IsRateLimit(text) {
+		return time.Time{}, false
+	}
+	return agents.ParseResetTime(text, now)
 }

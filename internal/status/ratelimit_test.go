@@ -56,3 +56,46 @@ func TestDeathOnRateLimitIsNoCrash(t *testing.T) {
 		}
 	}
 }
+
+// witnessSaw is a watchdog that saw the given summary.
+type witnessSaw map[string]any
+
+func (w witnessSaw) Summary(string) map[string]any { return w }
+
+// TestDeathOnRateLimitSeenAtDeath: a run too short for the watchdog to
+// record its blocked turn before it ended is judged by what the watchdog
+// read at its death.
+func TestDeathOnRateLimitSeenAtDeath(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		seen  map[string]any
+		crash bool
+	}{
+		{"rate limit with a reset", map[string]any{"activity": herd.ActivityBlocked, "error": "API Error: 429 rate limit exceeded. Please try again in 60 seconds."}, false},
+		{"rate limit, no reset named", map[string]any{"activity": herd.ActivityBlocked, "error": "API Error: 429 rate limit exceeded."}, true},
+		{"another error", map[string]any{"activity": herd.ActivityBlocked, "error": "API Error: 529 overloaded. Try again in 60 seconds."}, true},
+		{"not blocked", map[string]any{"activity": herd.ActivityWorking, "error": "rate limit; try again in 60 seconds"}, true},
+	} {
+		m := newManager(t)
+		m.SetWitness(witnessSaw(tc.seen))
+		ctx := context.Background()
+		code := 1
+		before := time.Now()
+		if _, err := m.RecordDeath(ctx, Death{Session: "w-0", Incarnation: "inc-1", Exit: herd.Exit{Reason: herd.ReasonExitCode, Code: &code}}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := m.Session(ctx, "w-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.crash {
+			if s.Restarts != 1 {
+				t.Errorf("[%s] expected a crash counted, got restarts %d", tc.name, s.Restarts)
+			}
+			continue
+		}
+		if s.Restarts != 0 || s.BackoffUntil == nil || s.BackoffUntil.Before(before.Add(59*time.Second)) || s.BackoffUntil.After(time.Now().Add(61*time.Second)) {
+			t.Errorf("[%s] expected a wait of 60 s with no crash counted, got restarts %d until %v", tc.name, s.Restarts, s.BackoffUntil)
+		}
+	}
+}

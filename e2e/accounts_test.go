@@ -274,3 +274,41 @@ func TestBudgetStopsAtIdle(t *testing.T) {
 		t.Errorf("[next day] expected soft-0 resumed once, got %d resumed events", n)
 	}
 }
+
+// TestExecRateLimitExitIsNoCrash: an exec agent whose run ends on a rate
+// limit naming its reset (the result line of its stream) is no crash: it
+// waits in backoff until the reset with its restart count untouched, then
+// relaunches.
+func TestExecRateLimitExitIsNoCrash(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "[restart]\ninitial_backoff = \"100ms\"\n")
+	e.start()
+	e.must("run", "limited", "--runtime", "exec", "--", bin, "sim", "--interval", "200ms", "--exit-after", "1s", "--exit-code", "1", "--reset-in", "5s")
+	var died time.Time
+	e.waitFor("limited-0 waiting for the reset", 20*time.Second, func() bool {
+		v, ok := e.session("limited-0")
+		if ok && v.State == herd.StateBackoff {
+			died = time.Now()
+			return true
+		}
+		return false
+	})
+	v, _ := e.session("limited-0")
+	if v.Restarts != 0 || v.BackoffUntil == nil || v.BackoffUntil.Sub(died) < 3*time.Second {
+		t.Errorf("expected a wait of about 5 s with no crash counted, got restarts %d until %v (died %s)", v.Restarts, v.BackoffUntil, died)
+	}
+	evs := e.events("--session", "limited-0")
+	if n := len(eventsOf(evs, herd.EventCrashed, "")); n != 0 {
+		t.Errorf("expected no crashed event, got %d", n)
+	}
+	if b := eventsOf(evs, herd.EventBackoff, "rate_limited"); len(b) != 1 {
+		t.Errorf("expected one backoff event with reason rate_limited, got %+v", eventsOf(evs, herd.EventBackoff, ""))
+	}
+	until := *v.BackoffUntil
+	e.waitFor("limited-0 relaunched after the reset", 20*time.Second, func() bool {
+		return len(eventsOf(e.events("--session", "limited-0"), herd.EventRestarted, "")) >= 1
+	})
+	if r := eventsOf(e.events("--session", "limited-0"), herd.EventRestarted, ""); r[0].Time.Before(until) {
+		t.Errorf("expected the relaunch at the reset %s, got %s", until, r[0].Time)
+	}
+}

@@ -60,8 +60,8 @@ func Shares(a, b herd.Role) bool {
 	return Of(a) == Of(b) && a.Agent == b.Agent
 }
 
-// Resolver gives the account of a role by name, from the roles a Lister
-// holds now: what the usage ledger rolls spend up by.
+// Resolver gives the account of a role by name, from the roles Roles
+// looks up now: what the usage ledger rolls spend up by.
 type Resolver struct {
 	Roles func(name string) (herd.Role, bool)
 }

@@ -25,13 +25,14 @@ func keyOf(r herd.Role) accountKey { return accountKey{accounts.Of(r), r.Agent} 
 // other live sessions of its account (accounts.Shares) until the reset,
 // once per limit, and holds the account's launches until then. A session
 // waiting for a person is left as it is: its prompt is what it needs first.
-func (c *Continuer) spreadLimits(ctx context.Context, plans []due, others []peer) {
+// A limit whose reset has passed at now is not spread.
+func (c *Continuer) spreadLimits(ctx context.Context, plans []due, others []peer, now time.Time) {
 	for _, p := range plans {
 		if c.o.Holds != nil {
 			c.o.Holds.Block(p.role, p.resetAt)
 		}
-		if p.marked {
-			continue
+		if p.marked || !p.resetAt.After(now) {
+			continue // a limit already reset (met before a restart) blocks no one
 		}
 		c.mu.Lock()
 		done := c.spread[p.eventID]

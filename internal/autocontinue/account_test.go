@@ -227,3 +227,26 @@ func TestAccountLimitWithoutAutoContinue(t *testing.T) {
 		t.Errorf("[auto_continue = false] expected nothing typed, got %v", inj.texts)
 	}
 }
+
+// TestAccountLimitPastNotSpread: a limit whose reset has passed when it is
+// first looked at (met before a daemon restart) blocks no one else.
+func TestAccountLimitPastNotSpread(t *testing.T) {
+	m := setupFleet(t, []fleetSession{{"a-0", "a", herd.ActivityWorking}, {"a-1", "a", herd.ActivityIdle}})
+	ctx := context.Background()
+	reset := time.Now().Add(time.Hour).Truncate(time.Second)
+	if _, err := m.Activity(ctx, status.Seen{Session: "a-0", Incarnation: "i-a-0", Activity: herd.ActivityBlocked, Source: "hook",
+		Reason: reasonRateLimited, Data: map[string]any{"reset_at": reset.UTC().Format(time.RFC3339)}}); err != nil {
+		t.Fatal(err)
+	}
+	inj := &injector{}
+	c := New(Options{Status: m, Runtimes: map[string]Injector{herd.RuntimeTmux: inj}, Log: slog.New(slog.DiscardHandler)})
+	if _, err := c.Tick(ctx, reset.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := m.Session(ctx, "a-1"); s.Activity != herd.ActivityIdle {
+		t.Errorf("expected a-1 left idle by a limit already reset, got %s", s.Activity)
+	}
+	if inj.count() != 1 {
+		t.Errorf("expected a-0 itself continued, got %v", inj.texts)
+	}
+}

@@ -199,7 +199,7 @@ func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, err
 	if err != nil {
 		return 0, err
 	}
-	c.spreadLimits(ctx, plans, others)
+	c.spreadLimits(ctx, plans, others, now)
 	c.forget(plans)
 	var next time.Duration
 	for _, p := range c.schedule(plans) {

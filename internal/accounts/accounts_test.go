@@ -104,14 +104,16 @@ func TestTurn(t *testing.T) {
 
 func TestHolds(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
-	h := NewHolds()
+	spacing := 10 * time.Second
+	h := NewHolds(func() time.Duration { return spacing })
 	a := herd.Role{Agent: herd.AgentClaude, Account: "team"}
 	if until, _ := h.LaunchHeld(a, now); !until.IsZero() {
 		t.Fatalf("[empty] expected no hold, got %s", until)
 	}
-	h.Block(a, now.Add(time.Minute))
+	reset := now.Add(time.Minute)
+	h.Block(a, reset)
 	h.Block(a, now.Add(time.Second)) // an earlier reset does not shorten it
-	if until, why := h.LaunchHeld(herd.Role{Agent: herd.AgentClaude, Account: "team", Name: "other"}, now); !until.Equal(now.Add(time.Minute)) || why == "" {
+	if until, why := h.LaunchHeld(herd.Role{Agent: herd.AgentClaude, Account: "team", Name: "other"}, now); !until.Equal(reset) || why == "" {
 		t.Errorf("[same account] expected held a minute, got %s %q", until, why)
 	}
 	if until, _ := h.LaunchHeld(herd.Role{Agent: herd.AgentCodex, Account: "team"}, now); !until.IsZero() {
@@ -120,7 +122,27 @@ func TestHolds(t *testing.T) {
 	if until, _ := h.LaunchHeld(herd.Role{Agent: herd.AgentClaude}, now); !until.IsZero() {
 		t.Errorf("[other account] expected no hold, got %s", until)
 	}
-	if until, _ := h.LaunchHeld(a, now.Add(time.Minute)); !until.IsZero() {
-		t.Errorf("[at the reset] expected no hold, got %s", until)
+	// The ramp after the reset: one launch per spacing.
+	for i, step := range []struct {
+		at   time.Duration // after the reset
+		want time.Duration // held until reset + this; -1: goes
+	}{
+		{0, -1}, {0, spacing}, {time.Second, spacing}, {spacing, -1}, {spacing + time.Second, 2 * spacing},
+		{2 * spacing, -1},
+		// A spacing with no launch: the ramp is over, launches go freely.
+		{4*spacing + time.Second, -1}, {4*spacing + time.Second, -1},
+	} {
+		until, _ := h.LaunchHeld(a, reset.Add(step.at))
+		if (step.want < 0 && !until.IsZero()) || (step.want >= 0 && !until.Equal(reset.Add(step.want))) {
+			t.Errorf("[ramp %d at +%s] expected held until +%s (-1: goes), got %s", i, step.at, step.want, until)
+		}
+	}
+	// Without a spacing the launches go together at the reset.
+	h = NewHolds(nil)
+	h.Block(a, reset)
+	for range 3 {
+		if until, _ := h.LaunchHeld(a, reset); !until.IsZero() {
+			t.Errorf("[no spacing] expected every launch at the reset, got held until %s", until)
+		}
 	}
 }

@@ -91,7 +91,7 @@ func TestAccountLimitBlocksAndStaggers(t *testing.T) {
 		Reason: reasonRateLimited, Data: map[string]any{"reset_at": reset.UTC().Format(time.RFC3339), "error": "rate_limit"}}); err != nil {
 		t.Fatal(err)
 	}
-	holds := accounts.NewHolds()
+	holds := accounts.NewHolds(nil)
 	inj := &injector{}
 	spacing := 10 * time.Second
 	c := New(Options{Status: m, Runtimes: map[string]Injector{herd.RuntimeTmux: inj}, Log: slog.New(slog.DiscardHandler), Holds: holds,
@@ -204,7 +204,7 @@ func TestAccountLimitWithoutAutoContinue(t *testing.T) {
 		t.Fatal(err)
 	}
 	inj := &injector{}
-	holds := accounts.NewHolds()
+	holds := accounts.NewHolds(nil)
 	c := New(Options{Status: m, Runtimes: map[string]Injector{herd.RuntimeTmux: inj}, Log: slog.New(slog.DiscardHandler), Holds: holds})
 	if _, err := c.Tick(ctx, reset.Add(-time.Minute)); err != nil {
 		t.Fatal(err)

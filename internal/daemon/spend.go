@@ -25,7 +25,7 @@ const EnvSpendFile = "HERD_SPEND_FILE"
 // account holds and the budgets (a gate each of slots'). The budgets stop
 // through slots and tell through attention, both built after them.
 func (d *Daemon) newSpend(o Options) {
-	d.holds = accounts.NewHolds()
+	d.holds = accounts.NewHolds(func() time.Duration { return d.live.Load().AutoContinue.Spacing })
 	spending := o.Spending
 	if spending == nil {
 		if path := os.Getenv(EnvSpendFile); path != "" {

@@ -189,6 +189,9 @@ const (
 	// (a daemon killed during the launch; the slot stopped before the next
 	// daemon resolved it).
 	ReasonNeverStarted = "never_started"
+	// ReasonBudget: a role's spend today reached its daily_budget_usd;
+	// the session resumes the next day.
+	ReasonBudget = "budget"
 )
 
 // Environment variables herd sets in every agent's environment.
@@ -240,6 +243,16 @@ type Role struct {
 	Manages []string `json:"manages,omitempty"`
 	// MCP: the role's agents get herd's MCP server at launch.
 	MCP bool `json:"mcp,omitempty"`
+	// Account names the agent account the role's sessions use (role key
+	// account): a rate limit seen on one session blocks every session of
+	// its account. Empty derives it (see internal/accounts).
+	Account string `json:"account,omitempty"`
+	// DailyBudgetUSD is what the role may spend in a day (local time); 0
+	// is no budget.
+	DailyBudgetUSD float64 `json:"daily_budget_usd,omitempty"`
+	// BudgetHard stops a role's sessions at once when its budget is
+	// reached, not at their next idle moment.
+	BudgetHard bool `json:"budget_hard,omitempty"`
 	// Host is the host whose daemon declared the role: its sessions run
 	// there, and only that daemon reconciles it. Empty (a role recorded
 	// before hosts were kept): every daemon reconciles it.

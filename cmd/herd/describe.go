@@ -82,6 +82,12 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 		kv("Command", strings.Join(d.Argv, " "))
 		kv("Workdir", d.Workdir)
 	}
+	if d.Account != "" {
+		kv("Account", d.Account)
+	}
+	if b := d.Budget; b != nil {
+		kv("Budget", budgetText(b.DailyBudgetUSD, b.BudgetHard))
+	}
 	if w := d.Worktree; w != nil {
 		state := "clean"
 		if w.Dirty {
@@ -182,4 +188,12 @@ func notificationChannels(n *api.Notification, now time.Time) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// budgetText says a role's daily budget and what spending it does.
+func budgetText(usd float64, hard bool) string {
+	if hard {
+		return fmt.Sprintf("$%.2f a day, its sessions stopped at once when spent (budget_hard)", usd)
+	}
+	return fmt.Sprintf("$%.2f a day, its sessions stopped at their next idle moment once spent", usd)
 }

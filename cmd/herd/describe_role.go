@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/accounts"
 	"herd/internal/api"
 	"herd/internal/cells"
 
@@ -111,6 +112,10 @@ func printRoleDetail(w io.Writer, d roleDetail, now time.Time) error {
 	kv("Env", cells.Dash(strings.Join(names, ", ")))
 	r := d.Restart
 	kv("Restart", fmt.Sprintf("policy %s, max restarts %d, backoff %s..%s, reset after %s", cells.Dash(r.Policy), r.MaxRestarts, r.InitialBackoff, r.MaxBackoff, r.ResetAfter))
+	kv("Account", accounts.Of(d.Role))
+	if d.DailyBudgetUSD > 0 {
+		kv("Budget", budgetText(d.DailyBudgetUSD, d.BudgetHard))
+	}
 	if p := d.Placement; p != nil {
 		kv("Placement", placementText(p))
 	}

@@ -43,6 +43,10 @@ type SessionView struct {
 	// Worktree is the session's own git worktree; nil when it runs in its
 	// role's workdir.
 	Worktree *Worktree `json:"worktree"`
+	// Account is the agent account of the session's role (role key
+	// account, else derived from the agent's config dir); "" when the
+	// role is gone.
+	Account string `json:"account,omitempty"`
 }
 
 // Attention reports whether the session shows "!": an open escalation or
@@ -64,6 +68,14 @@ type SessionDetail struct {
 	ActivityDetail any `json:"activity_detail,omitempty"`
 	// Notification is the session's open notification, nil when none.
 	Notification *Notification `json:"notification,omitempty"`
+	// Budget is the role's daily budget; nil when it has none.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Budget is a role's daily budget as describe shows it.
+type Budget struct {
+	DailyBudgetUSD float64 `json:"daily_budget_usd"`
+	BudgetHard     bool    `json:"budget_hard"`
 }
 
 // Notification is a session's open notification ([notify]): what it

@@ -94,6 +94,10 @@ func (v *SessionView) appendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(w.Ahead), 10)
 		b = append(b, '}')
 	}
+	if v.Account != "" {
+		b = append(b, `,"account":`...)
+		b = appendString(b, v.Account)
+	}
 	return append(b, '}')
 }
 

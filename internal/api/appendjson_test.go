@@ -23,6 +23,7 @@ func TestAppendSessionViews(t *testing.T) {
 		Exit:       &herd.Exit{Code: &code, Signal: &sig, Reason: "signal", At: zoned, Message: "never ran: <missing> & \"quoted\"\n"},
 		StateSince: at, Archived: true, Escalated: true, Notified: true, Outdated: true, OutdatedReason: "role_changed: command, env",
 		Unmanaged: true, Worktree: &Worktree{Path: "/src/app/.herd/worktrees/w-0", Branch: "herd/w-0", Dirty: true, Ahead: -1},
+		Account: "/home/u/.claude-b \"x\"",
 	}
 	tests := []struct {
 		name  string

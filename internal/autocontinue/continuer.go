@@ -1,4 +1,9 @@
-// Package autocontinue types "continue" into a session blocked by a rate limit once the limit resets (role key auto_continue).
+// Package autocontinue types "continue" into a session blocked by a rate
+// limit once the limit resets (role key auto_continue), blocks the other
+// sessions of the limited account meanwhile, and continues them in turns
+// spaced over the account ([auto_continue] spacing, jitter). It writes
+// sessions only through internal/status and types only through the inject
+// path; the decisions are internal/accounts'.
 package autocontinue
 
 import (
@@ -7,11 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"herd"
+	"herd/internal/accounts"
+	"herd/internal/config"
 	"herd/internal/loop"
 	"herd/internal/status"
 	"herd/internal/store"
@@ -48,6 +56,13 @@ type Options struct {
 	Idle time.Duration
 	// Timeout bounds one inject.
 	Timeout time.Duration
+	// Holds, when set, learns each account's rate limit: the launches of
+	// its sessions wait for the reset.
+	Holds *accounts.Holds
+	// Stagger gives the spacing and jitter of an account's turns
+	// ([auto_continue]), read at each look so a reload applies; nil
+	// continues every session at the reset itself.
+	Stagger func() config.AutoContinue
 }
 
 // Continuer continues sessions blocked by a rate limit when it resets:
@@ -62,6 +77,15 @@ type Continuer struct {
 	// tried holds the blocked events already acted on (or given up on),
 	// so a failed inject is not retried in a loop.
 	tried map[int64]bool
+	// spread holds the blocked events of limits already spread to the
+	// rest of their account: a session that left the mark since is not
+	// marked again by the same limit.
+	spread map[int64]bool
+	// turns holds, by blocked event, when its session is continued: fixed
+	// once given, so a session continued before does not move the others'.
+	turns map[int64]time.Time
+	// lastTurn holds, by account, the base of the last turn given.
+	lastTurn map[accountKey]time.Time
 }
 
 // New returns a Continuer; Run starts it.
@@ -78,7 +102,8 @@ func New(o Options) *Continuer {
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
 	}
-	return &Continuer{o: o, kick: make(chan struct{}, 1), tried: map[int64]bool{}}
+	return &Continuer{o: o, kick: make(chan struct{}, 1), tried: map[int64]bool{}, spread: map[int64]bool{},
+		turns: map[int64]time.Time{}, lastTurn: map[accountKey]time.Time{}}
 }
 
 // Kick asks for a look now, without blocking.
@@ -118,9 +143,16 @@ func (c *Continuer) Run(ctx context.Context) {
 // due is one blocked session with a named reset time.
 type due struct {
 	s       herd.Session
+	role    herd.Role
 	inc     herd.Incarnation
 	eventID int64
 	resetAt time.Time
+	// marked: the session was blocked by another session's limit on its
+	// account (not its own), and prior is what it was doing then.
+	marked bool
+	prior  herd.Activity
+	// limitErr is the limit's error, as its event says it.
+	limitErr string
 }
 
 // Plan decides, from a blocked session's last activity event, whether and
@@ -142,11 +174,12 @@ func Plan(s herd.Session, role herd.Role, last herd.Event) (at time.Time, ok boo
 	return t, true
 }
 
-// Tick is one look at now: each blocked session whose reset time has
-// come is continued. It returns how soon the next reset comes (0: none;
-// a change of a session kicks the loop).
+// Tick is one look at now: a session blocked by its own rate limit blocks
+// the other sessions of its account (once per limit), and each blocked
+// session whose turn has come (the reset, staggered over the account's
+// sessions) is continued. It returns how soon the next turn comes (0:
+// none; a change of a session kicks the loop).
 func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, error) {
-	host := c.o.Status.Host()
 	// The live set first (memory, no query): almost always nothing is
 	// blocked, and then the store is not read at all.
 	_, live, err := c.o.Status.AppendListing(ctx, nil, nil) // the live sessions only, not the stopped ones
@@ -156,28 +189,94 @@ func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, err
 	if !slices.ContainsFunc(live, func(l status.Live) bool { return l.S.Activity == herd.ActivityBlocked }) {
 		c.mu.Lock()
 		clear(c.tried) // every episode is over
+		clear(c.spread)
+		clear(c.turns)
+		clear(c.lastTurn)
 		c.mu.Unlock()
 		return 0, nil
 	}
+	plans, others, err := c.read(ctx)
+	if err != nil {
+		return 0, err
+	}
+	c.spreadLimits(ctx, plans, others, now)
+	c.forget(plans)
 	var next time.Duration
-	var plans []due
+	for _, p := range c.schedule(plans) {
+		c.mu.Lock()
+		done, at := c.tried[p.eventID], c.turns[p.eventID]
+		c.mu.Unlock()
+		if done {
+			continue
+		}
+		if wait := at.Sub(now); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		c.mu.Lock()
+		c.tried[p.eventID] = true
+		c.mu.Unlock()
+		switch {
+		case p.marked:
+			c.release(ctx, p)
+		case p.role.ContinuesAfterReset():
+			c.continueSession(ctx, p)
+		}
+	}
+	return next, nil
+}
+
+// peer is a live session of this host that is not blocked, with its role:
+// one a limit on its account blocks.
+type peer struct {
+	s    herd.Session
+	role herd.Role
+}
+
+// read returns this host's blocked sessions that have a turn to come
+// (plans), and its other live sessions.
+func (c *Continuer) read(ctx context.Context) (plans []due, others []peer, err error) {
+	host := c.o.Status.Host()
 	err = c.o.Status.Store().View(ctx, func(tx store.Tx) error {
+		plans, others = plans[:0], others[:0]
 		sessions, err := tx.SessionsOnHost(host)
 		if err != nil {
 			return err
 		}
-		for _, s := range sessions {
-			// Only blocked sessions cost more reads.
-			if s.Host != host || !s.State.Live() || s.Activity != herd.ActivityBlocked {
-				continue
+		roles := map[string]*herd.Role{}
+		roleOf := func(name string) (*herd.Role, error) {
+			if r, ok := roles[name]; ok {
+				return r, nil
 			}
-			role, err := tx.Role(s.Role)
+			r, err := tx.Role(name)
 			if errors.Is(err, store.ErrNotFound) {
+				roles[name] = nil
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			roles[name] = &r
+			return &r, nil
+		}
+		for _, s := range sessions {
+			if s.Host != host || !s.State.Live() {
 				continue
 			}
+			role, err := roleOf(s.Role)
 			if err != nil {
 				return err
 			}
+			if role == nil {
+				continue
+			}
+			if s.Activity != herd.ActivityBlocked {
+				others = append(others, peer{s, *role})
+				continue
+			}
+			// Only blocked sessions cost more reads.
 			evs, err := tx.Events(store.EventFilter{Session: s.Name, Kind: herd.EventActivity, Limit: 1})
 			if err != nil {
 				return err
@@ -185,7 +284,11 @@ func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, err
 			if len(evs) != 1 {
 				continue
 			}
-			at, ok := Plan(s, role, evs[0])
+			// A limit is spread, and a mark lifted, whatever the role
+			// says of typing "continue" (checked at the turn).
+			always := *role
+			always.AutoContinue = nil
+			at, ok := Plan(s, always, evs[0])
 			if !ok {
 				continue
 			}
@@ -196,41 +299,32 @@ func (c *Continuer) Tick(ctx context.Context, now time.Time) (time.Duration, err
 			if err != nil {
 				return err
 			}
-			plans = append(plans, due{s, inc, evs[0].ID, at})
+			p := due{s: s, role: *role, inc: inc, eventID: evs[0].ID, resetAt: at}
+			p.limitErr, _ = evs[0].Data["error"].(string)
+			if src, _ := evs[0].Data["source"].(string); src == sourceAccount {
+				p.marked = true
+				prior, _ := evs[0].Data["prior"].(string)
+				p.prior = herd.Activity(prior)
+			}
+			plans = append(plans, p)
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, err
-	}
+	return plans, others, err
+}
+
+// forget drops what is remembered of the episodes over: the blocked
+// events no longer planned.
+func (c *Continuer) forget(plans []due) {
 	c.mu.Lock()
-	keep := map[int64]bool{}
+	defer c.mu.Unlock()
+	keep := make(map[int64]bool, len(plans))
 	for _, p := range plans {
-		if c.tried[p.eventID] {
-			keep[p.eventID] = true
-		}
+		keep[p.eventID] = true
 	}
-	c.tried = keep // episodes over are forgotten
-	c.mu.Unlock()
-	for _, p := range plans {
-		c.mu.Lock()
-		done := c.tried[p.eventID]
-		c.mu.Unlock()
-		if done {
-			continue
-		}
-		if wait := p.resetAt.Sub(now); wait > 0 {
-			if next == 0 || wait < next {
-				next = wait
-			}
-			continue
-		}
-		c.mu.Lock()
-		c.tried[p.eventID] = true
-		c.mu.Unlock()
-		c.continueSession(ctx, p)
-	}
-	return next, nil
+	maps.DeleteFunc(c.tried, func(id int64, _ bool) bool { return !keep[id] })
+	maps.DeleteFunc(c.turns, func(id int64, _ time.Time) bool { return !keep[id] })
+	maps.DeleteFunc(c.spread, func(id int64, _ bool) bool { return !keep[id] })
 }
 
 // typeLine types Text, waits until the pane shows it, then presses

@@ -143,6 +143,7 @@ func (b *builder) build(f *fileConfig) *Config {
 	b.notify(c, f.Notify)
 	b.fleet(c, f.Fleet)
 	b.mcp(c, f.MCP)
+	b.autoContinue(c, f.AutoCont)
 
 	c.Roles = b.roles(f.Role, c.Restart)
 	return c
@@ -331,6 +332,7 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 		setupOK, includeOK, memOK := b.roleContainment(&r, f, report)
 		hostsOK := rolePlacement(&r, f, report)
 		roleControl(&r, f, report)
+		roleSpend(&r, f)
 
 		var written map[string]bool
 		r.Restart, written = b.restart(defaults, f.Restart, func(p problem) {

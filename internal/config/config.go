@@ -37,6 +37,9 @@ type Config struct {
 	Web        Web
 	Fleet      Fleet
 	MCP        MCP
+	// AutoContinue is [auto_continue]: the staggered continue of an
+	// account's sessions after a rate limit resets.
+	AutoContinue AutoContinue
 	// Roles are fully resolved: defaults filled, each role's restart table
 	// merged over [restart], workdir expanded to an absolute path.
 	Roles []herd.Role
@@ -163,8 +166,9 @@ func Default() *Config {
 			WaitingAfter: 30 * time.Minute,
 			UnknownAfter: 5 * time.Minute,
 		},
-		Web:   Web{Listen: DefaultWebListen},
-		Fleet: defaultFleet(),
+		Web:          Web{Listen: DefaultWebListen},
+		Fleet:        defaultFleet(),
+		AutoContinue: DefaultAutoContinue,
 	}
 }
 

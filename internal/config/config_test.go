@@ -322,9 +322,10 @@ func TestParseFullFile(t *testing.T) {
 		Reaper: Reaper{Interval: time.Hour, IdleAfter: 24 * time.Hour},
 		Escalation: Escalation{WaitingAfter: 10 * time.Minute, UnknownAfter: 2 * time.Minute,
 			Command: []string{"notify-send", "herd"}, Webhook: "https://hooks.example.com/herd"},
-		Metrics: Metrics{Listen: "127.0.0.1:9464"},
-		Web:     Web{Listen: "127.0.0.1:7780"},
-		Fleet:   Fleet{HostTimeout: 45 * time.Second, Lease: 15 * time.Second, SSH: []string{"ssh", "-o", "BatchMode=yes"}},
+		Metrics:      Metrics{Listen: "127.0.0.1:9464"},
+		Web:          Web{Listen: "127.0.0.1:7780"},
+		Fleet:        Fleet{HostTimeout: 45 * time.Second, Lease: 15 * time.Second, SSH: []string{"ssh", "-o", "BatchMode=yes"}},
+		AutoContinue: DefaultAutoContinue,
 		Roles: []herd.Role{
 			{
 				Name: "worker", Replicas: 2, Command: []string{"claude", "--model", "opus"},
@@ -359,10 +360,11 @@ func TestDefaults(t *testing.T) {
 		Restart: herd.RestartPolicy{Policy: "always", InitialBackoff: 10 * time.Second, MaxBackoff: 5 * time.Minute, ResetAfter: 10 * time.Minute, MaxRestarts: 5},
 		Watchdog: Watchdog{StallAfter: 5 * time.Minute, StallRepeat: 3 * time.Minute,
 			LivenessTimeout: 10 * time.Minute, StallAutoKill: false},
-		Reaper:     Reaper{Interval: 30 * time.Minute, IdleAfter: 48 * time.Hour, Orphans: true, Archived: true},
-		Escalation: Escalation{WaitingAfter: 30 * time.Minute, UnknownAfter: 5 * time.Minute},
-		Web:        Web{Listen: "127.0.0.1:7780"},
-		Fleet:      Fleet{HostTimeout: 30 * time.Second, Lease: 20 * time.Second, SSH: []string{"ssh", "-t"}},
+		Reaper:       Reaper{Interval: 30 * time.Minute, IdleAfter: 48 * time.Hour, Orphans: true, Archived: true},
+		Escalation:   Escalation{WaitingAfter: 30 * time.Minute, UnknownAfter: 5 * time.Minute},
+		Web:          Web{Listen: "127.0.0.1:7780"},
+		Fleet:        Fleet{HostTimeout: 30 * time.Second, Lease: 20 * time.Second, SSH: []string{"ssh", "-t"}},
+		AutoContinue: AutoContinue{Spacing: 10 * time.Second, Jitter: 2 * time.Second},
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {
 		t.Errorf("[Default] expected (-want +got):\n%s", diff)

@@ -30,6 +30,7 @@ type fileConfig struct {
 	Web        fileWeb        `toml:"web"`
 	Fleet      fileFleet      `toml:"fleet"`
 	MCP        fileMCP        `toml:"mcp"`
+	AutoCont   fileAutoCont   `toml:"auto_continue"`
 	Role       []fileRole     `toml:"role"`
 }
 
@@ -116,6 +117,10 @@ type fileRole struct {
 
 	Manages any   `toml:"manages"`
 	MCP     *bool `toml:"mcp"`
+
+	Account        *string  `toml:"account"`
+	DailyBudgetUSD *float64 `toml:"daily_budget_usd"`
+	BudgetHard     *bool    `toml:"budget_hard"`
 }
 
 // decode strictly decodes data: unknown keys and mistyped values are errors.

@@ -49,6 +49,7 @@ var Sections = []Section{
 	{Name: "mcp", Live: true, equal: func(a, b *Config) bool {
 		return slices.Equal(a.MCP.Roles, b.MCP.Roles) && slices.Equal(a.MCP.Verbs, b.MCP.Verbs)
 	}},
+	{Name: "auto_continue", Live: true, equal: func(a, b *Config) bool { return a.AutoContinue == b.AutoContinue }},
 	{Name: "web", Why: "the console's listener is opened at start", equal: func(a, b *Config) bool { return a.Web.Equal(b.Web) }},
 }
 

@@ -154,6 +154,7 @@ func roleProblems(r herd.Role) []problem {
 	}
 	probs = append(probs, containmentProblems(r)...)
 	probs = append(probs, placementProblems(r)...)
+	probs = append(probs, spendProblems(r)...)
 	for _, p := range restartProblems(r.Restart) {
 		for i := range p.keys {
 			p.keys[i] = "restart." + p.keys[i]

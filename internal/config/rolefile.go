@@ -26,7 +26,7 @@ type RoleFile struct {
 var RestartKeys = []string{"policy", "initial_backoff", "max_backoff", "reset_after", "max_restarts"}
 
 // daemonSections are the tables that configure the daemon itself.
-var daemonSections = []string{"daemon", "store", "tmux", "probe", "watchdog", "reaper", "escalation", "notify", "metrics", "mcp", "web"}
+var daemonSections = []string{"daemon", "store", "tmux", "probe", "watchdog", "reaper", "escalation", "notify", "metrics", "mcp", "web", "auto_continue"}
 
 // LoadRoles reads a file for herd apply: it is validated whole like any
 // herd.toml, and refused when it configures the daemon (those tables are

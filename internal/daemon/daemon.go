@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/accounts"
 	"herd/internal/attention"
 	"herd/internal/autocontinue"
+	"herd/internal/budget"
 	"herd/internal/cgroup"
 	"herd/internal/commands"
 	"herd/internal/config"
@@ -71,6 +73,9 @@ type Options struct {
 	// SIGHUP): the config and the path read ("" for the defaults). Nil
 	// refuses reloads.
 	Load func() (*config.Config, string, error)
+	// Spending is the usage ledger the budgets read; nil: the file
+	// HERD_SPEND_FILE names, else budgets are off.
+	Spending budget.Spending
 }
 
 // Daemon supervises this host's sessions.
@@ -95,6 +100,10 @@ type Daemon struct {
 	watchdog  *watchdog.Watchdog
 	attention *attention.Tracker
 	continuer *autocontinue.Continuer
+	// holds are the accounts rate limited until their reset; budgets the
+	// roles' daily budgets. Both hold launches back (slots' gates).
+	holds     *accounts.Holds
+	budgets   *budget.Budgets
 	reaper    *reaper.Reaper
 	server    *server.Server
 	verbs     *verbs.Verbs
@@ -218,12 +227,14 @@ func (d *Daemon) newComponents(o Options) {
 	}
 	d.prober = prober.New(po)
 	wt := &worktree.Manager{}
+	d.newSpend(o)
 	d.slots = slots.New(slots.Options{
 		Status: d.status, Prober: d.prober, Proc: o.Proc, BootID: boot,
 		Runtimes: map[string]runtime.Runtime{herd.RuntimeTmux: d.tmux, herd.RuntimeExec: d.exec},
 		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
 		Log: log, Contain: d.contain, EnterCommand: o.EnterCommand, Worktrees: wt,
 		HostTimeout: cfg.Fleet.HostTimeout, MCPCommand: mcpCommand(), Lease: d.slotsLease(),
+		Gates: []slots.Gate{d.holds, d.budgets},
 	})
 	d.worktrees = worktrees.New(worktrees.Options{Status: d.status, Manager: wt, Log: log})
 	d.roles = roles.New(roles.Options{
@@ -241,6 +252,7 @@ func (d *Daemon) newComponents(o Options) {
 	d.continuer = autocontinue.New(autocontinue.Options{
 		Status: d.status, Log: log, Tick: min(time.Second, cfg.Probe.Interval), Idle: continueIdle, Timeout: 4 * cfg.Probe.Timeout,
 		Runtimes: map[string]autocontinue.Injector{herd.RuntimeTmux: d.tmux},
+		Holds:    d.holds, Stagger: func() config.AutoContinue { return d.live.Load().AutoContinue },
 	})
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Worktrees: d.worktrees, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
 }
@@ -329,6 +341,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("attention", func() { d.attention.Run(ctx) })
 	g.Go("auto-continue", func() { d.continuer.Run(ctx) })
+	g.Go("budget", func() { d.budgets.Run(ctx) })
 	if d.metrics != nil {
 		mln, err := net.Listen("tcp", d.cfg.Metrics.Listen)
 		if err != nil {

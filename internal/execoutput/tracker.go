@@ -46,6 +46,9 @@ type TrackerSnapshot struct {
 	Activity herd.Activity `json:"activity,omitempty"`
 	Reason   string        `json:"reason,omitempty"` // blocked: rate_limited or api_error
 	Error    string        `json:"error,omitempty"`  // blocked: the error
+	// ResetAt is when the rate limit of a blocked turn resets, when its
+	// error names it.
+	ResetAt time.Time `json:"reset_at,omitzero"`
 	// LongestSilence is the longest gap between start and progress
 	// lines, and between consecutive ones.
 	LongestSilence time.Duration `json:"longest_silence"`
@@ -119,7 +122,7 @@ func (t *Tracker) Observe(s agents.Signal, at time.Time) {
 		t.s.AgentSessionID = s.AgentSessionID
 	}
 	if s.Activity != "" {
-		t.s.Activity, t.s.Reason, t.s.Error = s.Activity, s.Reason, s.Error
+		t.s.Activity, t.s.Reason, t.s.Error, t.s.ResetAt = s.Activity, s.Reason, s.Error, s.ResetAt
 	}
 	t.recent[t.nextRecent%RecentEvents] = RecentEvent{Type: s.Event, Tool: s.Tool, Time: at}
 	t.nextRecent++

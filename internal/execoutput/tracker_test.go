@@ -141,3 +141,21 @@ func TestTrackerConcurrent(t *testing.T) {
 		t.Errorf("[concurrent] expected 800/800, got %d/%d", s.Events, s.StderrLines)
 	}
 }
+
+// TestTrackerKeepsResetTime: a turn ended by a rate limit that names its
+// reset keeps the reset time, for the account's other sessions to wait
+// for.
+func TestTrackerKeepsResetTime(t *testing.T) {
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := start.Add(10 * time.Second)
+	tr := NewTracker(start)
+	tr.Observe(line(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again in 30 seconds."}`, at), at)
+	s := tr.Snapshot()
+	if s.Activity != herd.ActivityBlocked || s.Reason != agents.ReasonRateLimited || !s.ResetAt.Equal(at.Add(30*time.Second)) {
+		t.Errorf("expected blocked by a rate limit resetting at %s, got %s %s %s", at.Add(30*time.Second), s.Activity, s.Reason, s.ResetAt)
+	}
+	tr.Observe(line(`{"type":"result","subtype":"success","result":"done"}`, at.Add(time.Minute)), at.Add(time.Minute))
+	if s := tr.Snapshot(); s.Activity != herd.ActivityIdle || !s.ResetAt.IsZero() {
+		t.Errorf("[next turn] expected idle with no reset, got %s %s", s.Activity, s.ResetAt)
+	}
+}

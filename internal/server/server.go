@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"herd"
+	"herd/internal/accounts"
 	"herd/internal/api"
 	"herd/internal/commands"
 	"herd/internal/hosts"
@@ -146,6 +147,12 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
 			det.Identity, det.Root = &inc.Identity, &inc.Root
 			det.Argv, det.Workdir = inc.Argv, inc.Workdir
+		}
+		if role, err := tx.Role(s.Role); err == nil {
+			det.Account = accounts.Of(role)
+			if role.DailyBudgetUSD > 0 {
+				det.Budget = &api.Budget{DailyBudgetUSD: role.DailyBudgetUSD, BudgetHard: role.BudgetHard}
+			}
 		}
 		det.RecentEvents, err = tx.Events(store.EventFilter{Session: name, Limit: 20})
 		return err

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"herd"
+	"herd/internal/accounts"
 	"herd/internal/api"
 	"herd/internal/hosts"
 	"herd/internal/store"
@@ -102,6 +103,7 @@ func (sv *Server) sessionViews(ctx context.Context) ([]api.SessionView, error) {
 		}
 	}
 	sv.markWorktrees(ctx, views)
+	markAccounts(roles, views)
 	return append(views, sv.unmanagedViews()...), nil
 }
 
@@ -170,4 +172,15 @@ func (sv *Server) localViews(ctx context.Context) ([]api.SessionView, error) {
 		views = append(views, v)
 	}
 	return views, nil
+}
+
+// markAccounts sets each view's account from its role's.
+func markAccounts(roles []herd.Role, views []api.SessionView) {
+	acct := make(map[string]string, len(roles))
+	for _, r := range roles {
+		acct[r.Name] = accounts.Of(r)
+	}
+	for i := range views {
+		views[i].Account = acct[views[i].Role]
+	}
 }

@@ -99,7 +99,7 @@ func Command() *cobra.Command {
 	f.BoolVar(&o.waitInput, "wait-input", false, "print a prompt and block reading stdin")
 	f.IntVar(&o.stderrLines, "stderr-lines", 0, "write this many lines to stderr at start")
 	f.StringVar(&o.sessionID, "session-id", "", "agent session id to report (default: random)")
-	f.DurationVar(&o.resetIn, "reset-in", 0, "a StopFailure:rate_limit hook names a reset this far ahead (default: none named)")
+	f.DurationVar(&o.resetIn, "reset-in", 0, "a StopFailure:rate_limit hook, and the result of a failed run (--exit-code), name a rate limit resetting this far ahead (default: none named)")
 	return cmd
 }
 
@@ -218,7 +218,7 @@ func run(ctx context.Context, o *options, in io.Reader, out, errw io.Writer) err
 			signalC = nil // the signal does not kill by default: go on
 		case <-exitC:
 			if !o.quiet && !a.silent {
-				a.emit(a.stream.result(o.exitCode))
+				a.emit(a.stream.result(o.exitCode, o.resetIn))
 			}
 			a.cleanup()
 			os.Exit(o.exitCode)

@@ -529,8 +529,13 @@ func TestStreamerCycle(t *testing.T) {
 	if got := strings.Join(types, " "); got != want {
 		t.Errorf("[cycle] expected %s, got %s", want, got)
 	}
-	if o := agents.ParseLine(herd.AgentClaude, s.result(1), time.Now()); !o.Final || o.AgentSessionID != "x" {
+	if o := agents.ParseLine(herd.AgentClaude, s.result(1, 0), time.Now()); !o.Final || o.AgentSessionID != "x" || o.Reason != agents.ReasonAPIError {
 		t.Errorf("[result] expected final with session id, got %+v", o)
+	}
+	now := time.Now()
+	if o := agents.ParseLine(herd.AgentClaude, s.result(1, 30*time.Second), now); !o.Final || o.Reason != agents.ReasonRateLimited ||
+		o.ResetAt.Sub(now) < 29*time.Second || o.ResetAt.Sub(now) > 31*time.Second {
+		t.Errorf("[rate limited result] expected a rate limit resetting in 30 s, got %+v", o)
 	}
 	if id := newSessionID(); len(id) != 36 || id[14] != '4' {
 		t.Errorf("[session id] expected a v4 UUID, got %q", id)

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // tools are the tool names the simulated assistant cycles through.
@@ -60,15 +61,20 @@ func (s *streamer) assistant(content []map[string]any) []byte {
 	})
 }
 
-// result is the final line of a run that exits with code.
-func (s *streamer) result(code int) []byte {
-	subtype := "success"
+// result is the final line of a run that exits with code; a failed run
+// with resetIn set ends on a rate limit that resets that far ahead.
+func (s *streamer) result(code int, resetIn time.Duration) []byte {
+	subtype, text := "success", fmt.Sprintf("simulated run ended with code %d", code)
 	if code != 0 {
 		subtype = "error_during_execution"
+		if resetIn > 0 {
+			text = fmt.Sprintf("API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again in %d seconds.",
+				int(resetIn.Round(time.Second)/time.Second))
+		}
 	}
 	return mustJSON(map[string]any{
 		"type": "result", "subtype": subtype, "is_error": code != 0, "session_id": s.sessionID,
-		"num_turns": s.n, "result": fmt.Sprintf("simulated run ended with code %d", code),
+		"num_turns": s.n, "result": text,
 	})
 }
 

@@ -98,6 +98,11 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	if err != nil {
 		return err
 	}
+	if req.Kind == herd.EventSpawned && PausedForBudget(prior.session) {
+		// The day's budget stopped it, resumable: the next day's launch
+		// continues its conversation.
+		req.Kind, req.Continue = herd.EventResumed, true
+	}
 	l := s.prepareLaunch(req)
 	startErr := s.prepareWorkdir(ctx, l)
 	if startErr == nil && len(req.Argv) == 0 {
@@ -138,6 +143,12 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 		s.st.Metrics.Restart(l.role.Name)
 	}
 	return nil
+}
+
+// PausedForBudget reports whether session s was last stopped because its
+// role's budget for the day was spent.
+func PausedForBudget(s herd.Session) bool {
+	return s.State == herd.StateStopped && s.Exit != nil && s.Exit.Reason == herd.ReasonBudget
 }
 
 // priorSlot is what a launch reads of its slot first.

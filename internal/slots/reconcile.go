@@ -49,6 +49,10 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 		}
 		launches = append(launches, a)
 	}
+	launches, opens := sl.gate(byName, launches, now)
+	if !opens.IsZero() && (next.IsZero() || opens.Before(next)) {
+		next = opens
+	}
 	sl.launchWave(ctx, byName, launches, pl.gens)
 	if ctx.Err() != nil {
 		return time.Time{}
@@ -163,3 +167,47 @@ func (sl *Slots) StopSlotsHeld() int { return len(sl.stopSlots) }
 // StopsWaiting is the number of bounded stops waiting, without a slot, for
 // another stop of the same session to end.
 func (sl *Slots) StopsWaiting() int { return int(sl.stopsWaiting.Load()) }
+
+// gate drops the launches a gate holds back at now, and returns the
+// others and the earliest time a gate holding one opens (zero: none held).
+// A held slot keeps its state: its restart count and backoff are untouched.
+func (sl *Slots) gate(roles map[string]herd.Role, launches []reconcile.Action, now time.Time) (kept []reconcile.Action, opens time.Time) {
+	if len(sl.o.Gates) == 0 {
+		return launches, time.Time{}
+	}
+	kept = launches[:0:0]
+	for _, a := range launches {
+		until, why := Held(sl.o.Gates, roles[a.Role], now)
+		if until.IsZero() {
+			kept = append(kept, a)
+			continue
+		}
+		if opens.IsZero() || until.Before(opens) {
+			opens = until
+		}
+		sl.noteHeld(a.Session, until, why)
+	}
+	return kept, opens
+}
+
+// Held asks each gate about a launch of r at now: the latest time one
+// holds it until, and why; zero when none holds it.
+func Held(gates []Gate, r herd.Role, now time.Time) (until time.Time, why string) {
+	for _, g := range gates {
+		if u, w := g.LaunchHeld(r, now); u.After(until) {
+			until, why = u, w
+		}
+	}
+	return until, why
+}
+
+// noteHeld logs a held launch once per hold, not at every round.
+func (sl *Slots) noteHeld(session string, until time.Time, why string) {
+	sl.mu.Lock()
+	seen := sl.held[session].Equal(until)
+	sl.held[session] = until
+	sl.mu.Unlock()
+	if !seen {
+		sl.o.Log.Info("launch held", "session", session, "until", until, "why", why)
+	}
+}

@@ -64,7 +64,18 @@ type Options struct {
 	// only while it is held (see fenceCheck). Nil: no fencing (one
 	// daemon).
 	Lease Lease
+	// Gates hold launches back: a role whose account is rate limited, or
+	// whose budget for the day is spent, launches nothing until its gate
+	// opens (no crash counted, no backoff spent: the slot just waits).
+	Gates []Gate
 	Log   *slog.Logger
+}
+
+// Gate holds the launches of a role back.
+type Gate interface {
+	// LaunchHeld returns until when a launch of role r waits at now, and
+	// why; zero until: it does not wait.
+	LaunchHeld(r herd.Role, now time.Time) (until time.Time, why string)
 }
 
 // Slots launches and stops this host's sessions.
@@ -116,13 +127,16 @@ type Slots struct {
 	// fencedPending maps the incarnations fenced whose stop is not yet
 	// recorded to their session (see RecordFenced).
 	fencedPending map[string]string
+	// held holds, by session, until when its launch was last held (see
+	// noteHeld).
+	held map[string]time.Time
 }
 
 // New returns Slots; Run starts the reconcile loop.
 func New(o Options) *Slots {
 	s := &Slots{
 		o: o, st: o.Status, kick: make(chan struct{}, 1),
-		stopSlots: make(chan struct{}, maxParallelStops), stopsUnderWay: map[string]chan struct{}{},
+		stopSlots: make(chan struct{}, maxParallelStops), stopsUnderWay: map[string]chan struct{}{}, held: map[string]time.Time{},
 	}
 	s.td = takedown.New(takedown.Options{
 		Status: o.Status, Runtimes: o.Runtimes, Proc: o.Proc, BootID: o.BootID, Contain: o.Contain, Ops: &s.ops, Log: o.Log,

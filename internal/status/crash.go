@@ -104,6 +104,23 @@ func (m *Manager) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, e
 	}
 	success := Succeeded(exit)
 	out := restart.Decide(policy, restart.Tracker{Restarts: s.Restarts}, restart.Ending{Success: success, RanFor: now.Sub(inc.StartedAt)})
+	limited := false
+	if !success && out.Decision == restart.Relaunch {
+		// An agent that ended on a rate limit with a named reset is not a
+		// crash: it relaunches at the reset, its restart count and
+		// backoff untouched.
+		reset, ok, err := limitedUntil(tx, *s, inc.ID, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			reset, ok = limitedSeen(seen, now)
+		}
+		if ok {
+			limited = true
+			out.Restarts, out.Delay = s.Restarts, reset.Sub(now)
+		}
+	}
 
 	data := exitData(exit)
 	data["ran_for"] = now.Sub(inc.StartedAt).Round(time.Millisecond).String()
@@ -118,7 +135,7 @@ func (m *Manager) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, e
 	s.Restarts = out.Restarts
 	s.BackoffUntil = nil
 	s.StateSince = now
-	if !success {
+	if !success && !limited {
 		s.LastCrashAt = &now
 		events = append(events, m.Event(*s, inc.ID, herd.EventCrashed, exit.Reason, msg, exitData(exit)))
 	}
@@ -130,8 +147,11 @@ func (m *Manager) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, e
 		if out.Delay == 0 {
 			s.State = herd.StateCrashed
 		}
-		events = append(events, m.Event(*s, inc.ID, herd.EventBackoff, exit.Reason,
-			fmt.Sprintf("restart %d in %s", out.Restarts, out.Delay),
+		reason, what := exit.Reason, fmt.Sprintf("restart %d in %s", out.Restarts, out.Delay)
+		if limited {
+			reason, what = reasonRateLimited, fmt.Sprintf("ended on a rate limit: relaunched at its reset, in %s (no crash counted)", out.Delay)
+		}
+		events = append(events, m.Event(*s, inc.ID, herd.EventBackoff, reason, what,
 			map[string]any{"restarts": out.Restarts, "delay": out.Delay.String(), "backoff_until": until.Format(time.RFC3339Nano)}))
 	case restart.Fail:
 		s.State = herd.StateFailed
@@ -239,4 +259,50 @@ func (m *Manager) oom(dt Death) (herd.Exit, string) {
 	exit := dt.Exit
 	exit.Reason = herd.ReasonOOM
 	return exit, "killed by the kernel for its memory_max (out of memory)"
+}
+
+// reasonRateLimited is the reason of an activity event of a turn ended by
+// a rate limit (agents.ReasonRateLimited), and of the backoff event of an
+// agent that ended on one.
+const reasonRateLimited = "rate_limited"
+
+// limitedUntil reports whether session s's incarnation inc ended blocked
+// on a rate limit of its own whose reset, named in its last activity
+// event, is still to come at now; until is that reset.
+func limitedUntil(tx store.Tx, s herd.Session, inc string, now time.Time) (until time.Time, ok bool, err error) {
+	if s.Activity != herd.ActivityBlocked {
+		return time.Time{}, false, nil
+	}
+	evs, err := tx.Events(store.EventFilter{Session: s.Name, Kind: herd.EventActivity, Limit: 1})
+	if err != nil || len(evs) != 1 {
+		return time.Time{}, false, err
+	}
+	ev := evs[0]
+	if src, _ := ev.Data["source"].(string); ev.Incarnation != inc || ev.Reason != reasonRateLimited || src == "account" {
+		// A session blocked by another's limit on its account that dies
+		// died of something else.
+		return time.Time{}, false, nil
+	}
+	raw, _ := ev.Data["reset_at"].(string)
+	t, perr := time.Parse(time.RFC3339, raw)
+	if perr != nil || !t.After(now) {
+		return time.Time{}, false, nil
+	}
+	return t, true, nil
+}
+
+// limitedSeen reports whether what the watchdog saw last of an
+// incarnation (its summary: a run shorter than a tick is read whole at
+// its death) is a turn ended on a rate limit naming a reset still to come
+// at now; until is that reset.
+func limitedSeen(seen map[string]any, now time.Time) (until time.Time, ok bool) {
+	act, _ := seen["activity"].(herd.Activity)
+	if a, isString := seen["activity"].(string); isString {
+		act = herd.Activity(a)
+	}
+	text, _ := seen["error"].(string)
+	if act != herd.ActivityBlocked || !agents.IsRateLimit(text) {
+		return time.Time{}, false
+	}
+	return agents.ParseResetTime(text, now)
 }

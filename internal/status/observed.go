@@ -185,6 +185,11 @@ type Seen struct {
 	// Yield, when set, is asked under the session's lock: true leaves the
 	// activity axis alone (output yields to hooks seen meanwhile).
 	Yield func() bool
+	// Only, when set, applies the new activity only while the session's
+	// is this one: a change decided on what the caller read (an account's
+	// rate limit marking its sessions, the mark lifted at the reset)
+	// leaves alone what a hook recorded meanwhile.
+	Only herd.Activity
 	// SessionEnd: the agent ended its own session (an activity event
 	// session_end naming AgentSessionID).
 	SessionEnd bool
@@ -201,7 +206,7 @@ func (m *Manager) Activity(ctx context.Context, a Seen) (bool, error) {
 			t := a.At.UTC()
 			cur.LastActivityAt = &t
 		}
-		if a.Activity != "" && a.Activity != cur.Activity && (a.Yield == nil || !a.Yield()) {
+		if a.Activity != "" && a.Activity != cur.Activity && (a.Only == "" || a.Only == cur.Activity) && (a.Yield == nil || !a.Yield()) {
 			ev := activityEvent(m, *cur, a.Incarnation, cur.Activity, a.Activity, a.Source, a.What, a.Tool)
 			if a.Reason != "" {
 				ev.Reason = a.Reason

@@ -58,6 +58,11 @@ func (w *Watchdog) persistActivity(ctx context.Context, it *watchItem) {
 		seen.Activity, seen.Source, seen.What, seen.Tool = outAct, "output", snap.LastType, snap.LastTool
 		if outAct == herd.ActivityBlocked {
 			seen.Reason, seen.Data = snap.Reason, map[string]any{"error": snap.Error}
+			if !snap.ResetAt.IsZero() {
+				// The reset named in the stream: the account's other
+				// sessions wait for it (auto-continue).
+				seen.Data["reset_at"] = snap.ResetAt.UTC().Format(time.RFC3339)
+			}
 		}
 		// Hooks, once seen, drive the activity axis: output yields.
 		seen.Yield = func() bool {

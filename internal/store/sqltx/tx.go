@@ -183,6 +183,9 @@ type roleOptions struct {
 	Failover        bool     `json:"failover,omitempty"`
 	Manages         []string `json:"manages,omitempty"`
 	MCP             bool     `json:"mcp,omitempty"`
+	Account         string   `json:"account,omitempty"`
+	DailyBudgetUSD  float64  `json:"daily_budget_usd,omitempty"`
+	BudgetHard      bool     `json:"budget_hard,omitempty"`
 }
 
 func optionsOf(r herd.Role) roleOptions {
@@ -191,6 +194,7 @@ func optionsOf(r herd.Role) roleOptions {
 		MemoryMax: r.MemoryMax, PidsMax: r.PidsMax, RestartOnUpdate: r.RestartOnUpdate, Host: r.Host,
 		ResumeOnCrash: r.ResumeOnCrash, AutoContinue: r.AutoContinue,
 		Hosts: r.Hosts, Spread: r.Spread, Failover: r.Failover, Manages: r.Manages, MCP: r.MCP,
+		Account: r.Account, DailyBudgetUSD: r.DailyBudgetUSD, BudgetHard: r.BudgetHard,
 	}
 }
 
@@ -200,6 +204,7 @@ func (o roleOptions) apply(r *herd.Role) {
 	r.ResumeOnCrash, r.AutoContinue = o.ResumeOnCrash, o.AutoContinue
 	r.Hosts, r.Spread, r.Failover = o.Hosts, o.Spread, o.Failover
 	r.Manages, r.MCP = o.Manages, o.MCP
+	r.Account, r.DailyBudgetUSD, r.BudgetHard = o.Account, o.DailyBudgetUSD, o.BudgetHard
 }
 
 var (

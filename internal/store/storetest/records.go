@@ -38,6 +38,9 @@ func fullRole(name string) herd.Role {
 		Hosts:           []string{"box-1", "box-2"},
 		Spread:          true,
 		Failover:        true,
+		Account:         "team-a",
+		DailyBudgetUSD:  12.5,
+		BudgetHard:      true,
 		UpdatedAt:       at(0),
 	}
 }

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,16 +281,18 @@ func geminiResult(s *geminiStats, at time.Time, st *State) []Record {
 }
 
 // running turns a running total reported under key into what it adds
-// since the last one. A total below the last (a new process, or an agent
-// that reports per turn) adds itself whole.
+// beyond the highest one seen in the file.
 func (st *State) running(key, model string, total Tokens, cost *float64, at time.Time) (Record, bool) {
 	if st.Seen == nil {
 		st.Seen = map[string]Tokens{}
 	}
 	last, seen := st.Seen[key]
 	add := total
-	if seen && total.covers(last) {
+	if seen {
+		// What passes the highest total seen: a file read again from its
+		// start (replaced, or cut short) recounts nothing.
 		add = total.sub(last)
+		total = maxTokens(total, last)
 	}
 	st.Seen[key] = total
 	r := Record{Model: NormalModel(model), Tokens: add, At: at}
@@ -297,16 +300,27 @@ func (st *State) running(key, model string, total Tokens, cost *float64, at time
 		if st.SeenCost == nil {
 			st.SeenCost = map[string]float64{}
 		}
-		lastCost, ok := st.SeenCost[key]
-		c := *cost
-		if ok && seen && total.covers(last) && c >= lastCost {
-			c -= lastCost
-		}
-		st.SeenCost[key] = *cost
-		r.Cost, r.HasCost = c, true
+		lastCost := st.SeenCost[key]
+		r.Cost, r.HasCost = max(*cost-lastCost, 0), true
+		st.SeenCost[key] = max(*cost, lastCost)
 	}
 	if add.Zero() && r.Cost == 0 {
 		return Record{}, false
 	}
 	return r, true
+}
+
+// Relevant reports whether a line of format f may carry what ParseLine
+// reads: a cheap look for its keys, so that the many lines that cannot
+// (prompts, tool results) are not decoded.
+func Relevant(f Format, line []byte) bool {
+	switch f {
+	case ClaudeTranscript:
+		return bytes.Contains(line, []byte(`"usage"`))
+	case CodexRollout:
+		return bytes.Contains(line, []byte("token_count")) || bytes.Contains(line, []byte("turn_context"))
+	case Stream:
+		return bytes.Contains(line, []byte(`"result"`)) || bytes.Contains(line, []byte("turn.completed")) || bytes.Contains(line, []byte("init"))
+	}
+	return true
 }

@@ -231,3 +231,41 @@ func TestPrices(t *testing.T) {
 		t.Errorf("expected 0 for an unknown model, got %v", c)
 	}
 }
+
+func TestRunningTotalsNeverCountTwice(t *testing.T) {
+	// A stream read again from its start (the file replaced by a copy, or
+	// cut short) adds only what passes the highest total seen.
+	r1 := `{"type":"turn.completed","usage":{"input_tokens":100,"output_tokens":10}}`
+	r2 := `{"type":"turn.completed","usage":{"input_tokens":300,"output_tokens":30}}`
+	st := State{Model: "gpt-5"}
+	parseAll(t, Stream, &st, r1, r2)
+	got, _ := parseAll(t, Stream, &st, r1, r2)
+	if len(got) != 0 {
+		t.Errorf("expected nothing added by a second read, got %v", got)
+	}
+	r3 := `{"type":"turn.completed","usage":{"input_tokens":350,"output_tokens":35}}`
+	got, _ = parseAll(t, Stream, &st, r1, r3)
+	if want := (map[string]Tokens{"gpt-5": {Input: 50, Output: 5}}); !cmp.Equal(want, got) {
+		t.Errorf("expected the growth %v, got %v", want, got)
+	}
+}
+
+func TestRelevant(t *testing.T) {
+	for _, tc := range []struct {
+		f    Format
+		line string
+		want bool
+	}{
+		{ClaudeTranscript, claudeA1, true},
+		{ClaudeTranscript, claudeU, false},
+		{CodexRollout, `{"type":"event_msg","payload":{"type":"token_count"}}`, true},
+		{CodexRollout, `{"type":"response_item","payload":{}}`, false},
+		{Stream, `{"type":"result","stats":{}}`, true},
+		{Stream, `{"type":"turn.completed"}`, true},
+		{Stream, `{"type":"item.completed"}`, false},
+	} {
+		if got := Relevant(tc.f, []byte(tc.line)); got != tc.want {
+			t.Errorf("[%s %s] expected %v, got %v", tc.f, tc.line, tc.want, got)
+		}
+	}
+}

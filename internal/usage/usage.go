@@ -29,11 +29,6 @@ func (t Tokens) Add(o Tokens) Tokens {
 // Zero reports whether t counts nothing.
 func (t Tokens) Zero() bool { return t == Tokens{} }
 
-// covers reports whether every count of t is at least o's.
-func (t Tokens) covers(o Tokens) bool {
-	return t.Input >= o.Input && t.Output >= o.Output && t.CacheRead >= o.CacheRead && t.CacheWrite >= o.CacheWrite
-}
-
 // sub returns t minus o, each count at least 0.
 func (t Tokens) sub(o Tokens) Tokens {
 	d := func(a, b int64) int64 { return max(a-b, 0) }

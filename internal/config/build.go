@@ -143,6 +143,7 @@ func (b *builder) build(f *fileConfig) *Config {
 	b.notify(c, f.Notify)
 	b.fleet(c, f.Fleet)
 	b.mcp(c, f.MCP)
+	b.prices(c, f.Prices)
 
 	c.Roles = b.roles(f.Role, c.Restart)
 	return c

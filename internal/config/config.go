@@ -37,6 +37,9 @@ type Config struct {
 	Web        Web
 	Fleet      Fleet
 	MCP        MCP
+	// Prices are the [prices] overrides of the usage ledger's price
+	// table, by model name or prefix.
+	Prices map[string]Price
 	// Roles are fully resolved: defaults filled, each role's restart table
 	// merged over [restart], workdir expanded to an absolute path.
 	Roles []herd.Role

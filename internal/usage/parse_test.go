@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"herd/internal/config"
 )
 
 // parseAll feeds lines to one State and sums what they add per model.
@@ -267,5 +269,16 @@ func TestRelevant(t *testing.T) {
 		if got := Relevant(tc.f, []byte(tc.line)); got != tc.want {
 			t.Errorf("[%s %s] expected %v, got %v", tc.f, tc.line, tc.want, got)
 		}
+	}
+}
+
+func TestPricesFrom(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	p := PricesFrom(map[string]config.Price{"claude-opus-4-8": {Output: f(30)}, "local-llm": {Input: f(1)}})
+	if got, key, _ := p.Lookup("claude-opus-4-8"); key != "claude-opus-4-8" || got != (Price{5, 30, 0.5, 6.25}) {
+		t.Errorf("expected the default opus price with output 30, got %+v under %q", got, key)
+	}
+	if got, _, ok := p.Lookup("local-llm-7b"); !ok || got != (Price{Input: 1}) {
+		t.Errorf("expected input 1 alone for a model the defaults lack, got %+v %v", got, ok)
 	}
 }

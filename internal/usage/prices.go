@@ -2,6 +2,8 @@ package usage
 
 import (
 	"strings"
+
+	"herd/internal/config"
 )
 
 // PricesDated is the day the embedded price table was last checked
@@ -97,4 +99,25 @@ func (p Prices) Cost(r Record) float64 {
 	}
 	price, _, _ := p.Lookup(r.Model)
 	return price.Cost(r.Tokens)
+}
+
+// PricesFrom returns the default table with the [prices] overrides laid
+// over it: a price an entry leaves out is the one the default table
+// gives that key.
+func PricesFrom(over map[string]config.Price) Prices {
+	out := make(map[string]Price, len(over))
+	def := Prices(DefaultPrices)
+	for k, o := range over {
+		p, _, _ := def.Lookup(k)
+		for _, f := range []struct {
+			v   *float64
+			dst *float64
+		}{{o.Input, &p.Input}, {o.Output, &p.Output}, {o.CacheRead, &p.CacheRead}, {o.CacheWrite, &p.CacheWrite}} {
+			if f.v != nil {
+				*f.dst = *f.v
+			}
+		}
+		out[k] = p
+	}
+	return NewPrices(out)
 }

@@ -43,6 +43,9 @@ type SessionView struct {
 	// Worktree is the session's own git worktree; nil when it runs in its
 	// role's workdir.
 	Worktree *Worktree `json:"worktree"`
+	// Usage is what the session's agents recorded of their token use, of
+	// all its incarnations, and its cost.
+	Usage Usage `json:"usage"`
 }
 
 // Attention reports whether the session shows "!": an open escalation or

@@ -97,6 +97,7 @@ func (sv *Server) sessionViews(ctx context.Context) ([]api.SessionView, error) {
 		}
 	}
 	sv.markWorktrees(ctx, views)
+	sv.markUsage(ctx, views)
 	return append(views, sv.unmanagedViews()...), nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -69,4 +70,31 @@ func (c *Client) Usage(ctx context.Context, q UsageQuery) (UsageReport, error) {
 	var rep UsageReport
 	err := c.Do(ctx, http.MethodGet, "/v1/usage", q.Values(), nil, &rep)
 	return rep, err
+}
+
+// Cost is the cost as a table shows it: "$0.0004", "$1.25", "$1234".
+func (u Usage) Cost() string {
+	c := u.CostUSD
+	switch {
+	case c == 0:
+		return "$0"
+	case c < 0.01:
+		return "$" + strconv.FormatFloat(c, 'f', 4, 64)
+	case c < 1000:
+		return "$" + strconv.FormatFloat(c, 'f', 2, 64)
+	}
+	return "$" + strconv.FormatFloat(c, 'f', 0, 64)
+}
+
+// Count is a token count as a table shows it: "950", "12.3k", "4.56M".
+func Count(n int64) string {
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10)
+	case n < 1_000_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + "k"
+	case n < 1_000_000_000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 2, 64) + "M"
+	}
+	return strconv.FormatFloat(float64(n)/1e9, 'f', 2, 64) + "G"
 }

@@ -77,6 +77,8 @@ type Ledger struct {
 	// last are the incarnations read in the last round, by id: one that
 	// ended is read once more, for its last lines.
 	last map[string]target
+	// done are the ended incarnations read that last time.
+	done map[string]bool
 	// totals caches SessionTotals.
 	totals   map[string]Totals
 	totalsAt time.Time
@@ -93,7 +95,7 @@ func New(o Options) *Ledger {
 	if o.Home == "" {
 		o.Home, _ = os.UserHomeDir()
 	}
-	return &Ledger{o: o, cursors: map[string]store.UsageCursor{}, found: map[string]string{}, last: map[string]target{}}
+	return &Ledger{o: o, cursors: map[string]store.UsageCursor{}, found: map[string]string{}, last: map[string]target{}, done: map[string]bool{}}
 }
 
 // Run reads the files every interval until ctx is done.
@@ -182,7 +184,7 @@ func (l *Ledger) targets(ctx context.Context) ([]target, error) {
 		ended    []herd.Incarnation
 	)
 	l.mu.Lock()
-	last := l.last
+	last, done := l.last, l.done
 	l.mu.Unlock()
 	err := l.o.Store.View(ctx, func(tx store.Tx) (err error) {
 		if open, err = tx.OpenIncarnationsOnHost(l.o.Host); err != nil {
@@ -195,11 +197,27 @@ func (l *Ledger) targets(ctx context.Context) ([]target, error) {
 			return err
 		}
 		ended = ended[:0]
+		isOpen := make(map[string]bool, len(open))
+		for _, inc := range open {
+			isOpen[inc.ID] = true
+		}
+		var gone []string
 		for id := range last {
-			if !hasInc(open, id) {
-				if inc, err := tx.Incarnation(id); err == nil {
-					ended = append(ended, inc)
-				}
+			if !isOpen[id] {
+				gone = append(gone, id)
+			}
+		}
+		// A session's last incarnation that ended before a round saw it
+		// open (a short run, or one that ended while no daemon ran) is
+		// read once too.
+		for _, s := range sessions {
+			if id := s.Incarnation; id != "" && !done[id] && !isOpen[id] && last[id].inc.ID == "" {
+				gone = append(gone, id)
+			}
+		}
+		for _, id := range gone {
+			if inc, err := tx.Incarnation(id); err == nil && inc.Host == l.o.Host {
+				ended = append(ended, inc)
 			}
 		}
 		return nil
@@ -230,8 +248,18 @@ func (l *Ledger) targets(ctx context.Context) ([]target, error) {
 			next[inc.ID] = t
 		}
 	}
+	// Done are kept while they are their session's last incarnation.
+	nextDone := map[string]bool{}
+	for _, inc := range ended {
+		nextDone[inc.ID] = true
+	}
+	for _, s := range sessions {
+		if done[s.Incarnation] {
+			nextDone[s.Incarnation] = true
+		}
+	}
 	l.mu.Lock()
-	l.last = next
+	l.last, l.done = next, nextDone
 	for id := range l.found {
 		if _, ok := next[id]; !ok {
 			delete(l.found, id)
@@ -239,15 +267,6 @@ func (l *Ledger) targets(ctx context.Context) ([]target, error) {
 	}
 	l.mu.Unlock()
 	return out, nil
-}
-
-func hasInc(incs []herd.Incarnation, id string) bool {
-	for _, inc := range incs {
-		if inc.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // configDirEnv names, per agent kind, the variable that moves its

@@ -249,3 +249,26 @@ func TestArgvModel(t *testing.T) {
 		}
 	}
 }
+
+func TestLedgerShortRunReadOnce(t *testing.T) {
+	// The incarnation ran and ended before the ledger's first round: its
+	// session's last incarnation is read once all the same, and not again.
+	f := newFixture(t)
+	f.append(t, msg("m1", 10, 1))
+	ended := f.inc
+	now := time.Now().UTC()
+	ended.EndedAt = &now
+	if err := f.st.Update(context.Background(), func(tx store.Tx) error { return tx.PutIncarnation(ended) }); err != nil {
+		t.Fatal(err)
+	}
+	l := f.ledger()
+	once(t, l)
+	if got := total(t, l); got.Input != 10 {
+		t.Fatalf("expected the short run counted (input 10), got %+v", got)
+	}
+	f.append(t, msg("m2", 20, 2)) // written by no incarnation of herd's
+	once(t, l)
+	if got := total(t, l); got.Input != 10 {
+		t.Errorf("expected an ended incarnation read once only (input 10), got %+v", got)
+	}
+}

@@ -205,6 +205,7 @@ func TestPrices(t *testing.T) {
 	}{
 		{"claude-opus-4-8", "claude-opus", true},
 		{"claude-opus-4-8[1m]", "claude-opus", true},
+		{"claude-opus-5-5", "claude-opus-5-5", true},
 		{"claude-opus-4-1-20250805", "claude-opus-4-1", true},
 		{"claude-opus-4-20250514", "claude-opus-4-2025", true},
 		{"claude-sonnet-4-5-20250929", "claude-sonnet-4-5", true}, // the override, longer than the default
@@ -225,6 +226,11 @@ func TestPrices(t *testing.T) {
 	// claude-opus-4-8: the table agrees.
 	if c := p.Cost(Record{Model: "claude-opus-4-8", Tokens: Tokens{Input: 42, Output: 7}}); math.Abs(c-0.000385) > 1e-12 {
 		t.Errorf("expected 0.000385, got %v", c)
+	}
+	// The real Claude Code 2.1.332 reported 0.000308 USD for the same
+	// tokens of claude-opus-5-5.
+	if c := p.Cost(Record{Model: "claude-opus-5-5", Tokens: Tokens{Input: 42, Output: 7}}); math.Abs(c-0.000308) > 1e-12 {
+		t.Errorf("expected 0.000308, got %v", c)
 	}
 	if c := p.Cost(Record{Model: "claude-opus-4-8", Tokens: Tokens{Input: 42}, Cost: 9, HasCost: true}); c != 9 {
 		t.Errorf("expected the agent's own cost 9 to win, got %v", c)

@@ -31,7 +31,8 @@ func (p Price) Cost(t Tokens) float64 {
 // cost as input).
 var DefaultPrices = map[string]Price{
 	// Anthropic.
-	"claude-opus":        {5, 25, 0.50, 6.25}, // Opus 4.5 and later
+	"claude-opus":        {5, 25, 0.50, 6.25}, // Opus 4.5 to 4.8, and later ones not listed
+	"claude-opus-5-5":    {4, 20, 0.20, 5},    // as Claude Code 2.1.332 prices it
 	"claude-opus-4-0":    {15, 75, 1.50, 18.75},
 	"claude-opus-4-1":    {15, 75, 1.50, 18.75},
 	"claude-opus-4-2025": {15, 75, 1.50, 18.75}, // claude-opus-4-20250514

@@ -104,7 +104,7 @@ type claudeUsage struct {
 	CacheWrite int64 `json:"cache_creation_input_tokens"`
 }
 
-func (u claudeUsage) tokens() Tokens { return Tokens{u.Input, u.Output, u.CacheRead, u.CacheWrite} }
+func (u claudeUsage) tokens() Tokens { return Tokens(u) }
 
 // rawUsage is a `usage` object: Claude's (stream-json result) or
 // OpenAI's (Codex), whose input_tokens include the cached ones.

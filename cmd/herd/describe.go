@@ -99,6 +99,10 @@ func printDetail(w io.Writer, d api.SessionDetail) {
 		}
 		kv("Worktree", fmt.Sprintf("%s on %s, %s, %s", w.Path, w.Branch, state, ahead))
 	}
+	if u := d.Usage; u != (api.Usage{}) {
+		kv("Usage", fmt.Sprintf("%s (input %d, output %d, cache read %d, cache write %d tokens)",
+			u.Cost(), u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens))
+	}
 	if d.Snapshot != nil {
 		kv("Resume snapshot", fmt.Sprintf("%s (agent %s, session id %s)", strings.Join(d.Snapshot.Argv, " "), cells.Dash(d.Snapshot.Agent), cells.Dash(d.Snapshot.AgentSessionID)))
 	}

@@ -27,7 +27,7 @@ type printOpts struct {
 // (tmux or exec); the two liveness axes are PANE and PROCESS.
 const (
 	sessionHeader     = "NAME\tROLE\tSTATE\tPROCESS\tACTIVITY\tRESTARTS\tAGE\tLAST-EXIT"
-	sessionWideHeader = "\tRUNTIME\tPANE\tPID\tATTACHED\tHOST\tINCARNATION\tBACKOFF-UNTIL\tWORKTREE"
+	sessionWideHeader = "\tRUNTIME\tPANE\tPID\tATTACHED\tHOST\tINCARNATION\tBACKOFF-UNTIL\tWORKTREE\tCOST"
 	roleHeader        = "NAME\tREPLICAS\tLIVE\tRUNNING\tRUNTIME\tAGENT\tPOLICY\tCOMMAND"
 	roleWideHeader    = "\tWORKDIR\tMAX-RESTARTS\tBACKOFF"
 )
@@ -67,7 +67,7 @@ func printSessions(w io.Writer, views []api.SessionView, o printOpts) error {
 			if o.fleet {
 				host = ""
 			}
-			row += fmt.Sprintf("\t%s\t%s\t%s\t%v%s\t%s\t%s\t%s", cells.Dash(v.RuntimeKind), cells.Pane(v), pid, v.Attached, host, cells.Dash(v.Incarnation), backoff, cells.Worktree(v.Worktree))
+			row += fmt.Sprintf("\t%s\t%s\t%s\t%v%s\t%s\t%s\t%s\t%s", cells.Dash(v.RuntimeKind), cells.Pane(v), pid, v.Attached, host, cells.Dash(v.Incarnation), backoff, cells.Worktree(v.Worktree), v.Usage.Cost())
 		}
 		fmt.Fprintln(tw, row)
 	}

@@ -16,7 +16,7 @@ import (
 func sessionsFixture() []api.SessionView {
 	started := time.Now().Add(-90 * time.Second)
 	return []api.SessionView{
-		{Name: "worker-0", Role: "worker", State: herd.StateRunning, RuntimeKind: herd.RuntimeTmux, Runtime: herd.Alive, Process: herd.Alive, Activity: herd.ActivityWorking, StartedAt: &started, Host: "h1", PID: 42},
+		{Name: "worker-0", Role: "worker", State: herd.StateRunning, RuntimeKind: herd.RuntimeTmux, Runtime: herd.Alive, Process: herd.Alive, Activity: herd.ActivityWorking, StartedAt: &started, Host: "h1", PID: 42, Usage: api.Usage{InputTokens: 42, OutputTokens: 7, CostUSD: 0.000385}},
 		{Name: "worker-1", Role: "worker", State: herd.StateStalled, RuntimeKind: herd.RuntimeTmux, Runtime: herd.Alive, Process: herd.Alive, Activity: herd.ActivityUnknown, Escalated: true, Archived: true, Host: "h1"},
 		{Name: "batch-0", Role: "batch", State: herd.StateFailed, RuntimeKind: herd.RuntimeExec, Runtime: herd.Dead, Process: herd.Dead, Activity: herd.ActivityIdle, Host: "h2"},
 	}
@@ -63,7 +63,7 @@ func TestPrintSessions(t *testing.T) {
 		t.Fatalf("expected a header and 3 rows, got %q", b.String())
 	}
 	header := strings.Fields(lines[0])
-	for _, col := range []string{"RUNTIME", "PANE", "PROCESS"} {
+	for _, col := range []string{"RUNTIME", "PANE", "PROCESS", "COST"} {
 		n := 0
 		for _, h := range header {
 			if h == col {
@@ -75,7 +75,7 @@ func TestPrintSessions(t *testing.T) {
 		}
 	}
 	for i, want := range map[int][]string{
-		1: {"worker-0", "running", "tmux", "alive", "42", "1m30s"},
+		1: {"worker-0", "running", "tmux", "alive", "42", "1m30s", "$0.0004"},
 		2: {"worker-1", "stalled!,ARCHIVED"},
 		3: {"batch-0", "failed", "exec", "-"},
 	} {
@@ -175,6 +175,61 @@ func TestPrintSessionsFewWrites(t *testing.T) {
 		}
 		if max := c.bytes/(64<<10) + 1; c.n > max {
 			t.Errorf("[wide=%v] expected at most %d writes for %d bytes, got %d", wide, max, c.bytes, c.n)
+		}
+	}
+}
+
+func TestUsageFlags(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		fl      usageFlags
+		since   time.Time
+		wantErr string
+	}{
+		{usageFlags{by: "session"}, time.Time{}, ""},
+		{usageFlags{by: "day", since: "7d"}, now.Add(-7 * 24 * time.Hour), ""},
+		{usageFlags{by: "model", since: "90m"}, now.Add(-90 * time.Minute), ""},
+		{usageFlags{by: "colour"}, time.Time{}, `--by "colour"`},
+		{usageFlags{by: "role", since: "-1h"}, time.Time{}, "more than 0"},
+		{usageFlags{by: "role", since: "yesterday"}, time.Time{}, "want a duration"},
+		{usageFlags{by: "role", output: "yaml"}, time.Time{}, "unknown output format"},
+		{usageFlags{by: "role", session: "bad name!"}, time.Time{}, "--session"},
+	} {
+		q, err := tc.fl.query(now)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("[%+v] expected an error with %q, got %v", tc.fl, tc.wantErr, err)
+			}
+			continue
+		}
+		if err != nil || !q.Since.Equal(tc.since) {
+			t.Errorf("[%+v] expected since %v, got %v %v", tc.fl, tc.since, q.Since, err)
+		}
+	}
+}
+
+func TestPrintUsage(t *testing.T) {
+	var b bytes.Buffer
+	rep := api.UsageReport{By: "model", Lines: []api.UsageLine{
+		{Key: "claude-opus-4-8", Usage: api.Usage{InputTokens: 1_500_000, OutputTokens: 7, CostUSD: 7.5}},
+		{Key: "gpt-5", Usage: api.Usage{InputTokens: 950, CacheReadTokens: 12_345, CostUSD: 0.000385}},
+	}, Total: api.Usage{InputTokens: 1_500_950, OutputTokens: 7, CacheReadTokens: 12_345, CostUSD: 7.500385}}
+	if err := printUsage(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	want := [][]string{
+		{"MODEL", "INPUT", "OUTPUT", "CACHE", "READ", "CACHE", "WRITE", "COST"},
+		{"claude-opus-4-8", "1.50M", "7", "0", "0", "$7.50"},
+		{"gpt-5", "950", "0", "12.3k", "0", "$0.0004"},
+		{"TOTAL", "1.50M", "7", "12.3k", "0", "$7.50"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("expected %d lines, got %q", len(want), b.String())
+	}
+	for i, w := range want {
+		if got := strings.Fields(lines[i]); strings.Join(got, " ") != strings.Join(w, " ") {
+			t.Errorf("[line %d] expected %q, got %q", i, w, got)
 		}
 	}
 }

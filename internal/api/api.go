@@ -47,6 +47,9 @@ type SessionView struct {
 	// account, else derived from the agent's config dir); "" when the
 	// role is gone.
 	Account string `json:"account,omitempty"`
+	// Usage is what the session's agents recorded of their token use, of
+	// all its incarnations, and its cost.
+	Usage Usage `json:"usage"`
 }
 
 // Attention reports whether the session shows "!": an open escalation or

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"time"
 
@@ -98,7 +99,39 @@ func (v *SessionView) appendJSON(b []byte) []byte {
 		b = append(b, `,"account":`...)
 		b = appendString(b, v.Account)
 	}
-	return append(b, '}')
+	b = append(b, `,"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, v.Usage.InputTokens, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, v.Usage.OutputTokens, 10)
+	b = append(b, `,"cache_read_tokens":`...)
+	b = strconv.AppendInt(b, v.Usage.CacheReadTokens, 10)
+	b = append(b, `,"cache_write_tokens":`...)
+	b = strconv.AppendInt(b, v.Usage.CacheWriteTokens, 10)
+	b = append(b, `,"cost_usd":`...)
+	b = appendFloat(b, v.Usage.CostUSD)
+	return append(b, "}}"...)
+}
+
+// appendFloat is encoding/json's encoding of a float64: the shortest
+// decimal, in exponent form below 1e-6 and from 1e21 on ("1e-07", not
+// "1e-07" padded); a NaN or infinity, which it refuses, is written 0.
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, '0')
+	}
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 func appendExit(b []byte, e *herd.Exit) []byte {

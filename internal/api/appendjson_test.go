@@ -24,6 +24,7 @@ func TestAppendSessionViews(t *testing.T) {
 		StateSince: at, Archived: true, Escalated: true, Notified: true, Outdated: true, OutdatedReason: "role_changed: command, env",
 		Unmanaged: true, Worktree: &Worktree{Path: "/src/app/.herd/worktrees/w-0", Branch: "herd/w-0", Dirty: true, Ahead: -1},
 		Account: "/home/u/.claude-b \"x\"",
+		Usage: Usage{InputTokens: 1 << 40, OutputTokens: 7, CacheReadTokens: 123456789, CacheWriteTokens: 3, CostUSD: 0.000385},
 	}
 	tests := []struct {
 		name  string
@@ -39,6 +40,9 @@ func TestAppendSessionViews(t *testing.T) {
 			{StateSince: at.Add(-123456789 + 120000000)}, {StateSince: at.Add(-123456788)}, {StateSince: at.Add(-123456789 + 100)},
 			{StateSince: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}, {StateSince: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)},
 			{StateSince: time.Date(2026, 3, 4, 5, 6, 7, 0, time.Local)}}},
+		{"costs", []SessionView{
+			{Usage: Usage{CostUSD: 1e-7}}, {Usage: Usage{CostUSD: 1.5e-12}}, {Usage: Usage{CostUSD: 12345.678}}, {Usage: Usage{CostUSD: 1e21}},
+			{Usage: Usage{CostUSD: 1e-6}}, {Usage: Usage{CostUSD: 0.1 + 0.2}}, {Usage: Usage{CostUSD: 3e100}}}},
 		{"several", []SessionView{full, {Name: "w-1", State: herd.StateStopped, Exit: &herd.Exit{At: at}}, {Name: "w-2", Unmanaged: true}}},
 	}
 	for _, tt := range tests {

@@ -40,6 +40,9 @@ type Config struct {
 	// AutoContinue is [auto_continue]: the staggered continue of an
 	// account's sessions after a rate limit resets.
 	AutoContinue AutoContinue
+	// Prices are the [prices] overrides of the usage ledger's price
+	// table, by model name or prefix.
+	Prices map[string]Price
 	// Roles are fully resolved: defaults filled, each role's restart table
 	// merged over [restart], workdir expanded to an absolute path.
 	Roles []herd.Role

@@ -558,3 +558,34 @@ func TestBadDSNHidesPassword(t *testing.T) {
 		t.Errorf("[message] expected the password masked, got %q", err)
 	}
 }
+
+func TestPrices(t *testing.T) {
+	cfg, err := Parse([]byte(`
+[prices."claude-opus-4-8"]
+input = 5
+output = 25.5
+[prices.my-model]
+cache_read = 0.1
+`), "herd.toml", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Prices["claude-opus-4-8"]
+	if p.Input == nil || *p.Input != 5 || p.Output == nil || *p.Output != 25.5 || p.CacheRead != nil || p.CacheWrite != nil {
+		t.Errorf("expected input 5, output 25.5 and the rest unset, got %+v", p)
+	}
+	if m := cfg.Prices["my-model"]; m.CacheRead == nil || *m.CacheRead != 0.1 || m.Input != nil {
+		t.Errorf("expected cache_read 0.1 alone, got %+v", m)
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{"[prices.m]\ninput = -1\n", "herd.toml:2: prices.m.input"},
+		{"[prices.m]\ninput = \"cheap\"\n", "prices.m.input"},
+		{"[prices.m]\nprompt = 1\n", "prices.m.prompt: unknown key"},
+		{"[prices]\nm = 1\n", "prices.m"},
+	} {
+		_, err := Parse([]byte(tc.doc), "herd.toml", "/")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("[%q] expected an error naming %q, got %v", tc.doc, tc.want, err)
+		}
+	}
+}

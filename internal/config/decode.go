@@ -17,21 +17,22 @@ import (
 // commands are decoded loosely so a string command gets a helpful error.
 
 type fileConfig struct {
-	Daemon     fileDaemon     `toml:"daemon"`
-	Store      fileStore      `toml:"store"`
-	Tmux       fileTmux       `toml:"tmux"`
-	Probe      fileProbe      `toml:"probe"`
-	Restart    fileRestart    `toml:"restart"`
-	Watchdog   fileWatchdog   `toml:"watchdog"`
-	Reaper     fileReaper     `toml:"reaper"`
-	Escalation fileEscalation `toml:"escalation"`
-	Notify     fileNotify     `toml:"notify"`
-	Metrics    fileMetrics    `toml:"metrics"`
-	Web        fileWeb        `toml:"web"`
-	Fleet      fileFleet      `toml:"fleet"`
-	MCP        fileMCP        `toml:"mcp"`
-	AutoCont   fileAutoCont   `toml:"auto_continue"`
-	Role       []fileRole     `toml:"role"`
+	Daemon     fileDaemon           `toml:"daemon"`
+	Store      fileStore            `toml:"store"`
+	Tmux       fileTmux             `toml:"tmux"`
+	Probe      fileProbe            `toml:"probe"`
+	Restart    fileRestart          `toml:"restart"`
+	Watchdog   fileWatchdog         `toml:"watchdog"`
+	Reaper     fileReaper           `toml:"reaper"`
+	Escalation fileEscalation       `toml:"escalation"`
+	Notify     fileNotify           `toml:"notify"`
+	Metrics    fileMetrics          `toml:"metrics"`
+	Web        fileWeb              `toml:"web"`
+	Fleet      fileFleet            `toml:"fleet"`
+	MCP        fileMCP              `toml:"mcp"`
+	AutoCont   fileAutoCont         `toml:"auto_continue"`
+	Prices     map[string]filePrice `toml:"prices"`
+	Role       []fileRole           `toml:"role"`
 }
 
 type fileDaemon struct {

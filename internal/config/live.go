@@ -50,7 +50,22 @@ var Sections = []Section{
 		return slices.Equal(a.MCP.Roles, b.MCP.Roles) && slices.Equal(a.MCP.Verbs, b.MCP.Verbs)
 	}},
 	{Name: "auto_continue", Live: true, equal: func(a, b *Config) bool { return a.AutoContinue == b.AutoContinue }},
+	{Name: "prices", Live: true, equal: func(a, b *Config) bool { return equalPrices(a.Prices, b.Prices) }},
 	{Name: "web", Why: "the console's listener is opened at start", equal: func(a, b *Config) bool { return a.Web.Equal(b.Web) }},
+}
+
+func equalPrices(a, b map[string]Price) bool {
+	eq := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	if len(a) != len(b) {
+		return false
+	}
+	for k, p := range a {
+		q, ok := b[k]
+		if !ok || !eq(p.Input, q.Input) || !eq(p.Output, q.Output) || !eq(p.CacheRead, q.CacheRead) || !eq(p.CacheWrite, q.CacheWrite) {
+			return false
+		}
+	}
+	return true
 }
 
 func equalEscalation(a, b Escalation) bool {

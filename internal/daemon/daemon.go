@@ -41,6 +41,7 @@ import (
 	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/store/journal"
+	"herd/internal/usage"
 	"herd/internal/verbs"
 	"herd/internal/watchdog"
 	"herd/internal/web"
@@ -125,6 +126,8 @@ type Daemon struct {
 	// resources samples the agents' CPU and memory for the console's
 	// charts; nil without a console.
 	resources *resources.Sampler
+	// usage is the usage ledger.
+	usage *usage.Ledger
 
 	// live is the configuration in force; a reload swaps it.
 	live *config.Live
@@ -255,6 +258,7 @@ func (d *Daemon) newComponents(o Options) {
 		Holds:    d.holds, Stagger: func() config.AutoContinue { return d.live.Load().AutoContinue },
 	})
 	d.reaper = reaper.New(reaper.Options{Status: d.status, Slots: d.slots, Worktrees: d.worktrees, Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Log: log})
+	d.usage = d.newLedger()
 }
 
 // newFrontDoors builds the verbs and every door into them: the API
@@ -269,7 +273,7 @@ func (d *Daemon) newFrontDoors(o Options) error {
 	d.server = server.New(server.Options{
 		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Watchdog: d.watchdog, Attention: d.attention,
 		Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Version: o.Version, BootID: boot,
-		Reload: d.Reload, Verbs: d.verbs,
+		Reload: d.Reload, Verbs: d.verbs, Usage: d.usage,
 	})
 	if cfg.Web.Listen != "" {
 		tok, err := webauth.LoadToken(o.StateDir)
@@ -342,6 +346,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("attention", func() { d.attention.Run(ctx) })
 	g.Go("auto-continue", func() { d.continuer.Run(ctx) })
 	g.Go("budget", func() { d.budgets.Run(ctx) })
+	g.Go("usage", func() { d.usage.Run(ctx) })
 	if d.metrics != nil {
 		mln, err := net.Listen("tcp", d.cfg.Metrics.Listen)
 		if err != nil {

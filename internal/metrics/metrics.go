@@ -34,6 +34,8 @@ type Metrics struct {
 	probeDuration *prometheus.HistogramVec
 	probeTimeouts *prometheus.CounterVec
 	tickDuration  prometheus.Histogram
+	usageTokens   *prometheus.CounterVec
+	usageCost     *prometheus.CounterVec
 }
 
 // New registers herd's metrics, and the Go runtime's and the process's,
@@ -76,10 +78,18 @@ func New(snapshot func() []Session) *Metrics {
 			Help:    "Duration of one supervisor tick: probe, decide, act.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
+		usageTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "herd", Name: "usage_tokens_total",
+			Help: "Tokens the agents of this host recorded, as the usage ledger read them, by role, model and kind (input, output, cache_read, cache_write).",
+		}, []string{"role", "model", "kind"}),
+		usageCost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "herd", Name: "usage_cost_usd_total",
+			Help: "What the tokens of usage_tokens_total cost in USD (the agent's own figure, else the price table's), by role and model.",
+		}, []string{"role", "model"}),
 	}
 	m.reg.MustRegister(
 		m.restarts, m.crashes, m.stalls, m.escalations, m.notifications,
-		m.probeDuration, m.probeTimeouts, m.tickDuration,
+		m.probeDuration, m.probeTimeouts, m.tickDuration, m.usageTokens, m.usageCost,
 		&sessionsCollector{snapshot: snapshot},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -140,6 +150,24 @@ func (m *Metrics) Probe(rt string, d time.Duration, timedOut bool) {
 	m.probeDuration.WithLabelValues(rt).Observe(d.Seconds())
 	if timedOut {
 		m.probeTimeouts.WithLabelValues(rt).Inc()
+	}
+}
+
+// Usage counts tokens and cost the usage ledger read of role's agents.
+func (m *Metrics) Usage(role, model string, input, output, cacheRead, cacheWrite int64, costUSD float64) {
+	if m == nil {
+		return
+	}
+	for _, k := range []struct {
+		kind string
+		n    int64
+	}{{"input", input}, {"output", output}, {"cache_read", cacheRead}, {"cache_write", cacheWrite}} {
+		if k.n > 0 {
+			m.usageTokens.WithLabelValues(role, model, k.kind).Add(float64(k.n))
+		}
+	}
+	if costUSD > 0 {
+		m.usageCost.WithLabelValues(role, model).Add(costUSD)
 	}
 }
 

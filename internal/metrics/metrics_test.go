@@ -80,6 +80,8 @@ func TestScrape(t *testing.T) {
 	m.Probe("tmux", 2*time.Second, true)
 	m.Tick(40 * time.Millisecond)
 	m.CountLiveReads(func() uint64 { return 7 })
+	m.Usage("worker", "claude-opus-4-8", 42, 7, 0, 3, 0.25)
+	m.Usage("worker", "claude-opus-4-8", 8, 0, 0, 0, 0.5)
 
 	base := serve(t, m)
 	body, code := get(t, base+"/metrics")
@@ -129,6 +131,10 @@ func TestScrape(t *testing.T) {
 		{"herd_probe_timeouts_total", "runtime=tmux", 1},
 		{"herd_tick_duration_seconds", "", 1},
 		{"herd_live_set_reads_total", "", 7},
+		{"herd_usage_tokens_total", "kind=input,model=claude-opus-4-8,role=worker", 50},
+		{"herd_usage_tokens_total", "kind=output,model=claude-opus-4-8,role=worker", 7},
+		{"herd_usage_tokens_total", "kind=cache_write,model=claude-opus-4-8,role=worker", 3},
+		{"herd_usage_cost_usd_total", "model=claude-opus-4-8,role=worker", 0.75},
 	} {
 		got, ok := value(tc.name, tc.labels)
 		if !ok || got != tc.want {
@@ -179,6 +185,7 @@ func TestNilRecordsNothing(t *testing.T) {
 	m.Probe("tmux", time.Second, true)
 	m.Tick(time.Second)
 	m.CountLiveReads(func() uint64 { return 1 })
+	m.Usage("w", "m", 1, 1, 1, 1, 1)
 }
 
 func TestRunStopsWithContext(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"herd/internal/runtime"
 	"herd/internal/runtime/execrt"
 	"herd/internal/status"
+	"herd/internal/usage"
 	"herd/internal/verbs"
 	"herd/internal/watchdog"
 	"herd/internal/worktrees"
@@ -42,6 +43,8 @@ type Options struct {
 	Reload func(ctx context.Context) (api.ReloadResult, error)
 	// Verbs carries out every verb the API serves.
 	Verbs *verbs.Verbs
+	// Usage is the usage ledger (nil: none; views show zero usage).
+	Usage *usage.Ledger
 }
 
 // Server serves the API.

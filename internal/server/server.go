@@ -31,6 +31,7 @@ func (sv *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/roles", sv.handleRoles)
 	mux.HandleFunc("GET /v1/events", sv.handleEvents)
 	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
+	mux.HandleFunc("GET /v1/usage", sv.handleUsage)
 	sv.handleVerbs(mux)
 	sv.handleControl(mux)
 	sv.handleMCP(mux)
@@ -170,6 +171,7 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	one := []api.SessionView{det.SessionView}
 	sv.markOutdated(r.Context(), one)
 	sv.markWorktrees(r.Context(), one)
+	sv.markUsage(r.Context(), one)
 	det.SessionView = one[0]
 	sv.o.Watchdog.Describe(&det)
 	if sv.o.Attention != nil {

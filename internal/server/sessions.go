@@ -104,6 +104,7 @@ func (sv *Server) sessionViews(ctx context.Context) ([]api.SessionView, error) {
 	}
 	sv.markWorktrees(ctx, views)
 	markAccounts(roles, views)
+	sv.markUsage(ctx, views)
 	return append(views, sv.unmanagedViews()...), nil
 }
 

@@ -221,6 +221,62 @@ type Tx interface {
 	// ClaimKV sets key to value only if key is absent; it reports whether it did.
 	ClaimKV(key, value string) (bool, error)
 	DeleteKV(key string) error
+
+	// AddUsage adds r's counts and cost to the row of its incarnation,
+	// source, model and hour (creating it); r.Hour is truncated to the hour.
+	AddUsage(r UsageRow) error
+	// Usage lists the usage rows f selects, by hour, incarnation, source
+	// and model.
+	Usage(f UsageFilter) ([]UsageRow, error)
+	// UsageCursor returns how far host's ledger read the file at path, or
+	// an error wrapping ErrNotFound.
+	UsageCursor(host, path string) (UsageCursor, error)
+	// PutUsageCursor inserts or replaces the cursor of c's host and path.
+	PutUsageCursor(c UsageCursor) error
+}
+
+// UsageRow is the usage one incarnation's agent recorded in one source
+// for one model within one hour (UTC).
+type UsageRow struct {
+	Incarnation string
+	// Source is what it was read from: "transcript" (the agent's own
+	// transcript or rollout file) or "stream" (its JSON output).
+	Source  string
+	Model   string
+	Hour    time.Time
+	Session string
+	Role    string
+	Host    string
+
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+	CostUSD          float64
+}
+
+// UsageFilter selects usage rows. Zero fields do not filter.
+type UsageFilter struct {
+	// Since keeps the rows of the hour holding Since and later.
+	Since   time.Time
+	Role    string
+	Session string
+	Host    string
+}
+
+// UsageCursor is how far a host's ledger has read one file.
+type UsageCursor struct {
+	Host string
+	Path string
+	// Incarnation is the one the file's usage was last counted to.
+	Incarnation string
+	// Offset is the byte just after the last whole line read.
+	Offset int64
+	// Ident tells the file read from another put at the same path.
+	Ident string
+	// State is the parser's state after the last line read (JSON).
+	State     string
+	UpdatedAt time.Time
 }
 
 // ErrUnreachable marks the error of a store whose server cannot be reached

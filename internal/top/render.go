@@ -46,6 +46,12 @@ var columns = []column{
 	{"AGE", 7, true, func(_ *Model, v api.SessionView, now time.Time) string {
 		return cells.AgeText(v, now)
 	}},
+	{"COST", 8, true, func(_ *Model, v api.SessionView, _ time.Time) string {
+		if v.Usage == (api.Usage{}) {
+			return "-"
+		}
+		return v.Usage.Cost()
+	}},
 	{"RESTARTS", 8, true, func(_ *Model, v api.SessionView, _ time.Time) string { return fmt.Sprint(v.Restarts) }},
 	{"LAST-EXIT", 0, false, func(_ *Model, v api.SessionView, now time.Time) string { return cells.LastExit(v.Exit, now) }},
 }

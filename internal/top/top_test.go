@@ -64,7 +64,7 @@ func fixture() *fake {
 	code := 1
 	return &fake{
 		sessions: []api.SessionView{
-			{Name: "worker-0", Role: "worker", State: herd.StateRunning, Activity: herd.ActivityWorking, RuntimeKind: herd.RuntimeTmux, StartedAt: &t1, Restarts: 0},
+			{Name: "worker-0", Role: "worker", State: herd.StateRunning, Activity: herd.ActivityWorking, RuntimeKind: herd.RuntimeTmux, StartedAt: &t1, Restarts: 0, Usage: api.Usage{InputTokens: 100, CostUSD: 1.25}},
 			{Name: "worker-1", Role: "worker", State: herd.StateStalled, Activity: herd.ActivityUnknown, RuntimeKind: herd.RuntimeTmux, StartedAt: &t2, Restarts: 2, Escalated: true},
 			{Name: "batch-0", Role: "batch", State: herd.StateBackoff, Activity: herd.ActivityIdle, RuntimeKind: herd.RuntimeExec, Restarts: 3,
 				Exit: &herd.Exit{Code: &code, Reason: herd.ReasonExitCode, At: now.Add(-5 * time.Second)}},
@@ -169,8 +169,8 @@ func TestViewShowsDiagnostics(t *testing.T) {
 	s := screen(m)
 	for _, want := range []string{
 		"herd top  3 sessions  running 1  stalled 1  backoff 1",
-		"NAME", "CPU%", "RSS", "TCP", "RESTARTS", "LAST-EXIT",
-		"12.5", "200.0M", "2m0s",
+		"NAME", "CPU%", "RSS", "TCP", "COST", "RESTARTS", "LAST-EXIT",
+		"12.5", "200.0M", "2m0s", "$1.25",
 		"stalled!",
 		"code 1 5s ago",
 		"q quit",

@@ -58,6 +58,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SessionsOnHost", testSessionsOnHost},
 		{"OpenIncarnationsOnHost", testOpenIncarnationsOnHost},
 		{"Placements", testPlacements},
+		{"UsageAdds", testUsageAdds},
+		{"UsageCursors", testUsageCursors},
 		{"CommandRoundTrip", testCommandRoundTrip},
 		{"CommandsOnHost", testCommandsOnHost},
 		{"ClaimCommands", testClaimCommands},

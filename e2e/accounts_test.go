@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/api"
 )
 
@@ -310,5 +311,57 @@ func TestExecRateLimitExitIsNoCrash(t *testing.T) {
 	})
 	if r := eventsOf(e.events("--session", "limited-0"), herd.EventRestarted, ""); r[0].Time.Before(until) {
 		t.Errorf("expected the relaunch at the reset %s, got %s", until, r[0].Time)
+	}
+}
+
+// TestBudgetFromLedger: with no spend given by hand, the budgets read the
+// usage ledger: an agent launched as Claude Code whose transcript records
+// more than its role's daily budget (a million opus input tokens: $5
+// against $1) is stopped with reason budget (budget_hard: at once, an
+// exec agent shows no turns), its launch is held, and a role of the same
+// agents under no budget runs on.
+func TestBudgetFromLedger(t *testing.T) {
+	t.Parallel()
+	fakes, work, cfgDir := t.TempDir(), t.TempDir(), t.TempDir()
+	line := filepath.Join(t.TempDir(), "line")
+	if err := os.WriteFile(line, []byte(claudeLine("msg_1", "claude-opus-4-8", 1_000_000, 10, 0, 0)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cfgDir, "projects", agents.ClaudeProjectDir(work))
+	script(t, filepath.Join(fakes, "claude"), fmt.Sprintf(`id=
+while [ $# -gt 0 ]; do [ "$1" = --session-id ] && id=$2; shift; done
+mkdir -p %[1]q
+cat %[2]q >> %[1]q/"$id".jsonl
+exec sleep 300`, dir, line))
+	role := func(name, extra string) string {
+		return fmt.Sprintf(`
+[[role]]
+name = %q
+command = [%q]
+workdir = %q
+runtime = "exec"
+env = { CLAUDE_CONFIG_DIR = %q }
+%s
+`, name, filepath.Join(fakes, "claude"), work, cfgDir, extra)
+	}
+	e := newEnv(t, fastRestart+role("spender", "daily_budget_usd = 1.0\nbudget_hard = true")+role("free", ""))
+	e.extraEnv = append(e.extraEnv, "HERD_USAGE_INTERVAL=100ms")
+	e.start()
+	v := e.waitState("spender-0", herd.StateStopped, 30*time.Second)
+	if v.Exit == nil || v.Exit.Reason != herd.ReasonBudget {
+		t.Fatalf("expected spender-0 stopped with reason budget, got %+v", v.Exit)
+	}
+	if v.Usage.CostUSD < 5 {
+		t.Errorf("expected the ledger's cost (over $5) on spender-0, got %+v", v.Usage)
+	}
+	e.waitFor("the held launch logged", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(e.logPath)
+		return strings.Contains(string(b), "launch held") && strings.Contains(string(b), "spender-0")
+	})
+	if s, _ := e.session("spender-0"); s.State != herd.StateStopped || s.Restarts != 0 {
+		t.Errorf("expected spender-0 stopped and held, no crash counted, got %s restarts %d", s.State, s.Restarts)
+	}
+	if s, _ := e.session("free-0"); s.State != herd.StateRunning {
+		t.Errorf("expected free-0 (no budget, the same spend) running, got %s", s.State)
 	}
 }

@@ -86,7 +86,8 @@ env = { CLAUDE_CONFIG_DIR = %q }
 	e.waitUsage("w-0", sum(sonnet2, opus))
 	checkLines(t, e.usageReport("--by", "model"), map[string]api.Usage{"claude-sonnet-4-5-20250929": sonnet2, "claude-opus-4-8": opus})
 	checkLines(t, e.usageReport("--by", "role", "--since", "1h"), map[string]api.Usage{"w": sum(sonnet2, opus)})
-	checkLines(t, e.usageReport("--by", "account"), map[string]api.Usage{"default": sum(sonnet2, opus)})
+	// The account is the agent's config dir (accounts.Of: no account key).
+	checkLines(t, e.usageReport("--by", "account"), map[string]api.Usage{cfgDir: sum(sonnet2, opus)})
 	checkLines(t, e.usageReport("--by", "day"), map[string]api.Usage{time.Now().UTC().Format(time.DateOnly): sum(sonnet2, opus)})
 	checkLines(t, e.usageReport("--role", "nobody"), map[string]api.Usage{})
 

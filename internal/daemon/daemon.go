@@ -74,8 +74,8 @@ type Options struct {
 	// SIGHUP): the config and the path read ("" for the defaults). Nil
 	// refuses reloads.
 	Load func() (*config.Config, string, error)
-	// Spending is the usage ledger the budgets read; nil: the file
-	// HERD_SPEND_FILE names, else budgets are off.
+	// Spending is what the budgets read of a role's spend; nil: the
+	// file HERD_SPEND_FILE names, else the daemon's usage ledger.
 	Spending budget.Spending
 }
 

@@ -17,8 +17,8 @@ import (
 )
 
 // EnvSpendFile names a JSON file of spends by role ({"worker": 4.2}, US
-// dollars today) the budgets read when the daemon is given no usage
-// ledger: a way to drive budgets by hand or from a test.
+// dollars today) the budgets read instead of the usage ledger: a way to
+// drive budgets by hand, whatever the agents spent.
 const EnvSpendFile = "HERD_SPEND_FILE"
 
 // newSpend builds what rate limits and budgets need before the slots: the
@@ -28,6 +28,7 @@ func (d *Daemon) newSpend(o Options) {
 	d.holds = accounts.NewHolds(func() time.Duration { return d.live.Load().AutoContinue.Spacing })
 	spending := o.Spending
 	if spending == nil {
+		spending = lateLedger{d}
 		if path := os.Getenv(EnvSpendFile); path != "" {
 			spending = &fileSpending{path: path, log: d.log}
 		}
@@ -48,6 +49,17 @@ func (d *Daemon) AccountOf(role string) string {
 		r, err := d.status.Role(ctx, name)
 		return r, err == nil
 	}}.AccountOf(role)
+}
+
+// lateLedger is the daemon's usage ledger, built after the budgets: what
+// a role spent is what its agents recorded, priced.
+type lateLedger struct{ d *Daemon }
+
+func (l lateLedger) RoleCostSince(role string, since time.Time) float64 {
+	if l.d.usage == nil {
+		return 0
+	}
+	return l.d.usage.RoleCostSince(role, since)
 }
 
 // lateSlots is the daemon's slots, built after the budgets.

@@ -21,8 +21,7 @@ func (d *Daemon) newLedger() *usage.Ledger {
 			out, _ := d.exec.Paths(session, incarnation)
 			return out
 		},
-		// AccountOf stays the default ("default" for every role) until
-		// roles name their account.
+		AccountOf: d.AccountOf,
 	}
 	if d.metrics != nil {
 		o.Counter = d.metrics

@@ -24,7 +24,7 @@ func TestAppendSessionViews(t *testing.T) {
 		StateSince: at, Archived: true, Escalated: true, Notified: true, Outdated: true, OutdatedReason: "role_changed: command, env",
 		Unmanaged: true, Worktree: &Worktree{Path: "/src/app/.herd/worktrees/w-0", Branch: "herd/w-0", Dirty: true, Ahead: -1},
 		Account: "/home/u/.claude-b \"x\"",
-		Usage: Usage{InputTokens: 1 << 40, OutputTokens: 7, CacheReadTokens: 123456789, CacheWriteTokens: 3, CostUSD: 0.000385},
+		Usage:   Usage{InputTokens: 1 << 40, OutputTokens: 7, CacheReadTokens: 123456789, CacheWriteTokens: 3, CostUSD: 0.000385},
 	}
 	tests := []struct {
 		name  string

@@ -19,6 +19,7 @@ import (
 
 	"herd"
 	"herd/internal/accounts"
+	"herd/internal/agents"
 	"herd/internal/config"
 	"herd/internal/loop"
 	"herd/internal/status"
@@ -329,7 +330,9 @@ func (c *Continuer) forget(plans []due) {
 
 // typeLine types Text, waits until the pane shows it, then presses
 // Enter: Claude Code takes keys that follow each other at once for a
-// paste, and drops an Enter that comes with the text. A pane that does
+// paste, and drops an Enter that comes with the text; Gemini CLI reads
+// an Enter within its fast-return window of a key as a newline, so the
+// Enter waits agents.SubmitSettle after the text shows. A pane that does
 // not show the text within ctx gets its Enter anyway.
 func typeLine(ctx context.Context, inj Injector, inc herd.Incarnation) error {
 	if err := inj.Inject(ctx, inc, Text, false); err != nil {
@@ -349,6 +352,13 @@ func typeLine(ctx context.Context, inj Injector, inc herd.Incarnation) error {
 			continue
 		}
 		break
+	}
+	if d := agents.SubmitSettle(agents.Infer(inc.Argv, "")); d > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
 	}
 	return inj.Inject(ctx, inc, "", true)
 }

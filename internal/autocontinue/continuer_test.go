@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
@@ -203,5 +204,47 @@ func TestKickedWhenBlocked(t *testing.T) {
 	}
 	if now := time.Now(); now.Before(reset) {
 		t.Errorf("expected the continue at the reset %v, not before (now %v)", reset, now)
+	}
+}
+
+// timedInjector records when the text was typed and when Enter came.
+type timedInjector struct {
+	injector
+	typedAt, enterAt time.Time
+}
+
+func (f *timedInjector) Inject(ctx context.Context, inc herd.Incarnation, text string, enter bool) error {
+	if text != "" {
+		f.typedAt = time.Now()
+	} else if enter {
+		f.enterAt = time.Now()
+	}
+	return f.injector.Inject(ctx, inc, text, enter)
+}
+
+// TestTypeLineWaitsFastReturn: Gemini CLI reads an Enter within its
+// fast-return window of a typed key as a newline; the continue's Enter
+// waits agents.SubmitSettle after the text shows. Claude's does not wait.
+func TestTypeLineWaitsFastReturn(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		min  time.Duration
+	}{
+		{[]string{"gemini"}, agents.SubmitSettle(herd.AgentGemini)},
+		{[]string{"claude"}, 0},
+	} {
+		f := &timedInjector{}
+		if err := typeLine(context.Background(), f, herd.Incarnation{ID: "i1", Argv: c.argv}); err != nil {
+			t.Fatal(err)
+		}
+		if gap := f.enterAt.Sub(f.typedAt); gap < c.min || (c.min == 0 && gap > time.Second) {
+			t.Errorf("[%s] expected Enter at least %s after the text (and soon), got %s", c.argv[0], c.min, gap)
+		}
+		if len(f.texts) != 1 || f.texts[0] != "i1:"+Text {
+			t.Errorf("[%s] expected one line sent, got %q", c.argv[0], f.texts)
+		}
+	}
+	if agents.SubmitSettle(herd.AgentGemini) <= 0 {
+		t.Fatal("expected a fast-return wait for Gemini CLI")
 	}
 }

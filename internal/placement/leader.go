@@ -66,7 +66,15 @@ type Leader struct {
 	// then: an idle daemon reads no roles every interval.
 	bare       bool
 	bareWrites uint64
+
+	// electFailing is when the election began to fail (zero: it answers);
+	// electLogged when that was last logged (see electFailed).
+	electFailing, electLogged time.Time
 }
+
+// electLogEvery is how often an election that keeps failing (the store
+// away) is logged again.
+const electLogEvery = time.Minute
 
 // NewLeader returns a Leader; Run elects and assigns.
 func NewLeader(o Options) *Leader {
@@ -146,16 +154,48 @@ func (l *Leader) elect(ctx context.Context) bool {
 	lock, err := locker.TryLock(ctx, LockKey)
 	if err != nil {
 		if ctx.Err() == nil {
-			l.o.Log.Warn("placement election", "err", err)
+			l.electFailed(err, time.Now())
 		}
 		return false
 	}
+	l.electAnswered(time.Now())
 	if lock == nil {
 		return false
 	}
 	l.setLeading(true, lock)
 	l.o.Log.Info("placement leader", "host", l.o.Host)
 	return true
+}
+
+// electFailed logs a failed election: the first of a run of failures,
+// then once every electLogEvery (an election is tried at every kick, many
+// a second while the store is away).
+func (l *Leader) electFailed(err error, now time.Time) {
+	l.mu.Lock()
+	first := l.electFailing.IsZero()
+	if first {
+		l.electFailing = now
+	}
+	log := first || now.Sub(l.electLogged) >= electLogEvery
+	if log {
+		l.electLogged = now
+	}
+	since := l.electFailing
+	l.mu.Unlock()
+	if log {
+		l.o.Log.Warn("placement election", "err", err, "failing_since", since.Format(time.RFC3339))
+	}
+}
+
+// electAnswered ends a run of failed elections, and says so.
+func (l *Leader) electAnswered(now time.Time) {
+	l.mu.Lock()
+	since := l.electFailing
+	l.electFailing = time.Time{}
+	l.mu.Unlock()
+	if !since.IsZero() {
+		l.o.Log.Info("placement election answers again", "failed_for", now.Sub(since).Round(time.Millisecond))
+	}
 }
 
 func (l *Leader) setLeading(leading bool, lock store.Lock) {

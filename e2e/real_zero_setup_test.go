@@ -227,10 +227,22 @@ func TestRealZeroSetupClaude(t *testing.T) {
 	z.e.waitFor("the project's own Stop hook", 30*time.Second, func() bool { _, err := os.Stat(userHook); return err == nil })
 	z.e.must("inject", name, "run the "+mockapi.TriggerTool)
 	z.hookActivity(t, name, herd.ActivityWaiting, 30*time.Second)
-	tmuxKeys(t, z.e, name, "Enter") // "Yes" is the first option
+	// The hook comes before the dialog takes keys: an Enter sent while it
+	// is drawing is lost, so it is sent once the dialog shows, and again
+	// while it still does a few seconds on. "Yes" is the first option.
+	z.e.waitFor(name+"'s permission dialog on screen", 30*time.Second, func() bool {
+		return strings.Contains(tmuxCapture(t, z.e, name), "Do you want to proceed?")
+	})
+	sent := time.Time{}
 	z.e.waitFor(name+" idle after the tool", 30*time.Second, func() bool {
-		v, _ := z.e.session(name)
-		return v.Activity == herd.ActivityIdle
+		if v, _ := z.e.session(name); v.Activity == herd.ActivityIdle {
+			return true
+		}
+		if time.Since(sent) > 3*time.Second && strings.Contains(tmuxCapture(t, z.e, name), "Do you want to proceed?") {
+			tmuxKeys(t, z.e, name, "Enter")
+			sent = time.Now()
+		}
+		return false
 	})
 	if !hasEvent(z.e, name, herd.EventActivity, func(ev herd.Event) bool {
 		return ev.Reason == "hook" && ev.Data["event"] == agents.HookStop && ev.Data["to"] == string(herd.ActivityIdle)

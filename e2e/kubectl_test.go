@@ -80,7 +80,7 @@ func TestGetKubectlGrammar(t *testing.T) {
 	}
 
 	y := e.must("get", "sessions", "alpha-0", "-o", "yaml")
-	for _, want := range []string{"- activity: ", "\n  name: alpha-0\n", "\n  runtime_kind: exec\n", "\n  state: running\n", "\n  backoff_until: null\n"} {
+	for _, want := range []string{"- account: default\n  activity: ", "\n  name: alpha-0\n", "\n  runtime_kind: exec\n", "\n  state: running\n", "\n  backoff_until: null\n"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("[-o yaml] expected %q in:\n%s", want, y)
 		}
@@ -97,7 +97,7 @@ func TestGetKubectlGrammar(t *testing.T) {
 
 	wide := e.must("get", "sessions", "-o", "wide")
 	header := strings.Fields(strings.SplitN(wide, "\n", 2)[0])
-	want := []string{"NAME", "ROLE", "STATE", "PROCESS", "ACTIVITY", "RESTARTS", "AGE", "LAST-EXIT", "RUNTIME", "PANE", "PID", "ATTACHED", "HOST", "INCARNATION", "BACKOFF-UNTIL", "WORKTREE"}
+	want := []string{"NAME", "ROLE", "STATE", "PROCESS", "ACTIVITY", "RESTARTS", "AGE", "LAST-EXIT", "RUNTIME", "PANE", "PID", "ATTACHED", "HOST", "INCARNATION", "BACKOFF-UNTIL", "WORKTREE", "COST"}
 	if strings.Join(header, " ") != strings.Join(want, " ") {
 		t.Errorf("[-o wide] expected columns %v, got %v", want, header)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,6 +67,7 @@ runtime = "exec"
 env = { ARGS_LOG = %q }
 `, gemini, logs["gm"], codex, logs["cx"], codexExec, logs["cxe"])))
 
+	codexHooks := regexp.MustCompile(`^-c features\.hooks=true .*?-c notify=\[[^\]]*\] `)
 	lines := func(role string, n int) []string {
 		var out []string
 		e.waitFor(fmt.Sprintf("%s launched %d time(s)", role, n), 30*time.Second, func() bool {
@@ -73,6 +75,11 @@ env = { ARGS_LOG = %q }
 			out = strings.Split(strings.TrimSpace(string(b)), "\n")
 			return len(b) > 0 && len(out) >= n
 		})
+		// Each Codex launch also gets herd's hooks first (-c overrides
+		// ending with notify, see TestZeroSetupHooks): set aside here.
+		for i, l := range out {
+			out[i] = codexHooks.ReplaceAllString(l, "")
+		}
 		return out
 	}
 	resumes := map[string]string{"gm": "-r conv-1 -m gemini-2.5-flash", "cx": "resume conv-1 -a on-request", "cxe": "exec resume conv-1 --json"}

@@ -96,6 +96,13 @@ func pickAgent(fs proc.FS, boot string, names []string, inc herd.Incarnation) (h
 	}
 	i, settled := agents.Pick(names, tree)
 	if i < 0 {
+		// No process is named the agent: when the command launched is
+		// the agent itself (not a wrapper around it), the root carrying
+		// the marker is it under whatever name it now has (a stand-in or
+		// a script that exec'd into another program).
+		if launchedIsAgent(names, inc.Argv) && root.Marker == inc.ID {
+			return root, FoundAgent
+		}
 		return herd.Identity{}, NotFound
 	}
 	id, err := fs.Identify(tree[i].PID, boot)
@@ -106,6 +113,15 @@ func pickAgent(fs proc.FS, boot string, names []string, inc herd.Incarnation) (h
 		return id, LauncherOnly
 	}
 	return id, FoundAgent
+}
+
+// launchedIsAgent reports whether argv, the command an incarnation
+// launched, runs the agent names name itself (claude, .../bin/codex,
+// node .../gemini.js) rather than a wrapper that starts it (a script of
+// the user's, timeout, tmux): only then is the launched process the
+// agent when no process of its tree is named so.
+func launchedIsAgent(names, argv []string) bool {
+	return len(argv) > 0 && agents.Matches(names, agents.Proc{Argv: argv})
 }
 
 // readTree reads the process tree under root for agents.Pick.

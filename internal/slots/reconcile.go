@@ -7,17 +7,30 @@ import (
 
 	"herd"
 	"herd/internal/reconcile"
+	"herd/internal/store"
 )
 
 // Reconcile runs one plan; it returns the earliest pending backoff
 // deadline (zero when none), so the loop wakes exactly then.
 func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 	roles, sessions, pl, err := sl.read(ctx)
-	if err != nil {
+	// With the store away (an outage: the writer journals locally) the
+	// placements cannot be read: the placed roles' slots wait — none is
+	// launched or stopped on an old placement — and every other role is
+	// reconciled as ever, so a crash is still relaunched with its backoff.
+	away := err != nil && (errors.Is(err, store.ErrAway) || errors.Is(err, store.ErrUnreachable))
+	if err != nil && !away {
 		if ctx.Err() == nil { // a shutdown is no error
 			sl.o.Log.Error("reconcile: read store", "err", err)
 		}
 		return time.Time{}
+	}
+	if was := sl.placementsAway.Swap(away); was != away {
+		if away {
+			sl.o.Log.Warn("reconcile: the placements cannot be read while the store is away; placed roles wait", "err", err)
+		} else {
+			sl.o.Log.Info("reconcile: the placements are read again")
+		}
 	}
 	byName := make(map[string]herd.Role, len(roles)+len(pl.roles))
 	for _, r := range roles {
@@ -38,7 +51,11 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 	}
 	sl.endMoved(ctx, pl.moved)
 	var launches []reconcile.Action
-	for _, a := range append(reconcile.Plan(roles, pl.unplaced(sessions), now), reconcile.PlanPlaced(pl.roles, pl.mine, pl.placed(sessions), now)...) {
+	plan := reconcile.Plan(roles, pl.unplaced(sessions), now)
+	if !away {
+		plan = append(plan, reconcile.PlanPlaced(pl.roles, pl.mine, pl.placed(sessions), now)...)
+	}
+	for _, a := range plan {
 		if ctx.Err() != nil {
 			return time.Time{}
 		}

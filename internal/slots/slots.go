@@ -130,6 +130,9 @@ type Slots struct {
 	// held holds, by session, until when its launch was last held (see
 	// noteHeld).
 	held map[string]time.Time
+	// placementsAway is set while the placements cannot be read (the
+	// store away): Reconcile says so once.
+	placementsAway atomic.Bool
 }
 
 // New returns Slots; Run starts the reconcile loop.

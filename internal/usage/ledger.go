@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -290,6 +291,8 @@ func (l *Ledger) files(t target) []file {
 		format = ClaudeTranscript
 	case herd.AgentCodex:
 		format = CodexRollout
+	case herd.AgentGemini:
+		format = GeminiChat
 	default:
 		return out
 	}
@@ -321,8 +324,18 @@ func (l *Ledger) findTranscript(t target) string {
 	if where.ConfigDir == "" {
 		where.ConfigDir = os.Getenv(env)
 	}
+	if t.agent == herd.AgentGemini && where.ConfigDir != "" {
+		where.ConfigDir = filepath.Join(where.ConfigDir, ".gemini") // GEMINI_CLI_HOME stands for $HOME
+	}
 	for _, pat := range agents.TranscriptPatterns(t.agent, where) {
-		if found, _ := filepath.Glob(pat); len(found) > 0 {
+		found, _ := filepath.Glob(pat)
+		if t.agent == herd.AgentGemini {
+			// Only 0.61's JSONL chats are read line by line; the pattern
+			// also matches older whole-JSON chats, and the backups and
+			// temporary files Gemini CLI leaves beside a chat it rewrote.
+			found = slices.DeleteFunc(found, func(p string) bool { return !strings.HasSuffix(p, ".jsonl") })
+		}
+		if len(found) > 0 {
 			return found[len(found)-1]
 		}
 	}

@@ -61,6 +61,11 @@ type Options struct {
 	Home string
 	// Counter, when set, is told of every addition.
 	Counter Counter
+	// HookTranscript returns the transcript path the agent's hooks
+	// reported for an incarnation (Claude, Codex and Gemini CLI hooks
+	// carry transcript_path), "" when none did; nil looks for the file
+	// by the agent's session id only.
+	HookTranscript func(incarnation string) string
 }
 
 // Ledger reads the usage the agents of this host record and adds it to
@@ -296,13 +301,21 @@ func (l *Ledger) files(t target) []file {
 	default:
 		return out
 	}
-	if t.inc.AgentSessionID == "" {
-		return out
-	}
 	l.mu.Lock()
 	path, ok := l.found[t.inc.ID]
 	l.mu.Unlock()
+	if hook := l.hookTranscript(t.inc.ID); hook != "" && hook != path {
+		// The agent's own word, and the file it moved to (a new
+		// conversation in the same process) as soon as it says so.
+		path, ok = hook, true
+		l.mu.Lock()
+		l.found[t.inc.ID] = path
+		l.mu.Unlock()
+	}
 	if !ok {
+		if t.inc.AgentSessionID == "" {
+			return out
+		}
 		path = l.findTranscript(t)
 		if path == "" {
 			return out
@@ -312,6 +325,21 @@ func (l *Ledger) files(t target) []file {
 		l.mu.Unlock()
 	}
 	return append(out, file{path, format, SourceTranscript})
+}
+
+// hookTranscript returns the transcript path the hooks of incarnation
+// inc reported, "" when none did or it is not one the ledger reads: a
+// hook payload is the agent's input, so only an absolute path to a JSONL
+// file is taken.
+func (l *Ledger) hookTranscript(inc string) string {
+	if l.o.HookTranscript == nil {
+		return ""
+	}
+	p := l.o.HookTranscript(inc)
+	if p == "" || !filepath.IsAbs(p) || !strings.HasSuffix(p, ".jsonl") {
+		return ""
+	}
+	return filepath.Clean(p)
 }
 
 // findTranscript returns the path of t's transcript, "" until it exists.

@@ -59,7 +59,8 @@
 # hooks report; Gemini CLI's chat file, each message once), each equal to
 # the mock's known figures per request (the Responses API 1234 input of
 # which 1024 cached, 56 output; the Gemini API 2345 of which 2048 cached,
-# 67 output). --capture rewrites internal/usage/testdata's Gemini chat.
+# 67 output). Run them with HERD_REAL_ONLY (below); with --capture,
+# TestRealGeminiUsage rewrites internal/usage/testdata's Gemini chat.
 #
 # TestRealLeadAgent (e2e) runs Claude Code as a lead (mcp = true, manages
 # = ["worker"]) under the daemon, the mock scripted to call herd's MCP

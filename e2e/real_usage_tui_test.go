@@ -67,7 +67,7 @@ func TestRealCodexUsage(t *testing.T) {
 	cached := int64(num(last["cached_input_tokens"]))
 	recorded := api.Usage{InputTokens: int64(num(last["input_tokens"])) - cached, CacheReadTokens: cached, OutputTokens: int64(num(last["output_tokens"]))}
 	t.Logf("codex recorded in %s: %v -> %+v", filepath.Base(rollouts[0]), last, recorded)
-	n := z.answered(t)
+	n := z.answered(t, func(last string) bool { return strings.Contains(last, "Do not answer the request") })
 	known := api.Usage{InputTokens: n * (mockapi.OpenAIInputTokens - mockapi.OpenAICachedTokens), CacheReadTokens: n * mockapi.OpenAICachedTokens,
 		OutputTokens: n * mockapi.OpenAIOutputTokens}
 	if recorded != known {
@@ -125,7 +125,7 @@ func TestRealGeminiUsage(t *testing.T) {
 		recorded = sum(recorded, api.Usage{InputTokens: int64(num(tok["input"])) - cached, CacheReadTokens: cached, OutputTokens: int64(num(tok["output"]))})
 	}
 	t.Logf("gemini recorded in %s (%d lines, %d messages with tokens): %+v", filepath.Base(chats[0]), lines, len(byID), recorded)
-	n := z.answered(t)
+	n := z.answered(t, nil)
 	known := api.Usage{InputTokens: n * (mockapi.GeminiPromptTokens - mockapi.GeminiCachedTokens), CacheReadTokens: n * mockapi.GeminiCachedTokens,
 		OutputTokens: n * mockapi.GeminiOutputTokens}
 	if recorded != known {
@@ -161,12 +161,11 @@ func (z *zeroSetup) turns(t *testing.T, name string, n int) {
 	}
 }
 
-// answered counts the requests of the conversation the mock answered
-// (each with its known usage): those whose last user message is one of
-// the turns. An agent's side requests (Codex 0.171 asks for a title for
-// the session, quoting the first prompt, and records that request's
-// usage nowhere) are logged, not counted.
-func (z *zeroSetup) answered(t *testing.T) int64 {
+// answered counts the requests the mock answered (each with its known
+// usage) but those side says are an agent's side requests (Codex 0.171
+// asks for a title for the session, quoting the first prompt, and
+// records that request's usage nowhere): logged, not counted.
+func (z *zeroSetup) answered(t *testing.T, side func(last string) bool) int64 {
 	t.Helper()
 	var n int64
 	for _, r := range z.mock.Records() {
@@ -174,12 +173,20 @@ func (z *zeroSetup) answered(t *testing.T) int64 {
 		if len(r.Users) > 0 {
 			last = r.Users[len(r.Users)-1]
 		}
-		t.Logf("mock request %s %s status %d, %d users, %d results, %d tools, last user %q", r.Path, r.Model, r.Status, len(r.Users), len(r.Results), len(r.Tools), last)
-		if r.Status == 200 && strings.HasPrefix(last, "say hello, turn") {
+		aside := side != nil && side(last)
+		t.Logf("mock request %s %s status %d, %d users, side %v, last user %q", r.Path, r.Model, r.Status, len(r.Users), aside, clipText(last, 80))
+		if r.Status == 200 && !aside {
 			n++
 		}
 	}
 	return n
+}
+
+func clipText(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
 }
 
 // checkUsage checks that herd's usage of session, in its view and in

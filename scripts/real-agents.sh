@@ -50,6 +50,18 @@
 # "Hooks need review" (a second launch straight to its prompt, nothing in
 # its config.toml), and `git status` clean.
 #
+# TestRealClaudeUsage, TestRealCodexUsage and TestRealGeminiUsage (e2e):
+# what each agent records of its own token use equals `herd usage --session
+# S -o json` (exact tokens; cost by the price table, or Claude Code's own
+# figure): Claude Code headless (stream-json result and transcript); the
+# interactive Codex and Gemini CLI in tmux with no setup, two turns
+# submitted with `herd inject` (Codex's rollout found through the path its
+# hooks report; Gemini CLI's chat file, each message once), each equal to
+# the mock's known figures per request (the Responses API 1234 input of
+# which 1024 cached, 56 output; the Gemini API 2345 of which 2048 cached,
+# 67 output). Run them with HERD_REAL_ONLY (below); with --capture,
+# TestRealGeminiUsage rewrites internal/usage/testdata's Gemini chat.
+#
 # TestRealLeadAgent (e2e) runs Claude Code as a lead (mcp = true, manages
 # = ["worker"]) under the daemon, the mock scripted to call herd's MCP
 # tools (found through ToolSearch: Claude Code defers them): list_sessions,

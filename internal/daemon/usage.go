@@ -21,7 +21,8 @@ func (d *Daemon) newLedger() *usage.Ledger {
 			out, _ := d.exec.Paths(session, incarnation)
 			return out
 		},
-		AccountOf: d.AccountOf,
+		AccountOf:      d.AccountOf,
+		HookTranscript: d.watchdog.HookTranscript,
 	}
 	if d.metrics != nil {
 		o.Counter = d.metrics

@@ -166,9 +166,10 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 	rec.Status = http.StatusOK
 	s.record(rec)
 	resp := map[string]any{
-		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
-		"usageMetadata": map[string]int{"promptTokenCount": 42, "candidatesTokenCount": 7, "totalTokenCount": 49},
-		"modelVersion":  "gemini-mock",
+		"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
+		"usageMetadata": map[string]int{"promptTokenCount": GeminiPromptTokens, "cachedContentTokenCount": GeminiCachedTokens,
+			"candidatesTokenCount": GeminiOutputTokens, "totalTokenCount": GeminiPromptTokens + GeminiOutputTokens},
+		"modelVersion": "gemini-mock",
 	}
 	if !stream {
 		writeJSON(w, http.StatusOK, resp)

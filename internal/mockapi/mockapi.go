@@ -41,6 +41,19 @@ var triggers = []string{TriggerHang, TriggerRateLimit, TriggerOverloaded, Trigge
 // ReplyText is the text of every plain answer.
 const ReplyText = "OK from the mock."
 
+// The usage each successful Responses API and Gemini API reply reports:
+// distinct figures per API, with cached input, so that a test can tell
+// each agent's tokens apart and see cache reads counted. Input includes
+// the cached tokens, as both APIs count it.
+const (
+	OpenAIInputTokens  = 1234
+	OpenAICachedTokens = 1024
+	OpenAIOutputTokens = 56
+	GeminiPromptTokens = 2345
+	GeminiCachedTokens = 2048
+	GeminiOutputTokens = 67
+)
+
 // ToolMarker is the file ToolCommand creates in the agent's directory.
 // Its name holds no trigger: agents (Gemini CLI) send the directory
 // listing with every prompt.

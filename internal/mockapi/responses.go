@@ -187,8 +187,8 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		item = map[string]any{"type": "message", "id": s.nextID("msg"), "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": ReplyText, "annotations": []any{}}}}
 	}
-	usage := map[string]any{"input_tokens": 42, "input_tokens_details": map[string]int{"cached_tokens": 0},
-		"output_tokens": 7, "output_tokens_details": map[string]int{"reasoning_tokens": 0}, "total_tokens": 49}
+	usage := map[string]any{"input_tokens": OpenAIInputTokens, "input_tokens_details": map[string]int{"cached_tokens": OpenAICachedTokens},
+		"output_tokens": OpenAIOutputTokens, "output_tokens_details": map[string]int{"reasoning_tokens": 0}, "total_tokens": OpenAIInputTokens + OpenAIOutputTokens}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +61,11 @@ type Options struct {
 	Home string
 	// Counter, when set, is told of every addition.
 	Counter Counter
+	// HookTranscript returns the transcript path the agent's hooks
+	// reported for an incarnation (Claude, Codex and Gemini CLI hooks
+	// carry transcript_path), "" when none did; nil looks for the file
+	// by the agent's session id only.
+	HookTranscript func(incarnation string) string
 }
 
 // Ledger reads the usage the agents of this host record and adds it to
@@ -290,16 +296,26 @@ func (l *Ledger) files(t target) []file {
 		format = ClaudeTranscript
 	case herd.AgentCodex:
 		format = CodexRollout
+	case herd.AgentGemini:
+		format = GeminiChat
 	default:
-		return out
-	}
-	if t.inc.AgentSessionID == "" {
 		return out
 	}
 	l.mu.Lock()
 	path, ok := l.found[t.inc.ID]
 	l.mu.Unlock()
+	if hook := l.hookTranscript(t.inc.ID); hook != "" && hook != path {
+		// The agent's own word, and the file it moved to (a new
+		// conversation in the same process) as soon as it says so.
+		path, ok = hook, true
+		l.mu.Lock()
+		l.found[t.inc.ID] = path
+		l.mu.Unlock()
+	}
 	if !ok {
+		if t.inc.AgentSessionID == "" {
+			return out
+		}
 		path = l.findTranscript(t)
 		if path == "" {
 			return out
@@ -309,6 +325,21 @@ func (l *Ledger) files(t target) []file {
 		l.mu.Unlock()
 	}
 	return append(out, file{path, format, SourceTranscript})
+}
+
+// hookTranscript returns the transcript path the hooks of incarnation
+// inc reported, "" when none did or it is not one the ledger reads: a
+// hook payload is the agent's input, so only an absolute path to a JSONL
+// file is taken.
+func (l *Ledger) hookTranscript(inc string) string {
+	if l.o.HookTranscript == nil {
+		return ""
+	}
+	p := l.o.HookTranscript(inc)
+	if p == "" || !filepath.IsAbs(p) || !strings.HasSuffix(p, ".jsonl") {
+		return ""
+	}
+	return filepath.Clean(p)
 }
 
 // findTranscript returns the path of t's transcript, "" until it exists.
@@ -321,8 +352,18 @@ func (l *Ledger) findTranscript(t target) string {
 	if where.ConfigDir == "" {
 		where.ConfigDir = os.Getenv(env)
 	}
+	if t.agent == herd.AgentGemini && where.ConfigDir != "" {
+		where.ConfigDir = filepath.Join(where.ConfigDir, ".gemini") // GEMINI_CLI_HOME stands for $HOME
+	}
 	for _, pat := range agents.TranscriptPatterns(t.agent, where) {
-		if found, _ := filepath.Glob(pat); len(found) > 0 {
+		found, _ := filepath.Glob(pat)
+		if t.agent == herd.AgentGemini {
+			// Only 0.61's JSONL chats are read line by line; the pattern
+			// also matches older whole-JSON chats, and the backups and
+			// temporary files Gemini CLI leaves beside a chat it rewrote.
+			found = slices.DeleteFunc(found, func(p string) bool { return !strings.HasSuffix(p, ".jsonl") })
+		}
+		if len(found) > 0 {
 			return found[len(found)-1]
 		}
 	}

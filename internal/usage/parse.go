@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -27,10 +28,21 @@ const (
 	// `exec --json` `turn.completed`, Gemini CLI's stream-json `result`
 	// stats. Each is the process's running total.
 	Stream Format = "stream"
+	// GeminiChat is Gemini CLI's chat file (0.61:
+	// ~/.gemini/tmp/<project>/chats/session-*.jsonl): a metadata line,
+	// then each message as a line; a message is appended again whole
+	// when it changes (its tokens arrive, a tool call is added), so a
+	// "gemini" message's tokens are counted once by its id.
+	GeminiChat Format = "gemini-chat"
 )
 
 // maxRecent bounds the Claude message ids a State remembers.
 const maxRecent = 32
+
+// maxGeminiIDs bounds the Gemini chat message ids a State remembers:
+// enough for a whole long conversation, so that a chat file Gemini CLI
+// rewrote (read again from its start) recounts none of it.
+const maxGeminiIDs = 4096
 
 // State is what a parser remembers of one file between lines, kept with
 // the file's offset so that a restart neither loses nor recounts:
@@ -47,6 +59,9 @@ type State struct {
 	Seen map[string]Tokens `json:"seen,omitempty"`
 	// SeenCost are the running costs reported so far, per model.
 	SeenCost map[string]float64 `json:"seen_cost,omitempty"`
+	// Messages are the Gemini chat messages counted, oldest first, at
+	// most maxGeminiIDs.
+	Messages []string `json:"messages,omitempty"`
 }
 
 // Counted is one Claude message and the tokens counted of it.
@@ -74,6 +89,8 @@ func ParseLine(f Format, line []byte, st *State) ([]Record, error) {
 		return codexRollout(l, at, st), nil
 	case Stream:
 		return streamLine(l, at, st), nil
+	case GeminiChat:
+		return geminiMessage(l, at, st), nil
 	}
 	return nil, fmt.Errorf("usage: unknown format %q", f)
 }
@@ -95,6 +112,9 @@ type rawLine struct {
 	TotalCost  *float64                    `json:"total_cost_usd"`
 	Stats      *geminiStats                `json:"stats"`
 	Payload    *codexPayload               `json:"payload"`
+	// Gemini chat.
+	ID     string            `json:"id"`
+	Tokens *geminiChatTokens `json:"tokens"`
 }
 
 type claudeUsage struct {
@@ -141,6 +161,16 @@ type geminiModelStats struct {
 // tokens: Gemini's input_tokens include the cached ones.
 func (g geminiModelStats) tokens() Tokens {
 	return Tokens{Input: max(g.Input-g.Cached, 0), Output: g.Output, CacheRead: g.Cached}
+}
+
+// geminiChatTokens is a Gemini chat message's `tokens`: the API's
+// usageMetadata as Gemini CLI records it. input (promptTokenCount)
+// includes the cached tokens; output (candidatesTokenCount) does not
+// include thoughts, as in its stream-json stats.
+type geminiChatTokens struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+	Cached int64 `json:"cached"`
 }
 
 type codexPayload struct {
@@ -223,6 +253,28 @@ func codexRollout(l rawLine, at time.Time, st *State) []Record {
 		}
 	}
 	return nil
+}
+
+// geminiMessage counts a "gemini" message of a Gemini CLI chat file the
+// first time it is seen with tokens; the lines that repeat it add
+// nothing.
+func geminiMessage(l rawLine, at time.Time, st *State) []Record {
+	if l.Type != "gemini" || l.Tokens == nil || l.ID == "" || slices.Contains(st.Messages, l.ID) {
+		return nil
+	}
+	st.Messages = append(st.Messages, l.ID)
+	if len(st.Messages) > maxGeminiIDs {
+		st.Messages = st.Messages[len(st.Messages)-maxGeminiIDs:]
+	}
+	model := l.Model
+	if model == "" {
+		model = st.Model
+	}
+	tok := geminiModelStats{Input: l.Tokens.Input, Output: l.Tokens.Output, Cached: l.Tokens.Cached}.tokens()
+	if tok.Zero() {
+		return nil
+	}
+	return []Record{{Model: NormalModel(model), Tokens: tok, At: at}}
 }
 
 // streamLine reads a line of an agent's JSON stream.
@@ -319,6 +371,8 @@ func Relevant(f Format, line []byte) bool {
 		return bytes.Contains(line, []byte(`"usage"`))
 	case CodexRollout:
 		return bytes.Contains(line, []byte("token_count")) || bytes.Contains(line, []byte("turn_context"))
+	case GeminiChat:
+		return bytes.Contains(line, []byte(`"tokens"`))
 	case Stream:
 		return bytes.Contains(line, []byte(`"result"`)) || bytes.Contains(line, []byte("turn.completed")) || bytes.Contains(line, []byte("init"))
 	}

@@ -169,8 +169,8 @@ func TestTimestamps(t *testing.T) {
 }
 
 // TestCapturedFixtures reads the stream outputs captured from the real
-// agents against the mock APIs, whose every response carries 42 input
-// and 7 output tokens.
+// agents against the mock APIs when every response carried 42 input and
+// 7 output tokens.
 func TestCapturedFixtures(t *testing.T) {
 	for _, tc := range []struct {
 		file string

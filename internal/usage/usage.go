@@ -1,6 +1,6 @@
 // Package usage reads what agents record of their own token use (Claude
 // Code transcripts and stream-json results, Codex rollouts and exec
-// events, Gemini CLI stream-json results), prices it, and keeps the
+// events, Gemini CLI chat files and stream-json results), prices it, and keeps the
 // ledger: per incarnation, read incrementally, rolled up on demand. The
 // daemon runs the Ledger; the parsers and the price table are pure. It
 // never touches a session or an incarnation: it only adds usage rows and

@@ -123,3 +123,16 @@ func (w *Watchdog) findTranscript(kind string, inc herd.Incarnation, sid string)
 	}
 	return ""
 }
+
+// HookTranscript returns the transcript path the hooks of incarnation inc
+// reported (transcript_path), "" when none did or inc is not watched;
+// the usage ledger reads the file it names.
+func (w *Watchdog) HookTranscript(inc string) string {
+	m := w.lookup(inc)
+	if m == nil {
+		return ""
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hook.TranscriptPath
+}

@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"herd"
@@ -100,7 +101,7 @@ func pickAgent(fs proc.FS, boot string, names []string, inc herd.Incarnation) (h
 		// the agent itself (not a wrapper around it), the root carrying
 		// the marker is it under whatever name it now has (a stand-in or
 		// a script that exec'd into another program).
-		if launchedIsAgent(names, inc.Argv) && root.Marker == inc.ID {
+		if launchedIsAgent(names, inc.Argv) && root.Marker == inc.ID && !beforeExec(tree, root.PID, inc.Argv) {
 			return root, FoundAgent
 		}
 		return herd.Identity{}, NotFound
@@ -122,6 +123,18 @@ func pickAgent(fs proc.FS, boot string, names []string, inc herd.Incarnation) (h
 // agent when no process of its tree is named so.
 func launchedIsAgent(names, argv []string) bool {
 	return len(argv) > 0 && agents.Matches(names, agents.Proc{Argv: argv})
+}
+
+// beforeExec reports whether the root of tree still runs what starts the
+// command launched (herd's cgexec, whose argv ends with it) rather than
+// the command itself: it is not the agent yet, whatever its name.
+func beforeExec(tree []agents.Proc, root int, argv []string) bool {
+	for _, p := range tree {
+		if p.PID == root {
+			return len(p.Argv) > len(argv) && slices.Equal(p.Argv[len(p.Argv)-len(argv):], argv)
+		}
+	}
+	return true // not read: look again
 }
 
 // readTree reads the process tree under root for agents.Pick.

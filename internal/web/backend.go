@@ -30,6 +30,8 @@ type Backend interface {
 	Events(ctx context.Context, q EventQuery) ([]herd.Event, error)
 	// Agents maps each role to its agent kind.
 	Agents(ctx context.Context) (map[string]string, error)
+	// Usage is `herd usage -o json` for q (by, since, role).
+	Usage(ctx context.Context, q url.Values) (json.RawMessage, error)
 }
 
 // EventQuery selects events.
@@ -180,4 +182,9 @@ func (a APIBackend) Agents(ctx context.Context) (map[string]string, error) {
 		m[r.Name] = r.Agent
 	}
 	return m, nil
+}
+
+// Usage implements Backend.
+func (a APIBackend) Usage(ctx context.Context, q url.Values) (json.RawMessage, error) {
+	return a.get(ctx, "/v1/usage", q)
 }

@@ -413,3 +413,68 @@ func TestBrowserLateDialog(t *testing.T) {
 		t.Errorf("[late dialog] expected the dialog's own answer … got %q", label)
 	}
 }
+
+// TestBrowserCost: the console charts each role's cost per day from real
+// ledger rows in the daemon's store; a role's name is shown as text, never
+// run, and each bar's title tells its tokens.
+func TestBrowserCost(t *testing.T) {
+	ctx := newBrowser(t)
+	f := startFleet(t)
+
+	hostile := `<script>window.pwned=1</script><img src=x onerror="window.pwned=2">`
+	now := time.Now().UTC()
+	today, before := now.Format(time.DateOnly), now.Add(-3*24*time.Hour).Format(time.DateOnly)
+	rows := []store.UsageRow{
+		{Incarnation: "i-w0", Source: "transcript", Model: "claude-sonnet-4-5", Hour: now, Session: "worker-0", Role: "worker", Host: "web-test",
+			InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 30, CacheWriteTokens: 4, CostUSD: 1.25},
+		{Incarnation: "i-w1", Source: "transcript", Model: "claude-sonnet-4-5", Hour: now.Add(-3 * 24 * time.Hour), Session: "worker-1", Role: "worker", Host: "web-test",
+			InputTokens: 500, OutputTokens: 50, CostUSD: 0.5},
+		{Incarnation: "i-w2", Source: "transcript", Model: "claude-sonnet-4-5", Hour: now.Add(-40 * 24 * time.Hour), Session: "worker-2", Role: "worker", Host: "web-test",
+			InputTokens: 9, CostUSD: 100}, // before the chart's days
+		{Incarnation: "i-h0", Source: "stream", Model: `<b>model</b>`, Hour: now, Session: hostile + "-0", Role: hostile, Host: "web-test",
+			InputTokens: 7, OutputTokens: 3, CostUSD: 0.1},
+	}
+	if err := f.st.Update(context.Background(), func(tx store.Tx) error {
+		for _, r := range rows {
+			if err := tx.AddUsage(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	do(t, ctx, "cost chart", 20*time.Second, chromedp.Navigate(f.link("/")), visible(`#cost figure[data-role="worker"]`),
+		until(`document.querySelectorAll("#cost figure").length === 2`))
+	screenshot(t, ctx, "console-cost.png")
+
+	if got := get(t, ctx, "worker caption", chromedp.Text(chromedp.CSS(`#cost figure[data-role="worker"] figcaption`))); got != "worker: $1.75 in 14 days" {
+		t.Errorf("[worker] expected its 14 days' cost … got %q", got)
+	}
+	bars := get(t, ctx, "worker bars", chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll('#cost figure[data-role="worker"] rect.chart-bar-cost')).map(r => r.dataset.day + "|" + r.querySelector("title").textContent)`))
+	want := []string{
+		before + "|" + before + ": $0.50, 500 in, 50 out, 0 cache read, 0 cache write tokens",
+		today + "|" + today + ": $1.25, 1000 in, 200 out, 30 cache read, 4 cache write tokens",
+	}
+	if strings.Join(bars, "\n") != strings.Join(want, "\n") {
+		t.Errorf("[worker] expected a bar for each day it spent, tokens in the title … got %q", bars)
+	}
+	if got := get(t, ctx, "total", chromedp.Text(chromedp.CSS("#cost-total"))); got != "total $1.85" {
+		t.Errorf("[total] expected the roles' sum … got %q", got)
+	}
+	if !get(t, ctx, "empty hidden", chromedp.Evaluate[bool](`document.getElementById("cost-empty").hidden`)) {
+		t.Errorf("[empty] expected the no-usage line hidden")
+	}
+
+	// The hostile role's name is text: its caption shows it, nothing ran.
+	caption := get(t, ctx, "hostile caption", chromedp.Evaluate[string](
+		`Array.from(document.querySelectorAll("#cost figure")).filter(f => f.dataset.role !== "worker")[0].querySelector("figcaption").textContent`))
+	if caption != hostile+": $0.10 in 14 days" {
+		t.Errorf("[hostile] expected the role's name as text … got %q", caption)
+	}
+	if get(t, ctx, "no script", chromedp.Evaluate[bool](`window.pwned !== undefined || document.querySelector("#cost script, #cost img") !== null`)) {
+		t.Errorf("[hostile] a role's name was run as markup")
+	}
+}

@@ -33,6 +33,8 @@ type fakeBackend struct {
 	// colour is the screen with escapes, when set.
 	colour string
 	events []herd.Event
+	// usageQ is the query Usage was last asked.
+	usageQ url.Values
 	// cursors counts the reads of the newest event (a hub's start).
 	cursors int
 }
@@ -78,6 +80,14 @@ func (f *fakeBackend) Events(_ context.Context, q EventQuery) ([]herd.Event, err
 
 func (f *fakeBackend) Agents(context.Context) (map[string]string, error) {
 	return map[string]string{"w": herd.AgentClaude}, nil
+}
+
+// Usage answers the daemon's report for q and records q.
+func (f *fakeBackend) Usage(_ context.Context, q url.Values) (json.RawMessage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.usageQ = q
+	return json.RawMessage(`{"by":"day","since":null,"lines":[{"key":"2026-11-26","input_tokens":10,"output_tokens":2,"cache_read_tokens":0,"cache_write_tokens":0,"cost_usd":0.5}],"total":{"input_tokens":10,"output_tokens":2,"cache_read_tokens":0,"cache_write_tokens":0,"cost_usd":0.5},"prices_dated":"x"}`), nil
 }
 
 // fakeVerbs records what was typed.

@@ -270,6 +270,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/sessions/{name}/screen", s.handleScreen)
 	mux.HandleFunc("GET /api/v1/sessions/{name}/resources", s.handleResources)
 	mux.HandleFunc("GET /api/v1/crashes", s.handleCrashes)
+	mux.HandleFunc("GET /api/v1/usage", s.handleUsage)
 	mux.HandleFunc("GET /api/v1/inbox", s.handleInbox)
 	mux.HandleFunc("GET /api/v1/events", s.handleEvents)
 	mux.HandleFunc("POST /api/v1/sessions/{name}/answer", s.handleAnswer)

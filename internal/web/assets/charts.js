@@ -133,5 +133,73 @@ var herdCharts = (function () {
     return figs.length;
   }
 
-  return { resources: resources, crashes: crashes, line: line, bars: bars };
+  // days are the n UTC dates (YYYY-MM-DD) ending today, oldest first.
+  function days(n, now) {
+    var out = [];
+    for (var i = n - 1; i >= 0; i--) out.push(new Date(now - i * 86400000).toISOString().slice(0, 10));
+    return out;
+  }
+
+  function usd(v) { return "$" + (v >= 100 ? v.toFixed(0) : v.toFixed(2)); }
+
+  function tokens(u) {
+    return u.input_tokens + " in, " + u.output_tokens + " out, " + u.cache_read_tokens + " cache read, " +
+      u.cache_write_tokens + " cache write tokens";
+  }
+
+  // costBars draws a cost per day, one bar a day; each bar's title tells
+  // its day, cost and tokens.
+  function costBars(title, dates, byDay) {
+    var svg = frame(title);
+    var top = 0;
+    dates.forEach(function (d) { if (byDay[d]) top = Math.max(top, byDay[d].cost_usd); });
+    if (top <= 0) top = 1;
+    var bw = (W - LEFT - PAD) / dates.length;
+    var y = function (v) { return PAD + (1 - v / top) * (H - PAD - BOTTOM); };
+    svg.appendChild(svgEl("line", { x1: LEFT, y1: y(0), x2: W - PAD, y2: y(0), "class": "chart-axis" }));
+    svg.appendChild(svgEl("text", { x: LEFT - 3, y: y(top) + 8, "text-anchor": "end", "class": "chart-label" }, usd(top)));
+    svg.appendChild(svgEl("text", { x: LEFT - 3, y: y(0), "text-anchor": "end", "class": "chart-label" }, usd(0)));
+    svg.appendChild(svgEl("text", { x: LEFT, y: H - 2, "class": "chart-label" }, dates[0].slice(5)));
+    svg.appendChild(svgEl("text", { x: W - PAD, y: H - 2, "text-anchor": "end", "class": "chart-label" }, "today"));
+    dates.forEach(function (d, j) {
+      var u = byDay[d];
+      if (!u) return;
+      var h = Math.max(y(0) - y(u.cost_usd), 1);
+      var r = svgEl("rect", { x: LEFT + j * bw + 0.5, y: y(0) - h, width: Math.max(bw - 1, 1), height: h, "class": "chart-bar-cost", "data-day": d });
+      r.appendChild(svgEl("title", {}, d + ": " + usd(u.cost_usd) + ", " + tokens(u)));
+      svg.appendChild(r);
+    });
+    return svg;
+  }
+
+  // cost draws one chart of cost per day for each role into box: reports
+  // are [{role, report}], each report `herd usage --by day --role ROLE -o
+  // json`; n days ending today. It returns the grand total in USD.
+  function cost(box, reports, n, now) {
+    var dates = days(n, now);
+    var grand = 0;
+    var figs = reports.map(function (rr) {
+      var byDay = {};
+      var total = { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0 };
+      ((rr.report && rr.report.lines) || []).forEach(function (l) {
+        if (dates.indexOf(l.key) < 0) return;
+        byDay[l.key] = l;
+        Object.keys(total).forEach(function (k) { total[k] += l[k] || 0; });
+      });
+      grand += total.cost_usd;
+      var f = document.createElement("figure");
+      f.className = "chart chart-cost";
+      f.dataset.role = rr.role;
+      f.appendChild(costBars(rr.role + ": cost per day", dates, byDay));
+      var c = document.createElement("figcaption");
+      c.textContent = rr.role + ": " + usd(total.cost_usd) + " in " + n + " days";
+      c.title = tokens(total);
+      f.appendChild(c);
+      return f;
+    });
+    box.replaceChildren.apply(box, figs);
+    return grand;
+  }
+
+  return { resources: resources, crashes: crashes, cost: cost, usd: usd, line: line, bars: bars };
 })();

@@ -193,6 +193,24 @@
   }
   var crashesSoon = herd.throttle(refreshCrashes, 2000);
 
+  // refreshCost asks each role's cost per day of the last 14 days.
+  var costDays = 14;
+  function refreshCost() {
+    var since = "&since=" + costDays + "d";
+    herd.api("/api/v1/usage?by=role" + since).then(function (byRole) {
+      var roles = ((byRole && byRole.lines) || []).map(function (l) { return l.key; }).filter(function (r) { return r !== ""; });
+      return Promise.all(roles.map(function (role) {
+        return herd.api("/api/v1/usage?by=day&role=" + encodeURIComponent(role) + since).then(function (rep) {
+          return { role: role, report: rep };
+        });
+      }));
+    }).then(function (reports) {
+      var total = herdCharts.cost(document.getElementById("cost"), reports, costDays, Date.now());
+      document.getElementById("cost-empty").hidden = reports.length > 0;
+      document.getElementById("cost-total").textContent = reports.length ? "total " + herdCharts.usd(total) : "";
+    }, function () {});
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     ["filter", "f-role", "f-host", "f-state", "sort"].forEach(function (id) {
       document.getElementById(id).addEventListener("input", renderFleet);
@@ -200,11 +218,12 @@
     herd.whoami().then(function () {
       refresh();
       refreshCrashes();
+      refreshCost();
       herd.live(function (ev) {
         refresh();
         if (ev && (ev.kind === "crashed" || ev.kind === "restarted")) crashesSoon();
       }, refresh);
-      setInterval(function () { if (!document.hidden) refreshCrashes(); }, 60000);
+      setInterval(function () { if (!document.hidden) { refreshCrashes(); refreshCost(); } }, 60000);
       setInterval(refresh, 10000);
     });
   });

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -87,36 +86,13 @@ func (fl usageFlags) query(now time.Time) (api.UsageQuery, error) {
 		}
 	}
 	if fl.since != "" {
-		d, err := parseSince(fl.since)
+		d, err := usage.ParseSince(fl.since)
 		if err != nil {
 			return q, fmt.Errorf("usage: --since %q: %v", fl.since, err)
 		}
 		q.Since = now.Add(-d)
 	}
 	return q, nil
-}
-
-// parseSince reads a Go duration, or a number of days ("7d").
-func parseSince(s string) (time.Duration, error) {
-	var (
-		d   time.Duration
-		err error
-	)
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days int
-		if days, err = strconv.Atoi(n); err == nil {
-			d = time.Duration(days) * 24 * time.Hour
-		}
-	} else {
-		d, err = time.ParseDuration(s)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("want a duration such as 90m, 24h or 7d")
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("want how far back to look, more than 0")
-	}
-	return d, nil
 }
 
 // printUsage prints a report as a table, its total last.

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"herd/internal/usage"
@@ -29,7 +27,7 @@ func UsageParams(in url.Values, now time.Time) (url.Values, error) {
 		out.Set("by", by)
 	}
 	if s := in.Get("since"); s != "" {
-		d, err := parseSince(s)
+		d, err := usage.ParseSince(s)
 		if err != nil {
 			return nil, fmt.Errorf("usage: since %q: %v", s, err)
 		}
@@ -39,29 +37,6 @@ func UsageParams(in url.Values, now time.Time) (url.Values, error) {
 		out.Set("role", role)
 	}
 	return out, nil
-}
-
-// parseSince reads a Go duration, or a number of days ("7d").
-func parseSince(s string) (time.Duration, error) {
-	var (
-		d   time.Duration
-		err error
-	)
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days int
-		if days, err = strconv.Atoi(n); err == nil {
-			d = time.Duration(days) * 24 * time.Hour
-		}
-	} else {
-		d, err = time.ParseDuration(s)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("want a duration such as 90m, 24h or 14d")
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("want how far back to look, more than 0")
-	}
-	return d, nil
 }
 
 // handleUsage is `herd usage -o json`, read-only: the console's cost chart

@@ -362,6 +362,18 @@ func TestRealZeroSetupCodex(t *testing.T) {
 	// A second launch, same home and project: straight to its prompt.
 	z.run(t, "cx2", env, argv...)
 	const second = "cx2-0"
+	// A second Codex on the same home has been seen to stay at its banner
+	// (no prompt, no dialog): should it, the failure says what both
+	// Codex processes wait on and what Codex itself last logged.
+	t.Cleanup(func() {
+		if t.Failed() {
+			codexHome := filepath.Join(z.home, ".codex")
+			for _, s := range []string{name, second} {
+				t.Logf("[%s] its processes:\n%s", s, procDiag(s, codexHome))
+			}
+			t.Logf("Codex's log (%s, last rows):\n%s", codexHome, codexLogTail(codexHome, 60))
+		}
+	})
 	z.e.waitFor(second+" idle at its prompt", 60*time.Second, func() bool {
 		s := z.e.capture(second)
 		if strings.Contains(s, "Hooks need review") || strings.Contains(s, "Trust this folder?") {

@@ -98,6 +98,12 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	if err != nil {
 		return err
 	}
+	if prior.endedIncarnation != "" && prior.agentID != "" && s.checkRefusedResume(ctx, prior.endedIncarnation) {
+		// The prior launch resumed this id and the agent refused it: the
+		// check on its death may not have run yet (the reconciler can be
+		// first); this launch starts fresh either way.
+		prior.agentID = ""
+	}
 	if req.Kind == herd.EventSpawned && PausedForBudget(prior.session) {
 		// The day's budget stopped it, resumable: the next day's launch
 		// continues its conversation.
@@ -159,6 +165,9 @@ type priorSlot struct {
 	root int
 	// agentID is the prior incarnation's agent session id.
 	agentID string
+	// endedIncarnation is the prior incarnation when it has ended on
+	// this host ("" otherwise): was it a resume the agent refused?
+	endedIncarnation string
 }
 
 // readSlot reads the slot's session and its prior incarnation, and has
@@ -174,6 +183,9 @@ func (s *Slots) readSlot(ctx context.Context, req LaunchRequest) (*priorSlot, er
 			if inc, err := tx.Incarnation(cur.Incarnation); err == nil && inc.Host == s.st.Host() {
 				p.root = inc.Root.PID
 				p.agentID = inc.AgentSessionID
+				if inc.Exit != nil {
+					p.endedIncarnation = inc.ID
+				}
 			}
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err

@@ -24,8 +24,10 @@ const refusalTimeout = 2 * time.Second
 // (status.ResumeFailed: `resumed`, reason resume_failed) and the id taken
 // off the incarnation, so the relaunch starts fresh with the role's
 // command instead of resuming the same dead id toward `failed`. It runs
-// before the slot is reconciled again.
-func (s *Slots) checkRefusedResume(ctx context.Context, incID string) {
+// on the death's change and again, if the reconciler came first, at the
+// relaunch; it reports whether the agent refused (recorded now or
+// before).
+func (s *Slots) checkRefusedResume(ctx context.Context, incID string) bool {
 	ctx, cancel := context.WithTimeout(ctx, refusalTimeout)
 	defer cancel()
 	var inc herd.Incarnation
@@ -42,28 +44,29 @@ func (s *Slots) checkRefusedResume(ctx context.Context, incID string) {
 		return err
 	})
 	if err != nil || inc.Exit == nil || inc.Host != s.st.Host() {
-		return // a role gone relaunches nothing
+		return false // a role gone relaunches nothing
 	}
 	kind := role.Agent
 	if kind == "" || kind == herd.AgentGeneric {
 		kind = agents.Infer(inc.Argv, "")
 	}
 	if !agents.ResumesID(kind, inc.Argv, inc.AgentSessionID) {
-		return
+		return false
 	}
 	why, ok := s.readRefusal(ctx, kind, inc)
 	if !ok {
-		return
+		return false
 	}
 	recorded, err := s.st.ResumeFailed(ctx, inc.Session, inc.ID, inc.AgentSessionID, why)
 	if err != nil {
 		s.o.Log.Warn("resume refused, not recorded", "session", inc.Session, "incarnation", inc.ID, "err", err)
-		return
+		return true
 	}
 	if recorded {
 		s.o.Log.Info("the agent refused to resume its conversation; the next launch starts fresh",
 			"session", inc.Session, "agent_session_id", inc.AgentSessionID, "evidence", why)
 	}
+	return true
 }
 
 // refusalReads is how many times a dead pane is read for the refusal,

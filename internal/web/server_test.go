@@ -313,6 +313,9 @@ func TestRequestChecks(t *testing.T) {
 		{"browser post", op, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Origin": same, auth.CSRFHeader: csrf}, 200},
 		{"token post", anon, "POST", "/api/v1/sessions/w-0/stop", map[string]string{"Authorization": "Bearer the-token"}, 200},
 		{"unknown verb", anon, "POST", "/api/v1/sessions/w-0/explode", map[string]string{"Authorization": "Bearer the-token"}, 404},
+		{"usage without login", anon, "GET", "/api/v1/usage", nil, 401},
+		{"usage from a rebinding host", op, "GET", "/api/v1/usage", map[string]string{"Host": "evil.example"}, 421},
+		{"usage is read-only", op, "POST", "/api/v1/usage", map[string]string{"Origin": same, auth.CSRFHeader: csrf}, 405},
 	} {
 		if got := c.call(t, x.cl, x.method, x.path, x.h, nil, nil); got != x.want {
 			t.Errorf("[%s] expected %d … got %d", x.name, x.want, got)

@@ -26,18 +26,20 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "herd-bench-")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "herd")
-	if out, err := exec.Command("go", "build", "-o", bin, "herd/cmd/herd").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := herdtest.CheckLeftovers(m.Run())
-	os.RemoveAll(dir)
-	os.Exit(code)
+	herdtest.Main(m, func() (func(), int) {
+		dir, err := os.MkdirTemp("", "herd-bench-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return nil, 1
+		}
+		cleanup := func() { os.RemoveAll(dir) }
+		bin = filepath.Join(dir, "herd")
+		if out, err := exec.Command("go", "build", "-o", bin, "herd/cmd/herd").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+			return cleanup, 1
+		}
+		return cleanup, 0
+	})
 }
 
 // daemon is one benchmark daemon in a sandbox of its own.

@@ -28,20 +28,22 @@ func TestMain(m *testing.M) {
 	if file := os.Getenv(envCanary); file != "" {
 		runCanary(file) // the fault campaign's canary
 	}
-	dir, err := os.MkdirTemp("", "herd-e2e-bin-")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "herd")
-	build := exec.Command("go", "build", "-race", "-o", bin, "herd/cmd/herd")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build herd:", err)
-		os.Exit(1)
-	}
-	code := herdtest.CheckLeftovers(m.Run())
-	os.RemoveAll(dir)
-	os.Exit(code)
+	herdtest.Main(m, func() (func(), int) {
+		dir, err := os.MkdirTemp("", "herd-e2e-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return nil, 1
+		}
+		cleanup := func() { os.RemoveAll(dir) }
+		bin = filepath.Join(dir, "herd")
+		build := exec.Command("go", "build", "-race", "-o", bin, "herd/cmd/herd")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: build herd:", err)
+			return cleanup, 1
+		}
+		return cleanup, 0
+	})
 }
 
 // env is one test's herd installation: a sandbox (state dir, config,

@@ -112,9 +112,14 @@ liveness_timeout = "1h"
 	}
 	agents := capturedAgents(t)
 	name := func(i int, mode string) string { return fmt.Sprintf("%s%d-%s", agents[i].agent, i, mode) }
+	// Each session's captures are bounded by its own lifetime: the
+	// launches of every captured version, one after the other, take a
+	// while on a busy machine, and the first panes are watched meanwhile.
+	launched := map[string]time.Time{}
 	for i, a := range agents {
 		t.Logf("%s: replaying %s", name(i, "*"), a.dir)
 		for _, mode := range []string{"hung", "esc", "trust"} {
+			launched[herd.SessionName(name(i, mode), 0)] = time.Now()
 			e.must("run", name(i, mode), "--agent", a.agent, "--agent-process", "sh", "--env", "HERD_E2E_BIN="+bin, "--",
 				"sh", script, a.dir, mode, a.workA, a.workB, a.start, a.event, a.prompt, a.sent)
 		}
@@ -164,7 +169,6 @@ liveness_timeout = "1h"
 			t.Errorf("[%s] expected no stall, got %d", n, got)
 		}
 	}
-	elapsed := time.Since(started)
 	for i := range agents {
 		hung := herd.SessionName(name(i, "hung"), 0)
 		if n := len(e.events("--session", hung, "--kind", herd.EventUnstalled)); n != 0 {
@@ -172,15 +176,15 @@ liveness_timeout = "1h"
 		}
 		esc, trust := herd.SessionName(name(i, "esc"), 0), herd.SessionName(name(i, "trust"), 0)
 		// Captures stay bounded: at most one a tick while the spinner
-		// moves, one per stall_after/4 once quiet.
-		limits := map[string]int{
-			hung:  int(elapsed/(200*time.Millisecond)) + 2, // a tick (200ms)
-			esc:   int(elapsed/time.Second) + 10,           // stall_after/4 once quiet
-			trust: int(elapsed/time.Second) + 5,
-		}
-		for n, limit := range limits {
+		// moves, one per stall_after/4 once quiet, over each pane's own
+		// life (read after its count: it lived at least that long).
+		perSecond := map[string]float64{hung: 5, esc: 1, trust: 1} // a tick (200ms); stall_after/4 once quiet
+		slack := map[string]int{hung: 2, esc: 10, trust: 5}        // the first look, the esc turn's frames
+		for _, n := range []string{hung, esc, trust} {
 			got := screenCaptures(t, e, n)
-			t.Logf("%s: %d captures in %s", n, got, elapsed.Round(time.Second))
+			lived := time.Since(launched[n])
+			limit := int(lived.Seconds()*perSecond[n]) + slack[n]
+			t.Logf("%s: %d captures in %s", n, got, lived.Round(time.Second))
 			if got > limit || got == 0 {
 				t.Errorf("[%s] expected 1..%d captures, got %d", n, limit, got)
 			}

@@ -78,6 +78,12 @@ max_backoff = "2s"
 	exec.Command("tmux", "-L", e.tmuxSock, "kill-server").Run()
 	e.waitFor("all three relaunched", 10*time.Second, func() bool {
 		for _, v := range e.sessions() {
+			if v.Restarts > 1 {
+				// One death counted twice (or relaunched twice): fail now,
+				// with the story, rather than wait for a count that
+				// cannot come back to 1.
+				t.Fatalf("%s restarted %d times for one kill-server; events:\n%s", v.Name, v.Restarts, e.must("events"))
+			}
 			if v.State != herd.StateRunning || v.Restarts != 1 {
 				t.Logf("not yet: %s %s restarts %d", v.Name, v.State, v.Restarts)
 				return false

@@ -16,17 +16,18 @@ import (
 )
 
 // fakeAgent writes an executable script named name into dir that stands
-// for a real agent: it records its argv (one word a line) in out/argv.<n>
-// (n counts its launches), copies the --settings file it was given to
-// out/settings.<n>, runs the UserPromptSubmit hook command found there
-// with a JSON payload, as Claude would, and then stays at its "prompt".
+// for a real agent: it copies the --settings file it was given to
+// out/settings.<n> (n counts its launches), runs the UserPromptSubmit hook
+// command found there with a JSON payload, as Claude would, records its
+// argv (one word a line) in out/argv.<n>, last, and then stays at its
+// "prompt". Each file is renamed into place whole.
 func fakeAgent(t *testing.T, dir, name, out string) string {
 	t.Helper()
 	script := fmt.Sprintf(`#!/bin/sh
 out=%q
-n=$(ls "$out" | grep -c '^argv\.')
-n=$((n + 1))
-printf '%%s\n' "$@" > "$out/argv.tmp" && mv "$out/argv.tmp" "$out/argv.$n"
+echo launch >> "$out/launches"
+n=$(wc -l < "$out/launches" | tr -d ' ')
+argv=$(printf '%%s\n' "$@")
 settings=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,10 +36,13 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ -n "$settings" ]; then
-  cp "$settings" "$out/settings.$n"
+  cp "$settings" "$out/settings.tmp" && mv "$out/settings.tmp" "$out/settings.$n"
   cmd=$(sed -n 's/.*"command": "\(.* hook UserPromptSubmit\)".*/\1/p' "$settings" | head -n 1)
   echo '{"hook_event_name":"UserPromptSubmit","session_id":"0f8fad5b-d9cb-469f-a165-70867728950e"}' | sh -c "$cmd"
 fi
+# argv.<n> last, each file renamed into place whole: once it is there,
+# the launch's settings copy is complete.
+printf '%%s\n' "$argv" > "$out/argv.tmp" && mv "$out/argv.tmp" "$out/argv.$n"
 while :; do sleep 60; done
 `, out)
 	path := filepath.Join(dir, name)

@@ -86,15 +86,27 @@ var resumeRefusals = map[string][]string{
 }
 
 // ResumeRefused reports whether an agent of kind launched to resume a
-// conversation refused it: it exited with a failure code (a signal is a
-// crash, never a refusal) and said so in output (the end of its pane or
-// output), or, for Gemini CLI, exited with its input-error code. why is
+// conversation refused it: it exited with a failure code, or with a code
+// not known, and said so in output (the end of its pane or output), or,
+// for Gemini CLI, exited with its input-error code. A signal is a crash,
+// and a clean exit an end, never a refusal. why is
 // the evidence, for the event log.
 func ResumeRefused(kind string, exit herd.Exit, output string) (why string, ok bool) {
-	if exit.Signal != nil || exit.Code == nil || *exit.Code == 0 {
+	if exit.Signal != nil || (exit.Code != nil && *exit.Code == 0) {
 		return "", false
 	}
-	if msg, said := RefusalSaid(kind, output); said {
+	msg, said := RefusalSaid(kind, output)
+	if exit.Code == nil {
+		// The exit is not known (yet): the kernel's report of an agent
+		// that is not the daemon's child can come after its death is
+		// accounted. Its own words are enough; waiting for a code that
+		// may never come would resume the dead id once more.
+		if said {
+			return fmt.Sprintf("exit code unknown, %q", msg), true
+		}
+		return "", false
+	}
+	if said {
 		return fmt.Sprintf("exit code %d, %q", *exit.Code, msg), true
 	}
 	if kind == herd.AgentGemini && *exit.Code == geminiExitInput {

@@ -114,7 +114,10 @@ func TestResumeRefused(t *testing.T) {
 		{"codex no saved session", herd.AgentCodex, code(1), "Error: No saved session found with ID aaaa. Run `codex resume` without an ID to choose from existing sessions.", true},
 		{"codex crash", herd.AgentCodex, code(1), "thread 'main' panicked", false},
 		{"a clean exit never", herd.AgentGemini, code(0), geminiOut, false},
-		{"no exit known", herd.AgentClaude, herd.Exit{Reason: herd.ReasonPaneGone}, "No conversation found with session ID", false},
+		{"no exit known, said so", herd.AgentClaude, herd.Exit{Reason: herd.ReasonPaneGone}, "No conversation found with session ID", true},
+		{"no exit known, gemini said so", herd.AgentGemini, herd.Exit{Reason: herd.ReasonProcessGone}, geminiOut, true},
+		{"no exit known, nothing said", herd.AgentGemini, herd.Exit{Reason: herd.ReasonProcessGone}, "", false},
+		{"no exit known, other words", herd.AgentCodex, herd.Exit{Reason: herd.ReasonPaneGone}, "thread 'main' panicked", false},
 		{"generic", herd.AgentGeneric, code(42), geminiOut, false},
 	} {
 		why, got := ResumeRefused(c.kind, c.exit, c.output)

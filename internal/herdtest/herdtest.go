@@ -292,13 +292,18 @@ func find(match func(Process) bool) []Process {
 
 // Leftovers lists the live processes this run started through a sandbox:
 // after the last test, each is a leak.
-func Leftovers() []Process {
+func Leftovers() []Process { return runProcesses(Run) }
+
+// runProcesses lists the live processes that run started through a
+// sandbox: those carrying its marker and those naming one of its tmux
+// sockets.
+func runProcesses(run string) []Process {
 	return find(func(p Process) bool {
-		if bytes.Contains(p.environ, []byte(EnvSandbox+"="+Run+"/")) {
+		if bytes.Contains(p.environ, []byte(EnvSandbox+"="+run+"/")) {
 			return true
 		}
 		for _, a := range p.Argv {
-			if strings.HasPrefix(a, Run+"-") {
+			if strings.HasPrefix(a, run+"-") {
 				return true
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,6 +28,12 @@ var bin string
 
 func TestMain(m *testing.M) {
 	herdtest.Main(m, func() (func(), int) {
+		flag.Parse()
+		if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+			// The test command runs this package's tests (pure checks of
+			// the benchmarks' bounds): no binary to build.
+			return nil, 0
+		}
 		dir, err := os.MkdirTemp("", "herd-bench-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

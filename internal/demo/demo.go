@@ -255,9 +255,15 @@ ACTIVITY from the agent's hooks: working | waiting (for permission or input) | i
 // pollEvery is how often the live table is fetched.
 const pollEvery = 500 * time.Millisecond
 
-// live shows the session table until the duration ends or ctx is done. A
-// table is drawn only when it changed: in place on a terminal, else as a
-// new table under a timestamp.
+// overtime is how long the live table goes on past the duration while an
+// agent has not yet shown what it is there to show (on a busy machine
+// the crash loop takes longer to spend its restarts).
+const overtime = 30 * time.Second
+
+// live shows the session table until the duration ends and every agent
+// has shown its story (see told), at most overtime more, or until ctx is
+// done. A table is drawn only when it changed: in place on a terminal,
+// else as a new table under a timestamp.
 func live(ctx context.Context, c *api.Client, o Options) error {
 	end := time.Now().Add(o.Duration)
 	title := fmt.Sprintf("live until %s (Ctrl-C ends the demo early)", end.Format("15:04:05"))
@@ -265,7 +271,7 @@ func live(ctx context.Context, c *api.Client, o Options) error {
 		fmt.Fprint(o.Out, Legend+"\n")
 	}
 	last, first := "", true
-	for time.Now().Before(end) {
+	for {
 		var views []api.SessionView
 		if err := c.Do(ctx, http.MethodGet, "/v1/sessions", nil, nil, &views); err != nil {
 			return err
@@ -279,13 +285,36 @@ func live(ctx context.Context, c *api.Client, o Options) error {
 			}
 			last = t
 		}
+		if now := time.Now(); !now.Before(end.Add(overtime)) || (!now.Before(end) && told(views)) {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(pollEvery):
 		}
 	}
-	return nil
+}
+
+// told reports whether each of the demo's agents shows what it is there
+// to show: the crash loop failed, the staller stalled, the waiter waiting
+// for a person.
+func told(views []api.SessionView) bool {
+	want := map[string]func(api.SessionView) bool{
+		"crashloop-0": func(v api.SessionView) bool { return v.State == herd.StateFailed },
+		"staller-0":   func(v api.SessionView) bool { return v.State == herd.StateStalled },
+		"waiter-0":    func(v api.SessionView) bool { return v.Activity == herd.ActivityWaiting },
+	}
+	n := 0
+	for _, v := range views {
+		if ok, known := want[v.Name]; known {
+			if !ok(v) {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(want)
 }
 
 // Table renders sessions the way `herd get sessions` does, compactly and

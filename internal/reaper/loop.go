@@ -18,6 +18,9 @@ import (
 type Lister interface {
 	// List observes every session now.
 	List(ctx context.Context) runtime.Snapshot
+	// ObserveSession observes session name alone: the re-check and the
+	// last look before one kill cost that session, not the server.
+	ObserveSession(ctx context.Context, name string) runtime.Snapshot
 	// KillUnmanaged kills a session that has no record, by exact name.
 	KillUnmanaged(ctx context.Context, name string) error
 }

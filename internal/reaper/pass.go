@@ -208,7 +208,7 @@ func (r *Reaper) StillDetached(ctx context.Context, name string, was Row) error 
 // before the first signal: the same pane, readable, and nobody attached.
 // Someone attaching after the re-check's listing keeps the session.
 func (r *Reaper) stillDetached(ctx context.Context, name string, was Row, tmuxOK bool) error {
-	l, err := r.reapListing(ctx, tmuxOK)
+	l, err := r.sessionListing(ctx, name, tmuxOK)
 	if err != nil {
 		return fmt.Errorf("last look: %w", err)
 	}
@@ -228,9 +228,10 @@ func (r *Reaper) stillDetached(ctx context.Context, name string, was Row, tmuxOK
 	return nil
 }
 
-// recheck lists again and re-reads the store just before a kill.
+// recheck lists the session again and re-reads the store just before a
+// kill.
 func (r *Reaper) recheck(ctx context.Context, first Facts, firstDec Decision, tmuxOK bool) (Decision, Facts, error) {
-	l, err := r.reapListing(ctx, tmuxOK)
+	l, err := r.sessionListing(ctx, first.Name, tmuxOK)
 	if err != nil {
 		return Decision{}, Facts{}, fmt.Errorf("re-check: %w", err)
 	}
@@ -300,6 +301,18 @@ func (r *Reaper) reapListing(ctx context.Context, tmuxOK bool) (Listing, error) 
 		return Listing{Unavailable: true}, nil
 	}
 	return NewListing(r.o.Tmux.List(ctx))
+}
+
+// sessionListing lists the panes of session name alone, for the re-check
+// and the last look before its kill: a pass over n candidates costs n
+// such listings, not n listings of the whole server. Like a full listing
+// it never uses display-message, and a row it cannot tie to a session
+// keeps the kill from happening.
+func (r *Reaper) sessionListing(ctx context.Context, name string, tmuxOK bool) (Listing, error) {
+	if !tmuxOK {
+		return Listing{Unavailable: true}, nil
+	}
+	return NewListing(r.o.Tmux.ObserveSession(ctx, name))
 }
 
 // candidate renders a decision for the report.

@@ -47,6 +47,19 @@ func (f *fakeLister) List(context.Context) runtime.Snapshot {
 	return f.script[i]
 }
 
+// ObserveSession is the next listing of the script, narrowed to session
+// name, as a listing of that session alone shows it.
+func (f *fakeLister) ObserveSession(ctx context.Context, name string) runtime.Snapshot {
+	snap := f.List(ctx)
+	if snap.Panes != nil {
+		snap.Panes = map[string][]runtime.Pane{name: snap.Panes[name]}
+		if len(snap.Panes[name]) == 0 {
+			delete(snap.Panes, name)
+		}
+	}
+	return snap
+}
+
 func (f *fakeLister) KillUnmanaged(_ context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

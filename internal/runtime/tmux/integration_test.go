@@ -456,9 +456,12 @@ func TestStderrInError(t *testing.T) {
 // start at staggered moments across the server's exit.
 func TestCallsSurviveLastSessionKill(t *testing.T) {
 	c := newClient(t)
-	ctx := ctxT(t)
 	const callers = 8
 	for round := range 60 {
+		// A deadline per round: sixty rounds of a server's exit and
+		// restart outlast one call's bound on a busy machine.
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
 		if _, err := c.NewSession(ctx, "old", "", nil, []string{"sleep", "100"}); err != nil {
 			t.Fatalf("round %d: launch old: %v", round, err)
 		}

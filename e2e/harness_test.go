@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,11 +196,17 @@ func (e *env) must(args ...string) string {
 	return out
 }
 
+// sessions lists every session the daemon knows (archived ones too),
+// through the API in this process: the tests poll it often, and a
+// race-built CLI process per poll would compete with the daemon for the
+// machine. The CLI's own listing is checked by the tests of `herd get`.
 func (e *env) sessions() []api.SessionView {
 	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	var views []api.SessionView
-	if err := json.Unmarshal([]byte(e.must("get", "sessions", "--show-archived", "-o", "json")), &views); err != nil {
-		e.t.Fatal(err)
+	if err := api.NewClient(e.socket).Do(ctx, http.MethodGet, "/v1/sessions", nil, nil, &views); err != nil {
+		e.t.Fatalf("GET /v1/sessions: %v", err)
 	}
 	return views
 }
@@ -229,10 +237,15 @@ func (e *env) events(args ...string) []herd.Event {
 	return events
 }
 
+// pollEvery is how often the tests look again while they wait: each look
+// may ask the daemon (or run the CLI), which competes with what is waited
+// for on a small machine.
+const pollEvery = 100 * time.Millisecond
+
 // waitFor polls cond until it holds, failing the test after timeout.
 func (e *env) waitFor(what string, timeout time.Duration, cond func() bool) {
 	e.t.Helper()
-	herdtest.WaitFor(e.t, what, timeout, cond)
+	herdtest.WaitEvery(e.t, what, timeout, pollEvery, cond)
 }
 
 // waitState waits until session name is in state st and returns it.

@@ -333,14 +333,21 @@ func CheckLeftovers(code int) int {
 	return 1
 }
 
-// WaitFor polls cond until it holds, failing tb after timeout.
+// WaitFor polls cond every 20ms until it holds, failing tb after timeout.
 func WaitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
+	tb.Helper()
+	WaitEvery(tb, what, timeout, 20*time.Millisecond, cond)
+}
+
+// WaitEvery polls cond every interval until it holds, failing tb after
+// timeout.
+func WaitEvery(tb testing.TB, what string, timeout, every time.Duration, cond func() bool) {
 	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(every)
 	}
 }

@@ -85,8 +85,12 @@ func LoadAnswerKey(stateDir string) ([]byte, error) {
 // Sign returns the token of a link answering session's need of since
 // with option (labelled label), valid AnswerLinkTTL.
 func (g *Signer) Sign(session string, since time.Time, option, label string) string {
-	c := AnswerClaim{Session: session, Since: since.UTC(), Option: option, Label: label,
-		Expires: g.now().Add(AnswerLinkTTL).Unix(), Nonce: randomHex(12)}
+	return g.SignClaim(AnswerClaim{Session: session, Since: since.UTC(), Option: option, Label: label,
+		Expires: g.now().Add(AnswerLinkTTL).Unix(), Nonce: randomHex(12)})
+}
+
+// SignClaim returns the token of a link that says c, as it is.
+func (g *Signer) SignClaim(c AnswerClaim) string {
 	b, _ := json.Marshal(c)
 	payload := base64.RawURLEncoding.EncodeToString(b)
 	return payload + "." + base64.RawURLEncoding.EncodeToString(g.mac(payload))

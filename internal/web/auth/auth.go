@@ -9,13 +9,9 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -86,24 +82,6 @@ type Auth struct {
 // NewAuth returns the credentials with token as the API token.
 func NewAuth(token string) *Auth {
 	return &Auth{token: token, now: time.Now, links: map[string]link{}, sessions: map[string]session{}}
-}
-
-// LoadToken reads the API token of stateDir, writing a fresh one (mode
-// 0600) when there is none.
-func LoadToken(stateDir string) (string, error) {
-	path := filepath.Join(stateDir, TokenFile)
-	b, err := os.ReadFile(path)
-	if err == nil && len(strings.TrimSpace(string(b))) >= 32 {
-		return strings.TrimSpace(string(b)), nil
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("web: token: %w", err)
-	}
-	tok := randomHex(32)
-	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("web: token: %w", err)
-	}
-	return tok, nil
 }
 
 // randomHex returns n random bytes in hex.

@@ -66,6 +66,7 @@ func (s *Server) handleAnswerLink(w http.ResponseWriter, r *http.Request) {
 		if items, err := s.inbox(r.Context(), c.Session); err == nil && len(items) > 0 && items[0].Since.Equal(c.Since) {
 			question = items[0].Text
 		}
+		formPage(w)
 		page(w, http.StatusOK, "Answer "+c.Session+"?",
 			`<p>Answer <b>`+htmlEscape(c.Session)+`</b> with <b>`+htmlEscape(c.Label)+`</b>?</p>`+
 				cond(question != "", `<pre>`+htmlEscape(question)+`</pre>`)+

@@ -122,6 +122,15 @@ func (a *Auth) Link(scope, next string) string {
 	return nonce
 }
 
+// Valid reports whether a link's nonce can log in now, without spending
+// it: what a login link's GET (a person's, or a link preview's) may learn.
+func (a *Auth) Valid(nonce string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l, found := a.links[nonce]
+	return found && !a.now().After(l.expires)
+}
+
 // Login spends a link's nonce: a new browser session's id and where to
 // land. ok is false for an unknown, spent or expired nonce.
 func (a *Auth) Login(nonce string) (id, next string, ok bool) {

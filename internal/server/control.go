@@ -35,7 +35,7 @@ func (sv *Server) handleControl(mux *http.ServeMux) {
 // session), and reports each: delivered, or refused and why.
 func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
 	var req api.InjectManyRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&req); err != nil {
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxInjectBody)).Decode(&req); err != nil {
 		fail(w, badf("inject: bad request body: %v", err))
 		return
 	}

@@ -75,7 +75,7 @@ func (sv *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
 	var req api.InjectRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&req); err != nil {
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxInjectBody)).Decode(&req); err != nil {
 		fail(w, badf("inject: bad request body: %v", err))
 		return
 	}

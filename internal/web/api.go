@@ -14,6 +14,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/commands"
+	"herd/internal/frontdoor"
 	"herd/internal/slots"
 	"herd/internal/store"
 	"herd/internal/verbs"
@@ -214,6 +215,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		replyError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
+	release, err := s.limits.streams.Open(r.RemoteAddr)
+	if err != nil {
+		s.log.Warn("web: event stream refused", "remote", r.RemoteAddr, "err", err)
+		replyError(w, http.StatusTooManyRequests, err.Error())
+		return
+	}
+	defer release()
+	frontdoor.Stream(w)
 	c, cancel := s.changes.Subscribe()
 	defer cancel()
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -243,9 +252,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// decode reads a JSON request body into v.
+// decode reads a JSON request body into v: a body over maxBody is 413.
 func decode(r *http.Request, v any) error {
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(v); err != nil {
+	err := json.NewDecoder(r.Body).Decode(v)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return &StatusError{Code: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body over %d bytes", tooLarge.Limit)}
+	case err != nil:
 		return slots.Badf("bad request body: %v", err)
 	}
 	return nil

@@ -86,6 +86,9 @@ type Options struct {
 	Poll time.Duration
 	// FailDelay slows each failed login; 1s when 0.
 	FailDelay time.Duration
+
+	// limits replace the console's defaults (tests).
+	limits *limits
 }
 
 // Server is the console.
@@ -102,6 +105,9 @@ type Server struct {
 	// allowHosts are the Host values accepted besides the listen address:
 	// [web] allow_hosts and the host of [web] url.
 	allowHosts []string
+
+	// limits bound the console's clients.
+	limits *limits
 
 	// failMu serialises the delays of failed logins.
 	failMu sync.Mutex
@@ -135,7 +141,10 @@ func New(o Options) *Server {
 	if o.FailDelay <= 0 {
 		o.FailDelay = time.Second
 	}
-	s := &Server{o: o, auth: auth.NewAuth(o.Token), log: o.Log, addr: o.Config.Listen,
+	if o.limits == nil {
+		o.limits = defaultLimits()
+	}
+	s := &Server{o: o, auth: auth.NewAuth(o.Token), log: o.Log, addr: o.Config.Listen, limits: o.limits,
 		answered: map[string]answer{}, locks: map[string]*sync.Mutex{}, screens: map[string]cachedScreen{}}
 	if o.AnswerKey != nil {
 		s.signer = auth.NewSigner(o.AnswerKey)
@@ -208,7 +217,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("web: console served over plain HTTP on a non-loopback address: anyone on the network path can read its login links and cookies",
 			"listen", s.addr)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := s.limits.http.Server(s.Handler())
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	ln = s.listen(ln)
 	var wg sync.WaitGroup
 	if s.hub != nil {
 		wg.Add(1)

@@ -43,6 +43,10 @@ func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
 		fail(w, badf("inject: %v", err))
 		return
 	}
+	if err := verbs.CheckText(req.Text, req.Multiline); err != nil {
+		fail(w, err)
+		return
+	}
 	views, err := sv.sessionViews(r.Context())
 	if err != nil {
 		fail(w, err)
@@ -61,7 +65,8 @@ func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
 	var mu sync.Mutex
 	loop.Each(injectFanOut, names, func(n string) {
 		t0 := time.Now()
-		res, err := sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: n, Text: req.Text, Enter: req.Enter, NoClear: req.NoClear})
+		res, err := sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: n, Text: req.Text, Enter: req.Enter, NoClear: req.NoClear,
+			Multiline: req.Multiline})
 		d := api.Delivery{Session: n, Delivered: err == nil, Message: res.Message, TookMS: float64(time.Since(t0).Microseconds()) / 1000}
 		if err != nil {
 			d.Error = err.Error()

@@ -79,7 +79,8 @@ func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
 		fail(w, badf("inject: bad request body: %v", err))
 		return
 	}
-	answer(w)(sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: r.PathValue("name"), Text: req.Text, Enter: req.Enter, NoClear: req.NoClear}))
+	answer(w)(sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: r.PathValue("name"), Text: req.Text, Enter: req.Enter, NoClear: req.NoClear,
+		Multiline: req.Multiline}))
 }
 
 func (sv *Server) handleRestart(w http.ResponseWriter, r *http.Request) {

@@ -285,11 +285,14 @@ func (s *Server) record(ctx context.Context, session, inc, kind, reason, msg str
 }
 
 // InputRequest types into a session: text (then Enter unless NoEnter),
-// or one named key.
+// or one named key; not both.
 type InputRequest struct {
 	Text    string `json:"text"`
 	NoEnter bool   `json:"no_enter"`
-	Key     string `json:"key"`
+	// Multiline lets Text hold line breaks, pasted as one input; without
+	// it, a line break in Text is 400.
+	Multiline bool   `json:"multiline"`
+	Key       string `json:"key"`
 }
 
 // keys are the named keys the session page offers, as the bytes a
@@ -306,8 +309,12 @@ func (s *Server) handleInput(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	req := verbs.InjectRequest{Name: name, Text: in.Text, Enter: !in.NoEnter}
+	req := verbs.InjectRequest{Name: name, Text: in.Text, Enter: !in.NoEnter, Multiline: in.Multiline}
 	what := "text"
+	if in.Key != "" && in.Text != "" {
+		replyError(w, http.StatusBadRequest, `input: give "text" or "key", not both`)
+		return
+	}
 	if in.Key != "" {
 		b, ok := keys[in.Key]
 		if !ok {

@@ -239,3 +239,28 @@ func TestBodyBounds(t *testing.T) {
 		t.Errorf("[input over the bound] expected 413 and nothing typed … got %d, %+v", resp.StatusCode, c.verbs.injected)
 	}
 }
+
+// TestInputMeansWhatItSays: input with both a key and text is 400; a
+// multi-line ask reaches the verb as one; a reply with a line break is
+// 400 before anything is typed (no Esc without its words).
+func TestInputMeansWhatItSays(t *testing.T) {
+	c := newTestConsole(t)
+	post := func(path string, body any) int {
+		t.Helper()
+		return c.call(t, http.DefaultClient, http.MethodPost, path, map[string]string{"Authorization": "Bearer the-token"}, body, nil)
+	}
+	if code := post("/api/v1/sessions/w-0/input", map[string]any{"key": "enter", "text": "rm -rf /"}); code != http.StatusBadRequest {
+		t.Errorf("[key and text] expected 400 … got %d", code)
+	}
+	if code := post("/api/v1/sessions/w-0/input", map[string]any{"text": "one\ntwo", "multiline": true}); code != http.StatusOK {
+		t.Errorf("[multiline] expected 200 … got %d", code)
+	}
+	if code := post("/api/v1/sessions/w-0/answer", map[string]any{"text": "no, use ls\n2"}); code != http.StatusBadRequest {
+		t.Errorf("[reply with a line break] expected 400 … got %d", code)
+	}
+	c.verbs.mu.Lock()
+	defer c.verbs.mu.Unlock()
+	if len(c.verbs.injected) != 1 || !c.verbs.injected[0].Multiline || c.verbs.injected[0].Text != "one\ntwo" {
+		t.Errorf("[typed] expected only the multi-line input, asked as such … got %+v", c.verbs.injected)
+	}
+}

@@ -16,10 +16,10 @@ import (
 const maxInjectText = 1 << 20
 
 func newInjectCmd(g *globals) *cobra.Command {
-	var noEnter, noClear, fromStdin, all bool
+	var noEnter, noClear, fromStdin, all, multiline bool
 	var role, sel string
 	cmd := &cobra.Command{
-		Use:   "inject [--no-enter] [--no-clear] NAME TEXT | inject --stdin [--no-enter] [--no-clear] NAME | inject --role R|--all|-l SELECTOR TEXT",
+		Use:   "inject [--no-enter] [--no-clear] [--multiline] NAME TEXT | inject --stdin [--no-enter] [--no-clear] [--multiline] NAME | inject --role R|--all|-l SELECTOR TEXT",
 		Short: "Type TEXT into the agent (literal; text starting with - is safe; large text works)",
 		Long: `Type TEXT into a live tmux session's agent, literally, then press Enter.
 
@@ -43,6 +43,12 @@ understood right after TEXT. TEXT is one argument: quote it.
 is dropped, Enter is pressed unless --no-enter), for text too large for the
 command line or kept in a file.
 
+TEXT with a line break (\n or \r) is refused unless --multiline is given:
+typed, a line break is an Enter, and would submit part of the text (even with
+--no-enter). With --multiline the text is pasted as one input (tmux bracketed
+paste: an agent that asked for it, as Claude Code, Codex and Gemini CLI do,
+takes its line breaks as part of the input), then Enter unless --no-enter.
+
 --role R, --all and -l SELECTOR type TEXT into many sessions (--role and -l
 narrow together): each is reported on a line of its own, delivered or
 refused and why (not live, not a tmux session). The exit is non-zero when
@@ -51,16 +57,17 @@ any was refused.`,
   herd inject worker-0 "-v: verbose, please"
   herd inject --no-enter worker-0 "draft, not sent"
   herd inject --no-clear worker-0 " and one more thing"
-  herd inject --stdin worker-0 < prompt.md
+  herd inject --stdin --multiline worker-0 < prompt.md
   herd inject --role worker "commit and push"
   herd inject -l role=worker,activity=idle "next task, please"
-  herd inject --all --stdin < notice.md`,
+  herd inject --all --stdin --multiline < notice.md`,
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeFirstSession(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all || role != "" || sel != "" {
 				t := api.Targets{Role: role, All: all, Selector: sel}
-				return injectMany(cmd, g, t, args, fromStdin, !noEnter, noClear)
+				req := api.InjectManyRequest{Targets: t, Enter: !noEnter, NoClear: noClear, Multiline: multiline}
+				return injectMany(cmd, g, req, args, fromStdin)
 			}
 			var name, text string
 			trailingNoEnter := false
@@ -87,7 +94,7 @@ any was refused.`,
 			if len(text) > maxInjectText {
 				return fmt.Errorf("inject: text is %d bytes, limit %d", len(text), maxInjectText)
 			}
-			req := api.InjectRequest{Text: text, Enter: !noEnter && !trailingNoEnter, NoClear: noClear}
+			req := api.InjectRequest{Text: text, Enter: !noEnter && !trailingNoEnter, NoClear: noClear, Multiline: multiline}
 			return post(cmd, g, sessionPath(name, "/inject"), req)
 		},
 	}
@@ -96,6 +103,7 @@ any was refused.`,
 	cmd.Flags().BoolVar(&noEnter, "no-enter", false, "type the text without pressing Enter (default: press Enter)")
 	cmd.Flags().BoolVar(&noClear, "no-clear", false, "keep what is on the agent's input line (default: empty it first, for Claude, Codex and Gemini)")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the text from stdin (up to 1 MiB) instead of TEXT")
+	cmd.Flags().BoolVar(&multiline, "multiline", false, "paste text with line breaks as one input (bracketed paste); without it such text is refused")
 	cmd.Flags().StringVar(&role, "role", "", "type into every session of this role")
 	cmd.Flags().BoolVar(&all, "all", false, "type into every session")
 	cmd.Flags().StringVarP(&sel, "selector", "l", "", "type into the sessions matching key=value[,key!=value...], keys: "+strings.Join(targets.LabelKeys, ", "))
@@ -138,7 +146,8 @@ func readInjectText(r io.Reader) (string, error) {
 
 // injectMany types text into every session t names and prints each
 // outcome; any refusal makes the exit non-zero.
-func injectMany(cmd *cobra.Command, g *globals, t api.Targets, args []string, fromStdin, enter, noClear bool) error {
+func injectMany(cmd *cobra.Command, g *globals, req api.InjectManyRequest, args []string, fromStdin bool) error {
+	t := req.Targets
 	var text string
 	switch {
 	case fromStdin && len(args) != 0:
@@ -149,7 +158,7 @@ func injectMany(cmd *cobra.Command, g *globals, t api.Targets, args []string, fr
 			return err
 		}
 	case len(args) == 2 && args[1] == "--no-enter":
-		text, enter = args[0], false
+		text, req.Enter = args[0], false
 	case len(args) != 1:
 		return fmt.Errorf("inject: with --role, --all or -l, want one TEXT argument (no NAME), got %d", len(args))
 	default:
@@ -167,7 +176,7 @@ func injectMany(cmd *cobra.Command, g *globals, t api.Targets, args []string, fr
 		return fmt.Errorf("inject: text is %d bytes, limit %d", len(text), maxInjectText)
 	}
 	var res api.InjectManyResult
-	req := api.InjectManyRequest{Targets: t, Text: text, Enter: enter, NoClear: noClear}
+	req.Text = text
 	if err := g.do(cmd.Context(), http.MethodPost, "/v1/inject", nil, req, &res); err != nil {
 		return err
 	}

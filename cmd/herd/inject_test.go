@@ -1,7 +1,12 @@
 package main
 
 import (
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -74,5 +79,47 @@ func TestReadInjectText(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("[%s] expected %d bytes, nil … got %d bytes, %v", tt.name, len(tt.want), len(got), err)
 		}
+	}
+}
+
+// TestInjectMultilineFlag: --multiline asks the daemon for multi-line
+// input, for one session and for many; without it the ask is absent.
+func TestInjectMultilineFlag(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, "herd.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		asked []string
+	)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		asked = append(asked, r.URL.Path+" "+string(b))
+		mu.Unlock()
+		io.WriteString(w, `{"message":"sent","deliveries":[{"session":"w-0","delivered":true}]}`)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"inject", "--multiline", "w-0", "one\ntwo"},
+		{"inject", "w-0", "one line"},
+		{"inject", "--multiline", "--role", "w", "one\ntwo"},
+	} {
+		root := newRoot()
+		root.SetArgs(append([]string{"--state-dir", dir}, args...))
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("[%v] %v", args, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 3 || !strings.Contains(asked[0], `"multiline":true`) || strings.Contains(asked[1], "multiline") ||
+		!strings.HasPrefix(asked[2], "/v1/inject ") || !strings.Contains(asked[2], `"multiline":true`) {
+		t.Errorf("expected multiline asked with the flag only … got %q", asked)
 	}
 }

@@ -27,8 +27,9 @@ func newWebURLCmd(g *globals) *cobra.Command {
 		Use:   "url",
 		Short: "Print a single-use login link to the console (valid 5 minutes)",
 		Long: `Print a single-use login link to the daemon's console ([web] listen). Opening
-it logs the browser in (a session cookie) and lands on --next. The link works
-once and for 5 minutes. --read-only logs in with the read scope: everything is
+it shows a page with a "Log in" button; the button logs the browser in (a
+session cookie) and lands on --next. Opening the link spends nothing, so a
+chat app's preview of it cannot log in. The link works once and for 5 minutes. --read-only logs in with the read scope: everything is
 shown, nothing can be answered, typed or stopped. API clients use the token in
 <state-dir>/web.token as "Authorization: Bearer TOKEN" instead.`,
 		Args: cobra.NoArgs,

@@ -172,4 +172,7 @@ type InjectRequest struct {
 	// NoClear keeps what is on the agent's input line; by default the
 	// agent's clear keys (agents.ClearKeys) empty it first.
 	NoClear bool `json:"no_clear,omitempty"`
+	// Multiline lets Text hold line breaks, pasted as one input
+	// (bracketed paste); without it, a line break in Text is 400.
+	Multiline bool `json:"multiline,omitempty"`
 }

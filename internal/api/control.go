@@ -17,6 +17,8 @@ type InjectManyRequest struct {
 	Text    string `json:"text"`
 	Enter   bool   `json:"enter"`
 	NoClear bool   `json:"no_clear,omitempty"`
+	// Multiline: as InjectRequest's.
+	Multiline bool `json:"multiline,omitempty"`
 }
 
 // Delivery is what an inject did to one session: delivered, or refused

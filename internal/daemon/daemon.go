@@ -321,7 +321,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 		mux.Handle("POST "+web.LinkPath, d.web.LinkHandler())
 		handler = mux
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	srv := server.HTTPServer(handler)
 	g := loop.Group{Log: d.log}
 	// The API and the loops on their own clocks (attention, watchdog,
 	// reaper) start first: a hung runtime during adoption must not hold

@@ -53,6 +53,8 @@ type SendIn struct {
 	Selector string `json:"selector,omitempty" jsonschema:"the sessions matching a label selector, e.g. role=worker,activity=idle"`
 	Text     string `json:"text" jsonschema:"the text to type; Enter is pressed after it unless no_enter"`
 	NoEnter  bool   `json:"no_enter,omitempty" jsonschema:"type the text without pressing Enter"`
+	// Multiline: as api.InjectRequest's.
+	Multiline bool `json:"multiline,omitempty" jsonschema:"the text has line breaks: paste it as one input (without it, text with a line break is refused)"`
 }
 
 // WaitIn asks wait to block until sessions reach a state or an activity.
@@ -268,7 +270,7 @@ func (s *Server) send(ctx context.Context, _ *sdk.CallToolRequest, in SendIn) (*
 		return nil, nil, fmt.Errorf("send: %s names no session", targets.Describe(t))
 	}
 	var res api.InjectManyResult
-	req := api.InjectManyRequest{Targets: api.Targets{Names: allowed}, Text: in.Text, Enter: !in.NoEnter}
+	req := api.InjectManyRequest{Targets: api.Targets{Names: allowed}, Text: in.Text, Enter: !in.NoEnter, Multiline: in.Multiline}
 	if err := s.o.Daemon.Do(ctx, http.MethodPost, "/v1/inject", nil, req, &res); err != nil {
 		call.Error = err.Error()
 		s.record(ctx, call)

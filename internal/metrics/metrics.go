@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"herd/internal/frontdoor"
 )
 
 // Session is what the sessions gauge counts of one session.
@@ -231,10 +233,17 @@ func (m *Metrics) Handler() http.Handler {
 	return mux
 }
 
+// limits bound a scrape: a profile (/debug/pprof/profile, 30s by
+// default) is the longest reply.
+var limits = frontdoor.Limits{
+	ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 2 * time.Minute, Idle: time.Minute,
+	MaxHeaderBytes: 32 << 10, MaxBody: 64 << 10,
+}
+
 // Run serves Handler on ln until ctx is done, then shuts down, giving
 // in-flight scrapes a moment to finish.
 func (m *Metrics) Run(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := limits.Server(m.Handler())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -61,6 +61,10 @@ type Submit struct {
 	// agent's input line; known is false when the capture cannot tell.
 	// Nil: the pane changing is all that is looked for.
 	Holds func(screen string) (holds, known bool)
+	// Paste pastes the text instead of typing it (tmux paste-buffer -p:
+	// bracketed when the agent asked for bracketed paste), so its line
+	// breaks are part of the input, not Enters.
+	Paste bool
 }
 
 // ErrNotSubmitted is returned when typed text stayed on the agent's input

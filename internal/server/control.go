@@ -35,12 +35,16 @@ func (sv *Server) handleControl(mux *http.ServeMux) {
 // session), and reports each: delivered, or refused and why.
 func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
 	var req api.InjectManyRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&req); err != nil {
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxInjectBody)).Decode(&req); err != nil {
 		fail(w, badf("inject: bad request body: %v", err))
 		return
 	}
 	if _, err := targets.Check(req.Targets); err != nil {
 		fail(w, badf("inject: %v", err))
+		return
+	}
+	if err := verbs.CheckText(req.Text, req.Multiline); err != nil {
+		fail(w, err)
 		return
 	}
 	views, err := sv.sessionViews(r.Context())
@@ -61,7 +65,8 @@ func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
 	var mu sync.Mutex
 	loop.Each(injectFanOut, names, func(n string) {
 		t0 := time.Now()
-		res, err := sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: n, Text: req.Text, Enter: req.Enter, NoClear: req.NoClear})
+		res, err := sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: n, Text: req.Text, Enter: req.Enter, NoClear: req.NoClear,
+			Multiline: req.Multiline})
 		d := api.Delivery{Session: n, Delivered: err == nil, Message: res.Message, TookMS: float64(time.Since(t0).Microseconds()) / 1000}
 		if err != nil {
 			d.Error = err.Error()

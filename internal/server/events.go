@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/frontdoor"
 	"herd/internal/store"
 )
 
@@ -46,6 +47,9 @@ func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	// wait long-polls: with no new event, the reply waits up to this long.
 	wait, _ := time.ParseDuration(q.Get("wait"))
 	deadline := time.Now().Add(min(wait, time.Minute))
+	if wait > 0 {
+		frontdoor.Extend(w, time.Until(deadline)+apiLimits.Write)
+	}
 	for {
 		n, err := sv.streamEvents(r.Context(), w, f)
 		if err != nil {

@@ -75,11 +75,12 @@ func (sv *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
 	var req api.InjectRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&req); err != nil {
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxInjectBody)).Decode(&req); err != nil {
 		fail(w, badf("inject: bad request body: %v", err))
 		return
 	}
-	answer(w)(sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: r.PathValue("name"), Text: req.Text, Enter: req.Enter, NoClear: req.NoClear}))
+	answer(w)(sv.o.Verbs.Inject(r.Context(), verbs.InjectRequest{Name: r.PathValue("name"), Text: req.Text, Enter: req.Enter, NoClear: req.NoClear,
+		Multiline: req.Multiline}))
 }
 
 func (sv *Server) handleRestart(w http.ResponseWriter, r *http.Request) {

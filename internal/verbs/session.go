@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"herd"
 	"herd/internal/agents"
@@ -56,7 +57,23 @@ type InjectRequest struct {
 	// NoClear keeps what is on the agent's input line; by default the
 	// agent's clear keys empty it first.
 	NoClear bool
-	From    string
+	// Multiline lets Text hold line breaks: it is pasted (bracketed
+	// paste, where the agent asked for it), so a line break is part of
+	// the input, not an Enter. Without it, text with a line break is
+	// refused (CheckText).
+	Multiline bool
+	From      string
+}
+
+// CheckText refuses text holding a line break (\r or \n) unless the
+// request asked for multi-line input: typed, a line break presses Enter,
+// and a caller who asked for no Enter would submit anyway.
+func CheckText(text string, multiline bool) error {
+	if multiline || !strings.ContainsAny(text, "\r\n") {
+		return nil
+	}
+	return slots.Badf("inject: the text holds a line break (\\n or \\r), which would press Enter mid-text: " +
+		`ask for multi-line input (herd inject --multiline, "multiline": true) to paste it as one input, or send one line`)
 }
 
 // Restarted is one session given a fresh incarnation (or not: Error).
@@ -238,7 +255,8 @@ func submitFor(kind, text string) runtime.Submit {
 func injectRequest(name string, a map[string]string, from string) InjectRequest {
 	enter, _ := strconv.ParseBool(a["enter"])
 	noClear, _ := strconv.ParseBool(a["no_clear"])
-	return InjectRequest{Name: name, Text: a["text"], Enter: enter, NoClear: noClear, From: from}
+	multiline, _ := strconv.ParseBool(a["multiline"])
+	return InjectRequest{Name: name, Text: a["text"], Enter: enter, NoClear: noClear, Multiline: multiline, From: from}
 }
 
 // Inject types text into a live tmux session's agent: into the pane herd
@@ -251,11 +269,15 @@ func injectRequest(name string, a map[string]string, from string) InjectRequest 
 // input line the text must leave it (Enter is pressed once more, then the
 // inject fails).
 func (v *Verbs) Inject(ctx context.Context, req InjectRequest) (Result, error) {
+	if err := CheckText(req.Text, req.Multiline); err != nil {
+		return Result{}, err
+	}
 	if host, err := v.sessionHost(ctx, req.Name, req.From); err != nil || host != "" {
 		if err != nil {
 			return Result{}, err
 		}
-		args := map[string]string{"text": req.Text, "enter": strconv.FormatBool(req.Enter), "no_clear": strconv.FormatBool(req.NoClear)}
+		args := map[string]string{"text": req.Text, "enter": strconv.FormatBool(req.Enter), "no_clear": strconv.FormatBool(req.NoClear),
+			"multiline": strconv.FormatBool(req.Multiline)}
 		return forward[Result](ctx, v, host, herd.CommandInject, "session", req.Name, args, RemoteTimeout)
 	}
 	s, err := v.o.Reader.Session(ctx, req.Name)
@@ -285,7 +307,11 @@ func (v *Verbs) Inject(ctx context.Context, req InjectRequest) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.o.CallTimeout*4)
 	defer cancel()
 	if c, ok := v.o.Tmux.(ClearInjector); ok {
-		err = c.InjectCleared(ctx, inc, keys, req.Text, req.Enter, submitFor(role.Agent, req.Text))
+		sub := submitFor(role.Agent, req.Text)
+		sub.Paste = req.Multiline
+		err = c.InjectCleared(ctx, inc, keys, req.Text, req.Enter, sub)
+	} else if req.Multiline {
+		return Result{}, slots.Badf("inject: session %s: this runtime cannot paste multi-line text", req.Name)
 	} else {
 		keys = nil
 		err = v.o.Tmux.Inject(ctx, inc, req.Text, req.Enter)

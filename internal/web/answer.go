@@ -82,6 +82,11 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who,
 	if (in.Option == "") == (in.Text == "") {
 		return AnswerResult{}, http.StatusBadRequest, errors.New(`answer: give "option" or "text"`)
 	}
+	if verbs.CheckText(in.Text, false) != nil {
+		// Before anything is typed: a permission dialog's Esc must not
+		// go without the words that explain it.
+		return AnswerResult{}, http.StatusBadRequest, errors.New("answer: the reply holds a line break, which would press Enter mid-reply: reply in one line")
+	}
 	if host := s.hostOf(ctx, name); host != "" && host != s.o.Host {
 		// Another host's session: its daemon's console decides, under its
 		// lock and since check, between this answer and any other.

@@ -145,3 +145,53 @@ func TestAnswerOtherHost(t *testing.T) {
 		t.Errorf("[answer] expected the request with its since and who … got %+v", a)
 	}
 }
+
+// TestAnswerLinkBounds: an answer link's POST is cheap to refuse. A body
+// over maxLinkForm is 413 before it is parsed and nothing is typed; a
+// forged link is refused before its body is read; a link whose nonce is
+// short (it needs the key) answers instead of panicking.
+func TestAnswerLinkBounds(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	c := newTestConsole(t, func(o *Options, url string) { o.AnswerKey, o.Config.URL = key, url })
+	c.back.screen = " Do you want to proceed?\n ❯ 1. Yes\n   2. No\n"
+	items, err := c.srv.inbox(context.Background(), "w-0")
+	if err != nil || len(items) != 1 {
+		t.Fatalf("[inbox] expected the item … got %+v %v", items, err)
+	}
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", c.url+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", c.url)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("[%s] expected a reply … got %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	short := c.srv.signer.SignClaim(auth.AnswerClaim{Session: "w-0", Since: items[0].Since, Option: "1", Label: "Yes",
+		Expires: time.Now().Add(time.Minute).Unix(), Nonce: "abc"})
+	sform := url.Values{"f": {c.srv.signer.FormToken(short)}}.Encode()
+	if code, page := post(answerPrefix+short, sform); code != http.StatusOK {
+		t.Fatalf("[short nonce] expected 200 … got %d %q", code, page)
+	}
+	if len(c.verbs.injected) != 1 || len(c.rec.events) != 1 || c.rec.events[0].Data["who"] != "link:abc" {
+		t.Errorf("[short nonce] expected one answer by link:abc … got %+v %+v", c.verbs.injected, c.rec.events)
+	}
+	tok := c.srv.signer.Sign("w-0", items[0].Since, "1", "Yes")
+	form := url.Values{"f": {c.srv.signer.FormToken(tok)}}.Encode()
+	big := form + "&pad=" + strings.Repeat("x", maxLinkForm)
+	if code, _ := post(answerPrefix+tok, big); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("[body over the bound] expected 413 … got %d", code)
+	}
+	// Over the link's bound, under the console's: the link is refused
+	// for what it is, its body never read.
+	if code, _ := post(answerPrefix+"forged.sig", strings.Repeat("x=1&", 2*maxLinkForm)); code != http.StatusForbidden {
+		t.Errorf("[forged link, big body] expected 403 … got %d", code)
+	}
+	if len(c.verbs.injected) != 1 {
+		t.Fatalf("[refused] expected nothing more typed … got %+v", c.verbs.injected)
+	}
+}

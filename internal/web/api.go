@@ -14,6 +14,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/commands"
+	"herd/internal/frontdoor"
 	"herd/internal/slots"
 	"herd/internal/store"
 	"herd/internal/verbs"
@@ -214,6 +215,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		replyError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
+	release, err := s.limits.streams.Open(r.RemoteAddr)
+	if err != nil {
+		s.log.Warn("web: event stream refused", "remote", r.RemoteAddr, "err", err)
+		replyError(w, http.StatusTooManyRequests, err.Error())
+		return
+	}
+	defer release()
+	frontdoor.Stream(w)
 	c, cancel := s.changes.Subscribe()
 	defer cancel()
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -243,9 +252,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// decode reads a JSON request body into v.
+// decode reads a JSON request body into v: a body over maxBody is 413.
 func decode(r *http.Request, v any) error {
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(v); err != nil {
+	err := json.NewDecoder(r.Body).Decode(v)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return &StatusError{Code: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body over %d bytes", tooLarge.Limit)}
+	case err != nil:
 		return slots.Badf("bad request body: %v", err)
 	}
 	return nil
@@ -271,11 +285,14 @@ func (s *Server) record(ctx context.Context, session, inc, kind, reason, msg str
 }
 
 // InputRequest types into a session: text (then Enter unless NoEnter),
-// or one named key.
+// or one named key; not both.
 type InputRequest struct {
 	Text    string `json:"text"`
 	NoEnter bool   `json:"no_enter"`
-	Key     string `json:"key"`
+	// Multiline lets Text hold line breaks, pasted as one input; without
+	// it, a line break in Text is 400.
+	Multiline bool   `json:"multiline"`
+	Key       string `json:"key"`
 }
 
 // keys are the named keys the session page offers, as the bytes a
@@ -292,8 +309,12 @@ func (s *Server) handleInput(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	req := verbs.InjectRequest{Name: name, Text: in.Text, Enter: !in.NoEnter}
+	req := verbs.InjectRequest{Name: name, Text: in.Text, Enter: !in.NoEnter, Multiline: in.Multiline}
 	what := "text"
+	if in.Key != "" && in.Text != "" {
+		replyError(w, http.StatusBadRequest, `input: give "text" or "key", not both`)
+		return
+	}
 	if in.Key != "" {
 		b, ok := keys[in.Key]
 		if !ok {

@@ -176,6 +176,12 @@ func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Actio
 	return v
 }
 
+// logIn opens a login link and clicks the "Log in" button of its page
+// (the link's GET spends nothing; the button's POST does).
+func logIn(link string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(chromedp.Navigate(link), visible("#login"), chromedp.Click(chromedp.CSS("#login")))
+}
+
 // until polls a predicate in the page.
 func until(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond))
@@ -209,7 +215,7 @@ func TestBrowser(t *testing.T) {
 
 	// Log in through the link `herd web url` prints.
 	link := f.link("/")
-	do(t, ctx, "login", 15*time.Second, chromedp.Navigate(link), visible("#fleet"), visible("#live.on"))
+	do(t, ctx, "login", 15*time.Second, logIn(link), visible("#fleet"), visible("#live.on"))
 	if who := get(t, ctx, "scope", chromedp.Text(chromedp.CSS("#scope"))); who != "operate" {
 		t.Fatalf("[login] expected the operate scope … got %q", who)
 	}
@@ -349,7 +355,7 @@ fetch("`+base+`/api/v1/sessions/asker-0/input", {method: "POST", mode: "no-cors"
 	}
 
 	// A read-only login sees the session and none of the controls.
-	do(t, ctx, "read-only", 15*time.Second, chromedp.Navigate(f.linkScope("/sessions/worker-0", true)),
+	do(t, ctx, "read-only", 15*time.Second, logIn(f.linkScope("/sessions/worker-0", true)),
 		visible("#info dd"), until(`document.body.classList.contains("readonly")`))
 	if who := get(t, ctx, "scope", chromedp.Text(chromedp.CSS("#scope"))); who != "read-only" {
 		t.Errorf("[read-only] expected the read scope shown … got %q", who)
@@ -374,7 +380,7 @@ func (f *fleet) screen(name string) (string, error) {
 func TestBrowserLateDialog(t *testing.T) {
 	ctx := newBrowser(t)
 	f := startFleet(t)
-	do(t, ctx, "login", 15*time.Second, chromedp.Navigate(f.link("/")), visible("#live.on"))
+	do(t, ctx, "login", 15*time.Second, logIn(f.link("/")), visible("#live.on"))
 
 	f.role("late", herd.AgentGeneric, herdBin, "sim", "--interval", "200ms", "--quiet", "--wait-input",
 		"--hooks", "SessionStart,UserPromptSubmit,PreToolUse:Bash,PermissionRequest:Bash")
@@ -445,7 +451,7 @@ func TestBrowserCost(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	do(t, ctx, "cost chart", 20*time.Second, chromedp.Navigate(f.link("/")), visible(`#cost figure[data-role="worker"]`),
+	do(t, ctx, "cost chart", 20*time.Second, logIn(f.link("/")), visible(`#cost figure[data-role="worker"]`),
 		until(`document.querySelectorAll("#cost figure").length === 2`))
 	screenshot(t, ctx, "console-cost.png")
 

@@ -66,6 +66,7 @@ func (s *Server) handleAnswerLink(w http.ResponseWriter, r *http.Request) {
 		if items, err := s.inbox(r.Context(), c.Session); err == nil && len(items) > 0 && items[0].Since.Equal(c.Since) {
 			question = items[0].Text
 		}
+		formPage(w)
 		page(w, http.StatusOK, "Answer "+c.Session+"?",
 			`<p>Answer <b>`+htmlEscape(c.Session)+`</b> with <b>`+htmlEscape(c.Label)+`</b>?</p>`+
 				cond(question != "", `<pre>`+htmlEscape(question)+`</pre>`)+
@@ -74,33 +75,74 @@ func (s *Server) handleAnswerLink(w http.ResponseWriter, r *http.Request) {
 				`<button type="submit">Answer “`+htmlEscape(c.Label)+`”</button></form>`+
 				`<p>This link works once, until `+htmlEscape(timeOf(c.Expires))+`.</p>`)
 	case http.MethodPost:
-		if !auth.OriginAllowed(auth.Principal{CSRF: "form"}, r.Header.Get("Origin"), r.Host, s.o.Config.TLS()) {
-			s.log.Warn("web: answer link posted from another origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
-			page(w, http.StatusForbidden, "Refused", "<p>Cross-origin request refused.</p>")
-			return
-		}
-		if err := r.ParseForm(); err != nil || !s.signer.CheckForm(tok, r.PostForm.Get("f")) {
-			s.log.Warn("web: answer link posted without its form token", "remote", r.RemoteAddr)
-			page(w, http.StatusForbidden, "Refused", "<p>Missing or wrong form token: open the link again.</p>")
-			return
-		}
-		c, err := s.signer.Spend(tok)
-		if err != nil {
-			s.linkRefused(w, r, err)
-			return
-		}
-		who := "link:" + c.Nonce[:8]
-		res, code, err := s.answer(r.Context(), c.Session, AnswerRequest{Option: c.Option, Since: c.Since}, who, r.RemoteAddr)
-		if err != nil {
-			page(w, code, "Not answered", `<p>`+htmlEscape(c.Session)+`: `+htmlEscape(err.Error())+`</p>`)
-			return
-		}
-		page(w, http.StatusOK, "Answered", `<p>`+htmlEscape(c.Session)+` answered “`+htmlEscape(c.Label)+`”: `+htmlEscape(res.Message)+`</p>`)
+		s.postAnswerLink(w, r, tok)
 	default:
 		w.Header().Set("Allow", "GET, POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
 }
+
+// maxLinkForm bounds an answer link's POST body: its form holds one
+// token of 43 characters.
+const maxLinkForm = 4 << 10
+
+// postAnswerLink spends an answer link and answers with it. The cheap
+// checks come first, the body last: the Origin, then the link's
+// signature, and only then a body of at most maxLinkForm bytes, so a
+// request with no valid link costs no parsing.
+func (s *Server) postAnswerLink(w http.ResponseWriter, r *http.Request, tok string) {
+	if !auth.OriginAllowed(auth.Principal{CSRF: "form"}, r.Header.Get("Origin"), r.Host, s.o.Config.TLS()) {
+		s.log.Warn("web: answer link posted from another origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+		page(w, http.StatusForbidden, "Refused", "<p>Cross-origin request refused.</p>")
+		return
+	}
+	if _, err := s.signer.Verify(tok); err != nil {
+		s.linkRefused(w, r, err)
+		return
+	}
+	if !s.parseSmallForm(w, r, maxLinkForm) {
+		return
+	}
+	if !s.signer.CheckForm(tok, r.PostForm.Get("f")) {
+		s.log.Warn("web: answer link posted without its form token", "remote", r.RemoteAddr)
+		page(w, http.StatusForbidden, "Refused", "<p>Missing or wrong form token: open the link again.</p>")
+		return
+	}
+	c, err := s.signer.Spend(tok)
+	if err != nil {
+		s.linkRefused(w, r, err)
+		return
+	}
+	who := "link:" + clip(c.Nonce, 8)
+	res, code, err := s.answer(r.Context(), c.Session, AnswerRequest{Option: c.Option, Since: c.Since}, who, r.RemoteAddr)
+	if err != nil {
+		page(w, code, "Not answered", `<p>`+htmlEscape(c.Session)+`: `+htmlEscape(err.Error())+`</p>`)
+		return
+	}
+	page(w, http.StatusOK, "Answered", `<p>`+htmlEscape(c.Session)+` answered “`+htmlEscape(c.Label)+`”: `+htmlEscape(res.Message)+`</p>`)
+}
+
+// parseSmallForm parses r's form body of at most limit bytes, answering
+// a larger one 413 and a malformed one 400 (false: answered).
+func (s *Server) parseSmallForm(w http.ResponseWriter, r *http.Request, limit int64) bool {
+	if r.ContentLength > limit {
+		page(w, http.StatusRequestEntityTooLarge, "Refused", "<p>Request body too large.</p>")
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := r.ParseForm(); err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			page(w, http.StatusRequestEntityTooLarge, "Refused", "<p>Request body too large.</p>")
+			return false
+		}
+		page(w, http.StatusBadRequest, "Refused", "<p>Malformed form.</p>")
+		return false
+	}
+	return true
+}
+
+// clip returns s cut to at most n bytes.
+func clip(s string, n int) string { return s[:min(len(s), n)] }
 
 // linkRefused answers a link that is invalid, expired or spent; an
 // invalid one is slowed and logged like a failed login.

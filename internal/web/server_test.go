@@ -206,10 +206,7 @@ func (c *testConsole) browser(t *testing.T, scope string) (*http.Client, string)
 	for !c.srv.Serving() {
 		time.Sleep(time.Millisecond)
 	}
-	resp, err := cl.Get(c.srv.LoginURL(scope, "/"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := logIn(t, cl, c.srv.LoginURL(scope, "/"))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("[login] expected 200 … got %d", resp.StatusCode)
@@ -217,6 +214,35 @@ func (c *testConsole) browser(t *testing.T, scope string) (*http.Client, string)
 	var w Whoami
 	c.call(t, cl, http.MethodGet, "/api/v1/whoami", nil, nil, &w)
 	return cl, w.CSRF
+}
+
+// logIn follows a login link as a browser does: its GET shows the "Log
+// in" page, whose button POSTs the link's nonce from the console's own
+// origin. It returns the POST's reply.
+func logIn(t *testing.T, cl *http.Client, link string) *http.Response {
+	t.Helper()
+	resp, err := cl.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), `<form method="post" action="/login">`) {
+		t.Fatalf("[login page] expected 200 and the Log in form … got %d %q", resp.StatusCode, page)
+	}
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"t": {u.Query().Get("t")}}
+	req, _ := http.NewRequest(http.MethodPost, u.Scheme+"://"+u.Host+"/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
+	resp, err = cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 // call makes one request; it returns the status.
@@ -252,10 +278,7 @@ func TestLoginAndCookie(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	link := c.srv.LoginURL(auth.ScopeOperate, "/sessions/w-0")
-	resp, err := http.Get(link)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := logIn(t, http.DefaultClient, link)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	ck := resp.Cookies()
@@ -277,6 +300,67 @@ func TestLoginAndCookie(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("[no credential] expected 401 … got %d", resp.StatusCode)
+	}
+}
+
+// TestLoginPreview: what a chat app's link preview does to a login link
+// (HEAD, GET, GET again) spends nothing and sets no cookie; only the
+// page's same-origin POST logs in, once.
+func TestLoginPreview(t *testing.T) {
+	c := newTestConsole(t)
+	for !c.srv.Serving() {
+		time.Sleep(time.Millisecond)
+	}
+	link := c.srv.LoginURL(auth.ScopeOperate, "/")
+	nonce := strings.TrimPrefix(link[strings.Index(link, "?"):], "?t=")
+	for _, method := range []string{http.MethodHead, http.MethodGet, http.MethodHead, http.MethodGet} {
+		req, _ := http.NewRequest(method, link, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 0 {
+			t.Fatalf("[%s] expected 200 and no cookie … got %d %+v", method, resp.StatusCode, resp.Cookies())
+		}
+	}
+	post := func(origin, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, c.url+"/login", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	form := url.Values{"t": {nonce}}.Encode()
+	for _, x := range []struct {
+		name, origin, body string
+		want               int
+	}{
+		{"no origin", "", form, http.StatusForbidden},
+		{"other origin", "https://evil.example", form, http.StatusForbidden},
+		{"null origin", "null", form, http.StatusForbidden},
+		{"body over the bound", c.url, form + "&pad=" + strings.Repeat("x", maxLoginForm), http.StatusRequestEntityTooLarge},
+		{"wrong nonce", c.url, "t=" + strings.Repeat("0", 48), http.StatusUnauthorized},
+	} {
+		if resp := post(x.origin, x.body); resp.StatusCode != x.want || len(resp.Cookies()) != 0 {
+			t.Errorf("[%s] expected %d and no cookie … got %d %+v", x.name, x.want, resp.StatusCode, resp.Cookies())
+		}
+	}
+	if resp := post(c.url, form); resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 1 {
+		t.Fatalf("[the page's POST] expected 200 and the cookie … got %d %+v", resp.StatusCode, resp.Cookies())
+	}
+	if resp := post(c.url, form); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("[POST again] expected 401 … got %d", resp.StatusCode)
+	}
+	if resp, err := http.Get(link); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("[GET once spent] expected 401 … got %v %v", resp, err)
 	}
 }
 

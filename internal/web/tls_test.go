@@ -71,10 +71,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("[link] expected https … got %s", link)
 	}
 	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	resp, err := cl.Get(link)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := logIn(t, cl, link)
 	resp.Body.Close()
 	if ck := resp.Cookies(); resp.StatusCode != 200 || len(ck) != 1 || !ck[0].Secure || !ck[0].HttpOnly {
 		t.Errorf("[login] expected a Secure, HttpOnly cookie … got %d %+v", resp.StatusCode, ck)

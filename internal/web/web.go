@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -85,6 +86,9 @@ type Options struct {
 	Poll time.Duration
 	// FailDelay slows each failed login; 1s when 0.
 	FailDelay time.Duration
+
+	// limits replace the console's defaults (tests).
+	limits *limits
 }
 
 // Server is the console.
@@ -101,6 +105,9 @@ type Server struct {
 	// allowHosts are the Host values accepted besides the listen address:
 	// [web] allow_hosts and the host of [web] url.
 	allowHosts []string
+
+	// limits bound the console's clients.
+	limits *limits
 
 	// failMu serialises the delays of failed logins.
 	failMu sync.Mutex
@@ -134,7 +141,10 @@ func New(o Options) *Server {
 	if o.FailDelay <= 0 {
 		o.FailDelay = time.Second
 	}
-	s := &Server{o: o, auth: auth.NewAuth(o.Token), log: o.Log, addr: o.Config.Listen,
+	if o.limits == nil {
+		o.limits = defaultLimits()
+	}
+	s := &Server{o: o, auth: auth.NewAuth(o.Token), log: o.Log, addr: o.Config.Listen, limits: o.limits,
 		answered: map[string]answer{}, locks: map[string]*sync.Mutex{}, screens: map[string]cachedScreen{}}
 	if o.AnswerKey != nil {
 		s.signer = auth.NewSigner(o.AnswerKey)
@@ -207,7 +217,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("web: console served over plain HTTP on a non-loopback address: anyone on the network path can read its login links and cookies",
 			"listen", s.addr)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := s.limits.http.Server(s.Handler())
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	ln = s.listen(ln)
 	var wg sync.WaitGroup
 	if s.hub != nil {
 		wg.Add(1)
@@ -369,18 +381,59 @@ func (s *Server) slow(r *http.Request) {
 	}
 }
 
-// handleLogin spends a login link and sets the session cookie. The page
-// it answers moves on by a meta refresh: a same-site navigation, so the
+// handleLogin serves a login link. Its GET (and HEAD) spends nothing: it
+// answers a page whose "Log in" button POSTs the link's nonce, so a chat
+// app's preview of the link, which only GETs it, cannot log in. The POST,
+// from the console's own origin, spends the link and sets the session
+// cookie.
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		t := r.URL.Query().Get("t")
+		if !s.auth.Valid(t) {
+			s.loginRefused(w, r)
+			return
+		}
+		formPage(w)
+		page(w, http.StatusOK, "Log in",
+			`<form method="post" action="/login"><input type="hidden" name="t" value="`+htmlEscape(t)+`">`+
+				`<button type="submit" id="login">Log in</button></form>`+
+				`<p>This link works once, within `+strconv.Itoa(int(auth.LinkTTL/time.Minute))+` minutes of being made.</p>`)
+	case http.MethodPost:
+		s.postLogin(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// formPage lets a page's form POST say where it comes from: under the
+// console's no-referrer policy a browser sends "Origin: null" with a
+// form's POST, which the Origin check refuses. Same-origin keeps the
+// referrer (the link, nonce included) from every other site.
+func formPage(w http.ResponseWriter) {
+	w.Header().Set("Referrer-Policy", "same-origin")
+}
+
+// maxLoginForm bounds a login POST's body: its form holds one nonce.
+const maxLoginForm = 4 << 10
+
+// postLogin spends a login link and sets the session cookie. The page it
+// answers moves on by a meta refresh: a same-site navigation, so the
 // SameSite=Strict cookie goes with it even when the link was opened from
 // another site.
-func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
-	id, next, ok := s.auth.Login(r.URL.Query().Get("t"))
+func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
+	if !auth.OriginAllowed(auth.Principal{CSRF: "form"}, r.Header.Get("Origin"), r.Host, s.o.Config.TLS()) {
+		s.log.Warn("web: login posted from another origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+		page(w, http.StatusForbidden, "Refused", "<p>Cross-origin request refused.</p>")
+		return
+	}
+	if !s.parseSmallForm(w, r, maxLoginForm) {
+		return
+	}
+	id, next, ok := s.auth.Login(r.PostForm.Get("t"))
 	if !ok {
-		s.log.Warn("web: login with an unknown, spent or expired link", "remote", r.RemoteAddr)
-		s.slow(r)
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusUnauthorized)
-		w.Write([]byte("herd console: this login link is unknown, spent or expired.\n\nRun `herd web url` for a new one.\n"))
+		s.loginRefused(w, r)
 		return
 	}
 	s.log.Info("web: login", "remote", r.RemoteAddr)
@@ -390,6 +443,16 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	esc := htmlEscape(next)
 	w.Write([]byte(`<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=` + esc +
 		`"><title>herd</title><p>Logged in. <a href="` + esc + `">Continue</a></p>`))
+}
+
+// loginRefused answers a login link that is unknown, spent or expired,
+// slowly.
+func (s *Server) loginRefused(w http.ResponseWriter, r *http.Request) {
+	s.log.Warn("web: login with an unknown, spent or expired link", "remote", r.RemoteAddr)
+	s.slow(r)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusUnauthorized)
+	w.Write([]byte("herd console: this login link is unknown, spent or expired.\n\nRun `herd web url` for a new one.\n"))
 }
 
 // serveFile serves one embedded file.

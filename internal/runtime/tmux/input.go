@@ -46,6 +46,20 @@ func (c *Client) SendTextPane(ctx context.Context, pane, text string, enter bool
 	return c.sendText(ctx, pane, text, enter)
 }
 
+// PastePane pastes text into the pane with id pane through a paste
+// buffer, line breaks kept as they are and bracketed if the application
+// asked for bracketed paste: an agent that did takes the whole text as
+// one input, its line breaks pressing no Enter.
+func (c *Client) PastePane(ctx context.Context, pane, text string) error {
+	if err := checkPaneID(pane); err != nil {
+		return err
+	}
+	if text == "" {
+		return nil
+	}
+	return c.paste(ctx, pane, text)
+}
+
 // keyNameRE is a tmux key name herd sends (C-u, Escape, End): never text.
 var keyNameRE = regexp.MustCompile(`^(?:[CMS]-)*[A-Za-z0-9]+$`)
 

@@ -249,6 +249,9 @@ func (r *Runtime) InjectCleared(ctx context.Context, inc herd.Incarnation, clear
 	if err := r.client.SendKeysPane(ctx, pane, clear...); err != nil {
 		return err
 	}
+	if sub.Paste && !enter {
+		return r.client.PastePane(ctx, pane, text)
+	}
 	if text == "" || !enter {
 		return r.client.SendTextPane(ctx, pane, text, enter)
 	}
@@ -257,7 +260,7 @@ func (r *Runtime) InjectCleared(ctx context.Context, inc herd.Incarnation, clear
 	// Enter that comes with them; Gemini CLI makes an Enter within 30 ms
 	// of a typed key a newline.
 	before, _ := r.client.CapturePane(ctx, pane, 0)
-	if err := r.client.SendTextPane(ctx, pane, text, false); err != nil {
+	if err := r.putText(ctx, pane, text, sub.Paste); err != nil {
 		return err
 	}
 	r.waitTyped(ctx, pane, before, sub.Holds)
@@ -275,6 +278,14 @@ func (r *Runtime) InjectCleared(ctx context.Context, inc herd.Incarnation, clear
 			return fmt.Errorf("tmux: session %s: %w (pressed %d times)", inc.Session, runtime.ErrNotSubmitted, press)
 		}
 	}
+}
+
+// putText types text into pane, or pastes it.
+func (r *Runtime) putText(ctx context.Context, pane, text string, paste bool) error {
+	if paste {
+		return r.client.PastePane(ctx, pane, text)
+	}
+	return r.client.SendTextPane(ctx, pane, text, false)
 }
 
 // submitPresses is how many times Enter is pressed for one inject whose

@@ -4,12 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -62,31 +58,15 @@ func NewSigner(key []byte) *Signer {
 	return &Signer{key: key, now: time.Now, spent: map[string]time.Time{}}
 }
 
-// LoadAnswerKey reads the answer-link key of stateDir, writing a fresh
-// one (mode 0600) when there is none.
-func LoadAnswerKey(stateDir string) ([]byte, error) {
-	path := filepath.Join(stateDir, AnswerKeyFile)
-	b, err := os.ReadFile(path)
-	if err == nil {
-		if k, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil && len(k) >= 32 {
-			return k, nil
-		}
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("web: answer key: %w", err)
-	}
-	k := randomHex(32)
-	if err := os.WriteFile(path, []byte(k+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("web: answer key: %w", err)
-	}
-	return hex.DecodeString(k)
-}
-
 // Sign returns the token of a link answering session's need of since
 // with option (labelled label), valid AnswerLinkTTL.
 func (g *Signer) Sign(session string, since time.Time, option, label string) string {
-	c := AnswerClaim{Session: session, Since: since.UTC(), Option: option, Label: label,
-		Expires: g.now().Add(AnswerLinkTTL).Unix(), Nonce: randomHex(12)}
+	return g.SignClaim(AnswerClaim{Session: session, Since: since.UTC(), Option: option, Label: label,
+		Expires: g.now().Add(AnswerLinkTTL).Unix(), Nonce: randomHex(12)})
+}
+
+// SignClaim returns the token of a link that says c, as it is.
+func (g *Signer) SignClaim(c AnswerClaim) string {
 	b, _ := json.Marshal(c)
 	payload := base64.RawURLEncoding.EncodeToString(b)
 	return payload + "." + base64.RawURLEncoding.EncodeToString(g.mac(payload))

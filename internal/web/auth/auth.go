@@ -9,13 +9,9 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -88,24 +84,6 @@ func NewAuth(token string) *Auth {
 	return &Auth{token: token, now: time.Now, links: map[string]link{}, sessions: map[string]session{}}
 }
 
-// LoadToken reads the API token of stateDir, writing a fresh one (mode
-// 0600) when there is none.
-func LoadToken(stateDir string) (string, error) {
-	path := filepath.Join(stateDir, TokenFile)
-	b, err := os.ReadFile(path)
-	if err == nil && len(strings.TrimSpace(string(b))) >= 32 {
-		return strings.TrimSpace(string(b)), nil
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("web: token: %w", err)
-	}
-	tok := randomHex(32)
-	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("web: token: %w", err)
-	}
-	return tok, nil
-}
-
 // randomHex returns n random bytes in hex.
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -142,6 +120,15 @@ func (a *Auth) Link(scope, next string) string {
 	}
 	a.links[nonce] = link{scope: scope, next: SafeNext(next), expires: now.Add(LinkTTL)}
 	return nonce
+}
+
+// Valid reports whether a link's nonce can log in now, without spending
+// it: what a login link's GET (a person's, or a link preview's) may learn.
+func (a *Auth) Valid(nonce string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l, found := a.links[nonce]
+	return found && !a.now().After(l.expires)
 }
 
 // Login spends a link's nonce: a new browser session's id and where to

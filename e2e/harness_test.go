@@ -152,8 +152,14 @@ func (e *env) agentPIDs() []int {
 // variables, a temp state dir, and the run's marker, so that whatever the
 // demo leaves behind is found at the end of the run.
 func demoEnv(t *testing.T) []string {
+	races := filepath.Join(t.TempDir(), "race")
+	t.Cleanup(func() {
+		for _, r := range herdtest.RaceReports(races) {
+			t.Errorf("a data race in a process of the demo: %s", r)
+		}
+	})
 	return append(herdtest.Scrub(os.Environ()), "HERD_STATE_DIR="+t.TempDir(), "HERD_CONFIG=",
-		herdtest.EnvSandbox+"="+herdtest.Run+"/demo", "GORACE=atexit_sleep_ms=0")
+		herdtest.EnvSandbox+"="+herdtest.Run+"/demo", "GORACE="+herdtest.RaceEnv(races))
 }
 
 // herd runs the CLI and returns stdout, stderr and the exit code.
@@ -176,7 +182,20 @@ func (e *env) herdIn(stdin string, args ...string) (stdout, stderr string, code 
 	} else if err != nil {
 		e.t.Fatalf("herd %v: %v", args, err)
 	}
+	if p := herdtest.LogProblems(errb.Bytes(), nil); hasPanic(p) {
+		e.t.Errorf("herd %s: the CLI panicked: %s\n%s", strings.Join(args, " "), p, errb.String())
+	}
 	return out.String(), errb.String(), code
+}
+
+// hasPanic reports whether problems (herdtest.LogProblems) name a panic.
+func hasPanic(problems []string) bool {
+	for _, p := range problems {
+		if strings.HasPrefix(p, "a panic") {
+			return true
+		}
+	}
+	return false
 }
 
 // try runs the CLI and returns its stdout, whatever its exit: for polls,

@@ -122,7 +122,7 @@ env = { HOME = %q, MOCK_API_KEY = "mock", TERM = "xterm-256color", LANG = "C.UTF
 		v, _ := e.session(name)
 		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
 	})
-	browse(t, browser, "login", 15*time.Second, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#fleet")))
+	browse(t, browser, "login", 15*time.Second, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#login")), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#fleet")))
 	clickApproval(t, e, browser, mock, inbox, name, approval{
 		agent:  herd.AgentCodex,
 		prompt: "run the " + mockapi.TriggerTool + " " + mockapi.TriggerEscalate, // the mock's escalated shell call

@@ -103,7 +103,7 @@ env = { HOME = %q, GEMINI_API_KEY = "mock", GOOGLE_GEMINI_BASE_URL = %q, GEMINI_
 		t.Fatalf("[web url] expected a login link, got %q", link)
 	}
 	inbox := consoleInbox(t, base, e.dir)
-	browse(t, browser, "login", 15*time.Second, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#fleet")))
+	browse(t, browser, "login", 15*time.Second, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#login")), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#fleet")))
 	clickApproval(t, e, browser, mock, inbox, name, approval{
 		agent:  herd.AgentGemini,
 		prompt: "run the " + mockapi.TriggerTool,

@@ -134,7 +134,7 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 		t.Fatalf("[web url] expected a login link, got %q", link)
 	}
 	inbox := consoleInbox(t, base, e.dir)
-	browse(t, browser, "login", 15*time.Second, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#fleet")))
+	browse(t, browser, "login", 15*time.Second, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#login")), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#fleet")))
 
 	// The prompt: the mock answers with the Bash call, Claude asks. The
 	// pane, the inbox API and the page are watched side by side, each on

@@ -72,6 +72,12 @@ go vet ./...
 echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+echo "== build the tests"
+# Every package and test binary compiled first, both cores at once (the
+# run below goes one package at a time, -p 1, and would compile one at a
+# time too); the run then takes them from the build cache.
+go test -race -count=1 -run '^$' -exec true ./... >/dev/null
+
 echo "== go test -race"
 # One package at a time: the end-to-end and daemon packages each drive
 # hundreds of real processes and tmux sessions; on a small machine running

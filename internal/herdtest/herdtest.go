@@ -115,10 +115,38 @@ func (s *Sandbox) Config() string { return filepath.Join(s.Dir, "herd.toml") }
 func (s *Sandbox) Environ(extra ...string) []string {
 	env := Scrub(os.Environ())
 	env = append(env, "HERD_STATE_DIR="+s.Dir, "HERD_CONFIG="+s.Config(), EnvSandbox+"="+s.ID,
-		// A race-built binary: no exit delay, and a race is written to
-		// the log, where the cleanup finds it.
-		"GORACE=atexit_sleep_ms=0 halt_on_error=0")
+		// A race-built binary: no exit delay, and a race is written to a
+		// file of its own in the state dir, where the cleanup finds it,
+		// whichever process of the sandbox had it (the daemon, a CLI
+		// call, `herd hook` or `herd sim` run by an agent).
+		"GORACE="+RaceEnv(s.RaceLog()))
 	return append(env, extra...)
+}
+
+// RaceLog is the path prefix of the race reports of the sandbox's
+// processes: each race-built process writes its own to RaceLog().<pid>.
+func (s *Sandbox) RaceLog() string { return filepath.Join(s.Dir, "race") }
+
+// RaceEnv is the value of GORACE for race-built processes of a test: no
+// exit delay, and every report written to prefix.<pid> (see RaceReports).
+func RaceEnv(prefix string) string {
+	return "atexit_sleep_ms=0 halt_on_error=0 log_path=" + prefix
+}
+
+// RaceReports returns the race reports written under prefix (see
+// RaceEnv), each named by its file and shortened to its first lines.
+func RaceReports(prefix string) []string {
+	files, _ := filepath.Glob(prefix + ".*")
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil || len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		lines := strings.SplitN(string(b), "\n", 41)
+		out = append(out, fmt.Sprintf("%s:\n%s", filepath.Base(f), strings.Join(lines[:min(len(lines), 40)], "\n")))
+	}
+	return out
 }
 
 // Scrub returns env without the variables that would lead a process to
@@ -223,6 +251,9 @@ func (s *Sandbox) cleanup() {
 	b, _ := os.ReadFile(s.Log)
 	for _, p := range LogProblems(b, s.expected) {
 		s.TB.Errorf("daemon log: %s", p)
+	}
+	for _, r := range RaceReports(s.RaceLog()) {
+		s.TB.Errorf("a data race in a process of the sandbox: %s", r)
 	}
 	if s.TB.Failed() && len(b) > 0 {
 		s.TB.Logf("daemon log:\n%s", b)

@@ -18,6 +18,7 @@ import (
 // daemon starts one, says so in one line, and goes on; twenty commands
 // racing to be first start exactly one.
 func TestAutostart(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.autostart = true

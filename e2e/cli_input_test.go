@@ -36,6 +36,7 @@ func wantOneLineError(t *testing.T, args []string, stdout, stderr string, code i
 // TestCLIUnknownResource: a mistyped or missing subcommand of get, describe,
 // delete and hooks is an error, not help on stdout with exit 0.
 func TestCLIUnknownResource(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	tests := []struct {
 		args []string
@@ -63,6 +64,7 @@ func TestCLIUnknownResource(t *testing.T) {
 // TestCLIRejectsBadNames: session and role names are checked before
 // anything is sent to the daemon, so no name can reach another API path.
 func TestCLIRejectsBadNames(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	sessionHint := "e.g. worker-0"
@@ -95,6 +97,7 @@ func TestCLIRejectsBadNames(t *testing.T) {
 // TestCLIRejectsBadFlagValues: a negative --since, --tail or --limit and an
 // unknown --kind are errors, not an empty answer.
 func TestCLIRejectsBadFlagValues(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	tests := []struct {
 		args []string
@@ -119,6 +122,7 @@ func TestCLIRejectsBadFlagValues(t *testing.T) {
 // like a flag; --stdin reads the text from stdin; --no-enter goes before NAME
 // or right after TEXT.
 func TestInjectTextIsNeverAFlag(t *testing.T) {
+	t.Parallel()
 	// Without a daemon the text is not parsed as flags: the error is the
 	// missing daemon, not an unknown flag.
 	bare := newEnv(t, "")
@@ -171,6 +175,7 @@ func TestInjectTextIsNeverAFlag(t *testing.T) {
 // like a flag (in its hooks and its stream-json) keeps its activity, but the
 // id never reaches the resume snapshot, where it would become an argument.
 func TestAgentSessionIDNeverAFlag(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t, "")
 	e.run("sly", "--interval", "300ms", "--session-id=--dangerously-skip-permissions",
 		"--hooks", "SessionStart,PreToolUse:Bash,Stop")

@@ -19,6 +19,7 @@ import (
 // for today's events and the date too for older ones. An event of two days
 // ago is written into the daemon's store, as the daemon would have then.
 func TestEventTimesDated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "alpha", "--runtime", "exec", "--", "sleep", "300")
@@ -62,6 +63,7 @@ func TestEventTimesDated(t *testing.T) {
 // capture files under the cap (8 MiB, rotated once), and `herd logs` still
 // shows its latest lines.
 func TestExecCaptureBounded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	const capBytes = 8 << 20

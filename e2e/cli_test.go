@@ -13,6 +13,7 @@ import (
 // TestLogsBothRuntimes: `herd logs` shows captured stdout (exec) and the
 // pane (tmux), with --tail.
 func TestLogsBothRuntimes(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()
@@ -37,6 +38,7 @@ func TestLogsBothRuntimes(t *testing.T) {
 // TestInjectLiteralAndLarge: text starting with '-' and text over the
 // tmux command limit reach the agent literally.
 func TestInjectLiteralAndLarge(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()
@@ -67,6 +69,7 @@ func TestInjectLiteralAndLarge(t *testing.T) {
 // TestTmuxStallAndHooks: in tmux, an agent that goes silent is stalled
 // (with diagnostics) and recovers; hooks move activity working → waiting.
 func TestTmuxStallAndHooks(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart+`
 [watchdog]

@@ -16,6 +16,7 @@ import (
 // agent they name, and report each target: delivered, or refused and why
 // (an exec agent has no terminal to type into).
 func TestInjectBroadcast(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()
@@ -59,6 +60,7 @@ func TestInjectBroadcast(t *testing.T) {
 // TestWaitForState: herd wait exits 0 once its sessions get there, 1 on
 // the timeout naming the laggards, 2 on an error or an interrupt.
 func TestWaitForState(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()

@@ -32,6 +32,7 @@ while :; do sleep 1; done
 // death (the group's kill cannot reach it; its marker can). A process
 // that is not herd's is never touched.
 func TestCrashCleanupEndsWhatOutlivedTheAgent(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"cgroup", "marker"} {
 		t.Run(mode, func(t *testing.T) {
 			e := newEnv(t, fastRestart)

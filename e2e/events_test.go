@@ -17,6 +17,7 @@ import (
 // newest N, and --limit 0 the whole log, in order, streamed in pages by
 // the daemon.
 func TestEventsDefaultLimitAndWholeLog(t *testing.T) {
+	t.Parallel()
 	const n = 2600
 	e := newEnv(t, "")
 	ctx := context.Background()

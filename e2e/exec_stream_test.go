@@ -13,6 +13,7 @@ import (
 // unstalls. A run shorter than a tick still ends with its activity and
 // session id read.
 func TestExecRetriesAndShortRuns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart+`
 [watchdog]
 stall_after = "2s"

@@ -21,6 +21,7 @@ max_restarts = 3
 // TestCrashLoopBacksOffThenFails: a command that exits 1 after 100 ms is
 // relaunched with doubling gaps, then failed at max_restarts.
 func TestCrashLoopBacksOffThenFails(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, `
 [restart]
 initial_backoff = "400ms"
@@ -95,6 +96,7 @@ max_restarts = 3
 // TestSegvIsACrashWithSignal: kill -SEGV of a healthy agent → crashed with
 // signal 11, then a new incarnation.
 func TestSegvIsACrashWithSignal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "good", "--runtime", "exec", "--", bin, "sim", "--interval", "200ms")
@@ -124,6 +126,7 @@ func TestSegvIsACrashWithSignal(t *testing.T) {
 // again: agents are re-adopted (same pid, not killed, not duplicated) and
 // a slot in backoff keeps its backoff.
 func TestDaemonRestartReadoptsAndKeepsBackoff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, `
 [restart]
 initial_backoff = "1m"
@@ -162,6 +165,7 @@ max_backoff = "5m"
 // TestNeverPolicyLaunchesNothing: policy never fails the slot on a crash
 // and launches no replacement; on-failure with exit 0 succeeds.
 func TestNeverPolicyLaunchesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "once", "--runtime", "exec", "--restart", "never", "--", "sh", "-c", "exit 2")
@@ -182,6 +186,7 @@ func TestNeverPolicyLaunchesNothing(t *testing.T) {
 // TestBadConfigNamesKeyAndLine: a bad config exits non-zero naming the key
 // and its line, for both apply and the daemon.
 func TestBadConfigNamesKeyAndLine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	bad := filepath.Join(e.dir, "bad.toml")
 	os.WriteFile(bad, []byte("[probe]\ninterval = \"1s\"\n\n[[role]]\nname = \"w\"\ncommand = [\"claude\"]\nrestart = { policy = \"sometimes\" }\n"), 0o600)
@@ -197,6 +202,7 @@ func TestBadConfigNamesKeyAndLine(t *testing.T) {
 
 // TestNoDaemonSaysHowToStart: with no daemon, one line says so and how.
 func TestNoDaemonSaysHowToStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	_, errs, code := e.herd("get", "sessions")
 	if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "herd daemon") {
@@ -206,6 +212,7 @@ func TestNoDaemonSaysHowToStart(t *testing.T) {
 
 // TestSecondDaemonRefused: a live daemon on the socket refuses another.
 func TestSecondDaemonRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.start()
 	_, errs, code := e.herd("daemon")

@@ -77,6 +77,7 @@ func (e *env) tmuxSessions() []string {
 // is retried and reported: once the listings recover, nothing of the
 // role is left within a few seconds.
 func TestDeleteRoleUnderGarbledListings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range [][2]string{
 		{"exec", "empty"}, {"exec", "garbage"}, {"exec", "trunc"}, {"exec", "hang"},
 		{"control", "empty"}, {"control", "garbage"}, {"control", "trunc"}, {"control", "hang"},

@@ -42,6 +42,7 @@ func runSleepers(e *env) {
 // TestGetKubectlGrammar: get takes names, -l selectors, --role, -o
 // yaml|name, --no-headers; empty lists say so; describe role works.
 func TestGetKubectlGrammar(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, noReap)
 	e.start()
 	for _, args := range [][]string{{"get", "sessions"}, {"get", "roles"}} {
@@ -165,6 +166,7 @@ func TestGetKubectlGrammar(t *testing.T) {
 
 // TestErrorsNameTheThingOnce: "session nosuch-0 not found", never the store.
 func TestErrorsNameTheThingOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	for _, args := range [][]string{
@@ -189,6 +191,7 @@ func TestErrorsNameTheThingOnce(t *testing.T) {
 // TestAttachExecSession: attach to an exec session says why not, in one
 // line, instead of passing tmux's error through.
 func TestAttachExecSession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "ex", "--runtime", "exec", "--", "sleep", "300")
@@ -221,6 +224,7 @@ func (s *syncBuffer) String() string {
 // TestWatchIntoPipe: -w into a pipe prints a fresh table per change and no
 // terminal codes.
 func TestWatchIntoPipe(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "alpha", "--runtime", "exec", "--", "sleep", "300")
@@ -268,6 +272,7 @@ func TestWatchIntoPipe(t *testing.T) {
 // TestVersionAndStaticBuild: version comes from the build info, and
 // scripts/build.sh makes a statically linked binary.
 func TestVersionAndStaticBuild(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	out := e.must("version")
 	if strings.Contains(out, "dev (commit none)") || !strings.HasPrefix(out, "herd ") || !strings.Contains(out, runtime.Version()) {
@@ -311,6 +316,7 @@ func TestVersionAndStaticBuild(t *testing.T) {
 // TestCompletionOfNames: the shell completes session and role names from
 // the daemon, and nothing (never file names) without one.
 func TestCompletionOfNames(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	if script := e.must("completion", "bash"); !strings.Contains(script, "__start_herd") {
 		t.Errorf("[completion bash] expected a bash completion script, got %.200q", script)
@@ -347,6 +353,7 @@ func TestCompletionOfNames(t *testing.T) {
 // TestStartupPrint: the unit herd startup would write passes systemd's
 // own checker, and says what matters.
 func TestStartupPrint(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	unit := e.must("startup", "--print")
 	for _, want := range []string{"Type=notify", "KillMode=process", "Restart=on-failure", "WatchdogSec=", `"daemon" "--state-dir" "` + e.dir + `"`} {
@@ -393,6 +400,7 @@ func TestStartupPrint(t *testing.T) {
 // TestRunRefusesMissingCommand: a command that cannot be found is refused
 // at once, instead of crash-looping with code 127.
 func TestRunRefusesMissingCommand(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	_, errs, code := e.herd("run", "x", "--", "no-such-binary", "--flag")

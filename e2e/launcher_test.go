@@ -56,6 +56,7 @@ if (!process.env.GEMINI_CLI_NO_RELAUNCH) {
 //   - herd signal NAME TERM reaches the child and ends it (the launcher
 //     would have swallowed it).
 func TestLauncherAgentIsTheRealProcess(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -177,6 +178,7 @@ func cmdline(pid int) string {
 // machine) is taken for the agent meanwhile, and its child, once it
 // appears, is the agent recorded, without a crash.
 func TestLauncherSlowChildIsFollowed(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	node, err := exec.LookPath("node")
 	if err != nil {

@@ -64,6 +64,7 @@ func init() {
 // way the live agent was killed and relaunched. Its SIGKILL is still one
 // crash.
 func TestLiveAgentWithExitedLeaderAdopted(t *testing.T) {
+	t.Parallel()
 	for _, rt := range []string{herd.RuntimeTmux, herd.RuntimeExec} {
 		t.Run(rt, func(t *testing.T) {
 			if rt == herd.RuntimeTmux {

@@ -15,6 +15,7 @@ import (
 // agent) are new lines too, and nothing is printed twice: what was followed
 // is exactly the start of what `herd logs` shows afterwards. Both runtimes.
 func TestLogsFollowFromStart(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()

@@ -17,6 +17,7 @@ import (
 // merge sessions under name prefixes; --since shows each incarnation of
 // the window under a header.
 func TestLogsScrollbackRoleSince(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()
@@ -93,6 +94,7 @@ func TestLogsScrollbackRoleSince(t *testing.T) {
 // by apply, which cannot check it on the daemon's host) fails its launch
 // with the reason in LAST-EXIT and in herd logs, for both runtimes.
 func TestLaunchFailureShown(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()
@@ -136,6 +138,7 @@ command = ["no-such-agent-binary", "--go"]
 // file's roles live and name what needs a restart; a bad file changes
 // nothing.
 func TestApplySectionsAndReload(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "[restart]\ninitial_backoff = \"3s\"\nmax_restarts = 7\n")
 	e.start()
 	_, errs, code := e.herd("apply", "-f", e.writeRoles("mixed.toml", "[watchdog]\nstall_after = \"1m\"\n[[role]]\nname = \"a\"\ncommand = [\"sleep\", \"300\"]\n"))

@@ -81,6 +81,7 @@ func (f faultyTmux) warmControl(e *env) {
 // answer is trusted only once it carries the launch's marker: the stranger
 // is never signalled, by a stop or anything else.
 func TestLyingRuntimeNeverGetsAStrangerKilled(t *testing.T) {
+	t.Parallel()
 	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) { testLyingRuntimeNeverGetsAStrangerKilled(t, transport) })
 	}
@@ -128,6 +129,7 @@ func testLyingRuntimeNeverGetsAStrangerKilled(t *testing.T, transport string) {
 // pidfd had proven the death. The process axis stands on its own: the
 // crash is accounted while tmux still hangs.
 func TestDeathProvenWhileTmuxHangs(t *testing.T) {
+	t.Parallel()
 	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) { testDeathProvenWhileTmuxHangs(t, transport) })
 	}
@@ -178,6 +180,7 @@ initial_backoff = "30s"
 // carries the launch's marker is adopted as the agent; the stranger is
 // never signalled, and the role deletes cleanly.
 func TestLyingLaunchAdoptedByMarker(t *testing.T) {
+	t.Parallel()
 	// The control connection's lie is TestLyingRuntimeNeverGetsAStrangerKilled's;
 	// what follows it (the launch grace, the adoption) does not depend on
 	// how the lie came, and takes 10s.

@@ -21,6 +21,7 @@ import (
 // a send outside its reach and a stop not in [mcp] verbs are refused with
 // a clear error and an event.
 func TestMCPSession(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	sim := fmt.Sprintf("%q, \"sim\", \"--wait-input\", \"--interval\", \"200ms\"", bin)
 	e := newEnv(t, fastRestart+fmt.Sprintf(`
@@ -142,6 +143,7 @@ command = [%[1]s]
 // naming a file in the state dir, and the server that file describes
 // answers as the session itself.
 func TestMCPRoleKey(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	fakes := t.TempDir()
 	work := t.TempDir()

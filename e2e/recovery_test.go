@@ -21,6 +21,7 @@ import (
 // TestConcurrentStops: 20 `herd stop X` processes at once → exactly one
 // stopped event, the agent stopped once, every caller exits cleanly.
 func TestConcurrentStops(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "x", "--runtime", "exec", "--", "sleep", "300")

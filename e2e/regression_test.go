@@ -26,6 +26,7 @@ import (
 // is no relaunch. Regression (exec): an agent found
 // under a wrapper got no watcher of its own, so its death went unnoticed.
 func TestAgentDiesUnderWrapper(t *testing.T) {
+	t.Parallel()
 	for _, rt := range []string{herd.RuntimeExec, herd.RuntimeTmux} {
 		t.Run(rt, func(t *testing.T) {
 			if rt == herd.RuntimeTmux {
@@ -59,6 +60,7 @@ func TestAgentDiesUnderWrapper(t *testing.T) {
 // a dead agent (a wrapper ignoring SIGTERM, up to the grace period) killed
 // the replacement's tmux session of the same name.
 func TestLeftoverKillSparesReplacement(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()
@@ -79,6 +81,7 @@ func TestLeftoverKillSparesReplacement(t *testing.T) {
 // TestDeleteRoleLeavesNothingRunning: regression — deleting a role let the
 // reconciler relaunch stopped slots, then forgot the running agents.
 func TestDeleteRoleLeavesNothingRunning(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "d", "--runtime", "exec", "--replicas", "2", "--", "sleep", "300")
@@ -103,6 +106,7 @@ func TestDeleteRoleLeavesNothingRunning(t *testing.T) {
 // TestStopSurvivesClientCancel: regression — Ctrl-C on `herd stop` cut the
 // grace period short, turning the stop into a SIGKILL, a crash and a restart.
 func TestStopSurvivesClientCancel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	// Dies 1s after SIGTERM: the stop spans the client's lifetime.
@@ -136,6 +140,7 @@ func TestStopSurvivesClientCancel(t *testing.T) {
 // claiming the boot's sweep row but before finishing left old incarnations
 // unswept for good.
 func TestUnfinishedSweepIsRedone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "a", "--runtime", "exec", "--", "sleep", "300")
@@ -169,6 +174,7 @@ func TestUnfinishedSweepIsRedone(t *testing.T) {
 // TestLaunchNeverKillsForeignSession: regression — a launch killed any
 // tmux session with the slot's name, even one herd did not start.
 func TestLaunchNeverKillsForeignSession(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()
@@ -196,6 +202,7 @@ func TestLaunchNeverKillsForeignSession(t *testing.T) {
 // time on SIGTERM held every other stop, and every launch of every other
 // role, for the sum of their exits. Stops now run side by side, off the loop.
 func TestScaleDownStopsAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	// Each agent takes 3s to exit after SIGTERM.
@@ -236,6 +243,7 @@ func TestScaleDownStopsAtOnce(t *testing.T) {
 // a crash and relaunched the agent. A stop, once begun, runs to its end,
 // and the daemon waits for it.
 func TestDaemonShutdownFinishesStops(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	// Each agent takes 2s to exit after SIGTERM, and says it exited cleanly.
@@ -283,6 +291,7 @@ func TestDaemonShutdownFinishesStops(t *testing.T) {
 // agent found under it (started in the background) lived on: a crash, and
 // a second copy launched beside the first. The agent's own death counts.
 func TestExecWrapperExitsAgentLivesOn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "bg", "--runtime", "exec", "--agent-process", "tail", "--", "sh", "-c", "tail -f /dev/null & sleep 2; exit 3")

@@ -27,6 +27,7 @@ command = ["sh", "-c", "echo %s; exec sleep 300"]
 // before the next old one stops, with rollout events; a rollout to a bad
 // command stops after the first and leaves the others running.
 func TestRollout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "other", "--runtime", "exec", "--", "sleep", "300")
@@ -140,6 +141,7 @@ command = ["no-such-agent-binary"]
 // TestRolloutMaxUnavailable: with --max-unavailable 2, two sessions are
 // replaced side by side.
 func TestRolloutMaxUnavailable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("apply", "-f", e.writeRoles("v1.toml", rolloutRole("v1", "")))

@@ -17,6 +17,7 @@ import (
 // is its start (spawned, restarted, resumed or adopted), or it ends as a
 // launch that never started (launch_failed, never_started).
 func TestEveryIncarnationStartsInTheLog(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

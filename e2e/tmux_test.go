@@ -16,6 +16,7 @@ import (
 // TestTmuxSegvInLivePane: kill -SEGV of the agent inside a live pane →
 // crashed with signal 11 (from the pane's dead status), a new incarnation.
 func TestTmuxSegvInLivePane(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()
@@ -42,6 +43,7 @@ func TestTmuxSegvInLivePane(t *testing.T) {
 
 // TestTmuxKillSessionFromOutside: the pane vanishes → pane_gone.
 func TestTmuxKillSessionFromOutside(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()
@@ -64,6 +66,7 @@ func TestTmuxKillSessionFromOutside(t *testing.T) {
 // TestTmuxServerKilled: every session goes through one crash each, with
 // backoff — no mass restart storm.
 func TestTmuxServerKilled(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, `
 [restart]
@@ -105,6 +108,7 @@ max_backoff = "2s"
 // list-panes. Ticks keep their period, sessions go unknown with a
 // probe_unknown event, nothing is killed, and the CLI answers at once.
 func TestTmuxHungListing(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	dir := t.TempDir()
 	flag := filepath.Join(dir, "hang")
@@ -165,6 +169,7 @@ func TestTmuxHungListing(t *testing.T) {
 // TestTmuxUnmanagedSessionReported: a herd-named tmux session with no
 // record is reported (an event) and shown, never adopted or killed by the prober.
 func TestTmuxUnmanagedSessionReported(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()

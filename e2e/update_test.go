@@ -38,6 +38,7 @@ func copyExe(t *testing.T, src, dst string) {
 // event; a role with restart_on_update is restarted at its idle moment,
 // through the stop path, onto the new binary, and is no longer outdated.
 func TestAgentBinaryReplaced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	dir := t.TempDir()

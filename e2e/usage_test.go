@@ -29,6 +29,7 @@ func claudeLine(id, model string, in, out, cacheRead, cacheWrite int) string {
 // message written over several lines counts once, a garbled line is
 // skipped, and a daemon restarted in between recounts nothing.
 func TestUsageLedger(t *testing.T) {
+	t.Parallel()
 	fakes, work, cfgDir, data := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	batch1 := filepath.Join(data, "batch1")
 	batch2 := filepath.Join(data, "batch2")

@@ -37,6 +37,7 @@ func eventsOf(events []herd.Event, kind, reason string) []herd.Event {
 // incarnations through the stop path (stopped + restarted, reason user)
 // and re-arm a failed session; the replica count is kept.
 func TestRestartVerbs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "w", "--runtime", "exec", "--replicas", "2", "--", "sleep", "300")
@@ -107,6 +108,7 @@ func TestRestartVerbs(t *testing.T) {
 // TestResetAndSignal: herd reset clears the crash count and re-arms a
 // failed session; herd signal reaches the agent, identity-checked.
 func TestResetAndSignal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "flaky", "--runtime", "exec", "--", "sh", "-c", "sleep 0.1; exit 1")
@@ -155,6 +157,7 @@ func TestResetAndSignal(t *testing.T) {
 // TestStopGraceEscalation: an agent ignoring SIGTERM is killed after
 // --grace, and the stopped event says so.
 func TestStopGraceEscalation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	e.must("run", "stubborn", "--runtime", "exec", "--", "sh", "-c", `trap '' TERM; echo ready; while :; do sleep 0.05; done`)

@@ -31,6 +31,7 @@ func git(t *testing.T, dir string, args ...string) string {
 // branch and commit stay), the dirty one stays and says why until
 // --force; the reaper removes a reaped session's clean worktree.
 func TestWorktreePrune(t *testing.T) {
+	t.Parallel()
 	repo := gitRepo(t)
 	e := newEnv(t, fastRestart)
 	e.start()

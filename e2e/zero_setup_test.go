@@ -73,6 +73,7 @@ func readArgv(t *testing.T, e *env, out string, n int) []string {
 // command gets its hooks, their trust and notify as -c overrides, and its
 // user config is left alone.
 func TestZeroSetupHooks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fastRestart)
 	e.start()
 	root := t.TempDir()
@@ -205,6 +206,7 @@ func TestZeroSetupHooks(t *testing.T) {
 // Codex's notify program in the user's config, keeps one of the user's
 // own, and changes nothing the second time.
 func TestHooksInstallCodexNotify(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	root := t.TempDir()
 	home, proj := filepath.Join(root, "codex-home"), filepath.Join(root, "proj")

@@ -77,6 +77,11 @@ echo "== build the tests"
 # run below goes one package at a time, -p 1, and would compile one at a
 # time too); the run then takes them from the build cache.
 go test -race -count=1 -run '^$' -exec true ./... >/dev/null
+# The static build, too (CGO_ENABLED=0 compiles every package again): the
+# e2e test of scripts/build.sh then only links.
+static=$(mktemp -d)
+./scripts/build.sh "$static/herd" >/dev/null
+rm -rf "$static"
 
 echo "== go test -race"
 # One package at a time: the end-to-end and daemon packages each drive

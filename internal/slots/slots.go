@@ -3,8 +3,10 @@
 // it), the reconcile loop with its placed slots, the reboot sweep and
 // resume, and restart, reset and signal. The daemon runs it; the verbs,
 // roles, the reaper and the watchdog call it. It writes session state only
-// through internal/status, ends processes only through internal/takedown,
-// and never changes a role (internal/roles does).
+// through internal/status and ends processes only through
+// internal/takedown. It changes a role in one place only: a stopped
+// session resumed counts toward its role's replicas again (countAgain);
+// every other change of a role is internal/roles'.
 package slots
 
 import (

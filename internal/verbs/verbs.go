@@ -4,8 +4,8 @@
 // effect through the components' methods and saying what it did.
 //
 // Every front door calls it: the local API's handlers, the executor of
-// commands written by other hosts, and later the console and the MCP
-// server. A verb on another host's session or role is forwarded to that
+// commands written by other hosts, the console and the MCP server
+// (through the API). A verb on another host's session or role is forwarded to that
 // host's daemon (as a command row) and executed there by the same
 // function, so it means the same wherever it was typed. The package never
 // speaks HTTP and never signals a process itself.

@@ -304,3 +304,12 @@ func (e *env) waitOutput(name string) {
 		return strings.Contains(e.try("logs", name), `"type"`)
 	})
 }
+
+// campaign is the size of a fault campaign: short in the test command,
+// full with HERD_CAMPAIGN=full (scripts/chaos.sh runs them so).
+func campaign(short, full int) int {
+	if os.Getenv("HERD_CAMPAIGN") == "full" {
+		return full
+	}
+	return short
+}

@@ -18,6 +18,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/herdtest"
 	"herd/internal/pgcluster"
 	"herd/internal/testenv"
 )
@@ -75,8 +76,12 @@ func newNetHost(t *testing.T, i int, name string) *netHost {
 		innerAddr: fmt.Sprintf("10.%d.%d.2", 200+id%50, i),
 	}
 	inner := fmt.Sprintf("hp%di%d", id, i)
+	// Removed by the test's cleanup, or by the run's reaper when the run
+	// does not get that far (a timeout, a panic).
+	herdtest.OnUnfinished(t, "ip", "netns", "del", h.ns)
 	ipCmd(t, "netns", "add", h.ns)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", h.ns).Run() })
+	herdtest.OnUnfinished(t, "ip", "link", "del", h.outer)
 	ipCmd(t, "link", "add", h.outer, "type", "veth", "peer", "name", inner)
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", h.outer).Run() })
 	ipCmd(t, "link", "set", inner, "netns", h.ns)

@@ -1,10 +1,16 @@
 package herdtest
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,6 +51,55 @@ func Main(m *testing.M, setup func() (cleanup func(), code int)) {
 	os.Exit(code)
 }
 
+// undoFile is where a run lists what its reaper undoes when the run does
+// not finish (OnUnfinished): a JSON argv a line.
+func undoFile(run string) string { return filepath.Join(os.TempDir(), "herdtest-"+run+".undo") }
+
+// OnUnfinished has the run's reaper run argv (with a timeout, no shell)
+// if the run does not finish: for what a test makes outside any process
+// and removes in its own cleanup, which an unfinished run never gets to
+// (a network namespace, a veth pair). A run that finishes runs none.
+func OnUnfinished(tb testing.TB, argv ...string) {
+	tb.Helper()
+	line, err := json.Marshal(argv)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	undoMu.Lock()
+	defer undoMu.Unlock()
+	f, err := os.OpenFile(undoFile(Run), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		tb.Fatalf("herdtest: %v", err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		tb.Fatalf("herdtest: %v", err)
+	}
+}
+
+// undoMu serializes the writes of parallel tests to the undo file.
+var undoMu sync.Mutex
+
+// undo runs what run listed to undo (OnUnfinished), and removes the list.
+func undo(run string) {
+	path := undoFile(run)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	defer os.Remove(path)
+	for line := range strings.Lines(string(b)) {
+		var argv []string
+		if json.Unmarshal([]byte(line), &argv) != nil || len(argv) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+		cancel()
+		fmt.Fprintf(os.Stderr, "herdtest: undid for the run %s: %s (%v) %s\n", run, strings.Join(argv, " "), err, bytes.TrimSpace(out))
+	}
+}
+
 // startReaper starts this run's reaper and returns what ends it once the
 // run has cleaned up after itself. A reaper that cannot start is reported
 // and the run goes on: only a run that does not finish needs it.
@@ -73,7 +128,10 @@ func startReaper() (stop func()) {
 	}
 	r.Close()
 	return func() {
-		w.Close() // a clean end: the reaper finds nothing and exits
+		// A clean end: nothing to undo (each test's cleanup did), and the
+		// reaper finds nothing and exits.
+		os.Remove(undoFile(Run))
+		w.Close()
 		cmd.Wait()
 	}
 }
@@ -97,6 +155,7 @@ func reap(run string, in io.Reader) int {
 			}
 		}
 	}
+	undo(run)
 	if killed > 0 {
 		return 1
 	}

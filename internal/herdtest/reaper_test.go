@@ -25,6 +25,10 @@ func TestReaperHelper(t *testing.T) {
 	if file == "" {
 		t.Skip("the run TestReaperEndsAnUnfinishedRun starts")
 	}
+	OnUnfinished(t, "rm", "-f", file+".left")
+	if err := os.WriteFile(file+".left", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("sleep", "300")
 	cmd.Env = append(os.Environ(), EnvSandbox+"="+Run+"/1")
 	if err := cmd.Start(); err != nil {
@@ -55,6 +59,34 @@ func TestReaperEndsAnUnfinishedRun(t *testing.T) {
 		// Not our child: once killed it is reaped by init, and gone.
 		return syscall.Kill(pid, 0) == syscall.ESRCH
 	})
+	// What the run listed to undo is undone (a file here; a network
+	// namespace in the partition test).
+	WaitFor(t, "the run's undo list run", 10*time.Second, func() bool {
+		_, err := os.Stat(file + ".left")
+		return os.IsNotExist(err)
+	})
+}
+
+// TestUndoRunsTheList: what a run listed is run, a line that is not an
+// argv is skipped, and the list is removed.
+func TestUndoRunsTheList(t *testing.T) {
+	run := Run + "u"
+	path := undoFile(run)
+	t.Cleanup(func() { os.Remove(path) })
+	left := filepath.Join(t.TempDir(), "left")
+	if err := os.WriteFile(left, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`["rm","-f","`+left+`"]`+"\n"+"garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	undo(run)
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("expected the listed command run, got %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("expected the list removed, got %v", err)
+	}
 }
 
 func TestReapKillsTheRunsProcesses(t *testing.T) {

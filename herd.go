@@ -387,6 +387,16 @@ type Incarnation struct {
 	Template string `json:"template,omitempty"`
 }
 
+// AgentIdentity is the identity that speaks for inc's agent: the process
+// found to be the agent (Identity), else the process herd launched
+// (Root), else zero.
+func (inc Incarnation) AgentIdentity() Identity {
+	if !inc.Identity.Zero() {
+		return inc.Identity
+	}
+	return inc.Root
+}
+
 // Session is one replica slot of a role, with its crash bookkeeping.
 type Session struct {
 	Name        string `json:"name"`

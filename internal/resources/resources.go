@@ -130,10 +130,7 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 	}
 	var got []taken
 	for _, l := range live {
-		id := l.Inc.Identity
-		if id.Zero() {
-			id = l.Inc.Root
-		}
+		id := l.Inc.AgentIdentity()
 		if id.Zero() || s.o.Proc.Check(id, s.o.BootID) != herd.Alive {
 			continue
 		}

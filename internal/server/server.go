@@ -91,10 +91,7 @@ func (sv *Server) view(tx store.Tx, f hosts.Fleet, s herd.Session) api.SessionVi
 	v := baseView(s)
 	if s.State.Live() && s.Incarnation != "" {
 		if inc, err := tx.Incarnation(s.Incarnation); err == nil {
-			v.PID = inc.Identity.PID
-			if v.PID == 0 {
-				v.PID = inc.Root.PID
-			}
+			v.PID = inc.AgentIdentity().PID
 		}
 	}
 	v.Attached = sv.o.Prober.Last().Attached(v.Name)

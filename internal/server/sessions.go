@@ -58,11 +58,7 @@ func (sv *Server) sessionViews(ctx context.Context) ([]api.SessionView, error) {
 	}
 	pids := make(map[string]int, len(live))
 	for _, l := range live {
-		pid := l.Inc.Identity.PID
-		if pid == 0 {
-			pid = l.Inc.Root.PID
-		}
-		pids[l.S.Name] = pid
+		pids[l.S.Name] = l.Inc.AgentIdentity().PID
 	}
 	// Both in Go's order of names (a PostgreSQL collation may order
 	// them otherwise), merged.
@@ -154,11 +150,7 @@ func (sv *Server) localViews(ctx context.Context) ([]api.SessionView, error) {
 	}
 	pids := make(map[string]int, len(live))
 	for _, l := range live {
-		pid := l.Inc.Identity.PID
-		if pid == 0 {
-			pid = l.Inc.Root.PID
-		}
-		pids[l.S.Name] = pid
+		pids[l.S.Name] = l.Inc.AgentIdentity().PID
 	}
 	snap := sv.o.Prober.Last()
 	views := make([]api.SessionView, 0, len(local))

@@ -101,10 +101,7 @@ func (w *Watchdog) findTranscript(kind string, inc herd.Incarnation, sid string)
 	if sid == "" {
 		return ""
 	}
-	id := inc.Identity
-	if id.Zero() {
-		id = inc.Root
-	}
+	id := inc.AgentIdentity()
 	where := agents.Where{Cwd: inc.Workdir, SessionID: sid}
 	if env, err := w.o.Proc.Environ(id.PID); err == nil && w.o.Proc.Check(id, w.o.BootID) == herd.Alive {
 		where.Home = env["HOME"]

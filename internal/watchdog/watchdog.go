@@ -311,10 +311,7 @@ func sampledAt(s *diag.Diagnostics) time.Time {
 // sampleTree collects /proc diagnostics of an incarnation's agent tree,
 // after verifying the agent's identity (a reused pid is never sampled).
 func (w *Watchdog) sampleTree(inc herd.Incarnation, prev *diag.Diagnostics, now time.Time) (diag.Diagnostics, error) {
-	id := inc.Identity
-	if id.Zero() {
-		id = inc.Root
-	}
+	id := inc.AgentIdentity()
 	if id.Zero() {
 		return diag.Diagnostics{}, fmt.Errorf("watchdog: no agent process known yet")
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/api"
 	"herd/internal/rollout"
 	"herd/internal/slots"
 	"herd/internal/status"
@@ -30,21 +31,12 @@ type RolloutRequest struct {
 	MinReady time.Duration
 }
 
-// RolloutStep is one session replaced.
-type RolloutStep struct {
-	Session string `json:"session"`
-	From    string `json:"from"`
-	To      string `json:"to"`
-	Reason  string `json:"reason"`
-	// Took is from the stop of the old incarnation to the new one running
-	// (MinReady not included).
-	Took time.Duration `json:"took"`
-}
-
 // RolloutReport says what a rollout did.
 type RolloutReport struct {
-	Role     string        `json:"role"`
-	Replaced []RolloutStep `json:"replaced"`
+	Role string `json:"role"`
+	// Replaced are the sessions replaced, each's Took from the old
+	// incarnation's stop to the new one running (MinReady not included).
+	Replaced []api.RolloutStep `json:"replaced"`
 	// Left are the outdated sessions not replaced (the rollout stopped).
 	Left []string `json:"left,omitempty"`
 }
@@ -136,7 +128,7 @@ func (r *Roles) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport,
 	for len(todo) > 0 {
 		n := min(req.MaxUnavailable, len(todo))
 		batch := todo[:n]
-		steps := make([]RolloutStep, n)
+		steps := make([]api.RolloutStep, n)
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i, s := range batch {
@@ -161,8 +153,8 @@ func (r *Roles) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport,
 
 // replace restarts one session for a rollout and waits for its new
 // incarnation to run.
-func (r *Roles) replace(ctx context.Context, s herd.Session, ready, minReady time.Duration) (RolloutStep, error) {
-	step := RolloutStep{Session: s.Name, From: s.Incarnation, Reason: s.Exit.Reason}
+func (r *Roles) replace(ctx context.Context, s herd.Session, ready, minReady time.Duration) (api.RolloutStep, error) {
+	step := api.RolloutStep{Session: s.Name, From: s.Incarnation, Reason: s.Exit.Reason}
 	start := time.Now()
 	data := map[string]any{"rollout": true, "outdated_reason": step.Reason}
 	r.event(ctx, s, s.Incarnation, "replacing", fmt.Sprintf("rollout: replacing %s (%s)", s.Name, step.Reason), data)

@@ -53,7 +53,7 @@ type RolloutRequest struct {
 // RolloutResult is what a rollout did; Error says why it stopped early.
 type RolloutResult struct {
 	Result
-	Replaced []roles.RolloutStep `json:"replaced"`
+	Replaced []api.RolloutStep `json:"replaced"`
 	Left     []string            `json:"left,omitempty"`
 	Error    string              `json:"error,omitempty"`
 }
@@ -223,7 +223,7 @@ func (v *Verbs) Rollout(ctx context.Context, req RolloutRequest) (RolloutResult,
 	}
 	res := RolloutResult{Replaced: rep.Replaced, Left: rep.Left}
 	if res.Replaced == nil {
-		res.Replaced = []roles.RolloutStep{}
+		res.Replaced = []api.RolloutStep{}
 	}
 	if err != nil {
 		res.Error = err.Error()

@@ -491,15 +491,15 @@ func TestRolloutPlaced(t *testing.T) {
 	lister := &fakeReader{sessions: rows.sessions, roles: rows.roles, stale: rows.stale}
 	b, bSlots := host("b", lister, noForward(t))
 	c, cSlots := host("c", lister, noForward(t))
-	bSlots.rollout = roles.RolloutReport{Role: "sp", Replaced: []roles.RolloutStep{{Session: "sp-1", From: "1", To: "2"}}}
-	cSlots.rollout = roles.RolloutReport{Role: "sp", Replaced: []roles.RolloutStep{{Session: "sp-2", From: "1", To: "2"}}}
+	bSlots.rollout = roles.RolloutReport{Role: "sp", Replaced: []api.RolloutStep{{Session: "sp-1", From: "1", To: "2"}}}
+	cSlots.rollout = roles.RolloutReport{Role: "sp", Replaced: []api.RolloutStep{{Session: "sp-2", From: "1", To: "2"}}}
 	a, aSlots := host("a", lister, forwardFunc(func(ctx context.Context, cmd herd.Command, timeout time.Duration) (string, error) {
 		if cmd.Host == "b" {
 			return b.Execute(ctx, cmd)
 		}
 		return c.Execute(ctx, cmd)
 	}))
-	aSlots.rollout = roles.RolloutReport{Role: "sp", Replaced: []roles.RolloutStep{{Session: "sp-0", From: "1", To: "2"}}}
+	aSlots.rollout = roles.RolloutReport{Role: "sp", Replaced: []api.RolloutStep{{Session: "sp-0", From: "1", To: "2"}}}
 
 	res, err := a.Rollout(ctx, RolloutRequest{Role: "sp", MaxUnavailable: 1})
 	if err != nil || res.Message != "role sp: rolled out (3 session(s) replaced)" || len(res.Replaced) != 3 || res.Replaced[2].Session != "sp-2" {

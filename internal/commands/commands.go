@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/errs"
 	"herd/internal/loop"
 	"herd/internal/store"
 )
@@ -159,6 +160,9 @@ func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("host %s did not take the command for %s within %v (is its daemon running?); the command is cancelled", e.Host, e.Session, e.After)
 }
 
+// ErrKind: a timeout of the host that must act.
+func (e *TimeoutError) ErrKind() errs.Kind { return errs.Timeout }
+
 // FailedError is a command its host refused or could not carry out.
 type FailedError struct {
 	Host   string
@@ -166,6 +170,9 @@ type FailedError struct {
 }
 
 func (e *FailedError) Error() string { return fmt.Sprintf("host %s: %s", e.Host, e.Result) }
+
+// ErrKind: a conflict (another host refused or could not carry it out).
+func (e *FailedError) ErrKind() errs.Kind { return errs.Conflict }
 
 // Submit writes c (Host, From, Kind, Session, Args) as a pending command
 // and waits, polling from every poll up to every second, until its host records the outcome or

@@ -11,6 +11,7 @@ import (
 
 	"herd"
 	"herd/internal/config"
+	"herd/internal/errs"
 	"herd/internal/rollout"
 	"herd/internal/slots"
 	"herd/internal/status"
@@ -74,7 +75,7 @@ func (r *Roles) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) ([
 		if keys, ok := o.Inherit[ro.Name]; ok {
 			var err error
 			if ro, err = config.Inherit(ro, keys, defaults); err != nil {
-				return nil, slots.Badf("apply: %v", err)
+				return nil, errs.Badf("apply: %v", err)
 			}
 		}
 		if ro.Restart.InitialBackoff == 0 {
@@ -83,10 +84,10 @@ func (r *Roles) Apply(ctx context.Context, roles []herd.Role, o ApplyOptions) ([
 			ro = config.ResolveRole(ro, defaults)
 		}
 		if err := config.ValidateRole(ro); err != nil {
-			return nil, slots.Badf("apply: role %d: %v", i, err)
+			return nil, errs.Badf("apply: role %d: %v", i, err)
 		}
 		if seen[ro.Name] {
-			return nil, slots.Badf("apply: duplicate role %q", ro.Name)
+			return nil, errs.Badf("apply: duplicate role %q", ro.Name)
 		}
 		seen[ro.Name] = true
 		roles[i] = ro
@@ -201,5 +202,5 @@ func (r *Roles) checkRoleHost(existing herd.Role) error {
 	if slots.OwnsRole(existing, r.st.Host()) || existing.Placed() {
 		return nil
 	}
-	return slots.Badf("apply: role %s is declared on host %s; apply it there, or delete it there first", existing.Name, existing.Host)
+	return errs.Badf("apply: role %s is declared on host %s; apply it there, or delete it there first", existing.Name, existing.Host)
 }

@@ -16,6 +16,7 @@ import (
 
 	"herd"
 	"herd/internal/config"
+	"herd/internal/errs"
 	"herd/internal/hosts"
 	"herd/internal/slots"
 	"herd/internal/status"
@@ -83,15 +84,15 @@ func (r *Roles) ApplyRoles(ctx context.Context, roles []herd.Role) error {
 // Scale sets a role's desired replicas; its failed sessions re-arm.
 func (r *Roles) Scale(ctx context.Context, name string, replicas int) error {
 	if replicas < 0 {
-		return slots.Badf("scale: replicas must be a number >= 0")
+		return errs.Badf("scale: replicas must be a number >= 0")
 	}
 	if replicas > config.MaxReplicas {
-		return slots.Badf("scale: replicas = %d: at most %d per role", replicas, config.MaxReplicas)
+		return errs.Badf("scale: replicas = %d: at most %d per role", replicas, config.MaxReplicas)
 	}
 	err := r.st.WriteRoles(ctx, func(tx store.Tx, rearm status.Rearm) error {
 		ro, err := tx.Role(name)
 		if err != nil {
-			return slots.Named("role", name, err)
+			return errs.Named("role", name, err)
 		}
 		ro.Replicas = replicas
 		ro.UpdatedAt = time.Now().UTC()
@@ -118,7 +119,7 @@ func (r *Roles) DeleteRole(ctx context.Context, name string) (int, error) {
 		sessions = nil // the function may run again (a serialization retry)
 		ro, err := tx.Role(name)
 		if err != nil {
-			return slots.Named("role", name, err)
+			return errs.Named("role", name, err)
 		}
 		role = ro
 		ro.Replicas = 0
@@ -174,7 +175,7 @@ func (r *Roles) DeleteRole(ctx context.Context, name string) (int, error) {
 // Archive marks a session done; the reaper stops it once detached.
 func (r *Roles) Archive(ctx context.Context, name string) error {
 	if err := r.st.Archived(ctx, name); err != nil {
-		return slots.Named("session", name, err)
+		return errs.Named("session", name, err)
 	}
 	return nil
 }

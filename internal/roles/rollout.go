@@ -10,6 +10,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/errs"
 	"herd/internal/rollout"
 	"herd/internal/slots"
 	"herd/internal/status"
@@ -89,7 +90,7 @@ func (r *Roles) OutdatedIn(roles []herd.Role, live []status.Live, role string) m
 func (r *Roles) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport, error) {
 	rep := RolloutReport{Role: req.Role}
 	if req.MaxUnavailable < 1 {
-		return rep, slots.Badf("rollout: --max-unavailable must be at least 1")
+		return rep, errs.Badf("rollout: --max-unavailable must be at least 1")
 	}
 	if req.Ready <= 0 {
 		req.Ready = time.Minute
@@ -97,7 +98,7 @@ func (r *Roles) Rollout(ctx context.Context, req RolloutRequest) (RolloutReport,
 	var role herd.Role
 	err := r.st.Store().View(ctx, func(tx store.Tx) (err error) {
 		if role, err = tx.Role(req.Role); err != nil {
-			return slots.Named("role", req.Role, err)
+			return errs.Named("role", req.Role, err)
 		}
 		return nil
 	})

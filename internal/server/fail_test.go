@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"herd/internal/commands"
+	"herd/internal/errs"
 	"herd/internal/slots"
 	"herd/internal/store"
 	"herd/internal/verbs"
@@ -21,8 +22,8 @@ func TestFailCodes(t *testing.T) {
 		err  error
 		want int
 	}{
-		{"not found", slots.Named("session", "w-0", store.ErrNotFound), http.StatusNotFound},
-		{"bad input", slots.Badf("stop: --grace %q", "x"), http.StatusBadRequest},
+		{"not found", errs.Named("session", "w-0", store.ErrNotFound), http.StatusNotFound},
+		{"bad input", errs.Badf("stop: --grace %q", "x"), http.StatusBadRequest},
 		{"not stopped", fmt.Errorf("session w-0 is running: %w", slots.ErrNotStopped), http.StatusConflict},
 		{"other host", &slots.OtherHostError{What: "session", Name: "w-0", Host: "b"}, http.StatusConflict},
 		{"host down", &verbs.HostDownError{Kind: "stop", What: "session", Name: "w-0", Host: "b"}, http.StatusServiceUnavailable},

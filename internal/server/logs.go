@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/errs"
 	"herd/internal/runtime/execrt"
-	"herd/internal/slots"
 	"herd/internal/store"
 )
 
@@ -74,14 +74,14 @@ func (sv *Server) serveLogs(w http.ResponseWriter, r *http.Request, name, role s
 		if name != "" {
 			s, err := tx.Session(name)
 			if err != nil {
-				return slots.Named("session", name, err)
+				return errs.Named("session", name, err)
 			}
 			sessions = []herd.Session{s}
 			return nil
 		}
 		if role != "" {
 			if _, err := tx.Role(role); err != nil {
-				return slots.Named("role", role, err)
+				return errs.Named("role", role, err)
 			}
 		}
 		list, err := tx.Sessions()

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
 	"strings"
@@ -10,12 +9,10 @@ import (
 	"herd"
 	"herd/internal/accounts"
 	"herd/internal/api"
-	"herd/internal/commands"
+	"herd/internal/errs"
 	"herd/internal/hosts"
 	"herd/internal/runtime/execrt"
-	"herd/internal/slots"
 	"herd/internal/store"
-	"herd/internal/verbs"
 )
 
 // Handler is the daemon's API. Every handler answers from the store or
@@ -46,26 +43,10 @@ func reply(w http.ResponseWriter, code int, v any) {
 }
 
 func fail(w http.ResponseWriter, err error) {
-	code := http.StatusInternalServerError
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		code = http.StatusNotFound
-	case errors.As(err, new(*verbs.HostDownError)):
-		code = http.StatusServiceUnavailable
-	case errors.As(err, new(*commands.TimeoutError)):
-		code = http.StatusGatewayTimeout
-	case errors.As(err, new(*commands.FailedError)):
-		// Another host refused or could not carry out a forwarded verb.
-		code = http.StatusConflict
-	case errors.Is(err, slots.ErrNotStopped), errors.Is(err, slots.ErrUnverified), errors.As(err, new(*slots.OtherHostError)):
-		code = http.StatusConflict
-	case errors.As(err, new(*slots.BadInput)):
-		code = http.StatusBadRequest
-	}
-	reply(w, code, api.Error{Error: err.Error()})
+	reply(w, errs.HTTPStatus(err), api.Error{Error: err.Error()})
 }
 
-var badf = slots.Badf
+var badf = errs.Badf
 
 func (sv *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	h := api.Health{Version: sv.o.Version, PID: os.Getpid(), Host: sv.st.Host(), BootID: sv.o.BootID}
@@ -134,7 +115,7 @@ func (sv *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	err := sv.st.Store().View(r.Context(), func(tx store.Tx) error {
 		s, err := tx.Session(name)
 		if err != nil {
-			return slots.Named("session", name, err)
+			return errs.Named("session", name, err)
 		}
 		f, err := sv.fleet(tx)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"herd"
+	"herd/internal/errs"
 )
 
 // ownsRole reports whether this host's daemon reconciles r: the role was
@@ -38,3 +39,6 @@ type OtherHostError struct {
 func (e *OtherHostError) Error() string {
 	return fmt.Sprintf("%s %s runs on host %s; its daemon acts on it", e.What, e.Name, e.Host)
 }
+
+// ErrKind: a conflict (another host's daemon acts on it).
+func (e *OtherHostError) ErrKind() errs.Kind { return errs.Conflict }

@@ -8,6 +8,7 @@ import (
 
 	"herd"
 	"herd/internal/conversation"
+	"herd/internal/errs"
 	"herd/internal/store"
 )
 
@@ -126,7 +127,7 @@ func (sl *Slots) bootKey() string { return "boot/" + sl.st.Host() + "/" + sl.o.B
 var errNotRestartable = errors.New("policy does not restart it")
 
 // ErrNotStopped means resume was asked for a session that is not stopped.
-var ErrNotStopped = errors.New("not stopped")
+var ErrNotStopped error = errs.New(errs.Conflict, "not stopped")
 
 // Resume relaunches a stopped session from its snapshot, agent-aware, and
 // counts it toward its role's replicas again.

@@ -8,6 +8,7 @@ import (
 
 	"herd"
 	"herd/internal/agents"
+	"herd/internal/errs"
 	"herd/internal/proc"
 	"herd/internal/store"
 
@@ -72,7 +73,7 @@ func (sl *Slots) Restart(ctx context.Context, req RestartRequest) (string, error
 		Role: role, Name: req.Name, Index: s.Index, Kind: herd.EventRestarted, Reason: req.Reason, Data: data, Argv: argv,
 		Check: func(cur *herd.Session, exists bool) error {
 			if !exists {
-				return Badf("restart %s: the session was deleted meanwhile", req.Name)
+				return errs.Badf("restart %s: the session was deleted meanwhile", req.Name)
 			}
 			if cur.State != herd.StateStopped {
 				return errSkip // launched meanwhile: it is fresh already
@@ -101,10 +102,10 @@ func (sl *Slots) restartTarget(ctx context.Context, name string) (s herd.Session
 	err = sl.st.Store().View(ctx, func(tx store.Tx) error {
 		var err error
 		if s, err = tx.Session(name); err != nil {
-			return named("session", name, err)
+			return errs.Named("session", name, err)
 		}
 		if role, err = tx.Role(s.Role); errors.Is(err, store.ErrNotFound) {
-			return Badf("restart %s: its role %s is no longer declared", name, s.Role)
+			return errs.Badf("restart %s: its role %s is no longer declared", name, s.Role)
 		}
 		return err
 	})
@@ -112,9 +113,9 @@ func (sl *Slots) restartTarget(ctx context.Context, name string) (s herd.Session
 	case err != nil:
 		return s, role, err
 	case s.State == herd.StateStopped:
-		return s, role, Badf("restart %s: the session is stopped; herd resume %s brings it back", name, name)
+		return s, role, errs.Badf("restart %s: the session is stopped; herd resume %s brings it back", name, name)
 	case s.Host != sl.st.Host():
-		return s, role, Badf("restart %s: the session runs on host %s, not %s", name, s.Host, sl.st.Host())
+		return s, role, errs.Badf("restart %s: the session runs on host %s, not %s", name, s.Host, sl.st.Host())
 	}
 	return s, role, nil
 }
@@ -126,7 +127,7 @@ func (sl *Slots) Reset(ctx context.Context, name string) (rearmed bool, err erro
 	defer unlock()
 	rearmed, err = sl.st.Reset(ctx, name)
 	if err != nil {
-		err = named("session", name, err)
+		err = errs.Named("session", name, err)
 	}
 	if err == nil {
 		sl.Kick()
@@ -144,10 +145,10 @@ func (sl *Slots) Signal(ctx context.Context, name string, sig unix.Signal) (int,
 	err := sl.st.Store().View(ctx, func(tx store.Tx) error {
 		var err error
 		if s, err = tx.Session(name); err != nil {
-			return named("session", name, err)
+			return errs.Named("session", name, err)
 		}
 		if !s.State.Live() {
-			return Badf("signal %s: the session is %s; no process to signal", name, s.State)
+			return errs.Badf("signal %s: the session is %s; no process to signal", name, s.State)
 		}
 		inc, err = tx.Incarnation(s.Incarnation)
 		return err
@@ -156,19 +157,19 @@ func (sl *Slots) Signal(ctx context.Context, name string, sig unix.Signal) (int,
 		return 0, err
 	}
 	if s.Host != sl.st.Host() {
-		return 0, Badf("signal %s: the session runs on host %s, not %s", name, s.Host, sl.st.Host())
+		return 0, errs.Badf("signal %s: the session runs on host %s, not %s", name, s.Host, sl.st.Host())
 	}
 	// The agent itself, never the process launched in its stead (a
 	// launcher forwards some signals and swallows others): until it is
 	// identified, nothing is signalled.
 	id := inc.Identity
 	if id.Zero() {
-		return 0, Badf("signal %s: its agent process is not identified yet", name)
+		return 0, errs.Badf("signal %s: its agent process is not identified yet", name)
 	}
 	if err := proc.Signal(sl.o.Proc, id, sl.o.BootID, sig); err != nil {
 		switch {
 		case errors.Is(err, proc.ErrNoProcess):
-			return 0, Badf("signal %s: pid %d has exited", name, id.PID)
+			return 0, errs.Badf("signal %s: pid %d has exited", name, id.PID)
 		case errors.Is(err, proc.ErrIdentityMismatch):
 			return 0, fmt.Errorf("signal %s: pid %d: %w", name, id.PID, ErrUnverified)
 		}

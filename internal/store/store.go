@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/errs"
 )
 
 // ErrNotFound is returned when a requested row does not exist.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound error = errs.New(errs.NotFound, "not found")
 
 // NotFoundError names the row that does not exist, in words a user reads
 // ("session worker-7 not found"), with no mention of the backend. It
@@ -26,6 +27,12 @@ func (e *NotFoundError) Error() string { return e.What + " " + e.Key + " not fou
 
 // Is makes errors.Is(err, ErrNotFound) hold.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// ErrKind makes it a NotFound to the front doors.
+func (e *NotFoundError) ErrKind() errs.Kind { return errs.NotFound }
+
+// NamesRow: its message names the row (errs.Named adds nothing).
+func (e *NotFoundError) NamesRow() bool { return true }
 
 // Store is herd's persistent state. Every write happens in a transaction;
 // write transactions are serializable: a read-modify-write in one never loses

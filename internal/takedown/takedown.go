@@ -17,6 +17,7 @@ import (
 
 	"herd"
 	"herd/internal/cgroup"
+	"herd/internal/errs"
 	"herd/internal/proc"
 	"herd/internal/runtime"
 	"herd/internal/status"
@@ -64,7 +65,7 @@ func New(o Options) *Takedown {
 
 // ErrUnverified means the process's identity could not be verified, so
 // herd did not signal it.
-var ErrUnverified = errors.New("process identity cannot be verified; not signalled")
+var ErrUnverified error = errs.New(errs.Conflict, "process identity cannot be verified; not signalled")
 
 // Terminate takes an incarnation's processes down, verifying identity
 // before every signal: SIGTERM to the process group, SIGKILL after grace;

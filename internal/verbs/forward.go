@@ -10,6 +10,7 @@ import (
 
 	"herd"
 	"herd/internal/commands"
+	"herd/internal/errs"
 	"herd/internal/store"
 )
 
@@ -28,6 +29,9 @@ func (e *HostDownError) Error() string {
 	return fmt.Sprintf("%s %s: %s %s belongs to host %s, whose daemon is not answering (no heartbeat within %v); only it acts on it",
 		e.Kind, e.Name, e.What, e.Name, e.Host, e.After)
 }
+
+// ErrKind: the host that must act is unavailable.
+func (e *HostDownError) ErrKind() errs.Kind { return errs.Unavailable }
 
 // sessionHost returns the host whose daemon carries out a verb on session
 // name: "" for this host, for a session that does not exist (the verb

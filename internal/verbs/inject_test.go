@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/errs"
 	"herd/internal/runtime"
-	"herd/internal/slots"
 )
 
 // fakeTmux records what an inject typed or pasted.
@@ -59,9 +59,8 @@ func TestInjectLineBreaks(t *testing.T) {
 		{"multiline, other host", "w-2", "first\nsecond", true, false},
 	} {
 		_, err := v.Inject(ctx, InjectRequest{Name: x.session, Text: x.text, Enter: true, Multiline: x.multiline})
-		var bad *slots.BadInput
 		switch {
-		case x.refused && (!errors.As(err, &bad) || !strings.Contains(err.Error(), "--multiline")):
+		case x.refused && (!errs.IsBadInput(err) || !strings.Contains(err.Error(), "--multiline")):
 			t.Errorf("[%s] expected a BadInput naming --multiline … got %v", x.name, err)
 		case !x.refused && err != nil:
 			t.Errorf("[%s] expected it sent … got %v", x.name, err)

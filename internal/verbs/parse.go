@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"herd/internal/slots"
+	"herd/internal/errs"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,10 +18,10 @@ func ParseGrace(what, v string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, slots.Badf("%s: --grace %q: want a positive duration such as 10s", what, v)
+		return 0, errs.Badf("%s: --grace %q: want a positive duration such as 10s", what, v)
 	}
 	if d > time.Hour {
-		return 0, slots.Badf("%s: --grace %s: at most 1h", what, v)
+		return 0, errs.Badf("%s: --grace %s: at most 1h", what, v)
 	}
 	return d, nil
 }

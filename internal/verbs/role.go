@@ -2,7 +2,6 @@ package verbs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,9 +10,9 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/config"
+	"herd/internal/errs"
 	"herd/internal/reaper"
 	"herd/internal/roles"
-	"herd/internal/slots"
 )
 
 // RoleRequest names the role of a verb that takes nothing else (delete).
@@ -54,8 +53,8 @@ type RolloutRequest struct {
 type RolloutResult struct {
 	Result
 	Replaced []api.RolloutStep `json:"replaced"`
-	Left     []string            `json:"left,omitempty"`
-	Error    string              `json:"error,omitempty"`
+	Left     []string          `json:"left,omitempty"`
+	Error    string            `json:"error,omitempty"`
 }
 
 // DeleteResult is what deleting a role did.
@@ -88,10 +87,10 @@ type ReapRequest struct {
 // role declared on another host is scaled by that host's daemon.
 func (v *Verbs) Scale(ctx context.Context, req ScaleRequest) (Result, error) {
 	if req.Replicas < 0 {
-		return Result{}, slots.Badf("scale: replicas must be a number >= 0")
+		return Result{}, errs.Badf("scale: replicas must be a number >= 0")
 	}
 	if req.Replicas > config.MaxReplicas {
-		return Result{}, slots.Badf("scale: replicas = %d: at most %d per role", req.Replicas, config.MaxReplicas)
+		return Result{}, errs.Badf("scale: replicas = %d: at most %d per role", req.Replicas, config.MaxReplicas)
 	}
 	if host, err := v.roleHost(ctx, req.Role, req.From); err != nil || host != "" {
 		if err != nil {
@@ -135,7 +134,7 @@ func (v *Verbs) RestartMany(ctx context.Context, req RestartManyRequest) (Restar
 	}
 	if req.Role != "" {
 		if _, err := v.o.Reader.Role(ctx, req.Role); err != nil {
-			return RestartResult{}, slots.Named("role", req.Role, err)
+			return RestartResult{}, errs.Named("role", req.Role, err)
 		}
 	}
 	sessions, err := v.o.Reader.Sessions(ctx, req.Role)
@@ -193,11 +192,11 @@ func rolloutRequest(role string, a map[string]string, from string) RolloutReques
 func (v *Verbs) Rollout(ctx context.Context, req RolloutRequest) (RolloutResult, error) {
 	ready, err := parseDuration(req.Ready, 0, 30*time.Minute)
 	if err != nil || req.Ready != "" && ready == 0 {
-		return RolloutResult{}, slots.Badf("rollout: --timeout %q: want a positive duration up to 30m", req.Ready)
+		return RolloutResult{}, errs.Badf("rollout: --timeout %q: want a positive duration up to 30m", req.Ready)
 	}
 	minReady, err := parseDuration(req.MinReady, 0, 10*time.Minute)
 	if err != nil {
-		return RolloutResult{}, slots.Badf("rollout: --min-ready %q: want a duration from 0 to 10m", req.MinReady)
+		return RolloutResult{}, errs.Badf("rollout: --min-ready %q: want a duration from 0 to 10m", req.MinReady)
 	}
 	args := map[string]string{"max_unavailable": strconv.Itoa(req.MaxUnavailable), "ready": req.Ready,
 		"min_ready": req.MinReady, "all": strconv.FormatBool(req.All)}
@@ -217,8 +216,7 @@ func (v *Verbs) Rollout(ctx context.Context, req RolloutRequest) (RolloutResult,
 	defer cancel()
 	rep, err := v.o.Roles.Rollout(ctx, roles.RolloutRequest{Role: req.Role, MaxUnavailable: req.MaxUnavailable,
 		Ready: ready, All: req.All, MinReady: minReady})
-	var bad *slots.BadInput
-	if err != nil && (errors.As(err, &bad) || len(rep.Replaced) == 0 && len(rep.Left) == 0) {
+	if err != nil && (errs.IsBadInput(err) || len(rep.Replaced) == 0 && len(rep.Left) == 0) {
 		return RolloutResult{}, err
 	}
 	res := RolloutResult{Replaced: rep.Replaced, Left: rep.Left}

@@ -9,6 +9,7 @@ import (
 
 	"herd"
 	"herd/internal/agents"
+	"herd/internal/errs"
 	"herd/internal/runtime"
 	"herd/internal/slots"
 	"herd/internal/store"
@@ -72,7 +73,7 @@ func CheckText(text string, multiline bool) error {
 	if multiline || !strings.ContainsAny(text, "\r\n") {
 		return nil
 	}
-	return slots.Badf("inject: the text holds a line break (\\n or \\r), which would press Enter mid-text: " +
+	return errs.Badf("inject: the text holds a line break (\\n or \\r), which would press Enter mid-text: " +
 		`ask for multi-line input (herd inject --multiline, "multiline": true) to paste it as one input, or send one line`)
 }
 
@@ -113,7 +114,7 @@ func via(from string) string {
 // namedSession names a session that does not exist.
 func namedSession(name string, err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return slots.Named("session", name, err)
+		return errs.Named("session", name, err)
 	}
 	return err
 }
@@ -227,7 +228,7 @@ func (v *Verbs) Reset(ctx context.Context, req SessionRequest) (ResetResult, err
 func (v *Verbs) Signal(ctx context.Context, req SignalRequest) (SignalResult, error) {
 	sig, err := ParseSignal(req.Signal)
 	if err != nil {
-		return SignalResult{}, slots.Badf("signal %s: %v", req.Name, err)
+		return SignalResult{}, errs.Badf("signal %s: %v", req.Name, err)
 	}
 	if host, err := v.sessionHost(ctx, req.Name, req.From); err != nil || host != "" {
 		if err != nil {
@@ -288,7 +289,7 @@ func (v *Verbs) Inject(ctx context.Context, req InjectRequest) (Result, error) {
 		return Result{}, &slots.OtherHostError{What: "session", Name: s.Name, Host: s.Host}
 	}
 	if s.RuntimeKind != herd.RuntimeTmux || !s.State.Live() {
-		return Result{}, slots.Badf("inject: session %s is not a live tmux session (%s, %s)", req.Name, s.RuntimeKind, s.State)
+		return Result{}, errs.Badf("inject: session %s is not a live tmux session (%s, %s)", req.Name, s.RuntimeKind, s.State)
 	}
 	role, err := v.o.Reader.Role(ctx, s.Role)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -311,7 +312,7 @@ func (v *Verbs) Inject(ctx context.Context, req InjectRequest) (Result, error) {
 		sub.Paste = req.Multiline
 		err = c.InjectCleared(ctx, inc, keys, req.Text, req.Enter, sub)
 	} else if req.Multiline {
-		return Result{}, slots.Badf("inject: session %s: this runtime cannot paste multi-line text", req.Name)
+		return Result{}, errs.Badf("inject: session %s: this runtime cannot paste multi-line text", req.Name)
 	} else {
 		keys = nil
 		err = v.o.Tmux.Inject(ctx, inc, req.Text, req.Enter)

@@ -14,6 +14,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/commands"
+	"herd/internal/errs"
 	"herd/internal/reaper"
 	"herd/internal/roles"
 	"herd/internal/slots"
@@ -200,8 +201,7 @@ func TestValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("[%s] expected an error with %q … got %v", tt.name, tt.want, err)
 		}
-		var bad *slots.BadInput
-		if tt.name != "restart many role" && !errors.As(err, &bad) {
+		if tt.name != "restart many role" && !errs.IsBadInput(err) {
 			t.Errorf("[%s] expected a BadInput … got %T", tt.name, err)
 		}
 	}

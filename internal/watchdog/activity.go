@@ -9,7 +9,7 @@ import (
 	"herd"
 	"herd/internal/agents"
 	"herd/internal/api"
-	"herd/internal/slots"
+	"herd/internal/errs"
 	"herd/internal/status"
 	"herd/internal/store"
 )
@@ -28,7 +28,7 @@ const MaxReportBody = agents.MaxPayload*4/3 + 4096
 // longer current is dropped.
 func (w *Watchdog) ApplyReport(ctx context.Context, rep api.ActivityReport, spooled bool) (string, error) {
 	if rep.Session == "" || rep.Incarnation == "" {
-		return "", slots.Badf("activity: session and incarnation are required")
+		return "", errs.Badf("activity: session and incarnation are required")
 	}
 	now := time.Now()
 	at := rep.At
@@ -44,7 +44,7 @@ func (w *Watchdog) ApplyReport(ctx context.Context, rep api.ActivityReport, spoo
 	}
 	h, err := parseReport(reportKind(role, rep), rep, now)
 	if err != nil {
-		return "", slots.Badf("activity: %v", err)
+		return "", errs.Badf("activity: %v", err)
 	}
 	for _, note := range h.Notes {
 		w.o.Log.Warn("activity: part of a hook report ignored", "session", rep.Session, "why", note)

@@ -13,10 +13,8 @@ import (
 
 	"herd"
 	"herd/internal/api"
-	"herd/internal/commands"
+	"herd/internal/errs"
 	"herd/internal/frontdoor"
-	"herd/internal/slots"
-	"herd/internal/store"
 	"herd/internal/verbs"
 	"herd/internal/web/ansi"
 	"herd/internal/web/inbox"
@@ -40,26 +38,14 @@ func fail(w http.ResponseWriter, err error) {
 	replyError(w, statusOf(err), err.Error())
 }
 
-// statusOf is the HTTP status err maps to.
+// statusOf is the HTTP status err maps to: a StatusError's own, else
+// the front doors' one mapping (errs.HTTPStatus).
 func statusOf(err error) int {
-	code := http.StatusInternalServerError
 	var se *StatusError
-	switch {
-	case errors.As(err, &se):
-		code = se.Code
-	case errors.Is(err, store.ErrNotFound):
-		code = http.StatusNotFound
-	case errors.As(err, new(*verbs.HostDownError)):
-		code = http.StatusServiceUnavailable
-	case errors.As(err, new(*commands.TimeoutError)):
-		code = http.StatusGatewayTimeout
-	case errors.As(err, new(*commands.FailedError)), errors.Is(err, slots.ErrNotStopped), errors.Is(err, slots.ErrUnverified),
-		errors.As(err, new(*slots.OtherHostError)):
-		code = http.StatusConflict
-	case errors.As(err, new(*slots.BadInput)):
-		code = http.StatusBadRequest
+	if errors.As(err, &se) {
+		return se.Code
 	}
-	return code
+	return errs.HTTPStatus(err)
 }
 
 func htmlEscape(s string) string { return html.EscapeString(s) }
@@ -260,7 +246,7 @@ func decode(r *http.Request, v any) error {
 	case errors.As(err, &tooLarge):
 		return &StatusError{Code: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body over %d bytes", tooLarge.Limit)}
 	case err != nil:
-		return slots.Badf("bad request body: %v", err)
+		return errs.Badf("bad request body: %v", err)
 	}
 	return nil
 }

@@ -267,6 +267,21 @@ func (e *env) waitFor(what string, timeout time.Duration, cond func() bool) {
 	herdtest.WaitEvery(e.t, what, timeout, pollEvery, cond)
 }
 
+// holds checks cond for d, every pollEvery, and fails the test at the
+// first look where it does not hold: for what must stay true (nothing
+// killed, no second event), in place of a sleep and one look at the end.
+func (e *env) holds(what string, d time.Duration, cond func() bool) {
+	e.t.Helper()
+	for end := time.Now().Add(d); ; time.Sleep(pollEvery) {
+		if !cond() {
+			e.t.Fatalf("expected %s to hold for %s; it did not", what, d)
+		}
+		if time.Now().After(end) {
+			return
+		}
+	}
+}
+
 // waitState waits until session name is in state st and returns it.
 func (e *env) waitState(name string, st herd.State, timeout time.Duration) api.SessionView {
 	e.t.Helper()

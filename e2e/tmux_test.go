@@ -94,14 +94,10 @@ max_backoff = "2s"
 		}
 		return true
 	})
-	time.Sleep(time.Second)
-	events := e.events()
-	if n := count(events, herd.EventCrashed); n != 3 {
-		t.Errorf("expected exactly one crash per session (3), got %d", n)
-	}
-	if n := count(events, herd.EventRestarted); n != 3 {
-		t.Errorf("expected exactly one relaunch per session (3), got %d", n)
-	}
+	e.holds("exactly one crash and one relaunch per session (3 each)", time.Second, func() bool {
+		events := e.events()
+		return count(events, herd.EventCrashed) == 3 && count(events, herd.EventRestarted) == 3
+	})
 }
 
 // TestTmuxHungListing: tmux.binary points at a script that hangs forever on
@@ -144,13 +140,9 @@ func TestTmuxHungListing(t *testing.T) {
 		n, _ := e.session("side-0")
 		return n.State == herd.StateRunning && n.Incarnation != side.Incarnation
 	})
-	time.Sleep(2 * time.Second)
-	if syscall.Kill(v.PID, 0) != nil {
-		t.Fatal("the agent was killed while its runtime was unknown")
-	}
-	if n := count(e.events("--session", "agent-0"), herd.EventCrashed); n != 0 {
-		t.Errorf("expected no crash while unknown, got %d", n)
-	}
+	e.holds("the agent alive and no crash counted while its runtime is unknown", 2*time.Second, func() bool {
+		return syscall.Kill(v.PID, 0) == nil && count(e.events("--session", "agent-0"), herd.EventCrashed) == 0
+	})
 	// The hang ends: the session is running again, the same incarnation.
 	os.Remove(flag)
 	// Only this test's hung calls: other tests' agents run sleeps too.

@@ -5,7 +5,8 @@
 // The daemon builds one Server and runs it on its own listener. It reads
 // through the daemon's API (Backend) and acts only through the verbs
 // (internal/verbs), like every other front door; it writes nothing but
-// its own events (answered, console). Every request is authenticated,
+// its own events (answered, console) and its record of answers (Answers:
+// each need answered once, each answer link spent once, across restarts). Every request is authenticated,
 // every state change CSRF- and Origin-checked, and every byte an agent
 // produced is escaped: the console types into agents, it is a remote
 // shell. It never serves a page that runs inline or third-party code.

@@ -288,7 +288,7 @@ func (d *Daemon) newFrontDoors(o Options) error {
 		d.web = web.New(web.Options{
 			Config: cfg.Web, Host: host, Backend: web.APIBackend{API: d.server.Handler()}, Verbs: d.verbs,
 			Events: web.StoreRecorder{Store: d.status.Store()}, Token: tok, Log: log, Local: d.status.Subscribe,
-			Resources: d.resources, AnswerKey: key,
+			Resources: d.resources, AnswerKey: key, Answers: web.StoreAnswers{Store: d.status.Store()},
 		})
 		d.attention.Links = d.web
 		d.verbs.Answerer = d.web

@@ -240,6 +240,47 @@ type Tx interface {
 	UsageCursor(host, path string) (UsageCursor, error)
 	// PutUsageCursor inserts or replaces the cursor of c's host and path.
 	PutUsageCursor(c UsageCursor) error
+
+	// ClaimAnswer records a as the answer to its need (a.Session, a.Since)
+	// unless an answer to that need is recorded that has not expired by
+	// a.At; it reports whether it did.
+	ClaimAnswer(a Answer) (bool, error)
+	// Answer returns the answer to session's need that began at since, or
+	// an error wrapping ErrNotFound.
+	Answer(session string, since time.Time) (Answer, error)
+	// Answers lists the answers that expire after now, by time answered.
+	Answers(now time.Time) ([]Answer, error)
+	// DeleteAnswer forgets the answer to session's need that began at
+	// since; a missing one is not an error.
+	DeleteAnswer(session string, since time.Time) error
+	// SpendNonce records an answer link's nonce as spent until expires
+	// unless it is already; it reports whether it did.
+	SpendNonce(nonce string, expires time.Time) (bool, error)
+	// NonceSpent reports whether nonce is recorded as spent.
+	NonceSpent(nonce string) (bool, error)
+	// DeleteExpiredAnswers deletes at most limit answers and spent nonces
+	// that expired before now, and returns how many it deleted.
+	DeleteExpiredAnswers(now time.Time, limit int) (int, error)
+}
+
+// Answer is what a person answered to one need of a session: the need is
+// the session and the time it began (Since, the inbox item's since). The
+// console claims the need before it types the answer, so a need is
+// answered once, whatever restarts in between.
+type Answer struct {
+	Session string
+	Since   time.Time
+	// Incarnation the need belonged to.
+	Incarnation string
+	// Who answered (a login, a token, an answer link).
+	Who string
+	// Choice is what was answered, in words ("option Yes", "text").
+	Choice string
+	// Nonce is the answer link's nonce, "" when not answered by a link.
+	Nonce string
+	At    time.Time
+	// Expires is when the record may be forgotten.
+	Expires time.Time
 }
 
 // UsageRow is the usage one incarnation's agent recorded in one source

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/store"
 	"herd/internal/verbs"
 	"herd/internal/web/inbox"
 )
@@ -22,26 +23,14 @@ type AnswerRequest struct {
 	// need that is no longer the session's is refused. Zero: whatever the
 	// session waits for now.
 	Since time.Time `json:"since"`
+
+	// nonce is the answer link's that carries the answer, "" otherwise.
+	nonce string
 }
 
 // AnswerResult says what an answer did.
 type AnswerResult struct {
 	Message string `json:"message"`
-}
-
-// answer is the last answer given to a session.
-type answer struct {
-	incarnation string
-	since       time.Time
-	at          time.Time
-	who         string
-}
-
-// covers reports whether an answer settled item: same incarnation, and
-// the need began before the answer. A need that began after it (the
-// agent moved on and asks again) is a new one.
-func (a answer) covers(it inbox.Item) bool {
-	return a.incarnation == it.Incarnation && !it.Since.After(a.at)
 }
 
 // lock returns session name's answer lock.
@@ -59,6 +48,25 @@ func (s *Server) lock(name string) *sync.Mutex {
 // AlreadyAnswered is the reply to an answer that came too late.
 const AlreadyAnswered = "already answered"
 
+// AnsweredError refuses an answer to a need someone answered already.
+type AnsweredError struct {
+	// Who answered it, and when.
+	Who string
+	At  time.Time
+}
+
+func (e *AnsweredError) Error() string {
+	return AlreadyAnswered + " by " + e.Who + " at " + e.At.UTC().Format(time.RFC3339)
+}
+
+// AnswerConflict is the body of a 409 to an answer: the error, and who
+// answered the need first and when, when known.
+type AnswerConflict struct {
+	Error      string     `json:"error"`
+	AnsweredBy string     `json:"answered_by,omitempty"`
+	AnsweredAt *time.Time `json:"answered_at,omitempty"`
+}
+
 func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	var in AnswerRequest
 	if err := decode(r, &in); err != nil {
@@ -67,11 +75,16 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	p := principal(r)
 	res, code, err := s.answer(r.Context(), r.PathValue("name"), in, p.Who, r.RemoteAddr)
-	if err != nil {
+	var ae *AnsweredError
+	switch {
+	case errors.As(err, &ae):
+		at := ae.At.UTC()
+		replyJSON(w, code, AnswerConflict{Error: err.Error(), AnsweredBy: ae.Who, AnsweredAt: &at})
+	case err != nil:
 		replyError(w, code, err.Error())
-		return
+	default:
+		replyJSON(w, http.StatusOK, res)
 	}
-	replyJSON(w, http.StatusOK, res)
 }
 
 // answer types an answer into session name's need, once: the one path of
@@ -109,16 +122,7 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who,
 		return AnswerResult{}, statusOf(err), err
 	}
 	if len(items) == 0 || (!in.Since.IsZero() && !items[0].Since.Equal(in.Since)) {
-		s.mu.Lock()
-		a, ok := s.answered[name]
-		s.mu.Unlock()
-		msg := AlreadyAnswered
-		if ok {
-			msg += " by " + a.who + " at " + a.at.Format(time.RFC3339)
-		} else if len(items) == 0 {
-			msg = "session " + name + " waits for nothing a person can answer now"
-		}
-		return AnswerResult{}, http.StatusConflict, errors.New(msg)
+		return AnswerResult{}, http.StatusConflict, s.gone(name, len(items) == 0)
 	}
 	it := items[0]
 	req := verbs.InjectRequest{Name: name, Text: in.Text, Enter: true}
@@ -131,28 +135,91 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who,
 		what = "option " + it.Options[i].Label
 		req = optionInput(it, in.Option)
 	}
-	if in.Text != "" && it.Kind == inbox.KindPermission && knownAgent(it.Agent) {
-		// A reply in words to a permission dialog declines it first
-		// (Esc: "No, and tell the agent what to do differently"), then
-		// types the words to the agent's prompt.
-		if _, err := s.o.Verbs.Inject(ctx, verbs.InjectRequest{Name: name, Text: "\x1b", NoClear: true}); err != nil {
-			return AnswerResult{}, statusOf(err), err
-		}
-	}
-	res, err := s.o.Verbs.Inject(ctx, req)
+	// The need is claimed before anything is typed: of two answers to
+	// it, before and after a restart of the daemon, one is typed.
+	now := time.Now().UTC()
+	a := store.Answer{Session: name, Since: it.Since, Incarnation: it.Incarnation, Who: who, Choice: what, Nonce: in.nonce,
+		At: now, Expires: now.Add(AnswerTTL)}
+	prior, ok, err := s.answers.ClaimAnswer(ctx, a)
 	if err != nil {
+		return AnswerResult{}, http.StatusServiceUnavailable, fmt.Errorf("answer: %s: nothing typed: %w", name, err)
+	}
+	if !ok {
+		s.remember(prior)
+		return AnswerResult{}, http.StatusConflict, &AnsweredError{Who: prior.Who, At: prior.At}
+	}
+	res, err := s.typeAnswer(ctx, it, in, req)
+	if err != nil {
+		// The answer did not reach the agent: its need is still open.
+		if rerr := s.answers.ReleaseAnswer(context.WithoutCancel(ctx), name, it.Since); rerr != nil {
+			s.log.Warn("web: answer not typed, and its record not released", "session", name, "err", rerr)
+		}
 		return AnswerResult{}, statusOf(err), err
 	}
-	now := time.Now().UTC()
-	s.mu.Lock()
-	s.answered[name] = answer{incarnation: it.Incarnation, since: it.Since, at: now, who: who}
-	s.mu.Unlock()
+	s.remember(a)
 	s.record(ctx, name, it.Incarnation, herd.EventAnswered, it.Kind, fmt.Sprintf("%s answered by %s from %s", what, who, from),
 		map[string]any{"who": who, "from": from, "kind": it.Kind, "option": in.Option, "text": in.Text, "question": inbox.Clip(it.Text, 500)})
 	if s.hub != nil {
 		s.hub.publish(Change{Sessions: true}) // the item is gone now, not at the next poll
 	}
 	return AnswerResult{Message: res.Message}, http.StatusOK, nil
+}
+
+// typeAnswer types req, item it's answer; a reply in words to a known
+// agent's permission dialog declines the dialog first.
+func (s *Server) typeAnswer(ctx context.Context, it inbox.Item, in AnswerRequest, req verbs.InjectRequest) (verbs.Result, error) {
+	if in.Text != "" && it.Kind == inbox.KindPermission && knownAgent(it.Agent) {
+		// A reply in words to a permission dialog declines it first
+		// (Esc: "No, and tell the agent what to do differently"), then
+		// types the words to the agent's prompt.
+		if _, err := s.o.Verbs.Inject(ctx, verbs.InjectRequest{Name: it.Session, Text: "\x1b", NoClear: true}); err != nil {
+			return verbs.Result{}, err
+		}
+	}
+	return s.o.Verbs.Inject(ctx, req)
+}
+
+// gone is the refusal of an answer whose need the inbox no longer shows
+// (none: nothing; else another since): who answered last and when, where
+// known.
+func (s *Server) gone(name string, none bool) error {
+	if a, ok := s.lastAnswer(name); ok {
+		return &AnsweredError{Who: a.Who, At: a.At}
+	}
+	if none {
+		return errors.New("session " + name + " waits for nothing a person can answer now")
+	}
+	return errors.New(AlreadyAnswered)
+}
+
+// remember keeps a as its session's last answer, for the inbox.
+func (s *Server) remember(a store.Answer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if last, ok := s.answered[a.Session]; !ok || !a.At.Before(last.At) {
+		s.answered[a.Session] = a
+	}
+}
+
+// lastAnswer is the last answer remembered of session name.
+func (s *Server) lastAnswer(name string) (store.Answer, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.answered[name]
+	return a, ok
+}
+
+// loadAnswers remembers the answers recorded and not expired, so that
+// the inbox of a restarted console leaves the needs answered out.
+func (s *Server) loadAnswers(ctx context.Context) {
+	all, err := s.answers.RecentAnswers(ctx, time.Now())
+	if err != nil {
+		s.log.Warn("web: answers recorded before this start not read", "err", err)
+		return
+	}
+	for _, a := range all {
+		s.remember(a)
+	}
 }
 
 // hostOf is the host of session name, "" when it is not listed.

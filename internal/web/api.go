@@ -140,7 +140,7 @@ func (s *Server) inbox(ctx context.Context, only string) ([]inbox.Item, error) {
 	out := items[:0]
 	s.mu.Lock()
 	for _, it := range items {
-		if a, ok := s.answered[it.Session]; ok && a.covers(it) {
+		if a, ok := s.answered[it.Session]; ok && covers(a, it) {
 			continue
 		}
 		out = append(out, it)

@@ -57,7 +57,7 @@ func (s *Server) handleAnswerLink(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		c, err := s.signer.Verify(tok)
+		c, err := s.signer.Verify(r.Context(), tok)
 		if err != nil {
 			s.linkRefused(w, r, err)
 			return
@@ -96,7 +96,7 @@ func (s *Server) postAnswerLink(w http.ResponseWriter, r *http.Request, tok stri
 		page(w, http.StatusForbidden, "Refused", "<p>Cross-origin request refused.</p>")
 		return
 	}
-	if _, err := s.signer.Verify(tok); err != nil {
+	if _, err := s.signer.Verify(r.Context(), tok); err != nil {
 		s.linkRefused(w, r, err)
 		return
 	}
@@ -108,13 +108,13 @@ func (s *Server) postAnswerLink(w http.ResponseWriter, r *http.Request, tok stri
 		page(w, http.StatusForbidden, "Refused", "<p>Missing or wrong form token: open the link again.</p>")
 		return
 	}
-	c, err := s.signer.Spend(tok)
+	c, err := s.signer.Spend(r.Context(), tok)
 	if err != nil {
 		s.linkRefused(w, r, err)
 		return
 	}
 	who := "link:" + clip(c.Nonce, 8)
-	res, code, err := s.answer(r.Context(), c.Session, AnswerRequest{Option: c.Option, Since: c.Since}, who, r.RemoteAddr)
+	res, code, err := s.answer(r.Context(), c.Session, AnswerRequest{Option: c.Option, Since: c.Since, nonce: c.Nonce}, who, r.RemoteAddr)
 	if err != nil {
 		page(w, code, "Not answered", `<p>`+htmlEscape(c.Session)+`: `+htmlEscape(err.Error())+`</p>`)
 		return
@@ -145,13 +145,19 @@ func (s *Server) parseSmallForm(w http.ResponseWriter, r *http.Request, limit in
 func clip(s string, n int) string { return s[:min(len(s), n)] }
 
 // linkRefused answers a link that is invalid, expired or spent; an
-// invalid one is slowed and logged like a failed login.
+// invalid one is slowed and logged like a failed login. A link whose
+// record of use cannot be read is refused for now (503).
 func (s *Server) linkRefused(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusGone
-	if errors.Is(err, auth.ErrLinkInvalid) {
+	switch {
+	case errors.Is(err, auth.ErrLinkInvalid):
 		s.log.Warn("web: invalid answer link", "remote", r.RemoteAddr)
 		s.slow(r)
 		code = http.StatusForbidden
+	case !errors.Is(err, auth.ErrLinkExpired) && !errors.Is(err, auth.ErrLinkSpent):
+		s.log.Warn("web: answer link not checked", "remote", r.RemoteAddr, "err", err)
+		page(w, http.StatusServiceUnavailable, "Not answered", "<p>This link cannot be checked now. Try again in a moment, or open the console to answer.</p>")
+		return
 	}
 	page(w, code, "Not answered", "<p>"+htmlEscape(err.Error())+". Open the console to answer.</p>")
 }

@@ -165,6 +165,8 @@ type testConsole struct {
 	back  *fakeBackend
 	verbs *fakeVerbs
 	rec   *fakeRecorder
+	// stop stops the console and waits for it (again: nothing).
+	stop func()
 }
 
 func newTestConsole(t *testing.T, opts ...func(o *Options, url string)) *testConsole {
@@ -176,26 +178,33 @@ func newTestConsole(t *testing.T, opts ...func(o *Options, url string)) *testCon
 		cause: map[string]*herd.Event{"w-0": {Session: "w-0", Incarnation: "i1", Kind: herd.EventActivity, Reason: "hook",
 			Data: map[string]any{"event": "PermissionRequest", "tool": "Bash"}}},
 	}
-	c := &testConsole{back: back, verbs: &fakeVerbs{}, rec: &fakeRecorder{}}
+	return startTestConsole(t, &testConsole{back: back, verbs: &fakeVerbs{}, rec: &fakeRecorder{}}, opts...)
+}
+
+// startTestConsole serves a new console over c's backend, verbs and
+// recorder on a new port: a daemon started again, its agents as they were.
+func startTestConsole(t *testing.T, c *testConsole, opts ...func(o *Options, url string)) *testConsole {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Config: config.Web{Listen: "127.0.0.1:0"}, Host: "h", Backend: back, Verbs: c.verbs, Events: c.rec,
+	o := Options{Config: config.Web{Listen: "127.0.0.1:0"}, Host: "h", Backend: c.back, Verbs: c.verbs, Events: c.rec,
 		Token: "the-token", Poll: 20 * time.Millisecond, FailDelay: time.Millisecond}
 	for _, f := range opts {
 		f(&o, "http://"+ln.Addr().String())
 	}
-	c.srv = New(o)
+	n := &testConsole{srv: New(o), url: "http://" + ln.Addr().String(), back: c.back, verbs: c.verbs, rec: c.rec}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.srv.Run(ctx, ln)
+		n.srv.Run(ctx, ln)
 	}()
-	t.Cleanup(func() { cancel(); <-done })
-	c.url = "http://" + ln.Addr().String()
-	return c
+	var once sync.Once
+	n.stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(n.stop)
+	return n
 }
 
 // browser logs a client with a cookie jar in through a link of scope.

@@ -5,7 +5,8 @@
 // The daemon builds one Server and runs it on its own listener. It reads
 // through the daemon's API (Backend) and acts only through the verbs
 // (internal/verbs), like every other front door; it writes nothing but
-// its own events (answered, console). Every request is authenticated,
+// its own events (answered, console) and its record of answers (Answers:
+// each need answered once, each answer link spent once, across restarts). Every request is authenticated,
 // every state change CSRF- and Origin-checked, and every byte an agent
 // produced is escaped: the console types into agents, it is a remote
 // shell. It never serves a page that runs inline or third-party code.
@@ -29,6 +30,7 @@ import (
 	"herd"
 	"herd/internal/config"
 	"herd/internal/status"
+	"herd/internal/store"
 	"herd/internal/verbs"
 	"herd/internal/web/auth"
 )
@@ -80,6 +82,9 @@ type Options struct {
 	// AnswerKey signs the one-tap answer links of notifications
 	// (LoadAnswerKey); nil: none are made.
 	AnswerKey []byte
+	// Answers keep the answers given and the answer links spent
+	// (StoreAnswers); nil: in memory, forgotten when the console stops.
+	Answers Answers
 	// Poll is how often the fleet is read for changes; when 0, 300ms,
 	// or a second with Local (this host's changes come at once; other
 	// hosts' and the log's within the second).
@@ -102,6 +107,8 @@ type Server struct {
 	hub *hub
 	// signer makes and checks answer links; nil without Options.AnswerKey.
 	signer *auth.Signer
+	// answers are Options.Answers, or in memory.
+	answers Answers
 	// allowHosts are the Host values accepted besides the listen address:
 	// [web] allow_hosts and the host of [web] url.
 	allowHosts []string
@@ -119,8 +126,9 @@ type Server struct {
 	addr string
 	// serving: Run has its listener.
 	serving bool
-	// answered holds, by session, the last answer given.
-	answered map[string]answer
+	// answered holds, by session, the last answer given (the inbox
+	// leaves the needs it covers out); the record is answers.
+	answered map[string]store.Answer
 	// locks serialise answers per session.
 	locks map[string]*sync.Mutex
 	// screens are the waiting sessions' screens last read, by session.
@@ -145,9 +153,12 @@ func New(o Options) *Server {
 		o.limits = defaultLimits()
 	}
 	s := &Server{o: o, auth: auth.NewAuth(o.Token), log: o.Log, addr: o.Config.Listen, limits: o.limits,
-		answered: map[string]answer{}, locks: map[string]*sync.Mutex{}, screens: map[string]cachedScreen{}}
+		answers: o.Answers, answered: map[string]store.Answer{}, locks: map[string]*sync.Mutex{}, screens: map[string]cachedScreen{}}
+	if s.answers == nil {
+		s.answers = newMemAnswers()
+	}
 	if o.AnswerKey != nil {
-		s.signer = auth.NewSigner(o.AnswerKey)
+		s.signer = auth.NewSigner(o.AnswerKey, s.answers)
 	}
 	s.allowHosts = append([]string(nil), o.Config.AllowHosts...)
 	if h := o.Config.URLHost(); h != "" {
@@ -203,6 +214,9 @@ func (s *Server) LoginURL(scope, next string) string {
 
 // Run serves the console on ln until ctx is done.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	// The needs answered before this start stay answered, in the
+	// inbox too.
+	s.loadAnswers(ctx)
 	s.mu.Lock()
 	s.addr = ln.Addr().String()
 	s.serving = true

@@ -111,7 +111,7 @@ func (r *Recorder) AppendEvent(e *herd.Event) error {
 
 // awayTx is a transaction on the local store while the shared one is
 // away: this host's roles, sessions, incarnations and events are read and
-// written; what the fleet shares (hosts, placements, commands, kv) and
+// written; what the fleet shares (hosts, placements, commands, kv, answers) and
 // the retention's deletes are refused with store.ErrAway.
 type awayTx struct {
 	store.Tx
@@ -143,7 +143,20 @@ func (awayTx) PutKV(string, string) error                     { return store.Err
 func (awayTx) ClaimKV(string, string) (bool, error)           { return false, store.ErrAway }
 func (awayTx) DeleteKV(string) error                          { return store.ErrAway }
 func (awayTx) DeleteEventsBefore(time.Time, int) (int, error) { return 0, store.ErrAway }
-func (awayTx) DeleteEventsBeyond(int, int) (int, error)       { return 0, store.ErrAway }
+
+// The answers and spent answer links are the fleet's: an answer recorded
+// only here would be forgotten when the shared store is back, and a need
+// answered twice.
+func (awayTx) ClaimAnswer(store.Answer) (bool, error) { return false, store.ErrAway }
+func (awayTx) Answer(string, time.Time) (store.Answer, error) {
+	return store.Answer{}, store.ErrAway
+}
+func (awayTx) Answers(time.Time) ([]store.Answer, error)        { return nil, store.ErrAway }
+func (awayTx) DeleteAnswer(string, time.Time) error             { return store.ErrAway }
+func (awayTx) SpendNonce(string, time.Time) (bool, error)       { return false, store.ErrAway }
+func (awayTx) NonceSpent(string) (bool, error)                  { return false, store.ErrAway }
+func (awayTx) DeleteExpiredAnswers(time.Time, int) (int, error) { return 0, store.ErrAway }
+func (awayTx) DeleteEventsBeyond(int, int) (int, error)         { return 0, store.ErrAway }
 func (awayTx) DeleteIncarnationsEndedBefore(time.Time, int) (int, error) {
 	return 0, store.ErrAway
 }

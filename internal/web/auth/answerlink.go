@@ -1,13 +1,14 @@
 package auth
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -42,20 +43,29 @@ type AnswerClaim struct {
 	Nonce string `json:"n"`
 }
 
+// Nonces records the nonces of spent answer links until the links
+// expire. The console's keeps them in the store, so a link spent before
+// a restart of the daemon stays spent.
+type Nonces interface {
+	// SpendNonce records nonce as spent until expires; false: it was
+	// already.
+	SpendNonce(ctx context.Context, nonce string, expires time.Time) (bool, error)
+	// NonceSpent reports whether nonce was spent.
+	NonceSpent(ctx context.Context, nonce string) (bool, error)
+}
+
 // Signer mints and checks answer links.
 type Signer struct {
 	key []byte
 	now func() time.Time
-
-	// mu guards the field below.
-	mu sync.Mutex
-	// spent holds the nonces of used links until they expire.
-	spent map[string]time.Time
+	// nonces are the spent links' nonces.
+	nonces Nonces
 }
 
-// NewSigner returns a signer with key.
-func NewSigner(key []byte) *Signer {
-	return &Signer{key: key, now: time.Now, spent: map[string]time.Time{}}
+// NewSigner returns a signer with key whose spent links are recorded in
+// nonces.
+func NewSigner(key []byte, nonces Nonces) *Signer {
+	return &Signer{key: key, now: time.Now, nonces: nonces}
 }
 
 // Sign returns the token of a link answering session's need of since
@@ -79,7 +89,25 @@ func (g *Signer) mac(payload string) []byte {
 }
 
 // Verify checks a token's signature and expiry, and that it is unspent.
-func (g *Signer) Verify(token string) (AnswerClaim, error) {
+// An error other than the link's own (ErrLinkInvalid, ErrLinkExpired,
+// ErrLinkSpent) is the nonces' record that could not be read.
+func (g *Signer) Verify(ctx context.Context, token string) (AnswerClaim, error) {
+	c, err := g.check(token)
+	if err != nil {
+		return c, err
+	}
+	spent, err := g.nonces.NonceSpent(ctx, c.Nonce)
+	if err != nil {
+		return AnswerClaim{}, fmt.Errorf("answer link: %w", err)
+	}
+	if spent {
+		return AnswerClaim{}, ErrLinkSpent
+	}
+	return c, nil
+}
+
+// check checks a token's signature and expiry.
+func (g *Signer) check(token string) (AnswerClaim, error) {
 	payload, sig, ok := strings.Cut(token, ".")
 	if !ok {
 		return AnswerClaim{}, ErrLinkInvalid
@@ -99,33 +127,23 @@ func (g *Signer) Verify(token string) (AnswerClaim, error) {
 	if !g.now().Before(time.Unix(c.Expires, 0)) {
 		return AnswerClaim{}, ErrLinkExpired
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.spent[c.Nonce]; ok {
-		return AnswerClaim{}, ErrLinkSpent
-	}
 	return c, nil
 }
 
-// Spend verifies a token and marks it used: of two spends of one link,
-// one succeeds.
-func (g *Signer) Spend(token string) (AnswerClaim, error) {
-	c, err := g.Verify(token)
+// Spend checks a token and records it used: of two spends of one link,
+// one succeeds, whether or not the daemon restarted between them.
+func (g *Signer) Spend(ctx context.Context, token string) (AnswerClaim, error) {
+	c, err := g.check(token)
 	if err != nil {
 		return c, err
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.spent[c.Nonce]; ok {
+	ok, err := g.nonces.SpendNonce(ctx, c.Nonce, time.Unix(c.Expires, 0))
+	if err != nil {
+		return AnswerClaim{}, fmt.Errorf("answer link: %w", err)
+	}
+	if !ok {
 		return AnswerClaim{}, ErrLinkSpent
 	}
-	now := g.now()
-	for n, exp := range g.spent {
-		if now.After(exp) {
-			delete(g.spent, n)
-		}
-	}
-	g.spent[c.Nonce] = time.Unix(c.Expires, 0)
 	return c, nil
 }
 

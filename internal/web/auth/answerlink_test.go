@@ -1,23 +1,55 @@
 package auth
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
+// memNonces records spent nonces in memory.
+type memNonces struct {
+	mu    sync.Mutex
+	spent map[string]time.Time
+	// err, when set, is every call's error.
+	err error
+}
+
+func (m *memNonces) SpendNonce(_ context.Context, nonce string, expires time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return false, m.err
+	}
+	if _, ok := m.spent[nonce]; ok {
+		return false, nil
+	}
+	m.spent[nonce] = expires
+	return true, nil
+}
+
+func (m *memNonces) NonceSpent(_ context.Context, nonce string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.spent[nonce]
+	return ok, m.err
+}
+
 func TestSigner(t *testing.T) {
+	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	g := NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	nonces := &memNonces{spent: map[string]time.Time{}}
+	g := NewSigner([]byte("0123456789abcdef0123456789abcdef"), nonces)
 	g.now = func() time.Time { return now }
 	since := now.Add(-time.Minute)
 	tok := g.Sign("w-0", since, "1", "Yes")
 
-	c, err := g.Verify(tok)
+	c, err := g.Verify(ctx, tok)
 	if err != nil || c.Session != "w-0" || c.Option != "1" || !c.Since.Equal(since) || c.Label != "Yes" {
 		t.Fatalf("[valid] expected the claim … got %+v, %v", c, err)
 	}
@@ -26,7 +58,7 @@ func TestSigner(t *testing.T) {
 	// of another key, garbage.
 	payload, sig, _ := strings.Cut(tok, ".")
 	raw, _ := base64.RawURLEncoding.DecodeString(payload)
-	other := NewSigner([]byte("another key, another key, another"))
+	other := NewSigner([]byte("another key, another key, another"), nonces)
 	other.now = g.now
 	for name, bad := range map[string]string{
 		"other session": base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(raw), `"w-0"`, `"w-1"`, 1))) + "." + sig,
@@ -35,34 +67,49 @@ func TestSigner(t *testing.T) {
 		"no signature":  payload,
 		"garbage":       "x.y",
 	} {
-		if _, err := g.Verify(bad); !errors.Is(err, ErrLinkInvalid) {
+		if _, err := g.Verify(ctx, bad); !errors.Is(err, ErrLinkInvalid) {
 			t.Errorf("[%s] expected %v … got %v", name, ErrLinkInvalid, err)
 		}
 	}
 
 	// Expiry: 15 minutes.
 	now = now.Add(AnswerLinkTTL - time.Second)
-	if _, err := g.Verify(tok); err != nil {
+	if _, err := g.Verify(ctx, tok); err != nil {
 		t.Errorf("[before expiry] expected valid … got %v", err)
 	}
 	now = now.Add(time.Second)
-	if _, err := g.Verify(tok); !errors.Is(err, ErrLinkExpired) {
+	if _, err := g.Verify(ctx, tok); !errors.Is(err, ErrLinkExpired) {
 		t.Errorf("[expired] expected %v … got %v", ErrLinkExpired, err)
 	}
-	if _, err := g.Spend(tok); !errors.Is(err, ErrLinkExpired) {
+	if _, err := g.Spend(ctx, tok); !errors.Is(err, ErrLinkExpired) {
 		t.Errorf("[spend expired] expected %v … got %v", ErrLinkExpired, err)
 	}
 
 	// Single use.
 	tok = g.Sign("w-0", since, "1", "Yes")
-	if _, err := g.Spend(tok); err != nil {
+	if _, err := g.Spend(ctx, tok); err != nil {
 		t.Fatalf("[first use] expected spent … got %v", err)
 	}
-	for _, f := range []func(string) (AnswerClaim, error){g.Spend, g.Verify} {
-		if _, err := f(tok); !errors.Is(err, ErrLinkSpent) {
+	for _, f := range []func(context.Context, string) (AnswerClaim, error){g.Spend, g.Verify} {
+		if _, err := f(ctx, tok); !errors.Is(err, ErrLinkSpent) {
 			t.Errorf("[second use] expected %v … got %v", ErrLinkSpent, err)
 		}
 	}
+	// Spent by another signer on the same record: a daemon restarted.
+	again := NewSigner([]byte("0123456789abcdef0123456789abcdef"), nonces)
+	again.now = g.now
+	if _, err := again.Spend(ctx, tok); !errors.Is(err, ErrLinkSpent) {
+		t.Errorf("[spent before a restart] expected %v … got %v", ErrLinkSpent, err)
+	}
+	// A record that cannot be read: neither valid nor spent.
+	nonces.err = errors.New("store away")
+	fresh := g.Sign("w-0", since, "1", "Yes")
+	for _, f := range []func(context.Context, string) (AnswerClaim, error){g.Spend, g.Verify} {
+		if _, err := f(ctx, fresh); err == nil || errors.Is(err, ErrLinkSpent) || errors.Is(err, ErrLinkInvalid) {
+			t.Errorf("[record unreadable] expected the record's error … got %v", err)
+		}
+	}
+	nonces.err = nil
 
 	// The form token is bound to its link.
 	if !g.CheckForm(tok, g.FormToken(tok)) || g.CheckForm(tok, g.FormToken(g.Sign("w-0", since, "1", "Yes"))) || g.CheckForm(tok, "") {

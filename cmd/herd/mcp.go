@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"os"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"herd"
@@ -41,7 +40,7 @@ A role with mcp = true gets this server added to its agents at launch.`,
 			wd, _ := os.Getwd()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			s := mcp.New(mcp.Options{Daemon: c, Caller: os.Getenv(herd.EnvSession), Version: version, Workdir: wd, Log: log})
-			return s.Run(cmd.Context(), &sdk.StdioTransport{})
+			return s.Run(cmd.Context(), s.Stdio())
 		},
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"herd/internal/api"
 )
 
@@ -116,5 +118,37 @@ func TestCheckFrame(t *testing.T) {
 		if code, _, why := checkFrame([]byte(c.line)); code != c.code {
 			t.Errorf("[%q] expected code %d, got %d (%s)", c.line, c.code, code, why)
 		}
+	}
+}
+
+// TestFailedCallsRecorded: a call that fails before its tool records it (a
+// session not found, arguments that name nothing) is an mcp_call event
+// with its error, like every other call.
+func TestFailedCallsRecorded(t *testing.T) {
+	d := &fakeDaemon{views: []api.SessionView{{Name: "w-0", Role: "w"}}}
+	cs := connect(t, d, "")
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"send", map[string]any{"session": "nope-0", "text": "hi"}},
+		{"send", map[string]any{"session": "w-0", "role": "w", "text": "hi"}},
+		{"describe_session", map[string]any{"session": "nope-0"}},
+	} {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err == nil && !res.IsError {
+			t.Errorf("[%s %v] expected the call to fail", c.tool, c.args)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	failed := 0
+	for _, c := range d.calls {
+		if c.Error != "" {
+			failed++
+		}
+	}
+	if failed != 3 {
+		t.Errorf("expected 3 failed calls recorded with their error, got %d: %+v", failed, d.calls)
 	}
 }

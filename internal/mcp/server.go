@@ -99,6 +99,9 @@ func (s *Server) policy(ctx context.Context) (Policy, error) {
 // record writes the call's mcp_call event; a failure to record is logged,
 // never the caller's problem.
 func (s *Server) record(ctx context.Context, c api.MCPCall) {
+	if done, ok := ctx.Value(recordedKey{}).(*bool); ok {
+		*done = true
+	}
 	c.Session = s.o.Caller
 	if err := s.o.Daemon.Do(ctx, http.MethodPost, "/v1/mcp/calls", nil, c, nil); err != nil {
 		s.o.Log.Warn("mcp call not recorded", "tool", c.Tool, "err", err)

@@ -82,28 +82,45 @@ type ScaleIn struct {
 	Replicas int    `json:"replicas" jsonschema:"the desired number of sessions"`
 }
 
+// addTool registers a tool whose every call is an mcp_call event: one
+// that failed before its handler recorded it (bad arguments, a target not
+// found, the daemon not answering) is recorded with its error.
+func addTool[In, Out any](s *Server, t *sdk.Tool, h sdk.ToolHandlerFor[In, Out]) {
+	sdk.AddTool(s.srv, t, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
+		done := new(bool)
+		res, out, err := h(context.WithValue(ctx, recordedKey{}, done), req, in)
+		if err != nil && !*done {
+			s.record(ctx, api.MCPCall{Tool: t.Name, Error: err.Error()})
+		}
+		return res, out, err
+	})
+}
+
+// recordedKey marks, in a call's context, that its mcp_call was recorded.
+type recordedKey struct{}
+
 func (s *Server) addTools() {
 	read := &sdk.ToolAnnotations{ReadOnlyHint: true}
-	sdk.AddTool(s.srv, &sdk.Tool{Name: "list_sessions", Annotations: read,
+	addTool(s, &sdk.Tool{Name: "list_sessions", Annotations: read,
 		Description: "List herd's sessions: name, role, state, activity, host, restarts. Filter by role, state, activity, host or a label selector."}, s.listSessions)
-	sdk.AddTool(s.srv, &sdk.Tool{Name: "describe_session", Annotations: read,
+	addTool(s, &sdk.Tool{Name: "describe_session", Annotations: read,
 		Description: "One session in detail: state, liveness axes, identity, restarts, last exit, diagnostics and recent events."}, s.describeSession)
-	sdk.AddTool(s.srv, &sdk.Tool{Name: "read_output", Annotations: read,
+	addTool(s, &sdk.Tool{Name: "read_output", Annotations: read,
 		Description: "A session's screen (tmux) or the tail of its output (exec), bounded in size. Returns a mark: pass it as since_mark to read only what came after."}, s.readOutput)
-	sdk.AddTool(s.srv, &sdk.Tool{Name: "send",
+	addTool(s, &sdk.Tool{Name: "send",
 		Description: "Type text into agents, then Enter: one session, every session of a role, or a selector. Reports each session: delivered, or refused and why."}, s.send)
-	sdk.AddTool(s.srv, &sdk.Tool{Name: "wait", Annotations: read,
+	addTool(s, &sdk.Tool{Name: "wait", Annotations: read,
 		Description: "Block until sessions reach a state or an activity (e.g. for=idle: their turn ended), or a timeout. Returns each session's change and who lags."}, s.wait)
-	sdk.AddTool(s.srv, &sdk.Tool{Name: "run",
+	addTool(s, &sdk.Tool{Name: "run",
 		Description: "Declare a role that runs a command as agents (as herd run). Needs run in the daemon's [mcp] verbs."}, s.run)
-	sdk.AddTool(s.srv, &sdk.Tool{Name: "scale",
+	addTool(s, &sdk.Tool{Name: "scale",
 		Description: "Change how many sessions a role runs. Needs scale in the daemon's [mcp] verbs."}, s.scale)
 	for _, v := range []struct{ name, desc string }{
 		{"stop", "Stop a session (a resume snapshot is kept; its role runs one replica fewer)."},
 		{"restart", "Give a session a fresh incarnation through the stop path."},
 		{"resume", "Relaunch a stopped session from its snapshot, continuing its conversation where the agent can."},
 	} {
-		sdk.AddTool(s.srv, &sdk.Tool{Name: v.name, Description: v.desc + " Needs " + v.name + " in the daemon's [mcp] verbs."}, s.sessionVerb(v.name))
+		addTool(s, &sdk.Tool{Name: v.name, Description: v.desc + " Needs " + v.name + " in the daemon's [mcp] verbs."}, s.sessionVerb(v.name))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/agents"
 	"herd/internal/store"
 	"herd/internal/verbs"
 	"herd/internal/web/inbox"
@@ -175,8 +176,48 @@ func (s *Server) typeAnswer(ctx context.Context, it inbox.Item, in AnswerRequest
 		if _, err := s.o.Verbs.Inject(ctx, verbs.InjectRequest{Name: it.Session, Text: "\x1b", NoClear: true}); err != nil {
 			return verbs.Result{}, err
 		}
+		// The words wait until the dialog has left the screen: keys that
+		// reach the agent in the same read as the Esc are taken for an
+		// Alt key, the dialog stays, and the reply's Enter would confirm
+		// its preselected "Yes".
+		if err := s.awaitDialogClosed(ctx, it); err != nil {
+			return verbs.Result{}, err
+		}
 	}
 	return s.o.Verbs.Inject(ctx, req)
+}
+
+// dialogCloseWait bounds the wait for a permission dialog to leave the
+// screen after its Esc; dialogLook is how often the screen is read.
+const (
+	dialogCloseWait = 3 * time.Second
+	dialogLook      = 100 * time.Millisecond
+)
+
+// awaitDialogClosed reads it's session's screen until its agent's
+// permission dialog is gone (agents.ClassifyScreen), at most
+// dialogCloseWait: a dialog still there is a 409, nothing typed.
+func (s *Server) awaitDialogClosed(ctx context.Context, it inbox.Item) error {
+	deadline := time.Now().Add(dialogCloseWait)
+	for {
+		screen, err := s.o.Backend.Screen(ctx, it.Session, 60, false)
+		if err == nil && agents.ClassifyScreen(it.Agent, screen).Dialog == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			why := "its permission dialog is still on the screen"
+			if err != nil {
+				why = "its screen cannot be read: " + err.Error()
+			}
+			return &StatusError{Code: http.StatusConflict, Message: fmt.Sprintf(
+				"the dialog did not close after Esc (%s); the reply was not typed: answer it on its host (herd attach %s)", why, it.Session)}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(dialogLook):
+		}
+	}
 }
 
 // gone is the refusal of an answer whose need the inbox no longer shows

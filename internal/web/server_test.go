@@ -51,6 +51,8 @@ func (f *fakeBackend) Session(_ context.Context, name string) (json.RawMessage, 
 }
 
 func (f *fakeBackend) Screen(_ context.Context, _ string, _ int, escapes bool) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if escapes && f.colour != "" {
 		return f.colour, nil
 	}
@@ -92,7 +94,10 @@ func (f *fakeBackend) Usage(_ context.Context, q url.Values) (json.RawMessage, e
 
 // fakeVerbs records what was typed.
 type fakeVerbs struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// onInject, when set, sees each inject as the agent would (a screen
+	// that changes on Esc).
+	onInject func(verbs.InjectRequest)
 	injected []verbs.InjectRequest
 	stopped  []string
 	answers  []verbs.AnswerRequest
@@ -101,8 +106,12 @@ type fakeVerbs struct {
 func (f *fakeVerbs) Inject(_ context.Context, req verbs.InjectRequest) (verbs.Result, error) {
 	time.Sleep(20 * time.Millisecond) // a slow tmux: two answers overlap
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.injected = append(f.injected, req)
+	on := f.onInject
+	f.mu.Unlock()
+	if on != nil {
+		on(req)
+	}
 	return verbs.Result{Message: "sent"}, nil
 }
 

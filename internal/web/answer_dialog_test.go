@@ -1,0 +1,69 @@
+package web
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"herd/internal/verbs"
+	"herd/internal/web/auth"
+)
+
+// TestFreeTextWaitsForTheDialogToClose: a reply in words to a permission
+// dialog is typed only once the Esc has taken the dialog off the screen
+// (read back, the captured Claude Code screens); a dialog that stays is
+// 409 and the words are never typed, so they cannot reach the dialog and
+// its Enter cannot confirm "Yes".
+func TestFreeTextWaitsForTheDialogToClose(t *testing.T) {
+	fixture := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "agents", "testdata", "claude", "2.1.330", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	dialog, prompt := fixture("screen-permission.txt"), fixture("screen-after-esc.txt")
+	for _, tc := range []struct {
+		name   string
+		closes bool
+		want   int
+	}{
+		{"the dialog closes on Esc", true, http.StatusOK},
+		{"the dialog stays", false, http.StatusConflict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestConsole(t)
+			c.back.mu.Lock()
+			c.back.screen = dialog
+			c.back.mu.Unlock()
+			if tc.closes {
+				c.verbs.onInject = func(req verbs.InjectRequest) {
+					if req.Text == "\x1b" {
+						c.back.mu.Lock()
+						c.back.screen = prompt
+						c.back.mu.Unlock()
+					}
+				}
+			}
+			cl, csrf := c.browser(t, auth.ScopeOperate)
+			code := c.call(t, cl, "POST", "/api/v1/sessions/w-0/answer", map[string]string{"Origin": c.url, auth.CSRFHeader: csrf},
+				AnswerRequest{Text: "no, use ls instead"}, nil)
+			if code != tc.want {
+				t.Errorf("expected %d … got %d", tc.want, code)
+			}
+			c.verbs.mu.Lock()
+			defer c.verbs.mu.Unlock()
+			var typed []string
+			for _, in := range c.verbs.injected {
+				typed = append(typed, in.Text)
+			}
+			switch {
+			case tc.closes && (len(typed) != 2 || typed[0] != "\x1b" || typed[1] != "no, use ls instead"):
+				t.Errorf("expected Esc, then the words … got %q", typed)
+			case !tc.closes && (len(typed) != 1 || typed[0] != "\x1b"):
+				t.Errorf("expected the Esc alone, the words never typed … got %q", typed)
+			}
+		})
+	}
+}

@@ -35,7 +35,7 @@ const (
 // keeps serving; the SDK alone would end the session on it.
 func (s *Server) StdioTransport(in io.Reader, out io.Writer) sdk.Transport {
 	w := &lockedWriter{w: out}
-	g := &frameGuard{in: bufio.NewReaderSize(in, 64<<10), out: w, bad: func(why string) {
+	g := &frameGuard{in: newReader(in), out: w, bad: func(why string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		s.record(ctx, api.MCPCall{Tool: "-", Error: "malformed message: " + why})
@@ -45,6 +45,9 @@ func (s *Server) StdioTransport(in io.Reader, out io.Writer) sdk.Transport {
 
 // Stdio is StdioTransport on the process's own stdin and stdout.
 func (s *Server) Stdio() sdk.Transport { return s.StdioTransport(os.Stdin, os.Stdout) }
+
+// newReader buffers a client's input for the guard.
+func newReader(in io.Reader) *bufio.Reader { return bufio.NewReaderSize(in, 64<<10) }
 
 // lockedWriter writes whole messages, one at a time: the SDK's replies
 // and the guard's errors share the client's stream.

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,6 +65,26 @@ func TestAutostart(t *testing.T) {
 		t.Errorf("[race] expected one daemon running, found %d", n)
 	}
 
+	// The daemon gone, a command naming another config (a cron job's,
+	// another shell's) does not start one with it: refused, and told how.
+	for _, pid := range daemonPIDs(e.dir) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	e.waitFor("the autostarted daemon gone", 10*time.Second, func() bool { return daemons(e.dir) == 0 })
+	other := filepath.Join(t.TempDir(), "other.toml")
+	if err := os.WriteFile(other, []byte("[probe]\ninterval = \"1s\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "get", "sessions", "--config", other)
+	cmd.Env = e.environ()
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "not "+other) || daemons(e.dir) != 0 {
+		t.Errorf("[another config] expected a refusal naming %s and no daemon, got %v %q", other, err, out)
+	}
+	// The command that names none starts it with the config it ran with.
+	if _, errs, code := e.herd("get", "sessions"); code != 0 || !strings.Contains(errs, "started one") {
+		t.Errorf("[the recorded config] expected a daemon started, got %d %q", code, errs)
+	}
+
 	off := newEnv(t, "")
 	if _, errs, code := off.herd("get", "sessions"); code == 0 || !strings.Contains(errs, "no herd daemon") || daemons(off.dir) != 0 {
 		t.Errorf("[HERD_NO_AUTOSTART] expected today's error and no daemon, got %d %q", code, errs)
@@ -70,9 +92,12 @@ func TestAutostart(t *testing.T) {
 }
 
 // daemons counts the `herd daemon` processes of a state dir.
-func daemons(dir string) int {
+func daemons(dir string) int { return len(daemonPIDs(dir)) }
+
+// daemonPIDs lists the `herd daemon` processes of a state dir.
+func daemonPIDs(dir string) []int {
 	entries, _ := os.ReadDir("/proc")
-	n := 0
+	var pids []int
 	for _, en := range entries {
 		pid, err := strconv.Atoi(en.Name())
 		if err != nil {
@@ -80,8 +105,8 @@ func daemons(dir string) int {
 		}
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err == nil && bytes.Contains(b, []byte("\x00daemon\x00--state-dir\x00"+dir+"\x00")) {
-			n++
+			pids = append(pids, pid)
 		}
 	}
-	return n
+	return pids
 }

@@ -60,23 +60,91 @@ func (g *globals) ensureDaemon(dir string) error {
 	if answers(sock) {
 		return nil // started by the command that held the lock
 	}
-	return g.startDaemon(dir, sock, deadline)
+	cfg, err := g.autostartConfig(dir)
+	if err != nil {
+		return err
+	}
+	return g.startDaemon(dir, sock, cfg, deadline)
 }
 
-// startDaemon runs `herd daemon` in a session of its own, its output
-// appended to <dir>/daemon.log, and waits until it answers.
-func (g *globals) startDaemon(dir, sock string, deadline time.Time) error {
+// configRecord is the file in a state dir that names the config its
+// daemon last ran with: a daemon started for a command runs with it, not
+// with whatever config that command happens to see.
+const configRecord = "daemon.config"
+
+// recordConfig writes, for the daemon of dir about to run, the config it
+// runs with (its absolute path; "" for the defaults).
+func recordConfig(dir, path string) error {
+	if path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fmt.Errorf("daemon: %w", err)
+		}
+		path = abs
+	}
+	if err := os.WriteFile(filepath.Join(dir, configRecord), []byte(path+"\n"), 0o600); err != nil {
+		return fmt.Errorf("daemon: record its config: %w", err)
+	}
+	return nil
+}
+
+// recordedConfig is the config the daemon of dir last ran with, and
+// whether one ever ran there (since configs were recorded).
+func recordedConfig(dir string) (path string, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dir, configRecord))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
+// autostartConfig is the config a daemon started for this command runs
+// with: the one the state dir's daemon last ran with. A command naming
+// another (--config, HERD_CONFIG), or a recorded config that is gone, is
+// refused with how to start the daemon by hand: a cron job's or another
+// shell's command must never bring up the daemon with the wrong config
+// (another tmux socket, SQLite where the fleet uses PostgreSQL).
+func (g *globals) autostartConfig(dir string) (string, error) {
+	named := g.config
+	if named == "" {
+		named = os.Getenv("HERD_CONFIG")
+	}
+	if named != "" {
+		abs, err := filepath.Abs(named)
+		if err != nil {
+			return "", fmt.Errorf("autostart: %w", err)
+		}
+		named = abs
+	}
+	rec, ok := recordedConfig(dir)
+	switch {
+	case !ok:
+		return named, nil // no daemon ran here yet: the command's own
+	case named != "" && named != rec:
+		was := rec
+		if was == "" {
+			was = "no config file (the defaults)"
+		}
+		return "", fmt.Errorf("autostart: no daemon runs for %s, and the one that ran there used %s, not %s; "+
+			"start it by hand with the config it should run with: herd daemon --state-dir %s --config %s", dir, was, named, dir, named)
+	case rec != "" && !fileExists(rec):
+		return "", fmt.Errorf("autostart: no daemon runs for %s, and the config it ran with, %s, is gone; "+
+			"start it by hand: herd daemon --state-dir %s --config CONFIG", dir, rec, dir)
+	}
+	return rec, nil
+}
+
+// startDaemon runs `herd daemon` with config ("" for none) in a session
+// of its own, its output appended to <dir>/daemon.log, and waits until it
+// answers.
+func (g *globals) startDaemon(dir, sock, config string, deadline time.Time) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("autostart: %w", err)
 	}
 	args := []string{"daemon", "--state-dir", dir}
-	if g.config != "" {
-		cfg, err := filepath.Abs(g.config)
-		if err != nil {
-			return fmt.Errorf("autostart: %w", err)
-		}
-		args = append(args, "--config", cfg)
+	if config != "" {
+		args = append(args, "--config", config)
 	}
 	log, err := os.OpenFile(logPath(dir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

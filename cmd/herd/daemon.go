@@ -45,6 +45,9 @@ Roles declared in the config file are applied at start. SIGHUP (or
 				return err
 			}
 			defer release()
+			if err := recordConfig(dir, path); err != nil {
+				return err
+			}
 			st, err := backend.Open(cmd.Context(), cfg.Store, dir)
 			if err != nil {
 				return err

@@ -172,7 +172,11 @@ type StopReport struct {
 	Group  bool // the incarnation had a cgroup (ended with it)
 	Killed bool // something outlived the grace period and was SIGKILLed
 	Swept  int  // marked processes outside the cgroup (or all of them, in ModeMarker)
-	Took   time.Duration
+	// Ran: a process of the incarnation ran in its group (members at the
+	// stop, or CPU time used): a launch whose start was never recorded
+	// did start.
+	Ran  bool
+	Took time.Duration
 }
 
 // Stop ends every process of the incarnation: in ModeCgroup SIGTERM to
@@ -215,6 +219,7 @@ func (c *Containment) StopGroup(ctx context.Context, incarnation string, grace t
 		var g *Group
 		if g, err = c.cg.Open(incarnation); err == nil {
 			rep.Group = true
+			rep.Ran = groupRan(g)
 			rep.Killed, err = g.Stop(ctx, grace)
 			if err == nil {
 				err = g.Remove(ctx)
@@ -231,6 +236,16 @@ func (c *Containment) StopGroup(ctx context.Context, incarnation string, grace t
 	}
 	rep.Took = time.Since(start)
 	return rep, err
+}
+
+// groupRan reports whether a process ran in g: it has members, or its
+// tree used CPU time (members that ran and exited).
+func groupRan(g *Group) bool {
+	if populated, err := g.Populated(); err == nil && populated {
+		return true
+	}
+	st, err := g.Stats()
+	return err == nil && st.CPUUsage > 0
 }
 
 // Usage is an incarnation's resource use, from its cgroup or, in

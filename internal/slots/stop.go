@@ -36,6 +36,10 @@ type StopRequest struct {
 	// Grace overrides the daemon's grace period between SIGTERM and
 	// SIGKILL (herd stop --grace); zero keeps it.
 	Grace time.Duration
+
+	// ran is set by the takedown: a process of the incarnation was found
+	// running (see status.Stop's Ran).
+	ran bool
 }
 
 // ErrAlreadyStopped means another caller stopped the session first.
@@ -92,7 +96,7 @@ func (sl *Slots) stopLocked(ctx context.Context, req StopRequest) error {
 		}
 	}
 	return sl.st.Stopped(ctx, status.Stop{Name: req.Name, Incarnation: s.Incarnation, Reason: req.Reason, Kind: req.Kind,
-		Message: req.Message, Data: req.Data, DropReplica: req.DropReplica})
+		Message: req.Message, Data: req.Data, DropReplica: req.DropReplica, Ran: req.ran})
 }
 
 // readStop reads the session to stop and its current incarnation (nil
@@ -148,7 +152,8 @@ func (e *notHereError) Error() string {
 // takeDown ends inc's processes for a stop; an agent that outlived its
 // grace period is noted in the stop's event data.
 func (sl *Slots) takeDown(ctx context.Context, req *StopRequest, inc herd.Incarnation, grace time.Duration) error {
-	killed, err := sl.td.Terminate(ctx, inc, grace)
+	killed, ran, err := sl.td.TerminateSeen(ctx, inc, grace)
+	req.ran = ran
 	if err != nil {
 		// Deaths seen meanwhile were suppressed: the prober looks again.
 		sl.o.Prober.Unwatch(inc.ID)

@@ -127,7 +127,7 @@ func (m *Manager) crashTx(tx store.Tx, s *herd.Session, inc *herd.Incarnation, e
 	if msg == "" {
 		msg = describeExit(exit)
 	}
-	events := []*herd.Event{m.Event(*s, inc.ID, herd.EventExited, exit.Reason, msg, data), m.summaryEvent(*s, *inc, seen, now)}
+	events := []*herd.Event{m.Event(*s, inc.ID, herd.EventExited, exit.Reason, msg, data), m.summaryEvent(*s, *inc, seen, now, false)}
 
 	s.Exit = &exit
 	s.Runtime, s.Process = herd.Dead, herd.Dead
@@ -188,8 +188,9 @@ func takeSeenSessionID(inc *herd.Incarnation, seen map[string]any) {
 // whose start was never recorded (written ahead of its launch, neither
 // started nor adopted since: no process on record) ends as a launch that
 // never started, so that every incarnation's story in the log has a
-// beginning.
-func (m *Manager) summaryEvent(s herd.Session, inc herd.Incarnation, seen map[string]any, now time.Time) *herd.Event {
+// beginning — unless a process of it was found running at its end
+// (found: adopted on the record, then stopped).
+func (m *Manager) summaryEvent(s herd.Session, inc herd.Incarnation, seen map[string]any, now time.Time, found bool) *herd.Event {
 	data := map[string]any{"duration": now.Sub(inc.StartedAt).Round(time.Millisecond).String()}
 	if inc.Exit != nil {
 		data["exit"] = inc.Exit
@@ -205,7 +206,7 @@ func (m *Manager) summaryEvent(s herd.Session, inc herd.Incarnation, seen map[st
 		reason = inc.Exit.Reason
 	}
 	msg := fmt.Sprintf("incarnation ran %s", data["duration"])
-	if inc.Root.PID == 0 && reason != herd.ReasonLaunchFailed {
+	if inc.Root.PID == 0 && !found && reason != herd.ReasonLaunchFailed {
 		data["ended_by"] = reason
 		reason = herd.ReasonNeverStarted
 		msg = fmt.Sprintf("launch never recorded as started; ended after %s", data["duration"])

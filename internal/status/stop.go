@@ -28,6 +28,12 @@ type Stop struct {
 	Data    map[string]any
 	// DropReplica lowers the role's replica count by one (user stop).
 	DropReplica bool
+	// Ran: the stop found a process of the incarnation running. For a
+	// launch whose start was never recorded (written ahead, the daemon
+	// gone before its process was), that process is adopted on the
+	// record before the stop ends it: never_started says no process of
+	// an incarnation ever ran, and this one did.
+	Ran bool
 }
 
 // Stopped ends a session's incarnation on purpose, in one transaction:
@@ -77,11 +83,17 @@ func (m *Manager) Stopped(ctx context.Context, st Stop) error {
 				}
 				snap.AgentSessionID = inc.AgentSessionID
 				if inc.EndedAt == nil {
+					found := st.Ran && inc.Root.PID == 0
+					if found {
+						if err := tx.AppendEvent(m.Event(cur, inc.ID, herd.EventAdopted, "", "an unfinished launch's process, found by its marker at its stop", nil)); err != nil {
+							return err
+						}
+					}
 					inc.EndedAt, inc.Exit = &now, &exit
 					if err := tx.PutIncarnation(inc); err != nil {
 						return err
 					}
-					if err := tx.AppendEvent(m.summaryEvent(cur, inc, seen, now)); err != nil {
+					if err := tx.AppendEvent(m.summaryEvent(cur, inc, seen, now, found)); err != nil {
 						return err
 					}
 					ended = true

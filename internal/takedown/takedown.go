@@ -74,6 +74,15 @@ var ErrUnverified error = errs.New(errs.Conflict, "process identity cannot be ve
 // cannot be verified is never signalled. killed reports whether a process
 // outlived grace and got SIGKILL.
 func (t *Takedown) Terminate(ctx context.Context, inc herd.Incarnation, grace time.Duration) (killed bool, err error) {
+	killed, _, err = t.TerminateSeen(ctx, inc, grace)
+	return killed, err
+}
+
+// TerminateSeen is Terminate that also says whether any process of inc
+// was found running (a target alive, or a process swept by its cgroup or
+// marker): for a launch whose start was never recorded, whether one of
+// its processes ever ran.
+func (t *Takedown) TerminateSeen(ctx context.Context, inc herd.Incarnation, grace time.Duration) (killed, ran bool, err error) {
 	fs, boot := t.o.Proc, t.o.BootID
 	// What left the process group (a setsid child, a daemonized dev
 	// server) carries the incarnation's marker: it is asked to go at the
@@ -85,10 +94,11 @@ func (t *Takedown) Terminate(ctx context.Context, inc herd.Incarnation, grace ti
 	for _, id := range targets(inc) {
 		switch fs.Check(id, boot) {
 		case herd.Unknown:
-			return killed, fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
+			return killed, ran, fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
 		case herd.Dead:
 			continue
 		}
+		ran = true
 		if id.Marker != inc.ID {
 			// A pid on a runtime's word only: signalled once it is
 			// proven to carry this incarnation's marker, never before.
@@ -97,32 +107,33 @@ func (t *Takedown) Terminate(ctx context.Context, inc herd.Incarnation, grace ti
 				if fs.Check(id, boot) == herd.Dead {
 					continue
 				}
-				return killed, fmt.Errorf("pid %d does not carry this incarnation's marker: %w", id.PID, ErrUnverified)
+				return killed, ran, fmt.Errorf("pid %d does not carry this incarnation's marker: %w", id.PID, ErrUnverified)
 			}
 			id = proven
 		}
 		if err := t.signal(id, unix.SIGTERM); err != nil {
-			return killed, err
+			return killed, ran, err
 		}
 		if !t.waitGone(ctx, id, grace) {
 			t.o.Log.Warn("agent ignored SIGTERM; sending SIGKILL", "pid", id.PID, "grace", grace)
 			killed = true
 			if err := t.signal(id, unix.SIGKILL); err != nil {
-				return killed, err
+				return killed, ran, err
 			}
 			t.waitGone(ctx, id, 5*time.Second)
 		}
 		// Only a process seen dead counts as stopped.
 		switch fs.Check(id, boot) {
 		case herd.Alive:
-			return killed, fmt.Errorf("pid %d is still alive after SIGKILL", id.PID)
+			return killed, ran, fmt.Errorf("pid %d is still alive after SIGKILL", id.PID)
 		case herd.Unknown:
-			return killed, fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
+			return killed, ran, fmt.Errorf("pid %d: %w", id.PID, ErrUnverified)
 		}
 	}
 	// What is left (an escaped process that ignored SIGTERM, a cleanup
 	// that outlived the agent) is ended with the rest of the grace.
-	swept := t.sweep(ctx, inc.ID, max(grace-time.Since(start), 0))
+	n, swept := t.sweep(ctx, inc.ID, max(grace-time.Since(start), 0))
+	ran = ran || n > 0
 	// Every process of the incarnation is seen dead: the stop is done.
 	// What cannot be removed or ended now (tmux hung, its listing
 	// unreadable, a marked process unverifiable) is retried and
@@ -134,7 +145,7 @@ func (t *Takedown) Terminate(ctx context.Context, inc herd.Incarnation, grace ti
 			t.leaveBehind(inc, swept)
 		}
 	}
-	return killed, nil
+	return killed, ran, nil
 }
 
 // signal sends sig to id's process group after verifying its identity.
@@ -197,11 +208,12 @@ func targets(inc herd.Incarnation) []herd.Identity {
 }
 
 // sweep ends every process still carrying incarnation inc's cgroup or
-// marker (identity-checked, TERM, grace, KILL), logs what it found and
-// returns what it could not end.
-func (t *Takedown) sweep(ctx context.Context, inc string, grace time.Duration) error {
+// marker (identity-checked, TERM, grace, KILL), logs what it found, and
+// returns how many it found (at least 1 when its cgroup shows one ran)
+// and what it could not end.
+func (t *Takedown) sweep(ctx context.Context, inc string, grace time.Duration) (found int, err error) {
 	if t.o.Contain == nil {
-		return nil
+		return 0, nil
 	}
 	rep, err := t.o.Contain.Stop(ctx, inc, grace)
 	if err != nil {
@@ -211,7 +223,10 @@ func (t *Takedown) sweep(ctx context.Context, inc string, grace time.Duration) e
 		t.o.Log.Info("ended what was left of an incarnation's tree", "incarnation", inc, "mode", rep.Mode,
 			"swept", rep.Swept, "killed", rep.Killed, "took", rep.Took.Round(time.Millisecond))
 	}
-	return err
+	if rep.Ran {
+		return max(rep.Swept, 1), err
+	}
+	return rep.Swept, err
 }
 
 // prove reads id's process again and returns its identity when it is the

@@ -190,6 +190,7 @@ func marked(marker string) []int {
 func TestStopEndsWholeTree(t *testing.T) {
 	for _, mode := range []string{"cgroup", "marker"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // each its own daemon and tree; the canary is each's own
 			e := newEnv(t, fastRestart)
 			if mode == "marker" {
 				e.extraEnv = append(e.extraEnv, "HERD_CONTAINMENT=marker")

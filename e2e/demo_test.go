@@ -17,6 +17,7 @@ import (
 func TestDemo(t *testing.T) {
 	for _, runtime := range []string{"tmux", "exec"} {
 		t.Run(runtime, func(t *testing.T) {
+			t.Parallel() // each demo makes its own daemons, state dirs and tmux server
 			if runtime == "tmux" {
 				hasTmux(t)
 			}

@@ -28,7 +28,7 @@ func TestFleetInjectWait(t *testing.T) {
 	// goes idle in turns (hooks: working, then idle, a second each).
 	b.must("run", "crew", "--", bin, "sim", "--wait-input", "--interval", "200ms")
 	b.must("scale", "crew", "--replicas", "2")
-	const turns = 12
+	const turns = 8
 	hooks := strings.Repeat("PreToolUse:Bash,Stop,", turns)
 	b.must("run", "turn", "--", bin, "sim", "--interval", "1s", "--quiet", "--hooks", strings.TrimSuffix(hooks, ","))
 	for _, n := range []string{"crew-0", "crew-1", "turn-0"} {

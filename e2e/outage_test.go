@@ -291,7 +291,13 @@ func TestPostgresOutageCampaign(t *testing.T) {
 		}
 		if counts[key{id, herd.EventSpawned}]+counts[key{id, herd.EventRestarted}] != 1 {
 			lost++
-			t.Errorf("incarnation %s: no start event", id)
+			var kinds []string
+			for k, n := range counts {
+				if k.inc == id {
+					kinds = append(kinds, fmt.Sprintf("%s×%d", k.kind, n))
+				}
+			}
+			t.Errorf("incarnation %s (host %s): no start event; its events: %v", id, started[id], kinds)
 		}
 		if ended && counts[key{id, herd.EventSummary}] != 1 {
 			lost++
@@ -326,7 +332,8 @@ func TestPostgresOutageCampaign(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if strings.Contains(line, "store back") || strings.Contains(line, "store away:") {
+			if strings.Contains(line, "store back") || strings.Contains(line, "store away:") ||
+				(lost > 0 && (strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN"))) {
 				t.Logf("%s: %s", []string{"ha", "hb", "hc"}[i], line)
 			}
 		}

@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -129,6 +130,10 @@ func (r *Reaper) Run(ctx context.Context) {
 		rep, err := r.Pass(ctx, PassOptions{})
 		switch {
 		case ctx.Err() != nil:
+		case errors.Is(err, ErrListing):
+			// tmux did not answer (hung, garbled, restarting): unknown is
+			// never gone, so the pass waits for the next one.
+			r.o.Log.Warn("reaper pass aborted; nothing reaped", "err", err)
 		case err != nil:
 			r.o.Log.Error("reaper pass aborted; nothing reaped", "err", err)
 		default:

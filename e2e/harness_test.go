@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -201,6 +203,17 @@ func hasPanic(problems []string) bool {
 // try runs the CLI and returns its stdout, whatever its exit: for polls,
 // where a failure only means "not yet".
 func (e *env) try(args ...string) string {
+	if len(args) == 2 && args[0] == "logs" {
+		// The tests poll a session's output: through the API in this
+		// process, as `herd logs NAME` reads it (a session of another
+		// host, which the daemon does not serve, through the CLI).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var out []byte
+		if err := api.NewClient(e.socket).Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(args[1])+"/logs", nil, nil, &out); err == nil {
+			return string(out)
+		}
+	}
 	out, _, _ := e.herd(args...)
 	return out
 }
@@ -239,19 +252,37 @@ func (e *env) session(name string) (api.SessionView, bool) {
 	return api.SessionView{}, false
 }
 
+// events lists the event log as `herd events -o json ARGS` does, through
+// the API in this process (the tests poll it; see sessions): ARGS are the
+// command's filters (--session, --kind, --host, --since, --limit).
 func (e *env) events(args ...string) []herd.Event {
 	e.t.Helper()
-	out := e.must(append([]string{"events", "-o", "json"}, args...)...)
-	var events []herd.Event
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
+	q := url.Values{"limit": {"1000"}} // the command's default
+	for i := 0; i < len(args); i++ {
+		name, ok := strings.CutPrefix(args[i], "--")
+		if !ok || i+1 >= len(args) || !slices.Contains([]string{"session", "kind", "host", "since", "limit"}, name) {
+			e.t.Fatalf("events: %q is not a filter of herd events", args[i])
+		}
+		i++
+		if name == "limit" && args[i] == "0" {
+			q.Del("limit")
 			continue
 		}
+		q.Set(name, args[i])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var events []herd.Event
+	err := api.NewClient(e.socket).Each(ctx, "/v1/events", q, func(raw json.RawMessage) error {
 		var ev herd.Event
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			e.t.Fatalf("event line %q: %v", line, err)
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("event %s: %w", raw, err)
 		}
 		events = append(events, ev)
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("GET /v1/events?%s: %v", q.Encode(), err)
 	}
 	return events
 }

@@ -16,7 +16,7 @@ import (
 // TestTmuxSegvInLivePane: kill -SEGV of the agent inside a live pane →
 // crashed with signal 11 (from the pane's dead status), a new incarnation.
 func TestTmuxSegvInLivePane(t *testing.T) {
-	t.Parallel()
+	// Alone: it bounds how soon a death is accounted (5 s).
 	hasTmux(t)
 	e := newEnv(t, fastRestart)
 	e.start()

@@ -36,10 +36,6 @@ type StopRequest struct {
 	// Grace overrides the daemon's grace period between SIGTERM and
 	// SIGKILL (herd stop --grace); zero keeps it.
 	Grace time.Duration
-
-	// ran is set by the takedown: a process of the incarnation was found
-	// running (see status.Stop's Ran).
-	ran bool
 }
 
 // ErrAlreadyStopped means another caller stopped the session first.
@@ -86,17 +82,18 @@ func (sl *Slots) stopLocked(ctx context.Context, req StopRequest) error {
 	if err := sl.checkStop(req, s); err != nil {
 		return err
 	}
+	ran := false
 	if inc != nil && inc.EndedAt == nil && !req.NoSignal {
 		// Deaths seen during the takedown are the stop's, until it is
 		// recorded.
 		sl.st.BeginTakedown(inc.ID, "")
 		defer sl.st.EndTakedown(inc.ID, "")
-		if err := sl.takeDown(ctx, &req, *inc, grace); err != nil {
+		if ran, err = sl.takeDown(ctx, &req, *inc, grace); err != nil {
 			return err
 		}
 	}
 	return sl.st.Stopped(ctx, status.Stop{Name: req.Name, Incarnation: s.Incarnation, Reason: req.Reason, Kind: req.Kind,
-		Message: req.Message, Data: req.Data, DropReplica: req.DropReplica, Ran: req.ran})
+		Message: req.Message, Data: req.Data, DropReplica: req.DropReplica, Ran: ran})
 }
 
 // readStop reads the session to stop and its current incarnation (nil
@@ -149,16 +146,16 @@ func (e *notHereError) Error() string {
 	return fmt.Sprintf("session %s runs on host %s, not %s", e.name, e.host, e.here)
 }
 
-// takeDown ends inc's processes for a stop; an agent that outlived its
-// grace period is noted in the stop's event data.
-func (sl *Slots) takeDown(ctx context.Context, req *StopRequest, inc herd.Incarnation, grace time.Duration) error {
+// takeDown ends inc's processes for a stop and reports whether any was
+// found running; an agent that outlived its grace period is noted in the
+// stop's event data.
+func (sl *Slots) takeDown(ctx context.Context, req *StopRequest, inc herd.Incarnation, grace time.Duration) (ran bool, err error) {
 	killed, ran, err := sl.td.TerminateSeen(ctx, inc, grace)
-	req.ran = ran
 	if err != nil {
 		// Deaths seen meanwhile were suppressed: the prober looks again.
 		sl.o.Prober.Unwatch(inc.ID)
 		sl.o.Prober.Kick()
-		return err
+		return ran, err
 	}
 	sl.o.Prober.Unwatch(inc.ID)
 	if killed {
@@ -169,7 +166,7 @@ func (sl *Slots) takeDown(ctx context.Context, req *StopRequest, inc herd.Incarn
 		}
 		req.Data = data
 	}
-	return nil
+	return ran, nil
 }
 
 // ErrUnverified means the process's identity could not be verified, so

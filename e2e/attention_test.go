@@ -348,7 +348,13 @@ env = { ARGS_LOG = %[4]q, HOME = %[5]q, NO_TRANSCRIPT = "1" }
 	if got := lines("keep", 2)[1]; got != "--resume "+first["keep"]+" --model sonnet" {
 		t.Errorf("[keep] expected the crash relaunch to resume %s with the role's flags, got %q", first["keep"], got)
 	}
-	restarted := e.events("--session", "keep-0", "--kind", herd.EventRestarted)
+	// The relaunched agent logs its arguments before the relaunch's
+	// record (the restarted event) commits.
+	var restarted []herd.Event
+	e.waitFor("keep restarted", 20*time.Second, func() bool {
+		restarted = e.events("--session", "keep-0", "--kind", herd.EventRestarted)
+		return len(restarted) > 0
+	})
 	if len(restarted) != 1 || restarted[0].Data["resumed_conversation"] != true ||
 		!strings.Contains(restarted[0].Message, "conversation "+first["keep"]+" resumed") {
 		t.Errorf("[keep] expected the restarted event to say it resumed, got %+v", restarted)

@@ -258,9 +258,31 @@ type Tx interface {
 	SpendNonce(nonce string, expires time.Time) (bool, error)
 	// NonceSpent reports whether nonce is recorded as spent.
 	NonceSpent(nonce string) (bool, error)
+	// AddTask stores t as a new task and sets t.ID (t-<n>, n increasing).
+	AddTask(t *herd.Task) error
+	// Task returns the task with id, or an error wrapping ErrNotFound.
+	Task(id string) (herd.Task, error)
+	// Tasks lists the tasks f selects, oldest first.
+	Tasks(f TaskFilter) ([]herd.Task, error)
+	// PutTask replaces the task with t.ID. While t's state holds a
+	// replica (herd.TaskState.Holds), no other task may hold t.Session:
+	// that is an error of kind errs.Conflict.
+	PutTask(t herd.Task) error
+
 	// DeleteExpiredAnswers deletes at most limit answers and spent nonces
 	// that expired before now, and returns how many it deleted.
 	DeleteExpiredAnswers(now time.Time, limit int) (int, error)
+}
+
+// TaskFilter selects tasks. Zero fields do not filter.
+type TaskFilter struct {
+	Role   string
+	States []herd.TaskState
+	// Held is the session holding the task.
+	Held string
+	// AfterSeq keeps the tasks numbered above it; Limit the first Limit.
+	AfterSeq int64
+	Limit    int
 }
 
 // Answer is what a person answered to one need of a session: the need is

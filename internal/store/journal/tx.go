@@ -147,7 +147,11 @@ func (awayTx) DeleteEventsBefore(time.Time, int) (int, error) { return 0, store.
 // The answers and spent answer links are the fleet's: an answer recorded
 // only here would be forgotten when the shared store is back, and a need
 // answered twice.
-func (awayTx) ClaimAnswer(store.Answer) (bool, error) { return false, store.ErrAway }
+func (awayTx) ClaimAnswer(store.Answer) (bool, error)      { return false, store.ErrAway }
+func (awayTx) AddTask(*herd.Task) error                    { return store.ErrAway }
+func (awayTx) Task(string) (herd.Task, error)              { return herd.Task{}, store.ErrAway }
+func (awayTx) Tasks(store.TaskFilter) ([]herd.Task, error) { return nil, store.ErrAway }
+func (awayTx) PutTask(herd.Task) error                     { return store.ErrAway }
 func (awayTx) Answer(string, time.Time) (store.Answer, error) {
 	return store.Answer{}, store.ErrAway
 }

@@ -1,0 +1,143 @@
+package taskflow
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"herd"
+	"herd/internal/errs"
+)
+
+func replica(st herd.State, act herd.Activity, inc, conv string, ended bool) *Replica {
+	return &Replica{Name: "w-0", State: st, Activity: act, Incarnation: inc, Conversation: conv, TurnEnded: ended}
+}
+
+func TestNext(t *testing.T) {
+	const run, idle, working, waiting, blocked = herd.StateRunning, herd.ActivityIdle, herd.ActivityWorking, herd.ActivityWaiting, herd.ActivityBlocked
+	task := func(st herd.TaskState, inc, conv string) herd.Task {
+		return herd.Task{ID: "t-1", State: st, Session: "w-0", Incarnation: inc, Conversation: conv}
+	}
+	for _, c := range []struct {
+		name string
+		task herd.Task
+		obs  Observed
+		want Step
+	}{
+		{"queued is Assign's", task(herd.TaskQueued, "", ""), Observed{Replica: replica(run, idle, "i1", "", false)}, Step{Do: Wait}},
+		{"ended", task(herd.TaskLanded, "i1", ""), Observed{}, Step{Do: Wait}},
+		{"checking is the check's", task(herd.TaskChecking, "i1", "c1"), Observed{Replica: replica(run, idle, "i1", "c1", true), Commits: 1}, Step{Do: Wait}},
+		{"review is a person's", task(herd.TaskReview, "i1", "c1"), Observed{Replica: replica(run, idle, "i1", "c1", true), Commits: 1}, Step{Do: Wait}},
+		{"replica gone", task(herd.TaskWorking, "i1", "c1"), Observed{}, Step{Do: NeedsYou, Reason: ReasonReplicaGone}},
+
+		{"assigned: relaunch into the worktree", task(herd.TaskAssigned, "", ""), Observed{Replica: replica(run, idle, "i0", "", false)}, Step{Do: Relaunch}},
+		{"assigned: the replica busy, wait", task(herd.TaskAssigned, "", ""), Observed{Replica: replica(run, working, "i0", "", false)}, Step{Do: Wait}},
+		{"assigned: relaunched, not ready", task(herd.TaskAssigned, "i1", ""), Observed{Replica: replica(herd.StatePending, herd.ActivityUnknown, "i1", "", false)}, Step{Do: Wait}},
+		{"assigned: relaunched and ready", task(herd.TaskAssigned, "i1", ""), Observed{Replica: replica(run, idle, "i1", "c1", false)}, Step{Do: Deliver}},
+		{"assigned: crashed before delivery, relaunched", task(herd.TaskAssigned, "i1", ""), Observed{Replica: replica(run, idle, "i2", "c2", false)}, Step{Do: Deliver}},
+
+		{"working", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, working, "i1", "c1", false)}, Step{Do: Wait}},
+		{"turn ended with commits", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, idle, "i1", "c1", true), Commits: 2}, Step{Do: Check}},
+		{"turn ended without a commit", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, idle, "i1", "c1", true)}, Step{Do: NeedsYou, Reason: ReasonNoCommit}},
+		{"turn ended, branch gone", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, idle, "i1", "c1", true), Commits: -1}, Step{Do: Fail, Reason: ReasonBranchGone}},
+		{"idle but no turn ended since the delivery", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, idle, "i1", "c1", false), Commits: 3}, Step{Do: Wait}},
+		{"waits on a dialog", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, waiting, "i1", "c1", false)}, Step{Do: NeedsYou, Reason: ReasonWaiting}},
+		{"blocked", task(herd.TaskChanges, "i1", "c1"), Observed{Replica: replica(run, blocked, "i1", "c1", false)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
+		{"stalled", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(herd.StateStalled, working, "i1", "c1", false)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
+		{"failed replica", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(herd.StateFailed, idle, "i1", "c1", false)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
+		{"stopped replica", task(herd.TaskChanges, "i1", "c1"), Observed{Replica: replica(herd.StateStopped, idle, "i1", "c1", false)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
+		{"needs you, still stalled", task(herd.TaskNeedsYou, "i1", "c1"), Observed{Replica: replica(herd.StateStalled, working, "i1", "c1", false)}, Step{Do: Wait}},
+		{"needs you, still waiting", task(herd.TaskNeedsYou, "i1", "c1"), Observed{Replica: replica(run, waiting, "i1", "c1", false)}, Step{Do: Wait}},
+		{"needs you, works again", task(herd.TaskNeedsYou, "i1", "c1"), Observed{Replica: replica(run, working, "i1", "c1", false)}, Step{Do: Resume}},
+		{"needs you, turn ended with commits", task(herd.TaskNeedsYou, "i1", "c1"), Observed{Replica: replica(run, idle, "i1", "c1", true), Commits: 1}, Step{Do: Check}},
+		{"needs you, turn ended again without", task(herd.TaskNeedsYou, "i1", "c1"), Observed{Replica: replica(run, idle, "i1", "c1", true)}, Step{Do: Wait}},
+
+		{"crash relaunch, not ready", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(herd.StateBackoff, herd.ActivityUnknown, "i1", "c1", false)}, Step{Do: Wait}},
+		{"crash relaunch resumed the conversation", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, idle, "i2", "c1", false)}, Step{Do: Adopt}},
+		{"crash relaunch, a new conversation", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, idle, "i2", "c2", false)}, Step{Do: Deliver}},
+		{"crash relaunch, no conversation known", task(herd.TaskChanges, "i1", ""), Observed{Replica: replica(run, idle, "i2", "", false)}, Step{Do: Deliver}},
+		{"crash relaunch, busy", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, working, "i2", "c1", false)}, Step{Do: Wait}},
+	} {
+		if got := Next(c.task, c.obs); got != c.want {
+			t.Errorf("[%s] expected %v %q, got %v %q", c.name, c.want.Do, c.want.Reason, got.Do, got.Reason)
+		}
+	}
+}
+
+func TestAllowed(t *testing.T) {
+	allowed := map[string][]herd.TaskState{
+		VerbCancel:  {herd.TaskQueued, herd.TaskAssigned, herd.TaskWorking, herd.TaskNeedsYou, herd.TaskChecking, herd.TaskReview, herd.TaskChanges},
+		VerbRetry:   {herd.TaskNeedsYou, herd.TaskFailed, herd.TaskCancelled},
+		VerbApprove: {herd.TaskReview},
+		VerbComment: {herd.TaskWorking, herd.TaskNeedsYou, herd.TaskReview, herd.TaskChanges},
+		VerbDone:    {herd.TaskWorking, herd.TaskNeedsYou, herd.TaskChanges},
+		VerbBlocked: {herd.TaskWorking, herd.TaskNeedsYou, herd.TaskChanges},
+	}
+	for verb, ok := range allowed {
+		for _, s := range herd.TaskStates {
+			err := Allowed(verb, s)
+			want := false
+			for _, o := range ok {
+				want = want || o == s
+			}
+			if want && err != nil {
+				t.Errorf("[%s %s] expected allowed, got %v", verb, s, err)
+			}
+			if !want && errs.KindOf(err) != errs.Conflict {
+				t.Errorf("[%s %s] expected a conflict, got %v", verb, s, err)
+			}
+		}
+	}
+	if err := Allowed("merge", herd.TaskReview); !errs.IsBadInput(err) {
+		t.Errorf("[unknown verb] expected bad input, got %v", err)
+	}
+}
+
+func TestAfterCheck(t *testing.T) {
+	for _, c := range []struct {
+		passed            bool
+		attempts, retries int
+		want              herd.TaskState
+		send              bool
+	}{
+		{true, 0, 2, herd.TaskReview, false},
+		{true, 5, 2, herd.TaskReview, false},
+		{false, 0, 2, herd.TaskWorking, true},
+		{false, 1, 2, herd.TaskWorking, true},
+		{false, 2, 2, herd.TaskNeedsYou, false},
+		{false, 0, 0, herd.TaskNeedsYou, false},
+	} {
+		got, send := AfterCheck(c.passed, c.attempts, c.retries)
+		if got != c.want || send != c.send {
+			t.Errorf("[passed %v, %d of %d] expected %s send %v, got %s %v", c.passed, c.attempts, c.retries, c.want, c.send, got, send)
+		}
+	}
+}
+
+func TestAssign(t *testing.T) {
+	q := func(id, role string) herd.Task { return herd.Task{ID: id, Role: role, State: herd.TaskQueued} }
+	cand := func(name, role string, st herd.State, act herd.Activity, holds bool) Candidate {
+		return Candidate{Replica: Replica{Name: name, State: st, Activity: act}, Role: role, Holds: holds}
+	}
+	const run, idle = herd.StateRunning, herd.ActivityIdle
+	for _, c := range []struct {
+		name     string
+		queued   []herd.Task
+		replicas []Candidate
+		want     []Pair
+	}{
+		{"none free", []herd.Task{q("t-1", "w")}, []Candidate{cand("w-0", "w", run, herd.ActivityWorking, false), cand("w-1", "w", run, idle, true)}, nil},
+		{"oldest first, one each",
+			[]herd.Task{q("t-1", "w"), q("t-2", "w"), q("t-3", "w")},
+			[]Candidate{cand("w-0", "w", run, idle, false), cand("w-1", "w", run, idle, false)},
+			[]Pair{{"t-1", "w-0"}, {"t-2", "w-1"}}},
+		{"by role", []herd.Task{q("t-1", "a"), q("t-2", "b")},
+			[]Candidate{cand("b-0", "b", run, idle, false), cand("a-0", "a", herd.StatePending, idle, false)},
+			[]Pair{{"t-2", "b-0"}}},
+		{"not queued", []herd.Task{{ID: "t-1", Role: "w", State: herd.TaskWorking}}, []Candidate{cand("w-0", "w", run, idle, false)}, nil},
+	} {
+		if diff := cmp.Diff(c.want, Assign(c.queued, c.replicas)); diff != "" {
+			t.Errorf("[%s] (-want +got):\n%s", c.name, diff)
+		}
+	}
+}

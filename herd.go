@@ -266,7 +266,30 @@ type Role struct {
 	Hosts    []string `json:"hosts,omitempty"`
 	Spread   bool     `json:"spread,omitempty"`
 	Failover bool     `json:"failover,omitempty"`
+
+	// Tasks: the role's replicas take queued tasks, one each at a time
+	// (role key tasks).
+	Tasks bool `json:"tasks,omitempty"`
+	// Check is the argv run in a task's worktree when its agent is done
+	// (a task's own --check replaces it); CheckTimeout bounds it (0 is
+	// DefaultCheckTimeout).
+	Check        []string      `json:"check,omitempty"`
+	CheckTimeout time.Duration `json:"check_timeout,omitempty"`
+	// Merge is how an approved task lands: merge (""), squash or rebase.
+	Merge string `json:"merge,omitempty"`
+	// KeepBranch keeps a landed task's branch (its worktree goes).
+	KeepBranch bool `json:"keep_branch,omitempty"`
 }
+
+// DefaultCheckTimeout bounds a task's check when its role sets none.
+const DefaultCheckTimeout = 20 * time.Minute
+
+// Merge modes of a landing.
+const (
+	MergeMerge  = "merge"
+	MergeSquash = "squash"
+	MergeRebase = "rebase"
+)
 
 // ResumesOnCrash reports whether a crash relaunch of r's sessions
 // continues the conversation (role key resume_on_crash, default true).

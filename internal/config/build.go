@@ -334,6 +334,7 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 		hostsOK := rolePlacement(&r, f, report)
 		roleControl(&r, f, report)
 		roleSpend(&r, f)
+		checkOK := b.roleTasks(&r, f, report)
 
 		var written map[string]bool
 		r.Restart, written = b.restart(defaults, f.Restart, func(p problem) {
@@ -362,6 +363,7 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 			case strings.HasPrefix(p.keys[0], "worktree_setup") && !setupOK,
 				strings.HasPrefix(p.keys[0], "worktree_include") && !includeOK,
 				p.keys[0] == "memory_max" && !memOK,
+				strings.HasPrefix(p.keys[0], "check") && !checkOK,
 				strings.HasPrefix(p.keys[0], "hosts") && !hostsOK:
 				continue // already reported
 			}
@@ -370,6 +372,27 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 		roles = append(roles, r)
 	}
 	return roles
+}
+
+// roleTasks decodes a role's task keys into r; it reports values that
+// cannot be decoded and returns whether check and check_timeout did.
+func (b *builder) roleTasks(r *herd.Role, f fileRole, report func(problem)) bool {
+	set(&r.Tasks, f.Tasks)
+	set(&r.Merge, f.Merge)
+	set(&r.KeepBranch, f.KeepBranch)
+	ok := true
+	if f.Check != nil {
+		argv, p := argvOf(f.Check, "check")
+		if p != nil {
+			report(*p)
+			ok = false
+		}
+		r.Check = argv
+	}
+	if !b.duration(&r.CheckTimeout, f.CheckTimeout, func(msg string) { report(problem{[]string{"check_timeout"}, msg}) }) {
+		ok = false
+	}
+	return ok
 }
 
 // roleContainment decodes a role's worktree and resource keys into r. It

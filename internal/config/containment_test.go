@@ -100,6 +100,10 @@ func TestParseContainmentErrors(t *testing.T) {
 		{"base with space", head + "worktree_base = \"my branch\"\n", "role[0].worktree_base", `contains white space`, 4},
 		{"worktree not bool", head + "worktree = \"yes\"\n", "role[0].worktree", `got a TOML string, want a boolean`, 4},
 		{"unknown neighbour", head + "worktree_dir = \"x\"\n", "role[0].worktree_dir", `unknown key`, 4},
+		{"check as string", head + "check = \"go test\"\n", "role[0].check", `check: "go test" is a string; write an argv array`, 4},
+		{"check timeout", head + "check_timeout = \"soon\"\n", "role[0].check_timeout", `invalid duration "soon"`, 4},
+		{"merge mode", head + "merge = \"octopus\"\n", "role[0].merge", `"octopus"`, 4},
+		{"tasks on exec", head + "runtime = \"exec\"\ntasks = true\n", "role[0].tasks", `tasks need runtime = "tmux"`, 5},
 	}
 	for _, tc := range cases {
 		_, err := Parse([]byte(tc.doc), "herd.toml", "/base")

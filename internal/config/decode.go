@@ -122,6 +122,12 @@ type fileRole struct {
 	Account        *string  `toml:"account"`
 	DailyBudgetUSD *float64 `toml:"daily_budget_usd"`
 	BudgetHard     *bool    `toml:"budget_hard"`
+
+	Tasks        *bool   `toml:"tasks"`
+	Check        any     `toml:"check"`
+	CheckTimeout *string `toml:"check_timeout"`
+	Merge        *string `toml:"merge"`
+	KeepBranch   *bool   `toml:"keep_branch"`
 }
 
 // decode strictly decodes data: unknown keys and mistyped values are errors.

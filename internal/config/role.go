@@ -200,8 +200,30 @@ func containmentProblems(r herd.Role) []problem {
 	if r.PidsMax < 0 {
 		add(fmt.Sprintf("must be 0 (no limit) or more, got %d", r.PidsMax), "pids_max")
 	}
+	return append(probs, taskProblems(r)...)
+}
+
+// taskProblems checks a role's task keys.
+func taskProblems(r herd.Role) []problem {
+	var probs []problem
+	add := func(msg string, keys ...string) { probs = append(probs, problem{keys, msg}) }
+	if len(r.Check) > 0 {
+		probs = append(probs, argvProblems(r.Check, "check")...)
+	}
+	if r.CheckTimeout < 0 {
+		add(fmt.Sprintf("must be 0 (the default, %s) or positive, got %s", herd.DefaultCheckTimeout, r.CheckTimeout), "check_timeout")
+	}
+	if m := r.Merge; m != "" && !slices.Contains(mergeModes, m) {
+		add(notOneOf(m, mergeModes), "merge")
+	}
+	if r.Tasks && r.Runtime != herd.RuntimeTmux {
+		add(fmt.Sprintf("tasks need runtime = %q (the prompt is typed into the agent), got %q", herd.RuntimeTmux, r.Runtime), "tasks")
+	}
 	return probs
 }
+
+// mergeModes are the values of the merge key.
+var mergeModes = []string{herd.MergeMerge, herd.MergeSquash, herd.MergeRebase}
 
 // argvProblems checks a command line given as an argv array.
 func argvProblems(argv []string, key string) []problem {

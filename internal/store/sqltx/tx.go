@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"herd"
@@ -186,6 +187,12 @@ type roleOptions struct {
 	Account         string   `json:"account,omitempty"`
 	DailyBudgetUSD  float64  `json:"daily_budget_usd,omitempty"`
 	BudgetHard      bool     `json:"budget_hard,omitempty"`
+
+	Tasks        bool          `json:"tasks,omitempty"`
+	Check        []string      `json:"check,omitempty"`
+	CheckTimeout time.Duration `json:"check_timeout,omitempty"`
+	Merge        string        `json:"merge,omitempty"`
+	KeepBranch   bool          `json:"keep_branch,omitempty"`
 }
 
 func optionsOf(r herd.Role) roleOptions {
@@ -195,6 +202,7 @@ func optionsOf(r herd.Role) roleOptions {
 		ResumeOnCrash: r.ResumeOnCrash, AutoContinue: r.AutoContinue,
 		Hosts: r.Hosts, Spread: r.Spread, Failover: r.Failover, Manages: r.Manages, MCP: r.MCP,
 		Account: r.Account, DailyBudgetUSD: r.DailyBudgetUSD, BudgetHard: r.BudgetHard,
+		Tasks: r.Tasks, Check: r.Check, CheckTimeout: r.CheckTimeout, Merge: r.Merge, KeepBranch: r.KeepBranch,
 	}
 }
 
@@ -205,6 +213,7 @@ func (o roleOptions) apply(r *herd.Role) {
 	r.Hosts, r.Spread, r.Failover = o.Hosts, o.Spread, o.Failover
 	r.Manages, r.MCP = o.Manages, o.MCP
 	r.Account, r.DailyBudgetUSD, r.BudgetHard = o.Account, o.DailyBudgetUSD, o.BudgetHard
+	r.Tasks, r.Check, r.CheckTimeout, r.Merge, r.KeepBranch = o.Tasks, o.Check, o.CheckTimeout, o.Merge, o.KeepBranch
 }
 
 var (

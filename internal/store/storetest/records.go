@@ -41,6 +41,11 @@ func fullRole(name string) herd.Role {
 		Account:         "team-a",
 		DailyBudgetUSD:  12.5,
 		BudgetHard:      true,
+		Tasks:           true,
+		Check:           []string{"go", "test", "./..."},
+		CheckTimeout:    3 * time.Minute,
+		Merge:           herd.MergeSquash,
+		KeepBranch:      true,
 		UpdatedAt:       at(0),
 	}
 }

@@ -446,6 +446,22 @@ func argvString(argv []string) string {
 // launch; nil when the role runs in its workdir. A failure fails the
 // launch with its reason, the setup command's output included.
 func (s *Slots) worktree(ctx context.Context, role herd.Role, session string) (*worktree.Worktree, error) {
+	if role.Tasks {
+		task, held, err := s.heldTask(ctx, session)
+		if err != nil || held {
+			if err != nil {
+				return nil, err
+			}
+			// A replica holding a task runs in the task's worktree, on
+			// its branch (made again, from its branch, when removed by
+			// hand).
+			wt, err := s.o.Worktrees.Ensure(ctx, worktree.TaskOptions(role, task))
+			if err != nil {
+				return nil, fmt.Errorf("task %s: %w", task.ID, err)
+			}
+			return &wt, nil
+		}
+	}
 	if !role.Worktree {
 		return nil, nil
 	}
@@ -454,6 +470,19 @@ func (s *Slots) worktree(ctx context.Context, role herd.Role, session string) (*
 		return nil, err
 	}
 	return &wt, nil
+}
+
+// heldTask returns the task session holds, if any.
+func (s *Slots) heldTask(ctx context.Context, session string) (herd.Task, bool, error) {
+	var held []herd.Task
+	err := s.st.Store().View(ctx, func(tx store.Tx) (err error) {
+		held, err = tx.Tasks(store.TaskFilter{Held: session})
+		return err
+	})
+	if err != nil || len(held) == 0 {
+		return herd.Task{}, false, err
+	}
+	return held[0], true, nil
 }
 
 // clip bounds s to n bytes, keeping its end (where an error is).

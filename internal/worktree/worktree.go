@@ -297,3 +297,13 @@ func OptionsFor(role herd.Role, session string) Options {
 		Include: role.WorktreeInclude, Setup: role.WorktreeSetup,
 	}
 }
+
+// TaskOptions describes the worktree of a task run by a replica of
+// role: in the task's repository, on branch herd/<task id> from its base,
+// with the role's included files and setup.
+func TaskOptions(role herd.Role, task herd.Task) Options {
+	return Options{
+		Workdir: task.Repo, Session: task.ID, Base: task.Base,
+		Include: role.WorktreeInclude, Setup: role.WorktreeSetup,
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"herd/internal/gitx"
 )
 
 // waitDelay is how long a killed setup command may keep its output pipes
@@ -108,17 +110,13 @@ func (m *Manager) dirty(ctx context.Context, path string) (bool, error) {
 // ahead counts the commits of branch that base does not have; -1 when
 // base is unknown or no longer names a commit.
 func (m *Manager) ahead(ctx context.Context, dir, base, branch string) (int, error) {
-	if base == "" {
-		return -1, nil
+	sha, err := m.resolve(ctx, dir, base)
+	if err != nil || sha == "" {
+		return -1, err
 	}
-	ok, err := m.git().Exit(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", base+"^{commit}")
-	if err != nil {
-		return 0, fmt.Errorf("worktree: %w", err)
-	}
-	if !ok {
-		return -1, nil
-	}
-	n, err := m.git().Line(ctx, dir, "rev-list", "--count", base+".."+"refs/heads/"+branch, "--")
+	// The resolved commit, not base itself, goes into the range: a base
+	// starting with "-" cannot be read as an option.
+	n, err := m.git().Line(ctx, dir, "rev-list", "--count", sha+".."+"refs/heads/"+branch, "--")
 	if err != nil {
 		return 0, fmt.Errorf("worktree: %w", err)
 	}
@@ -127,6 +125,22 @@ func (m *Manager) ahead(ctx context.Context, dir, base, branch string) (int, err
 		return 0, fmt.Errorf("worktree: rev-list --count: %q", n)
 	}
 	return c, nil
+}
+
+// resolve returns the commit rev names, or "" when it names none.
+func (m *Manager) resolve(ctx context.Context, dir, rev string) (string, error) {
+	if rev == "" {
+		return "", nil
+	}
+	sha, err := m.git().Line(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		var ge *gitx.Error
+		if errors.As(err, &ge) && ge.ExitCode() == 1 {
+			return "", nil
+		}
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	return sha, nil
 }
 
 // Remove removes the worktree of opts.Session and its branch when that

@@ -125,6 +125,14 @@ type Task struct {
 	DeliveredAfter int64 `json:"delivered_after,omitempty"`
 	// Attempts counts the check_failed reactions sent to the agent.
 	Attempts int `json:"attempts,omitempty"`
+	// CheckLog is the file holding the last check's whole output;
+	// CheckTail its end, CheckExit its exit code (-1: did not run to an
+	// exit: timed out, could not start).
+	CheckLog  string `json:"check_log,omitempty"`
+	CheckTail string `json:"check_tail,omitempty"`
+	CheckExit int    `json:"check_exit,omitempty"`
+	// ApprovedBy is who approved it: landing is under way ("" before).
+	ApprovedBy string `json:"approved_by,omitempty"`
 	// Landed is the commit the base was moved to when it landed.
 	Landed string `json:"landed,omitempty"`
 }

@@ -41,6 +41,7 @@ import (
 	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/store/journal"
+	"herd/internal/tasks"
 	"herd/internal/usage"
 	"herd/internal/verbs"
 	"herd/internal/watchdog"
@@ -101,6 +102,8 @@ type Daemon struct {
 	watchdog  *watchdog.Watchdog
 	attention *attention.Tracker
 	continuer *autocontinue.Continuer
+	tasks     *tasks.Manager
+	wt        *worktree.Manager
 	// holds are the accounts rate limited until their reset; budgets the
 	// roles' daily budgets. Both hold launches back (slots' gates).
 	holds     *accounts.Holds
@@ -230,6 +233,7 @@ func (d *Daemon) newComponents(o Options) {
 	}
 	d.prober = prober.New(po)
 	wt := &worktree.Manager{}
+	d.wt = wt
 	d.newSpend(o)
 	d.slots = slots.New(slots.Options{
 		Status: d.status, Prober: d.prober, Proc: o.Proc, BootID: boot,
@@ -269,6 +273,10 @@ func (d *Daemon) newFrontDoors(o Options) error {
 	d.verbs = verbs.New(verbs.Options{
 		Host: host, Sessions: d.slots, Roles: d.roles, Kicker: d.slots, Reaper: d.reaper, Tmux: d.tmux,
 		Reader: fleet, Forward: fleet, HostTimeout: cfg.Fleet.HostTimeout, CallTimeout: cfg.Probe.Timeout, Log: log,
+	})
+	d.tasks = tasks.New(tasks.Options{
+		Status: d.status, Slots: d.slots, Inject: d.verbs, Worktrees: d.wt, Contain: d.contain,
+		Dir: filepath.Join(o.StateDir, "tasks"), Log: log,
 	})
 	d.server = server.New(server.Options{
 		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Watchdog: d.watchdog, Attention: d.attention,
@@ -346,6 +354,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	g.Go("reaper", func() { d.reaper.Run(ctx) })
 	g.Go("attention", func() { d.attention.Run(ctx) })
 	g.Go("auto-continue", func() { d.continuer.Run(ctx) })
+	g.Go("tasks", func() { d.tasks.Run(ctx) })
 	g.Go("budget", func() { d.budgets.Run(ctx) })
 	g.Go("usage", func() { d.usage.Run(ctx) })
 	if d.metrics != nil {

@@ -1,0 +1,552 @@
+// Package tasks is the task component: the one writer of tasks. It
+// queues work for roles, gives each queued task to a free replica of its
+// role, relaunches that replica in the task's worktree and types the
+// prompt into its agent, notices when the agent's turn ended, runs the
+// check, sends a failed check back to the agent, and lands an approved
+// task on its base. What happens next to a task is decided by taskflow;
+// this package observes and carries it out.
+//
+// A task is never lost and never run twice: the task table is in the
+// store, one task per replica is held by the store (an index, checked in
+// the assigning transaction), and every step is written after its effect
+// and re-done when a daemon died between the two (a prompt may then reach
+// the same agent twice, never two agents).
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"herd"
+	"herd/internal/cgroup"
+	"herd/internal/errs"
+	"herd/internal/loop"
+	"herd/internal/slots"
+	"herd/internal/status"
+	"herd/internal/store"
+	"herd/internal/taskflow"
+	"herd/internal/verbs"
+	"herd/internal/worktree"
+)
+
+// DefaultRetries is how many times a failed check goes back to the
+// agent before a person is needed.
+const DefaultRetries = 2
+
+// safetyTick bounds how long a task waits when no change woke the loop
+// (a change missed is seen then).
+const safetyTick = 30 * time.Second
+
+// Relauncher gives a session a fresh incarnation (slots.Slots).
+type Relauncher interface {
+	Restart(ctx context.Context, req slots.RestartRequest) (string, error)
+}
+
+// Injector types text into a session's agent (verbs.Verbs).
+type Injector interface {
+	Inject(ctx context.Context, req verbs.InjectRequest) (verbs.Result, error)
+}
+
+// Options wire the component.
+type Options struct {
+	Status    *status.Manager
+	Slots     Relauncher
+	Inject    Injector
+	Worktrees *worktree.Manager
+	// Contain runs checks inside a cgroup of their own where the host
+	// allows; nil runs them in their own process group only.
+	Contain *cgroup.Containment
+	// Dir keeps the checks' output (<state-dir>/tasks).
+	Dir string
+	// Retries of the check_failed reaction; 0 is DefaultRetries, < 0 none.
+	Retries int
+	Log     *slog.Logger
+}
+
+// Manager is the task component.
+type Manager struct {
+	o    Options
+	st   store.Store
+	host string
+	log  *slog.Logger
+	kick chan struct{}
+
+	mu sync.Mutex
+	// busy are the tasks whose check or landing runs now.
+	busy map[string]bool
+	// failures counts the deliveries that failed in a row, per task.
+	failures map[string]int
+	group    loop.Group
+}
+
+// New returns the component; Run starts it.
+func New(o Options) *Manager {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Retries == 0 {
+		o.Retries = DefaultRetries
+	}
+	return &Manager{o: o, st: o.Status.Store(), host: o.Status.Host(), log: o.Log, kick: make(chan struct{}, 1),
+		busy: map[string]bool{}, failures: map[string]int{}, group: loop.Group{Log: o.Log}}
+}
+
+// Kick runs a round soon.
+func (m *Manager) Kick() { loop.Wake(m.kick) }
+
+// Run moves the tasks along until ctx is done: a round on every change
+// of a session, every task written, and at least every safetyTick.
+func (m *Manager) Run(ctx context.Context) {
+	changes, cancel := m.o.Status.Subscribe()
+	defer cancel()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-changes:
+				if !ok {
+					return
+				}
+				m.Kick()
+			}
+		}
+	}()
+	loop.Loop{Name: "tasks", Log: m.log, Every: safetyTick, Trigger: m.kick}.Run(ctx, func(ctx context.Context) time.Duration {
+		if err := m.round(ctx); err != nil && ctx.Err() == nil {
+			m.log.Warn("tasks: round", "err", err)
+			return 2 * time.Second
+		}
+		return 0
+	})
+	m.group.Wait()
+}
+
+// world is what a round read: the tasks not ended of this host's task
+// roles, the roles, and their sessions.
+type world struct {
+	tasks    []herd.Task
+	roles    map[string]herd.Role
+	sessions map[string]herd.Session
+	incs     map[string]herd.Incarnation
+}
+
+// local reports whether this daemon runs role r's tasks.
+func (m *Manager) local(r herd.Role) bool {
+	return r.Tasks && (r.Host == "" || r.Host == m.host) && !r.Placed()
+}
+
+func (m *Manager) read(ctx context.Context) (world, error) {
+	w := world{roles: map[string]herd.Role{}, sessions: map[string]herd.Session{}, incs: map[string]herd.Incarnation{}}
+	live := []herd.TaskState{herd.TaskQueued}
+	for _, s := range herd.TaskStates {
+		if s.Holds() {
+			live = append(live, s)
+		}
+	}
+	err := m.st.View(ctx, func(tx store.Tx) error {
+		w.tasks, w.roles, w.sessions, w.incs = nil, map[string]herd.Role{}, map[string]herd.Session{}, map[string]herd.Incarnation{}
+		roles, err := tx.Roles()
+		if err != nil {
+			return err
+		}
+		for _, r := range roles {
+			if m.local(r) {
+				w.roles[r.Name] = r
+			}
+		}
+		if len(w.roles) == 0 {
+			return nil
+		}
+		all, err := tx.Tasks(store.TaskFilter{States: live})
+		if err != nil {
+			return err
+		}
+		for _, t := range all {
+			if _, ok := w.roles[t.Role]; ok {
+				w.tasks = append(w.tasks, t)
+			}
+		}
+		sessions, err := tx.SessionsOnHost(m.host)
+		if err != nil {
+			return err
+		}
+		for _, s := range sessions {
+			if _, ok := w.roles[s.Role]; !ok || s.Archived {
+				continue
+			}
+			w.sessions[s.Name] = s
+			if s.Incarnation != "" && s.State.Live() {
+				inc, err := tx.Incarnation(s.Incarnation)
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+				w.incs[s.Name] = inc
+			}
+		}
+		return nil
+	})
+	return w, err
+}
+
+// round assigns what is queued and moves every task held one step.
+func (m *Manager) round(ctx context.Context) error {
+	w, err := m.read(ctx)
+	if err != nil || len(w.tasks) == 0 {
+		return err
+	}
+	m.assign(ctx, w)
+	for _, t := range w.tasks {
+		if !t.State.Holds() || m.isBusy(t.ID) {
+			continue
+		}
+		if err := m.step(ctx, w, t); err != nil && ctx.Err() == nil {
+			m.log.Warn("tasks: step", "task", t.ID, "session", t.Session, "state", t.State, "err", err)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) isBusy(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.busy[id]
+}
+
+// replica is what taskflow sees of session name.
+func (w world) replica(name string) *taskflow.Replica {
+	s, ok := w.sessions[name]
+	if !ok {
+		return nil
+	}
+	return &taskflow.Replica{Name: s.Name, State: s.State, Activity: s.Activity, Incarnation: s.Incarnation,
+		Conversation: w.incs[name].AgentSessionID}
+}
+
+// assign gives queued tasks to free replicas, each in a transaction that
+// finds the task still queued and the replica holding none.
+func (m *Manager) assign(ctx context.Context, w world) {
+	var queued []herd.Task
+	held := map[string]bool{}
+	for _, t := range w.tasks {
+		if t.State == herd.TaskQueued {
+			queued = append(queued, t)
+		} else if t.State.Holds() {
+			held[t.Session] = true
+		}
+	}
+	if len(queued) == 0 {
+		return
+	}
+	var cands []taskflow.Candidate
+	names := make([]string, 0, len(w.sessions))
+	for name := range w.sessions {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := w.sessions[name]
+		cands = append(cands, taskflow.Candidate{Replica: *w.replica(name), Role: s.Role, Holds: held[name]})
+	}
+	for _, p := range taskflow.Assign(queued, cands) {
+		err := m.write(ctx, p.Task, []herd.TaskState{herd.TaskQueued}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+			t.State, t.Session, t.Reason = herd.TaskAssigned, p.Session, ""
+			t.Branch, t.Incarnation, t.Conversation = herd.TaskBranch(t.ID), "", ""
+			return []*herd.Event{m.event(*t, herd.EventTaskAssigned, "", fmt.Sprintf("task %s assigned to %s", t.ID, p.Session), nil)}, nil
+		})
+		if err != nil && errs.KindOf(err) != errs.Conflict && !errors.Is(err, errStale) {
+			m.log.Warn("tasks: assign", "task", p.Task, "session", p.Session, "err", err)
+		}
+	}
+	m.Kick() // the assigned go on at the next round
+}
+
+// step carries out a held task's next step.
+func (m *Manager) step(ctx context.Context, w world, t herd.Task) error {
+	if t.State == herd.TaskChecking {
+		m.startCheck(t, w.roles[t.Role])
+		return nil
+	}
+	if t.State == herd.TaskReview {
+		if t.ApprovedBy != "" {
+			m.startLanding(t, w.roles[t.Role])
+		}
+		return nil
+	}
+	obs := taskflow.Observed{Replica: w.replica(t.Session)}
+	if r := obs.Replica; r != nil && r.Incarnation == t.Incarnation && t.State != herd.TaskAssigned {
+		ended, err := m.turnEnded(ctx, t, r.Incarnation)
+		if err != nil {
+			return err
+		}
+		r.TurnEnded = ended
+		if ended {
+			n, err := m.o.Worktrees.Commits(ctx, t.Repo, t.Base, t.Branch)
+			if err != nil {
+				return err
+			}
+			obs.Commits = n
+		}
+	}
+	st := taskflow.Next(t, obs)
+	switch st.Do {
+	case taskflow.Relaunch:
+		return m.relaunch(ctx, w.roles[t.Role], t)
+	case taskflow.Deliver:
+		return m.deliver(ctx, t, w, "")
+	case taskflow.Adopt:
+		inc := obs.Replica.Incarnation
+		return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+			t.Incarnation = inc
+			return nil, nil
+		})
+	case taskflow.Check:
+		return m.toChecking(ctx, t, obs.Commits)
+	case taskflow.NeedsYou:
+		return m.needsYou(ctx, t, st.Reason, needsYouMessage(st.Reason, t))
+	case taskflow.Resume:
+		return m.write(ctx, t.ID, []herd.TaskState{herd.TaskNeedsYou}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+			t.State, t.Reason = herd.TaskWorking, ""
+			return []*herd.Event{m.event(*t, herd.EventTaskDelivered, "resumed", "the agent works on the task again", nil)}, nil
+		})
+	case taskflow.Fail:
+		return m.fail(ctx, t, st.Reason, failMessage(st.Reason, t))
+	}
+	return nil
+}
+
+// turnEnded reports whether an idle activity event of inc follows the
+// task's delivery cursor.
+func (m *Manager) turnEnded(ctx context.Context, t herd.Task, inc string) (bool, error) {
+	var evs []herd.Event
+	err := m.st.View(ctx, func(tx store.Tx) (err error) {
+		evs, err = tx.Events(store.EventFilter{Session: t.Session, Kind: herd.EventActivity, AfterID: t.DeliveredAfter})
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, ev := range evs {
+		if to, _ := ev.Data["to"].(string); ev.Incarnation == inc && to == string(herd.ActivityIdle) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// relaunch gives the task's replica a fresh incarnation in the task's
+// worktree (made first: a repository where it cannot be made fails the
+// task, not the replica).
+func (m *Manager) relaunch(ctx context.Context, role herd.Role, t herd.Task) error {
+	wt, err := m.o.Worktrees.Ensure(ctx, worktree.TaskOptions(role, t))
+	if err != nil {
+		return m.fail(ctx, t, taskflow.ReasonWorktreeError, fmt.Sprintf("task %s: its worktree could not be made: %v", t.ID, err))
+	}
+	inc, err := m.o.Slots.Restart(ctx, slots.RestartRequest{Name: t.Session, Reason: "task", Data: map[string]any{"task": t.ID}})
+	if err != nil {
+		return fmt.Errorf("relaunch %s in %s: %w", t.Session, wt.Path, err)
+	}
+	return m.write(ctx, t.ID, []herd.TaskState{herd.TaskAssigned}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		t.Incarnation, t.Worktree = inc, wt.Path
+		return nil, nil
+	})
+}
+
+// lastEventID is the id of the newest event: the cursor a delivery's
+// turn end is looked for after.
+func (m *Manager) lastEventID(ctx context.Context) (int64, error) {
+	var id int64
+	err := m.st.View(ctx, func(tx store.Tx) error {
+		evs, err := tx.Events(store.EventFilter{Limit: 1})
+		if len(evs) == 1 {
+			id = evs[0].ID
+		}
+		return err
+	})
+	return id, err
+}
+
+// maxDeliveryFailures is how many deliveries may fail in a row before
+// the task needs a person.
+const maxDeliveryFailures = 3
+
+// deliver types text (the prompt when "") into the task's replica and
+// records it: the task is working on it from now on.
+func (m *Manager) deliver(ctx context.Context, t herd.Task, w world, text string) error {
+	r := w.replica(t.Session)
+	if r == nil {
+		return nil
+	}
+	if text == "" {
+		text = t.Prompt
+	}
+	cursor, err := m.lastEventID(ctx)
+	if err != nil {
+		return err
+	}
+	if err := m.type_(ctx, t.Session, text); err != nil {
+		m.mu.Lock()
+		m.failures[t.ID]++
+		n := m.failures[t.ID]
+		m.mu.Unlock()
+		if n >= maxDeliveryFailures {
+			return m.needsYou(ctx, t, "delivery_failed", fmt.Sprintf("task %s: its prompt could not be typed into %s (%d tries): %v", t.ID, t.Session, n, err))
+		}
+		return err
+	}
+	m.mu.Lock()
+	delete(m.failures, t.ID)
+	m.mu.Unlock()
+	inc, conv := r.Incarnation, r.Conversation
+	return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		again := t.State != herd.TaskAssigned
+		t.State, t.Reason, t.Incarnation, t.Conversation, t.DeliveredAfter = herd.TaskWorking, "", inc, conv, cursor
+		msg, reason := fmt.Sprintf("task %s's prompt typed into %s", t.ID, t.Session), ""
+		if again {
+			msg, reason = fmt.Sprintf("task %s's prompt typed again into %s: its conversation did not survive a relaunch", t.ID, t.Session), "again"
+		}
+		return []*herd.Event{m.event(*t, herd.EventTaskDelivered, reason, msg, map[string]any{"bytes": len(text)})}, nil
+	})
+}
+
+// type_ types text into session's agent and submits it.
+func (m *Manager) type_(ctx context.Context, session, text string) error {
+	_, err := m.o.Inject.Inject(ctx, verbs.InjectRequest{Name: session, Text: text, Enter: true,
+		Multiline: strings.ContainsAny(text, "\r\n")})
+	return err
+}
+
+// send types a reaction's text into the task's agent and records it
+// (event kind, reason, data): the task is working again, its turn end
+// looked for after now.
+func (m *Manager) send(ctx context.Context, t herd.Task, from []herd.TaskState, text string, evs func(t herd.Task) []*herd.Event, change func(t *herd.Task)) error {
+	cursor, err := m.lastEventID(ctx)
+	if err != nil {
+		return err
+	}
+	if err := m.type_(ctx, t.Session, text); err != nil {
+		return fmt.Errorf("type into %s: %w", t.Session, err)
+	}
+	return m.write(ctx, t.ID, from, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		t.DeliveredAfter, t.Reason = cursor, ""
+		if change != nil {
+			change(t)
+		}
+		return evs(*t), nil
+	})
+}
+
+func (m *Manager) toChecking(ctx context.Context, t herd.Task, commits int) error {
+	return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		t.State, t.Reason, t.Commits = herd.TaskChecking, "", commits
+		return nil, nil
+	})
+}
+
+// needsYou puts the task before a person, with why.
+func (m *Manager) needsYou(ctx context.Context, t herd.Task, reason, msg string) error {
+	cursor, err := m.lastEventID(ctx)
+	if err != nil {
+		return err
+	}
+	return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		t.State, t.Reason, t.DeliveredAfter = herd.TaskNeedsYou, reason, cursor
+		evs := []*herd.Event{m.event(*t, herd.EventTaskNeedsYou, reason, msg, nil)}
+		if reason == taskflow.ReasonAgentStuck {
+			evs = append(evs, m.event(*t, herd.EventReaction, herd.ReactionAgentStuck, msg,
+				map[string]any{"kind": herd.ReactionAgentStuck, "attempt": 1, "action": "notify"}))
+		}
+		return evs, nil
+	})
+}
+
+// fail ends the task with its reason; its worktree and branch are kept.
+func (m *Manager) fail(ctx context.Context, t herd.Task, reason, msg string) error {
+	return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		t.State, t.Reason = herd.TaskFailed, reason
+		return []*herd.Event{m.event(*t, herd.EventTaskFailed, reason, msg, nil)}, nil
+	})
+}
+
+func needsYouMessage(reason string, t herd.Task) string {
+	switch reason {
+	case taskflow.ReasonNoCommit:
+		return fmt.Sprintf("task %s: the agent in %s stopped without a commit on %s", t.ID, t.Session, t.Branch)
+	case taskflow.ReasonWaiting:
+		return fmt.Sprintf("task %s: the agent in %s waits for an answer", t.ID, t.Session)
+	case taskflow.ReasonReplicaGone:
+		return fmt.Sprintf("task %s: its replica %s no longer exists", t.ID, t.Session)
+	}
+	return fmt.Sprintf("task %s: the agent in %s is stuck (stalled, failed, stopped or blocked)", t.ID, t.Session)
+}
+
+func failMessage(reason string, t herd.Task) string {
+	if reason == taskflow.ReasonBranchGone {
+		return fmt.Sprintf("task %s: its branch %s or its base %s no longer exists", t.ID, t.Branch, t.Base)
+	}
+	return fmt.Sprintf("task %s failed: %s", t.ID, reason)
+}
+
+// errStale: the task changed since it was read (another step, a
+// person's verb): the step is dropped, the next round decides again.
+var errStale = errors.New("the task changed meanwhile")
+
+// write applies change to the stored task in one transaction, with the
+// events it returns, when the task is still in one of the states from
+// (nil: any). Every write of a task goes through here.
+func (m *Manager) write(ctx context.Context, id string, from []herd.TaskState, change func(t *herd.Task, tx store.Tx) ([]*herd.Event, error)) error {
+	err := m.st.Update(ctx, func(tx store.Tx) error {
+		t, err := tx.Task(id)
+		if err != nil {
+			return err
+		}
+		if from != nil && !slices.Contains(from, t.State) {
+			return errStale
+		}
+		evs, err := change(&t, tx)
+		if err != nil {
+			return err
+		}
+		t.UpdatedAt = time.Now().UTC()
+		if err := tx.PutTask(t); err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if err := tx.AppendEvent(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		m.Kick()
+	}
+	return err
+}
+
+// event is an event of task t, on its session.
+func (m *Manager) event(t herd.Task, kind, reason, msg string, data map[string]any) *herd.Event {
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["task"] = t.ID
+	data["state"] = string(t.State)
+	session := ""
+	if t.State.Holds() || t.State.Ended() {
+		session = t.Session
+	}
+	return &herd.Event{Time: time.Now().UTC(), Host: m.host, Session: session, Incarnation: t.Incarnation,
+		Kind: kind, Reason: reason, Message: msg, Data: data}
+}
+
+// logPath is where check attempt n of task id writes its output.
+func (m *Manager) logPath(id string, n int) string {
+	return filepath.Join(m.o.Dir, id, fmt.Sprintf("check-%d.log", n))
+}

@@ -1,0 +1,95 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"herd/internal/gitx"
+)
+
+// Resolve finds the repository dir is in and the base a task in it
+// starts from: base itself when given (it must be a local branch), else
+// the branch checked out in dir. It returns the repository's top level.
+func (m *Manager) Resolve(ctx context.Context, dir, base string) (top, branch string, err error) {
+	r, err := m.locate(ctx, dir)
+	if err != nil {
+		return "", "", err
+	}
+	if base == "" {
+		out, err := m.git().Run(ctx, dir, "symbolic-ref", "--quiet", "--short", "HEAD")
+		if err != nil {
+			var ge *gitx.Error
+			if errors.As(err, &ge) && ge.ExitCode() == 1 {
+				return "", "", fmt.Errorf("worktree: %s: %w", dir, ErrDetached)
+			}
+			return "", "", fmt.Errorf("worktree: %w", err)
+		}
+		base = strings.TrimSpace(string(out))
+	}
+	if strings.HasPrefix(base, "-") || strings.ContainsFunc(base, func(c rune) bool { return c <= ' ' || c == 0x7f }) {
+		return "", "", fmt.Errorf("worktree: base %q: %w", base, ErrNoBase)
+	}
+	ok, err := m.git().Exit(ctx, dir, "show-ref", "--verify", "--quiet", "refs/heads/"+base)
+	if err != nil {
+		return "", "", fmt.Errorf("worktree: %w", err)
+	}
+	if !ok {
+		return "", "", fmt.Errorf("worktree: branch %q of %s: %w", base, r.top, ErrNoBase)
+	}
+	return r.top, base, nil
+}
+
+// RemoveLanded removes the worktree of a task that landed (its work is
+// in its base, or in a squash or rebase of it there) and, unless
+// keepBranch, its branch: what Remove would keep as "ahead" after a
+// squash or a rebase. A worktree with uncommitted changes is kept (they
+// were never part of what landed), and Reason says so.
+func (m *Manager) RemoveLanded(ctx context.Context, opts Options, keepBranch bool) (Removal, error) {
+	path, r, err := m.path(ctx, opts)
+	if err != nil {
+		return Removal{}, err
+	}
+	defer m.lockRepo(r.commonDir)()
+	res := Removal{Session: opts.Session, Path: path, Branch: Branch(opts.Session)}
+	all, err := m.list(ctx, opts.Workdir)
+	if err != nil {
+		return Removal{}, err
+	}
+	g := m.git()
+	l, ok := find(all, path)
+	switch {
+	case !ok || l.prunable:
+		res.Absent = true
+		if ok {
+			_, _ = g.Run(ctx, opts.Workdir, "worktree", "prune")
+		}
+	default:
+		dirty, err := m.dirty(ctx, path)
+		if err != nil {
+			return Removal{}, err
+		}
+		if dirty {
+			res.Reason = fmt.Sprintf("kept %s: it has uncommitted changes", path)
+			return res, nil
+		}
+		if _, err := g.Run(ctx, opts.Workdir, "worktree", "remove", "--force", path); err != nil {
+			return Removal{}, fmt.Errorf("worktree: remove %s: %w", path, err)
+		}
+		res.Removed = true
+		removeEmptyParents(filepath.Dir(path))
+	}
+	if keepBranch {
+		return res, nil
+	}
+	exists, err := g.Exit(ctx, r.top, "show-ref", "--verify", "--quiet", "refs/heads/"+res.Branch)
+	if err != nil || !exists {
+		return res, err
+	}
+	if _, err := g.Run(ctx, r.top, "branch", "-D", "--", res.Branch); err != nil {
+		return res, fmt.Errorf("worktree: delete branch %s: %w", res.Branch, err)
+	}
+	return res, nil
+}

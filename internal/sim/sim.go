@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -45,6 +46,7 @@ type options struct {
 	herd        string
 	quiet       bool
 	waitInput   bool
+	work        bool
 	stderrLines int
 	sessionID   string
 	resetIn     time.Duration
@@ -97,6 +99,7 @@ func Command() *cobra.Command {
 	f.StringVar(&o.herd, "herd", "", "herd binary that receives the hooks (default: this executable)")
 	f.BoolVar(&o.quiet, "quiet", false, "print no stream-json")
 	f.BoolVar(&o.waitInput, "wait-input", false, "print a prompt and block reading stdin")
+	f.BoolVar(&o.work, "work", false, "with --wait-input: each prompt is a turn (UserPromptSubmit hook, the prompt appended to WORK.md and committed in the working directory, Stop hook)")
 	f.IntVar(&o.stderrLines, "stderr-lines", 0, "write this many lines to stderr at start")
 	f.StringVar(&o.sessionID, "session-id", "", "agent session id to report (default: random)")
 	f.DurationVar(&o.resetIn, "reset-in", 0, "a StopFailure:rate_limit hook, and the result of a failed run (--exit-code), name a rate limit resetting this far ahead (default: none named)")
@@ -130,7 +133,10 @@ func (o *options) validate() error {
 		return err
 	}
 	o.script = script
-	if len(script) > 0 && o.herd == "" {
+	if o.work && !o.waitInput {
+		return errors.New("sim: --work needs --wait-input")
+	}
+	if (len(script) > 0 || o.work) && o.herd == "" {
 		exe, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("sim: find own executable for --hooks: %w", err)
@@ -186,7 +192,13 @@ func run(ctx context.Context, o *options, in io.Reader, out, errw io.Writer) err
 		return err
 	}
 
-	var inputC <-chan string
+	var (
+		inputC <-chan string
+		// pending is the prompt of a --work turn, started once the
+		// input is quiet (quietC).
+		pending []string
+		quietC  <-chan time.Time
+	)
 	if o.waitInput {
 		inputC = readLines(in)
 	}
@@ -227,10 +239,20 @@ func run(ctx context.Context, o *options, in io.Reader, out, errw io.Writer) err
 				inputC = nil // stdin closed: keep waiting, like a stuck prompt
 				continue
 			}
-			if !a.silent {
-				a.emit(a.stream.text("You said: " + line))
-				a.prompt()
+			if a.silent {
+				continue
 			}
+			if o.work {
+				pending = append(pending, line)
+				quietC = time.After(workQuiet)
+				continue
+			}
+			a.emit(a.stream.text("You said: " + line))
+			a.prompt()
+		case <-quietC:
+			quietC = nil
+			a.turn(ctx, strings.Join(pending, "\n"))
+			pending = nil
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -539,5 +540,62 @@ func TestStreamerCycle(t *testing.T) {
 	}
 	if id := newSessionID(); len(id) != 36 || id[14] != '4' {
 		t.Errorf("[session id] expected a v4 UUID, got %q", id)
+	}
+}
+
+// TestWorkTurns: with --work each prompt (its lines, pasted at once) is
+// one turn: UserPromptSubmit, the prompt committed to WORK.md in the
+// working directory's repository, Stop.
+func TestWorkTurns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	if out, err := exec.Command("git", "init", "--quiet", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	log := filepath.Join(dir, "hooks.log")
+	script := filepath.Join(dir, "herd")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s\\n' \"$*\" >> '"+log+"'\ncat > /dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "--quiet", "--wait-input", "--work", "--interval", "1h", "--herd", script)
+	cmd.Env = append(os.Environ(), "SIM_HELPER=1")
+	cmd.Dir = repo
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	count := func() int {
+		out, err := exec.Command("git", "-C", repo, "rev-list", "--count", "HEAD").Output()
+		if err != nil {
+			return 0
+		}
+		n := 0
+		fmt.Sscan(string(out), &n)
+		return n
+	}
+	if _, err := io.WriteString(stdin, "first task\nwith a second line\n"); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "one commit", func() bool { return count() == 1 })
+	if _, err := io.WriteString(stdin, "fix it\n"); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "two commits", func() bool { return count() == 2 })
+	b, _ := os.ReadFile(filepath.Join(repo, "WORK.md"))
+	if want := "first task\nwith a second line\nfix it\n"; string(b) != want {
+		t.Errorf("[WORK.md] expected %q, got %q", want, b)
+	}
+	poll(t, "four hooks", func() bool { b, _ := os.ReadFile(log); return strings.Count(string(b), "\n") >= 4 })
+	b, _ = os.ReadFile(log)
+	if want := "hook UserPromptSubmit\nhook Stop\nhook UserPromptSubmit\nhook Stop\n"; string(b) != want {
+		t.Errorf("[hooks] expected %q, got %q", want, b)
+	}
+	if err := (&options{work: true, interval: time.Second}).validate(); err == nil {
+		t.Errorf("[--work without --wait-input] expected an error")
 	}
 }

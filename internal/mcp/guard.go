@@ -11,16 +11,19 @@ const (
 	kindRead    = "read"    // list_sessions, describe_session, read_output
 	kindManage  = "manage"  // send, wait
 	kindLifecyc = "verb"    // run, scale, stop, restart, resume
+	kindOwn     = "own"     // task_done, task_blocked: the calling session's own task
 	kindUnknown = "unknown" // refused
 )
 
 // toolKind says what a tool does.
 func toolKind(tool string) string {
 	switch tool {
-	case "list_sessions", "describe_session", "read_output":
+	case "list_sessions", "describe_session", "read_output", "list_tasks", "describe_task":
 		return kindRead
-	case "send", "wait":
+	case "send", "wait", "submit_task":
 		return kindManage
+	case "task_done", "task_blocked":
+		return kindOwn
 	case "run", "scale", "stop", "restart", "resume":
 		return kindLifecyc
 	}
@@ -83,6 +86,12 @@ func Decide(p Policy, tool string, t Target) Decision {
 	}
 	if t.Role != "" && len(p.Roles) > 0 && !slices.Contains(p.Roles, t.Role) {
 		return refuse("role %s is outside this MCP server's reach: [mcp] roles = %s", t.Role, list(p.Roles))
+	}
+	if kind == kindOwn {
+		if p.Caller == "" || t.Session != p.Caller {
+			return refuse("%s speaks for the calling agent's own task: it needs an agent herd runs (HERD_SESSION), holding a task", tool)
+		}
+		return allow()
 	}
 	if kind == kindRead || p.Caller == "" {
 		return allow()

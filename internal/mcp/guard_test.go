@@ -39,6 +39,13 @@ func TestDecide(t *testing.T) {
 		{"scale a managed role", Policy{Verbs: []string{"scale"}, Caller: "lead-0", CallerRole: "lead", Manages: []string{"worker"}}, "scale", Target{Role: "worker"}, true, ""},
 		{"run an unmanaged role", Policy{Verbs: []string{"run"}, Caller: "lead-0", CallerRole: "lead", Manages: []string{"worker"}}, "run", Target{Role: "other"}, false, "may not run role other"},
 		{"unknown tool", person, "delete_role", w0, false, "not a tool"},
+		{"submit a task to a managed role", lead, "submit_task", Target{Role: "worker"}, true, ""},
+		{"submit a task to an unmanaged role", lead, "submit_task", Target{Role: "review"}, false, "may not submit_task role review"},
+		{"list tasks anywhere", lead, "list_tasks", Target{Role: "review"}, true, ""},
+		{"describe a task outside [mcp] roles", bounded, "describe_task", Target{Role: "db"}, false, "[mcp] roles"},
+		{"done of its own task", lead, "task_done", me, true, ""},
+		{"done for another session", lead, "task_done", w0, false, "own task"},
+		{"blocked without a calling agent", person, "task_blocked", Target{}, false, "HERD_SESSION"},
 	}
 	for _, tc := range cases {
 		d := Decide(tc.p, tc.tool, tc.t)

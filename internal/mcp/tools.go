@@ -122,6 +122,7 @@ func (s *Server) addTools() {
 	} {
 		addTool(s, &sdk.Tool{Name: v.name, Description: v.desc + " Needs " + v.name + " in the daemon's [mcp] verbs."}, s.sessionVerb(v.name))
 	}
+	s.addTaskTools()
 }
 
 // sessionOut is one session as list_sessions shows it.

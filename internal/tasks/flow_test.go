@@ -324,3 +324,32 @@ func TestTaskRestartMidway(t *testing.T) {
 		t.Errorf("expected t-1 queued again, got %+v", now)
 	}
 }
+
+// TestLandAgainAfterDeath: a daemon that moved the base and died before
+// it wrote the task landed: the next one finds nothing left to land and
+// records it landed on that commit, once.
+func TestLandAgainAfterDeath(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	f.fake.agent = func(session, text string) {
+		commitIn(t, filepath.Join(f.repo, ".herd", "worktrees", "t-1"), text)
+		f.fake.turnEnd(session)
+	}
+	if _, err := f.m.Add(ctx, AddRequest{Role: "w", Prompt: "job"}); err != nil {
+		t.Fatal(err)
+	}
+	f.settle("t-1", herd.TaskReview)
+	if _, err := f.m.Verb(ctx, "approve", VerbRequest{ID: "t-1", By: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	// The landing of the daemon that died.
+	l, err := (&worktree.Manager{}).Land(ctx, worktree.LandOptions{Repo: f.repo, Branch: "herd/t-1", Base: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = f.newManager()
+	got := f.settle("t-1", herd.TaskLanded)
+	if got.Landed != l.New || gitIn(t, f.repo, "rev-parse", "main") != l.New {
+		t.Errorf("expected landed at %s with main there, got %+v", l.New, got)
+	}
+}

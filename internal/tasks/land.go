@@ -59,6 +59,15 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 		}
 	}
 	review := []herd.TaskState{herd.TaskReview}
+	if errors.Is(err, worktree.ErrEmpty) {
+		// Nothing left to land: a landing that moved the base before its
+		// daemon died (or the same change landed by hand). Landed.
+		tip, terr := m.o.Worktrees.Tip(ctx, t.Repo, t.Base)
+		if terr != nil {
+			return terr
+		}
+		l, err = worktree.Landing{Old: tip, New: tip}, nil
+	}
 	switch {
 	case err == nil:
 		if werr := m.write(ctx, t.ID, review, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {

@@ -93,3 +93,9 @@ func (m *Manager) RemoveLanded(ctx context.Context, opts Options, keepBranch boo
 	}
 	return res, nil
 }
+
+// Tip returns the commit of the local branch name in the repository of
+// dir (an error wrapping ErrNoBase when there is none).
+func (m *Manager) Tip(ctx context.Context, dir, name string) (string, error) {
+	return m.branchTip(ctx, dir, name)
+}

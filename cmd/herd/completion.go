@@ -24,9 +24,23 @@ func completeRoles(g *globals) cobra.CompletionFunc {
 	return completeNames(g, "/v1/roles", func(raw []api.RoleView) []string { return roleNames(raw) })
 }
 
+// completeTasks completes task ids from the daemon.
+func completeTasks(g *globals) cobra.CompletionFunc {
+	return completeNames(g, "/v1/tasks", taskIDs)
+}
+
+// completeFirstRole completes the first argument only (task add ROLE PROMPT).
+func completeFirstRole(g *globals) cobra.CompletionFunc { return completeFirst(completeRoles(g)) }
+
 // completeFirstSession completes the first argument only (inject NAME TEXT).
-func completeFirstSession(g *globals) cobra.CompletionFunc {
-	all := completeSessions(g)
+func completeFirstSession(g *globals) cobra.CompletionFunc { return completeFirst(completeSessions(g)) }
+
+// completeFirstTask completes the first argument only (task comment ID TEXT).
+func completeFirstTask(g *globals) cobra.CompletionFunc { return completeFirst(completeTasks(g)) }
+
+// completeFirst completes with all the first argument only: the next
+// ones are text.
+func completeFirst(all cobra.CompletionFunc) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp

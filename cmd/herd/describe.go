@@ -18,7 +18,7 @@ import (
 
 func newDescribeCmd(g *globals) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{Use: "describe session|role NAME", Short: "Show one session or role in detail"}
+	cmd := &cobra.Command{Use: "describe session|role|task NAME", Short: "Show one session, role or task in detail"}
 	sess := &cobra.Command{
 		Use:               "session NAME",
 		Aliases:           []string{"sessions", "s"},
@@ -44,7 +44,7 @@ func newDescribeCmd(g *globals) *cobra.Command {
 		},
 	}
 	sess.Flags().StringVarP(&output, "output", "o", "", "output format: json | yaml (default: text)")
-	cmd.AddCommand(sess, newDescribeRoleCmd(g))
+	cmd.AddCommand(sess, newDescribeRoleCmd(g), newDescribeTaskCmd(g))
 	requireSubcommand(cmd, "resource")
 	return cmd
 }

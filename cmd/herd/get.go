@@ -79,8 +79,8 @@ func (f *getFlags) parse(resource string) (selector.Selector, error) {
 
 func newGetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get sessions|roles|hosts [NAME...]",
-		Short: "List sessions, roles or hosts",
+		Use:   "get sessions|roles|hosts|tasks [NAME...]",
+		Short: "List sessions, roles, hosts or tasks",
 	}
 	var sf, rf getFlags
 	var showArchived bool
@@ -152,7 +152,7 @@ func newGetCmd(g *globals) *cobra.Command {
 		c.RegisterFlagCompletionFunc("role", completeRoles(g))
 		c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"wide", "json", "yaml", "name"}, cobra.ShellCompDirectiveNoFileComp))
 	}
-	cmd.AddCommand(sessions, roles, newGetHostsCmd(g))
+	cmd.AddCommand(sessions, roles, newGetHostsCmd(g), newGetTasksCmd(g))
 	requireSubcommand(cmd, "resource")
 	return cmd
 }
@@ -171,7 +171,7 @@ func namesArg(check func(cmd, name string) error) cobra.PositionalArgs {
 
 // listing is one fetch of a list, ready to print.
 type listing struct {
-	kind    string // "session" or "role"
+	kind    string // "session", "role", "host" or "task"
 	items   any    // what -o json and yaml print
 	names   []string
 	missing []string // names asked for and not found

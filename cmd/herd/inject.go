@@ -130,12 +130,19 @@ func splitInjectArgs(args []string) (name, text string, noEnter bool, err error)
 // readInjectText reads the text to inject from r, dropping one trailing
 // newline: Enter is a separate key press.
 func readInjectText(r io.Reader) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxInjectText+1))
+	return readStdinText(r, maxInjectText, "inject", "text")
+}
+
+// readStdinText reads a text given on stdin (r), at most limit bytes,
+// dropping one trailing newline (the file's or the terminal's last line
+// end, not part of the text). cmd and what name it in an error.
+func readStdinText(r io.Reader, limit int, cmd, what string) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return "", fmt.Errorf("inject: read stdin: %w", err)
+		return "", fmt.Errorf("%s: read stdin: %w", cmd, err)
 	}
-	if len(b) > maxInjectText {
-		return "", fmt.Errorf("inject: text on stdin is over the %d-byte limit", maxInjectText)
+	if len(b) > limit {
+		return "", fmt.Errorf("%s: %s on stdin is over the %d-byte limit", cmd, what, limit)
 	}
 	s := string(b)
 	if strings.HasSuffix(s, "\n") {

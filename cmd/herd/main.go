@@ -63,7 +63,7 @@ Try it all with no setup: 'herd demo'.`,
 		newVersionCmd(), newSimCmd(), newHookCmd(g), newHooksCmd(g), newCaptureCmd(), newCgexecCmd(), newWorktreeCmd(g),
 		newStartupCmd(g), newTopCmd(g),
 		newRestartCmd(g), newResetCmd(g), newSignalCmd(g), newRolloutCmd(g), newReloadCmd(g), newWebCmd(g),
-		newWaitCmd(g), newMCPCmd(g), newUsageCmd(g),
+		newWaitCmd(g), newMCPCmd(g), newUsageCmd(g), newTaskCmd(g),
 	)
 	return root
 }

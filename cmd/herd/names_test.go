@@ -60,13 +60,14 @@ func TestParentCommandsNeedSubcommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"get", "sesions"}, `get: unknown resource "sesions" (want hosts, roles or sessions)`},
-		{[]string{"get"}, `get: missing resource (want hosts, roles or sessions)`},
-		{[]string{"describe", "sesion", "w-0"}, `describe: unknown resource "sesion" (want role or session)`},
+		{[]string{"get", "sesions"}, `get: unknown resource "sesions" (want hosts, roles, sessions or tasks)`},
+		{[]string{"get"}, `get: missing resource (want hosts, roles, sessions or tasks)`},
+		{[]string{"describe", "sesion", "w-0"}, `describe: unknown resource "sesion" (want role, session or task)`},
 		{[]string{"delete", "roles", "w"}, `delete: unknown resource "roles" (want role)`},
 		{[]string{"hooks", "instal"}, `hooks: unknown action "instal" (want install)`},
 		{[]string{"delete", "role", "a/b"}, `delete role: "a/b" is not a role name`},
 		{[]string{"describe", "session"}, `describe session: want one session NAME`},
+		{[]string{"task", "ad"}, `task: unknown action "ad" (want add, approve, cancel, comment, diff or retry)`},
 	}
 	for _, tt := range tests {
 		root := newRoot()

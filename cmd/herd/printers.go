@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"herd/internal/api"
 	"herd/internal/cells"
@@ -120,3 +122,61 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func writeYAML(w io.Writer, v any) error { return yamlenc.Encode(w, v) }
+
+// escapeText makes text an agent or a person wrote safe to print on a
+// terminal: control bytes (C0, DEL, C1: escape sequences, carriage
+// returns, tabs that would break a table's columns), bytes that are not
+// UTF-8 and the bidirectional controls that reorder what is shown are
+// written as Go escapes (\x1b, \r, \xff, \u202e). The runes in keep pass
+// as they are ("\n\t" for text printed whole, as a prompt or a diff).
+func escapeText(s, keep string) string {
+	var b strings.Builder
+	done := 0 // s[:done] is in b, or needs no escape when b is empty
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		bad := r == utf8.RuneError && size == 1
+		if !bad && (!mustEscape(r) || strings.ContainsRune(keep, r)) {
+			i += size
+			continue
+		}
+		if b.Len() == 0 {
+			b.Grow(len(s) + 16)
+		}
+		b.WriteString(s[done:i])
+		switch {
+		case bad:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += size
+		done = i
+	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
+// mustEscape reports whether r is not to reach a terminal as it is.
+func mustEscape(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+}
+
+// cell is a table cell of untrusted text: escaped, then clipped to n
+// runes as shown; "-" when empty.
+func cell(s string, n int) string {
+	if s == "" {
+		return "-"
+	}
+	return cells.Clip(escapeText(s, ""), n)
+}

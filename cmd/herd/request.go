@@ -26,8 +26,8 @@ func getJSON(ctx context.Context, g *globals, path string, out any) error {
 	return g.do(ctx, http.MethodGet, path, nil, nil, out)
 }
 
-// explainPath is explain, plus: a 404 on /v1/sessions/NAME... or
-// /v1/roles/NAME... names the thing once, whatever words the daemon used.
+// explainPath is explain, plus: a 404 on /v1/sessions/NAME...,
+// /v1/roles/NAME... or /v1/tasks/ID... names the thing once, whatever words the daemon used.
 func explainPath(err error, g *globals, path string) error {
 	if err == nil {
 		return nil
@@ -43,7 +43,7 @@ func explainPath(err error, g *globals, path string) error {
 // pathObject reads the object an API path names: ("session", "w-0") for
 // /v1/sessions/w-0/logs.
 func pathObject(path string) (what, name string, ok bool) {
-	for prefix, kind := range map[string]string{"/v1/sessions/": "session", "/v1/roles/": "role"} {
+	for prefix, kind := range map[string]string{"/v1/sessions/": "session", "/v1/roles/": "role", "/v1/tasks/": "task"} {
 		rest, found := strings.CutPrefix(path, prefix)
 		if !found || rest == "" {
 			continue

@@ -45,6 +45,9 @@ type Options struct {
 	Verbs *verbs.Verbs
 	// Usage is the usage ledger (nil: none; views show zero usage).
 	Usage *usage.Ledger
+	// Tasks is the task component (nil: none; every task route answers
+	// 503).
+	Tasks Tasks
 }
 
 // Server serves the API.

@@ -33,6 +33,7 @@ func (sv *Server) Handler() http.Handler {
 	sv.handleControl(mux)
 	sv.handleMCP(mux)
 	sv.handleWorktrees(mux)
+	sv.handleTasks(mux)
 	return mux
 }
 

@@ -144,14 +144,20 @@ func TestTaskThroughToLanding(t *testing.T) {
 		t.Errorf("[branch] expected herd/t-1 deleted, got %q", out)
 	}
 	want := []string{
-		herd.EventTaskQueued, herd.EventTaskAssigned, herd.EventTaskDelivered,
+		// The replica's relaunch in the task's worktree names the task.
+		herd.EventTaskQueued, herd.EventTaskAssigned, herd.EventStopped, herd.EventRestarted, herd.EventTaskDelivered,
 		herd.EventTaskChecked + ":failed", herd.EventReaction + ":" + herd.ReactionCheckFailed,
 		herd.EventTaskChecked + ":passed", herd.EventTaskReview,
 		herd.EventReaction + ":" + herd.ReactionApproved, herd.EventTaskLanded,
+		// Then the replica is relaunched in its role's workdir.
+		herd.EventStopped, herd.EventRestarted,
 	}
 	var kinds []string
 	e.waitFor("the task's events", 10*time.Second, func() bool {
 		kinds = taskKinds(e.events(), id)
+		if !slices.Equal(kinds, want) {
+			t.Logf("events so far: %v", kinds)
+		}
 		return slices.Equal(kinds, want)
 	})
 	desc := e.must("describe", "task", id)

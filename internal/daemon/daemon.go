@@ -210,6 +210,8 @@ func (d *Daemon) newCore(o Options) error {
 	return nil
 }
 
+var _ server.Tasks = (*tasks.Manager)(nil)
+
 // JournalFile is the file, in the state dir, of the journal that holds
 // this host's changes while a shared store is away.
 const JournalFile = "store-journal.db"
@@ -281,7 +283,7 @@ func (d *Daemon) newFrontDoors(o Options) error {
 	d.server = server.New(server.Options{
 		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Watchdog: d.watchdog, Attention: d.attention,
 		Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Version: o.Version, BootID: boot,
-		Reload: d.Reload, Verbs: d.verbs, Usage: d.usage,
+		Reload: d.Reload, Verbs: d.verbs, Usage: d.usage, Tasks: d.tasks,
 	})
 	if cfg.Web.Listen != "" {
 		tok, err := webauth.LoadToken(o.StateDir)

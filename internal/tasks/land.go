@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/slots"
 	"herd/internal/store"
 	"herd/internal/worktree"
 )
@@ -80,6 +81,12 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 		rm, rerr := m.o.Worktrees.RemoveLanded(ctx, worktree.TaskOptions(role, t), role.KeepBranch)
 		if rerr != nil || rm.Reason != "" {
 			m.log.Warn("tasks: a landed task's worktree kept", "task", t.ID, "reason", rm.Reason, "err", rerr)
+			return nil
+		}
+		// Its replica ran in the worktree just removed: relaunched in its
+		// role's workdir, it is free for the next task.
+		if _, err := m.o.Slots.Restart(ctx, slots.RestartRequest{Name: t.Session, Reason: "task", Data: map[string]any{"task": t.ID, "landed": true}}); err != nil {
+			m.log.Warn("tasks: relaunch a landed task's replica", "task", t.ID, "session", t.Session, "err", err)
 		}
 		return nil
 	case errors.Is(err, worktree.ErrConflict), errors.Is(err, worktree.ErrBaseMoved):

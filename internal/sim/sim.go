@@ -32,24 +32,25 @@ const (
 
 // options are the sim's flags.
 type options struct {
-	interval    time.Duration
-	exitAfter   time.Duration
-	exitCode    int
-	signal      string
-	signalAfter time.Duration
-	silentAfter time.Duration
-	burnCPU     bool
-	tcp         string
-	children    int
-	allocMB     int
-	hooks       string
-	herd        string
-	quiet       bool
-	waitInput   bool
-	work        bool
-	stderrLines int
-	sessionID   string
-	resetIn     time.Duration
+	interval      time.Duration
+	exitAfter     time.Duration
+	exitCode      int
+	signal        string
+	signalAfter   time.Duration
+	silentAfter   time.Duration
+	burnCPU       bool
+	tcp           string
+	children      int
+	allocMB       int
+	hooks         string
+	herd          string
+	quiet         bool
+	waitInput     bool
+	work          bool
+	workPerBranch bool
+	stderrLines   int
+	sessionID     string
+	resetIn       time.Duration
 
 	// Derived by validate.
 	exit   bool // --exit-after or --exit-code given
@@ -99,6 +100,7 @@ func Command() *cobra.Command {
 	f.StringVar(&o.herd, "herd", "", "herd binary that receives the hooks (default: this executable)")
 	f.BoolVar(&o.quiet, "quiet", false, "print no stream-json")
 	f.BoolVar(&o.waitInput, "wait-input", false, "print a prompt and block reading stdin")
+	f.BoolVar(&o.workPerBranch, "work-per-branch", false, "with --work: append to work/<branch>.md instead of WORK.md (branches that never conflict)")
 	f.BoolVar(&o.work, "work", false, "with --wait-input: each prompt is a turn (UserPromptSubmit hook, the prompt appended to WORK.md and committed in the working directory, Stop hook)")
 	f.IntVar(&o.stderrLines, "stderr-lines", 0, "write this many lines to stderr at start")
 	f.StringVar(&o.sessionID, "session-id", "", "agent session id to report (default: random)")

@@ -25,7 +25,7 @@ func (a *agent) turn(ctx context.Context, text string) {
 	cwd := a.stream.cwd
 	a.hook(ctx, hookStep{Event: "UserPromptSubmit"})
 	a.emit(a.stream.text("Working on: " + firstLine(text)))
-	if err := commitWork(ctx, cwd, text); err != nil {
+	if err := commitWork(ctx, cwd, text, a.o.workPerBranch); err != nil {
 		fmt.Fprintln(a.err, "sim:", err)
 	}
 	a.hook(ctx, hookStep{Event: "Stop"})
@@ -38,9 +38,23 @@ func (a *agent) hook(ctx context.Context, st hookStep) {
 	}
 }
 
-// commitWork appends text to WORK.md in dir and commits it.
-func commitWork(ctx context.Context, dir, text string) error {
-	f, err := os.OpenFile(filepath.Join(dir, workFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+// commitWork appends text to WORK.md in dir (perBranch: to
+// work/<branch>.md) and commits it.
+func commitWork(ctx context.Context, dir, text string, perBranch bool) error {
+	name := workFile
+	if perBranch {
+		cmd := exec.CommandContext(ctx, "git", "rev-parse", "--abbrev-ref", "HEAD")
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("git rev-parse: %w", err)
+		}
+		name = filepath.Join("work", strings.ReplaceAll(strings.TrimSpace(string(out)), "/", "-")+".md")
+		if err := os.MkdirAll(filepath.Join(dir, "work"), 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -52,11 +66,13 @@ func commitWork(ctx context.Context, dir, text string) error {
 		return err
 	}
 	for _, args := range [][]string{
-		{"add", "--", workFile},
+		{"add", "--", name},
 		{"-c", "user.name=sim", "-c", "user.email=sim@localhost", "commit", "--quiet", "-m", "sim: " + firstLine(text)},
 	} {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		out, err := exec.CommandContext(ctx, "git", args...).CombinedOutput()
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
 			return fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(string(out)))

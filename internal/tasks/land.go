@@ -71,6 +71,13 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 	}
 	switch {
 	case err == nil:
+		// Its replica is relaunched once the task lets go of it: no
+		// other task may take it meanwhile.
+		replica := "session " + t.Session
+		if !m.claim(replica) {
+			return fmt.Errorf("replica %s busy", t.Session)
+		}
+		defer m.release(replica)
 		if werr := m.write(ctx, t.ID, review, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 			t.State, t.Reason, t.Landed = herd.TaskLanded, "", l.New
 			msg := fmt.Sprintf("task %s landed on %s: %s (%s)", t.ID, t.Base, short(l.New), mode(role))

@@ -79,7 +79,8 @@ type Manager struct {
 	kick chan struct{}
 
 	mu sync.Mutex
-	// busy are the tasks whose check or landing runs now.
+	// busy are the tasks whose check or landing runs now, and the
+	// replicas ("session NAME") relaunched after their task landed.
 	busy map[string]bool
 	// failures counts the deliveries that failed in a row, per task.
 	failures map[string]int
@@ -253,7 +254,9 @@ func (m *Manager) assign(ctx context.Context, w world) {
 	slices.Sort(names)
 	for _, name := range names {
 		s := w.sessions[name]
-		cands = append(cands, taskflow.Candidate{Replica: *w.replica(name), Role: s.Role, Holds: held[name]})
+		// A replica being relaunched after its last task is not free yet.
+		busy := m.isBusy("session " + name)
+		cands = append(cands, taskflow.Candidate{Replica: *w.replica(name), Role: s.Role, Holds: held[name] || busy})
 	}
 	for _, p := range taskflow.Assign(queued, cands) {
 		err := m.write(ctx, p.Task, []herd.TaskState{herd.TaskQueued}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
@@ -310,7 +313,7 @@ func (m *Manager) step(ctx context.Context, w world, t herd.Task) error {
 	case taskflow.Check:
 		return m.toChecking(ctx, t, obs.Commits)
 	case taskflow.NeedsYou:
-		return m.needsYou(ctx, t, st.Reason, needsYouMessage(st.Reason, t))
+		return m.needsYou(ctx, t, st.Reason, needsYouMessage(st.Reason, t, obs.Replica))
 	case taskflow.Resume:
 		return m.write(ctx, t.ID, []herd.TaskState{herd.TaskNeedsYou}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 			t.State, t.Reason = herd.TaskWorking, ""
@@ -475,7 +478,7 @@ func (m *Manager) fail(ctx context.Context, t herd.Task, reason, msg string) err
 	})
 }
 
-func needsYouMessage(reason string, t herd.Task) string {
+func needsYouMessage(reason string, t herd.Task, r *taskflow.Replica) string {
 	switch reason {
 	case taskflow.ReasonNoCommit:
 		return fmt.Sprintf("task %s: the agent in %s stopped without a commit on %s", t.ID, t.Session, t.Branch)
@@ -484,7 +487,7 @@ func needsYouMessage(reason string, t herd.Task) string {
 	case taskflow.ReasonReplicaGone:
 		return fmt.Sprintf("task %s: its replica %s no longer exists", t.ID, t.Session)
 	}
-	return fmt.Sprintf("task %s: the agent in %s is stuck (stalled, failed, stopped or blocked)", t.ID, t.Session)
+	return fmt.Sprintf("task %s: the agent in %s is stuck: %s, %s", t.ID, t.Session, r.State, r.Activity)
 }
 
 func failMessage(reason string, t herd.Task) string {

@@ -25,7 +25,7 @@ import (
 // session a new incarnation (running, idle), and what is typed into it
 // is handed to the agent function, which plays a turn.
 type fakeHerd struct {
-	t     *testing.T
+	t     testing.TB
 	st    store.Store
 	mu    sync.Mutex
 	n     int
@@ -85,7 +85,7 @@ func (f *fakeHerd) turnEnd(session string) {
 	}
 }
 
-func gitIn(t *testing.T, dir string, args ...string) string {
+func gitIn(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@e"}, args...)...)
 	cmd.Dir = dir

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -146,10 +147,10 @@ func (m *Manager) local(r herd.Role) bool {
 
 func (m *Manager) read(ctx context.Context) (world, error) {
 	w := world{roles: map[string]herd.Role{}, sessions: map[string]herd.Session{}, incs: map[string]herd.Incarnation{}}
-	live := []herd.TaskState{herd.TaskQueued}
+	var holding []herd.TaskState
 	for _, s := range herd.TaskStates {
 		if s.Holds() {
-			live = append(live, s)
+			holding = append(holding, s)
 		}
 	}
 	err := m.st.View(ctx, func(tx store.Tx) error {
@@ -166,13 +167,15 @@ func (m *Manager) read(ctx context.Context) (world, error) {
 		if len(w.roles) == 0 {
 			return nil
 		}
-		all, err := tx.Tasks(store.TaskFilter{States: live})
+		all, err := tx.Tasks(store.TaskFilter{States: holding})
 		if err != nil {
 			return err
 		}
+		held := map[string]bool{}
 		for _, t := range all {
 			if _, ok := w.roles[t.Role]; ok {
 				w.tasks = append(w.tasks, t)
+				held[t.Session] = true
 			}
 		}
 		sessions, err := tx.SessionsOnHost(m.host)
@@ -184,13 +187,30 @@ func (m *Manager) read(ctx context.Context) (world, error) {
 				continue
 			}
 			w.sessions[s.Name] = s
-			if s.Incarnation != "" && s.State.Live() {
+			// The conversation of a replica that holds a task (a crash
+			// relaunch that resumed it goes on).
+			if held[s.Name] && s.Incarnation != "" && s.State.Live() {
 				inc, err := tx.Incarnation(s.Incarnation)
 				if err != nil && !errors.Is(err, store.ErrNotFound) {
 					return err
 				}
 				w.incs[s.Name] = inc
 			}
+		}
+		// Of the queued tasks, only as many per role as it has free
+		// replicas: the oldest, which Assign gives out.
+		free := map[string]int{}
+		for name, s := range w.sessions {
+			if !held[name] && s.State == herd.StateRunning && s.Activity == herd.ActivityIdle {
+				free[s.Role]++
+			}
+		}
+		for _, role := range slices.Sorted(maps.Keys(free)) {
+			queued, err := tx.Tasks(store.TaskFilter{Role: role, States: []herd.TaskState{herd.TaskQueued}, Limit: free[role]})
+			if err != nil {
+				return err
+			}
+			w.tasks = append(w.tasks, queued...)
 		}
 		return nil
 	})
@@ -204,16 +224,24 @@ func (m *Manager) round(ctx context.Context) error {
 		return err
 	}
 	m.assign(ctx, w)
+	var held []herd.Task
 	for _, t := range w.tasks {
-		if !t.State.Holds() || m.isBusy(t.ID) {
-			continue
-		}
-		if err := m.step(ctx, w, t); err != nil && ctx.Err() == nil {
-			m.log.Warn("tasks: step", "task", t.ID, "session", t.Session, "state", t.State, "err", err)
+		if t.State.Holds() && !m.isBusy(t.ID) {
+			held = append(held, t)
 		}
 	}
+	// Each task's step touches its task and its replica only: side by
+	// side, so that one slow relaunch or typing holds no other task up.
+	loop.Each(stepsAtOnce, held, func(t herd.Task) {
+		if err := m.step(ctx, w, t); err != nil && ctx.Err() == nil && !errors.Is(err, errStale) {
+			m.log.Warn("tasks: step", "task", t.ID, "session", t.Session, "state", t.State, "err", err)
+		}
+	})
 	return nil
 }
+
+// stepsAtOnce bounds the task steps a round runs side by side.
+const stepsAtOnce = 8
 
 func (m *Manager) isBusy(id string) bool {
 	m.mu.Lock()

@@ -136,7 +136,9 @@ func (noSlots) Restart(context.Context, slots.RestartRequest) (string, error) { 
 
 type noInject struct{}
 
-func (noInject) Inject(context.Context, verbs.InjectRequest) (verbs.Result, error) { return verbs.Result{}, nil }
+func (noInject) Inject(context.Context, verbs.InjectRequest) (verbs.Result, error) {
+	return verbs.Result{}, nil
+}
 
 // BenchmarkQueueToPrompt100 adds 100 tasks with 100 idle replicas and
 // the component running, and measures from `task add` returning to the

@@ -219,6 +219,11 @@ func (m *Manager) read(ctx context.Context) (world, error) {
 
 // round assigns what is queued and moves every task held one step.
 func (m *Manager) round(ctx context.Context) error {
+	if _, away := m.o.Status.StoreAway(); away {
+		// Tasks live in the shared store only: they wait for it (the
+		// agents go on; their turn ends are in the event log after).
+		return nil
+	}
 	w, err := m.read(ctx)
 	if err != nil || len(w.tasks) == 0 {
 		return err

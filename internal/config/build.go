@@ -144,6 +144,7 @@ func (b *builder) build(f *fileConfig) *Config {
 	b.fleet(c, f.Fleet)
 	b.mcp(c, f.MCP)
 	b.autoContinue(c, f.AutoCont)
+	b.reactions(c, f.Reactions)
 	b.prices(c, f.Prices)
 
 	c.Roles = b.roles(f.Role, c.Restart)

@@ -43,6 +43,9 @@ type Config struct {
 	// Prices are the [prices] overrides of the usage ledger's price
 	// table, by model name or prefix.
 	Prices map[string]Price
+	// Reactions is [reactions]: what a task's failed check or conflict
+	// does.
+	Reactions Reactions
 	// Roles are fully resolved: defaults filled, each role's restart table
 	// merged over [restart], workdir expanded to an absolute path.
 	Roles []herd.Role
@@ -172,6 +175,10 @@ func Default() *Config {
 		Web:          Web{Listen: DefaultWebListen},
 		Fleet:        defaultFleet(),
 		AutoContinue: DefaultAutoContinue,
+		Reactions: Reactions{
+			CheckFailed: Reaction{Action: ReactionSend, Retries: DefaultCheckRetries},
+			Conflict:    Reaction{Action: ReactionSend},
+		},
 	}
 }
 

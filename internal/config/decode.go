@@ -32,6 +32,7 @@ type fileConfig struct {
 	MCP        fileMCP              `toml:"mcp"`
 	AutoCont   fileAutoCont         `toml:"auto_continue"`
 	Prices     map[string]filePrice `toml:"prices"`
+	Reactions  fileReactions        `toml:"reactions"`
 	Role       []fileRole           `toml:"role"`
 }
 

@@ -278,7 +278,7 @@ func (d *Daemon) newFrontDoors(o Options) error {
 	})
 	d.tasks = tasks.New(tasks.Options{
 		Status: d.status, Slots: d.slots, Inject: d.verbs, Worktrees: d.wt, Contain: d.contain,
-		Dir: filepath.Join(o.StateDir, "tasks"), Log: log,
+		Dir: filepath.Join(o.StateDir, "tasks"), Reactions: cfg.Reactions, Log: log,
 	})
 	d.server = server.New(server.Options{
 		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Watchdog: d.watchdog, Attention: d.attention,

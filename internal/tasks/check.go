@@ -15,6 +15,7 @@ import (
 
 	"herd"
 	"herd/internal/cgroup"
+	"herd/internal/config"
 	"herd/internal/store"
 	"herd/internal/taskflow"
 )
@@ -92,7 +93,12 @@ func (m *Manager) check(ctx context.Context, t herd.Task, role herd.Role) error 
 	}
 	n := t.Attempts + 1
 	res := m.run(ctx, t.ID+"-check-"+fmt.Sprint(n), t.Worktree, t.Check, checkTimeout(role), m.logPath(t.ID, n))
-	next, sendBack := taskflow.AfterCheck(res.Passed(), t.Attempts, m.o.Retries)
+	react := m.o.Reactions.CheckFailed
+	retries := react.Retries
+	if react.Action == config.ReactionNotify {
+		retries = 0
+	}
+	next, sendBack := taskflow.AfterCheck(res.Passed(), t.Attempts, retries)
 	checked := func(t herd.Task) *herd.Event {
 		reason := "passed"
 		if !res.Passed() {
@@ -118,7 +124,7 @@ func (m *Manager) check(ctx context.Context, t herd.Task, role herd.Role) error 
 		text := checkFailedText(t, res)
 		return m.send(ctx, t, []herd.TaskState{herd.TaskChecking}, text, func(t herd.Task) []*herd.Event {
 			return []*herd.Event{checked(t), m.event(t, herd.EventReaction, herd.ReactionCheckFailed,
-				fmt.Sprintf("task %s: the check's failure sent to %s (attempt %d of %d)", t.ID, t.Session, t.Attempts, m.o.Retries),
+				fmt.Sprintf("task %s: the check's failure sent to %s (attempt %d of %d)", t.ID, t.Session, t.Attempts, retries),
 				map[string]any{"kind": herd.ReactionCheckFailed, "attempt": t.Attempts, "action": "send"})}
 		}, func(t *herd.Task) {
 			record(t)

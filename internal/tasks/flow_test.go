@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/config"
 	"herd/internal/slots"
 	"herd/internal/status"
 	"herd/internal/store"
@@ -351,5 +352,26 @@ func TestLandAgainAfterDeath(t *testing.T) {
 	got := f.settle("t-1", herd.TaskLanded)
 	if got.Landed != l.New || gitIn(t, f.repo, "rev-parse", "main") != l.New {
 		t.Errorf("expected landed at %s with main there, got %+v", l.New, got)
+	}
+}
+
+// TestCheckFailedNotify: with [reactions.check_failed] action = "notify"
+// a failed check goes to a person at once; nothing is typed back.
+func TestCheckFailedNotify(t *testing.T) {
+	f := newFixture(t, []string{"false"})
+	f.m = New(Options{Status: status.New(f.st, "h", herd.RestartPolicy{}, slog.Default()), Slots: f.fake, Inject: f.fake,
+		Worktrees: &worktree.Manager{}, Dir: t.TempDir(), Log: slog.Default(),
+		Reactions: config.Reactions{CheckFailed: config.Reaction{Action: config.ReactionNotify, Retries: 5}, Conflict: config.Reaction{Action: config.ReactionSend}}})
+	ctx := context.Background()
+	f.fake.agent = func(session, text string) {
+		commitIn(t, filepath.Join(f.repo, ".herd", "worktrees", "t-1"), text)
+		f.fake.turnEnd(session)
+	}
+	if _, err := f.m.Add(ctx, AddRequest{Role: "w", Prompt: "job"}); err != nil {
+		t.Fatal(err)
+	}
+	got := f.settle("t-1", herd.TaskNeedsYou)
+	if got.Reason != "check_failed" || got.Attempts != 0 || len(f.fake.typed) != 1 {
+		t.Errorf("expected needs_you (check_failed) with only the prompt typed, got %+v, typed %q", got, f.fake.typed)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/config"
 	"herd/internal/slots"
 	"herd/internal/store"
 	"herd/internal/worktree"
@@ -96,6 +97,13 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 			m.log.Warn("tasks: relaunch a landed task's replica", "task", t.ID, "session", t.Session, "err", err)
 		}
 		return nil
+	case (errors.Is(err, worktree.ErrConflict) || errors.Is(err, worktree.ErrBaseMoved)) && m.o.Reactions.Conflict.Action == config.ReactionNotify:
+		return m.write(ctx, t.ID, review, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+			t.State, t.Reason, t.ApprovedBy = herd.TaskNeedsYou, herd.ReactionConflict, ""
+			msg := fmt.Sprintf("task %s cannot land: %v", t.ID, err)
+			return []*herd.Event{m.event(*t, herd.EventTaskNeedsYou, herd.ReactionConflict, msg, nil),
+				m.event(*t, herd.EventReaction, herd.ReactionConflict, msg, map[string]any{"kind": herd.ReactionConflict, "attempt": 1, "action": "notify"})}, nil
+		})
 	case errors.Is(err, worktree.ErrConflict), errors.Is(err, worktree.ErrBaseMoved):
 		text := fmt.Sprintf("Task %s cannot land: %s no longer merges into %s (%v). Rebase this branch on %s, resolve the conflicts, and commit.",
 			t.ID, t.Branch, t.Base, err, t.Base)

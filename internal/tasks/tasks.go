@@ -27,6 +27,7 @@ import (
 
 	"herd"
 	"herd/internal/cgroup"
+	"herd/internal/config"
 	"herd/internal/errs"
 	"herd/internal/loop"
 	"herd/internal/slots"
@@ -36,10 +37,6 @@ import (
 	"herd/internal/verbs"
 	"herd/internal/worktree"
 )
-
-// DefaultRetries is how many times a failed check goes back to the
-// agent before a person is needed.
-const DefaultRetries = 2
 
 // safetyTick bounds how long a task waits when no change woke the loop
 // (a change missed is seen then).
@@ -66,9 +63,10 @@ type Options struct {
 	Contain *cgroup.Containment
 	// Dir keeps the checks' output (<state-dir>/tasks).
 	Dir string
-	// Retries of the check_failed reaction; 0 is DefaultRetries, < 0 none.
-	Retries int
-	Log     *slog.Logger
+	// Reactions say what a failed check and a conflict do ([reactions]);
+	// the zero value is config.Default's.
+	Reactions config.Reactions
+	Log       *slog.Logger
 }
 
 // Manager is the task component.
@@ -93,8 +91,8 @@ func New(o Options) *Manager {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	if o.Retries == 0 {
-		o.Retries = DefaultRetries
+	if o.Reactions == (config.Reactions{}) {
+		o.Reactions = config.Default().Reactions
 	}
 	return &Manager{o: o, st: o.Status.Store(), host: o.Status.Host(), log: o.Log, kick: make(chan struct{}, 1),
 		busy: map[string]bool{}, failures: map[string]int{}, group: loop.Group{Log: o.Log}}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -32,6 +33,21 @@ type Backend interface {
 	Agents(ctx context.Context) (map[string]string, error)
 	// Usage is `herd usage -o json` for q (by, since, role).
 	Usage(ctx context.Context, q url.Values) (json.RawMessage, error)
+	TaskBackend
+}
+
+// TaskBackend reads and acts on tasks: the daemon's task routes
+// (/v1/tasks), whose component owns every rule of a task's life.
+type TaskBackend interface {
+	// Tasks is `herd get tasks -o json` for q (state, role).
+	Tasks(ctx context.Context, q url.Values) (json.RawMessage, error)
+	// Task is a task and its events (api.TaskDetail).
+	Task(ctx context.Context, id string) (json.RawMessage, error)
+	// TaskDiff is a task's change against its base (api.TaskDiff).
+	TaskDiff(ctx context.Context, id string) (json.RawMessage, error)
+	// TaskVerb carries out verb on task id, as req.By, and returns the
+	// task as the verb left it (herd.Task).
+	TaskVerb(ctx context.Context, id, verb string, req api.TaskVerbRequest) (json.RawMessage, error)
 }
 
 // EventQuery selects events.
@@ -63,13 +79,30 @@ func (b *buffer) WriteHeader(code int)        { b.code = code }
 
 // get serves one GET and returns its body, or the API's error.
 func (a APIBackend) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
+	return a.do(ctx, http.MethodGet, path, q, nil)
+}
+
+// do serves one request with body (nil: none) as JSON and returns the
+// reply's body, or the API's error.
+func (a APIBackend) do(ctx context.Context, method, path string, q url.Values, body any) ([]byte, error) {
 	u := path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("web: %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	r, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return nil, err
+	}
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
 	}
 	w := &buffer{h: http.Header{}, code: http.StatusOK}
 	a.API.ServeHTTP(w, r)
@@ -187,4 +220,24 @@ func (a APIBackend) Agents(ctx context.Context) (map[string]string, error) {
 // Usage implements Backend.
 func (a APIBackend) Usage(ctx context.Context, q url.Values) (json.RawMessage, error) {
 	return a.get(ctx, "/v1/usage", q)
+}
+
+// Tasks implements Backend.
+func (a APIBackend) Tasks(ctx context.Context, q url.Values) (json.RawMessage, error) {
+	return a.get(ctx, "/v1/tasks", q)
+}
+
+// Task implements Backend.
+func (a APIBackend) Task(ctx context.Context, id string) (json.RawMessage, error) {
+	return a.get(ctx, api.TaskPath(id, ""), nil)
+}
+
+// TaskDiff implements Backend.
+func (a APIBackend) TaskDiff(ctx context.Context, id string) (json.RawMessage, error) {
+	return a.get(ctx, api.TaskPath(id, "/diff"), nil)
+}
+
+// TaskVerb implements Backend.
+func (a APIBackend) TaskVerb(ctx context.Context, id, verb string, req api.TaskVerbRequest) (json.RawMessage, error) {
+	return a.do(ctx, http.MethodPost, api.TaskPath(id, "/"+url.PathEscape(verb)), nil, req)
 }

@@ -26,6 +26,9 @@ import (
 
 // fakeBackend serves a fixed fleet.
 type fakeBackend struct {
+	// TaskBackend is the daemon's task API over a fake task component
+	// (newTestConsole's; tasks_test.go); nil elsewhere.
+	TaskBackend
 	mu       sync.Mutex
 	sessions []api.SessionView
 	cause    map[string]*herd.Event
@@ -174,6 +177,8 @@ type testConsole struct {
 	back  *fakeBackend
 	verbs *fakeVerbs
 	rec   *fakeRecorder
+	// tasks is the task component behind the daemon's API.
+	tasks *fakeTasks
 	// stop stops the console and waits for it (again: nothing).
 	stop func()
 }
@@ -187,7 +192,9 @@ func newTestConsole(t *testing.T, opts ...func(o *Options, url string)) *testCon
 		cause: map[string]*herd.Event{"w-0": {Session: "w-0", Incarnation: "i1", Kind: herd.EventActivity, Reason: "hook",
 			Data: map[string]any{"event": "PermissionRequest", "tool": "Bash"}}},
 	}
-	return startTestConsole(t, &testConsole{back: back, verbs: &fakeVerbs{}, rec: &fakeRecorder{}}, opts...)
+	ft := newFakeTasks()
+	back.TaskBackend = ft.backend()
+	return startTestConsole(t, &testConsole{back: back, verbs: &fakeVerbs{}, rec: &fakeRecorder{}, tasks: ft}, opts...)
 }
 
 // startTestConsole serves a new console over c's backend, verbs and
@@ -203,7 +210,7 @@ func startTestConsole(t *testing.T, c *testConsole, opts ...func(o *Options, url
 	for _, f := range opts {
 		f(&o, "http://"+ln.Addr().String())
 	}
-	n := &testConsole{srv: New(o), url: "http://" + ln.Addr().String(), back: c.back, verbs: c.verbs, rec: c.rec}
+	n := &testConsole{srv: New(o), url: "http://" + ln.Addr().String(), back: c.back, verbs: c.verbs, rec: c.rec, tasks: c.tasks}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

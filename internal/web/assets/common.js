@@ -87,6 +87,12 @@ var herd = (function () {
     };
   }
 
-  return { el: el, api: api, whoami: whoami, live: live, ago: ago, throttle: throttle,
+  // isTaskEvent reports whether an event of the log is a task's
+  // transition (task_*, reaction).
+  function isTaskEvent(ev) {
+    return typeof ev.kind === "string" && (ev.kind.lastIndexOf("task_", 0) === 0 || ev.kind === "reaction");
+  }
+
+  return { el: el, api: api, whoami: whoami, live: live, ago: ago, throttle: throttle, isTaskEvent: isTaskEvent,
     canOperate: function () { return scope === "operate"; } };
 })();

@@ -92,9 +92,8 @@
         next.push(card(it));
       });
       box.replaceChildren.apply(box, next);
-      document.getElementById("inbox-count").textContent = items.length;
-      document.getElementById("inbox-empty").hidden = items.length > 0;
-      document.title = (items.length ? "(" + items.length + ") " : "") + "herd console";
+      waiting.sessions = items.length;
+      showWaiting();
       // A dialog not read from its screen yet is drawn a moment after its
       // hook fired: ask again in a second while one is shown, for its
       // first half minute (an agent that never draws one costs no more
@@ -114,6 +113,52 @@
         var c = box.querySelector('.item[data-session="' + CSS.escape(wanted) + '"]');
         if (c) { c.classList.add("focus"); c.scrollIntoView({ block: "center" }); wanted = ""; }
       }
+    }, function () {});
+  }
+
+  // waiting counts what needs a person: sessions, and tasks in needs_you
+  // or review.
+  var waiting = { sessions: 0, tasks: 0 };
+
+  function showWaiting() {
+    var n = waiting.sessions + waiting.tasks;
+    document.getElementById("inbox-count").textContent = n;
+    document.getElementById("inbox-empty").hidden = n > 0;
+    document.title = (n ? "(" + n + ") " : "") + "herd console";
+  }
+
+  // taskCard is a task that needs a person: its page is where it is
+  // reviewed or answered.
+  function taskCard(t) {
+    var c = el("article", "item kind-task");
+    c.dataset.task = t.id;
+    var head = el("div", "item-head");
+    var a = el("a", "item-session", t.id);
+    a.href = "/tasks/" + encodeURIComponent(t.id);
+    head.appendChild(a);
+    head.appendChild(el("span", "badge kind", t.state === "review" ? "task review" : "task needs you"));
+    head.appendChild(el("span", "muted", t.role + (t.session ? " · " + t.session : "")));
+    head.appendChild(el("span", "grow"));
+    var since = el("time", "muted", herd.ago(t.updated_at));
+    since.dateTime = t.updated_at;
+    head.appendChild(since);
+    c.appendChild(head);
+    c.appendChild(el("pre", "item-text", t.title + (t.reason && t.state === "needs_you" ? "\n" + t.reason : "")));
+    var open = el("a", "button", t.state === "review" ? "Review" : "Open");
+    open.href = a.href;
+    var acts = el("div", "options");
+    acts.appendChild(open);
+    c.appendChild(acts);
+    return c;
+  }
+
+  function refreshTasks() {
+    herd.api("/api/v1/tasks?state=needs_you,review").then(function (list) {
+      list = list || [];
+      var box = document.getElementById("inbox-tasks");
+      box.replaceChildren.apply(box, list.map(taskCard));
+      waiting.tasks = list.length;
+      showWaiting();
     }, function () {});
   }
 
@@ -183,7 +228,8 @@
     herd.api("/api/v1/sessions").then(function (list) { sessions = list || []; renderFleet(); }, function () {});
   }
 
-  var refresh = herd.throttle(function () { refreshFleet(); refreshInbox(); }, 250);
+  var tasksSoon = herd.throttle(refreshTasks, 1000);
+  var refresh = herd.throttle(function () { refreshFleet(); refreshInbox(); tasksSoon(); }, 250);
 
   function refreshCrashes() {
     herd.api("/api/v1/crashes").then(function (d) {

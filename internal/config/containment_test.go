@@ -104,6 +104,7 @@ func TestParseContainmentErrors(t *testing.T) {
 		{"check timeout", head + "check_timeout = \"soon\"\n", "role[0].check_timeout", `invalid duration "soon"`, 4},
 		{"merge mode", head + "merge = \"octopus\"\n", "role[0].merge", `"octopus"`, 4},
 		{"tasks on exec", head + "runtime = \"exec\"\ntasks = true\n", "role[0].tasks", `tasks need runtime = "tmux"`, 5},
+		{"tasks placed", head + "spread = true\ntasks = true\n", "role[0].tasks", `cannot take tasks yet`, 5},
 	}
 	for _, tc := range cases {
 		_, err := Parse([]byte(tc.doc), "herd.toml", "/base")

@@ -216,6 +216,9 @@ func taskProblems(r herd.Role) []problem {
 	if m := r.Merge; m != "" && !slices.Contains(mergeModes, m) {
 		add(notOneOf(m, mergeModes), "merge")
 	}
+	if r.Tasks && r.Placed() {
+		add("tasks are run by the host that declares the role: a role with hosts or spread cannot take tasks yet", "tasks")
+	}
 	if r.Tasks && r.Runtime != herd.RuntimeTmux {
 		add(fmt.Sprintf("tasks need runtime = %q (the prompt is typed into the agent), got %q", herd.RuntimeTmux, r.Runtime), "tasks")
 	}

@@ -375,3 +375,27 @@ func TestCheckFailedNotify(t *testing.T) {
 		t.Errorf("expected needs_you (check_failed) with only the prompt typed, got %+v, typed %q", got, f.fake.typed)
 	}
 }
+
+// TestRoleDeletedEndsItsTasks: the tasks of a task role deleted while
+// they were queued or held end failed (role_deleted).
+func TestRoleDeletedEndsItsTasks(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := f.m.Add(ctx, AddRequest{Role: "w", Prompt: "job"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.settle("t-1", herd.TaskWorking)
+	if err := f.st.Update(ctx, func(tx store.Tx) error { return tx.DeleteRole("w") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"t-1", "t-2", "t-3"} {
+		if got := f.get(id); got.State != herd.TaskFailed || got.Reason != "role_deleted" {
+			t.Errorf("[%s] expected failed (role_deleted), got %s (%s)", id, got.State, got.Reason)
+		}
+	}
+}

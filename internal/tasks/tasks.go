@@ -81,6 +81,9 @@ type Manager struct {
 	// busy are the tasks whose check or landing runs now, and the
 	// replicas ("session NAME") relaunched after their task landed.
 	busy map[string]bool
+	// taskRoles are the task roles of the last round (a deleted one's
+	// tasks end).
+	taskRoles map[string]bool
 	// failures counts the deliveries that failed in a row, per task.
 	failures map[string]int
 	group    loop.Group
@@ -132,7 +135,10 @@ func (m *Manager) Run(ctx context.Context) {
 // world is what a round read: the tasks not ended of this host's task
 // roles, the roles, and their sessions.
 type world struct {
-	tasks    []herd.Task
+	tasks []herd.Task
+	// gone are the task roles of this host's last round that no longer
+	// exist, with their tasks not ended.
+	gone     []herd.Task
 	roles    map[string]herd.Role
 	sessions map[string]herd.Session
 	incs     map[string]herd.Incarnation
@@ -161,6 +167,9 @@ func (m *Manager) read(ctx context.Context) (world, error) {
 			if m.local(r) {
 				w.roles[r.Name] = r
 			}
+		}
+		if err := m.goneRoles(tx, roles, &w); err != nil {
+			return err
 		}
 		if len(w.roles) == 0 {
 			return nil
@@ -215,6 +224,38 @@ func (m *Manager) read(ctx context.Context) (world, error) {
 	return w, err
 }
 
+// goneRoles finds the tasks of the task roles this daemon ran at its
+// last round that no longer exist (deleted): they end, failed, their
+// branches kept.
+func (m *Manager) goneRoles(tx store.Tx, roles []herd.Role, w *world) error {
+	exists := map[string]bool{}
+	for _, r := range roles {
+		exists[r.Name] = true
+	}
+	m.mu.Lock()
+	last := m.taskRoles
+	m.taskRoles = map[string]bool{}
+	for name := range w.roles {
+		m.taskRoles[name] = true
+	}
+	m.mu.Unlock()
+	for name := range last {
+		if exists[name] {
+			continue
+		}
+		ts, err := tx.Tasks(store.TaskFilter{Role: name})
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if !t.State.Ended() {
+				w.gone = append(w.gone, t)
+			}
+		}
+	}
+	return nil
+}
+
 // round assigns what is queued and moves every task held one step.
 func (m *Manager) round(ctx context.Context) error {
 	if _, away := m.o.Status.StoreAway(); away {
@@ -223,8 +264,16 @@ func (m *Manager) round(ctx context.Context) error {
 		return nil
 	}
 	w, err := m.read(ctx)
-	if err != nil || len(w.tasks) == 0 {
+	if err != nil {
 		return err
+	}
+	for _, t := range w.gone {
+		if err := m.fail(ctx, t, "role_deleted", fmt.Sprintf("task %s: its role %s was deleted; its branch %s is kept", t.ID, t.Role, t.Branch)); err != nil && !errors.Is(err, errStale) {
+			m.log.Warn("tasks: end a task of a deleted role", "task", t.ID, "err", err)
+		}
+	}
+	if len(w.tasks) == 0 {
+		return nil
 	}
 	m.assign(ctx, w)
 	var held []herd.Task

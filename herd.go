@@ -279,7 +279,16 @@ type Role struct {
 	Merge string `json:"merge,omitempty"`
 	// KeepBranch keeps a landed task's branch (its worktree goes).
 	KeepBranch bool `json:"keep_branch,omitempty"`
+	// MaxReplicas lets the task queue start replicas beyond Replicas, up
+	// to it (0: the replicas are fixed); a replica beyond Replicas with no
+	// task for ScaleDownAfter (0 is DefaultScaleDownAfter) is stopped.
+	MaxReplicas    int           `json:"max_replicas,omitempty"`
+	ScaleDownAfter time.Duration `json:"scale_down_after,omitempty"`
 }
+
+// DefaultScaleDownAfter is how long a replica the queue started waits
+// without a task before it is stopped.
+const DefaultScaleDownAfter = 10 * time.Minute
 
 // DefaultCheckTimeout bounds a task's check when its role sets none.
 const DefaultCheckTimeout = 20 * time.Minute

@@ -209,3 +209,62 @@ workdir = %q
 		t.Errorf("expected no task queued, got %s", out)
 	}
 }
+
+// TestTaskQueueScales: a task role with replicas = 1 and max_replicas =
+// 3 starts replicas for its queue (three tasks: three replicas, one task
+// each); once the tasks have landed, the replicas beyond one are stopped
+// after scale_down_after, never one while it holds a task.
+func TestTaskQueueScales(t *testing.T) {
+	t.Parallel()
+	hasTmux(t)
+	repo := gitRepo(t)
+	e := newEnv(t, fastRestart)
+	e.start()
+	e.must("apply", "-f", e.writeRoles("tasks.toml", fmt.Sprintf(`
+[[role]]
+name = "worker"
+replicas = 1
+max_replicas = 3
+scale_down_after = "3s"
+command = [%q, "sim", "--interval", "300ms", "--wait-input", "--work", "--work-per-branch", "--hooks", "SessionStart"]
+workdir = %q
+runtime = "tmux"
+tasks = true
+`, bin, repo)))
+	e.waitState("worker-0", herd.StateRunning, 20*time.Second)
+	for i := range 3 {
+		e.must("task", "add", "worker", fmt.Sprintf("job %d", i))
+	}
+	sessions := map[string]bool{}
+	for _, id := range []string{"t-1", "t-2", "t-3"} {
+		sessions[e.waitTask(id, herd.TaskReview, 60*time.Second).Session] = true
+	}
+	if len(sessions) != 3 {
+		t.Errorf("expected the three tasks on three replicas, got %v", sessions)
+	}
+	running := func() int {
+		n := 0
+		for _, s := range e.sessions() {
+			if s.Role == "worker" && s.State.Live() {
+				n++
+			}
+		}
+		return n
+	}
+	// Held in review longer than scale_down_after: nothing stopped.
+	e.holds("three replicas while they hold tasks", 4*time.Second, func() bool { return running() == 3 })
+	for _, id := range []string{"t-1", "t-2", "t-3"} {
+		e.must("task", "approve", id)
+		e.waitTask(id, herd.TaskLanded, 60*time.Second)
+	}
+	e.waitFor("back to one replica", 30*time.Second, func() bool { return running() == 1 })
+	scaled := 0
+	for _, ev := range e.events("--kind", herd.EventStopped) {
+		if ev.Reason == herd.ReasonScaledDown {
+			scaled++
+		}
+	}
+	if scaled != 2 {
+		t.Errorf("expected two replicas stopped as scaled_down, got %d", scaled)
+	}
+}

@@ -364,7 +364,7 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 			case strings.HasPrefix(p.keys[0], "worktree_setup") && !setupOK,
 				strings.HasPrefix(p.keys[0], "worktree_include") && !includeOK,
 				p.keys[0] == "memory_max" && !memOK,
-				strings.HasPrefix(p.keys[0], "check") && !checkOK,
+				(strings.HasPrefix(p.keys[0], "check") || p.keys[0] == "scale_down_after") && !checkOK,
 				strings.HasPrefix(p.keys[0], "hosts") && !hostsOK:
 				continue // already reported
 			}
@@ -381,7 +381,11 @@ func (b *builder) roleTasks(r *herd.Role, f fileRole, report func(problem)) bool
 	set(&r.Tasks, f.Tasks)
 	set(&r.Merge, f.Merge)
 	set(&r.KeepBranch, f.KeepBranch)
+	set(&r.MaxReplicas, f.MaxReplicas)
 	ok := true
+	if !b.duration(&r.ScaleDownAfter, f.ScaleDownAfter, func(msg string) { report(problem{[]string{"scale_down_after"}, msg}) }) {
+		ok = false
+	}
 	if f.Check != nil {
 		argv, p := argvOf(f.Check, "check")
 		if p != nil {

@@ -105,6 +105,9 @@ func TestParseContainmentErrors(t *testing.T) {
 		{"merge mode", head + "merge = \"octopus\"\n", "role[0].merge", `"octopus"`, 4},
 		{"tasks on exec", head + "runtime = \"exec\"\ntasks = true\n", "role[0].tasks", `tasks need runtime = "tmux"`, 5},
 		{"tasks placed", head + "spread = true\ntasks = true\n", "role[0].tasks", `cannot take tasks yet`, 5},
+		{"max replicas without tasks", head + "max_replicas = 4\n", "role[0].max_replicas", `needs tasks = true`, 4},
+		{"max replicas below replicas", head + "tasks = true\nreplicas = 3\nmax_replicas = 2\n", "role[0].max_replicas", `2 is below replicas (3)`, 6},
+		{"scale down after", head + "tasks = true\nscale_down_after = \"later\"\n", "role[0].scale_down_after", `invalid duration "later"`, 5},
 	}
 	for _, tc := range cases {
 		_, err := Parse([]byte(tc.doc), "herd.toml", "/base")

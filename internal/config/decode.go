@@ -129,6 +129,9 @@ type fileRole struct {
 	CheckTimeout *string `toml:"check_timeout"`
 	Merge        *string `toml:"merge"`
 	KeepBranch   *bool   `toml:"keep_branch"`
+
+	MaxReplicas    *int    `toml:"max_replicas"`
+	ScaleDownAfter *string `toml:"scale_down_after"`
 }
 
 // decode strictly decodes data: unknown keys and mistyped values are errors.

@@ -216,6 +216,17 @@ func taskProblems(r herd.Role) []problem {
 	if m := r.Merge; m != "" && !slices.Contains(mergeModes, m) {
 		add(notOneOf(m, mergeModes), "merge")
 	}
+	switch {
+	case r.MaxReplicas < 0 || r.MaxReplicas > MaxReplicas:
+		add(fmt.Sprintf("must be 0 (the replicas are fixed) to %d, got %d", MaxReplicas, r.MaxReplicas), "max_replicas")
+	case r.MaxReplicas > 0 && !r.Tasks:
+		add("needs tasks = true: the task queue is what starts the replicas beyond replicas", "max_replicas")
+	case r.MaxReplicas > 0 && r.MaxReplicas < r.Replicas:
+		add(fmt.Sprintf("%d is below replicas (%d)", r.MaxReplicas, r.Replicas), "max_replicas")
+	}
+	if r.ScaleDownAfter < 0 {
+		add(fmt.Sprintf("must be 0 (the default, %s) or positive, got %s", herd.DefaultScaleDownAfter, r.ScaleDownAfter), "scale_down_after")
+	}
 	if r.Tasks && r.Placed() {
 		add("tasks are run by the host that declares the role: a role with hosts or spread cannot take tasks yet", "tasks")
 	}

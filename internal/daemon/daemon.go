@@ -30,6 +30,7 @@ import (
 	"herd/internal/prober"
 	"herd/internal/proc"
 	"herd/internal/reaper"
+	"herd/internal/reconcile"
 	"herd/internal/resources"
 	"herd/internal/roles"
 	"herd/internal/runtime"
@@ -212,6 +213,15 @@ func (d *Daemon) newCore(o Options) error {
 
 var _ server.Tasks = (*tasks.Manager)(nil)
 
+// taskDemand is the task queue's demand for the reconciler (the tasks
+// component is built after slots, before either runs).
+func (d *Daemon) taskDemand() reconcile.Demand {
+	if d.tasks == nil {
+		return reconcile.Demand{}
+	}
+	return d.tasks.Demand()
+}
+
 // JournalFile is the file, in the state dir, of the journal that holds
 // this host's changes while a shared store is away.
 const JournalFile = "store-journal.db"
@@ -243,7 +253,7 @@ func (d *Daemon) newComponents(o Options) {
 		Socket:   SocketPath(o.StateDir), Grace: o.StopGrace, Interval: cfg.Probe.Interval,
 		Log: log, Contain: d.contain, EnterCommand: o.EnterCommand, Worktrees: wt,
 		HostTimeout: cfg.Fleet.HostTimeout, MCPCommand: mcpCommand(), Lease: d.slotsLease(),
-		Gates: []slots.Gate{d.holds, d.budgets},
+		Gates: []slots.Gate{d.holds, d.budgets}, Demand: d.taskDemand,
 	})
 	d.worktrees = worktrees.New(worktrees.Options{Status: d.status, Manager: wt, Log: log})
 	d.roles = roles.New(roles.Options{
@@ -278,7 +288,7 @@ func (d *Daemon) newFrontDoors(o Options) error {
 	})
 	d.tasks = tasks.New(tasks.Options{
 		Status: d.status, Slots: d.slots, Inject: d.verbs, Worktrees: d.wt, Contain: d.contain,
-		Dir: filepath.Join(o.StateDir, "tasks"), Reactions: cfg.Reactions, Log: log,
+		Dir: filepath.Join(o.StateDir, "tasks"), Reactions: cfg.Reactions, Reconcile: d.slots.Kick, Log: log,
 	})
 	d.server = server.New(server.Options{
 		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Watchdog: d.watchdog, Attention: d.attention,

@@ -31,13 +31,44 @@ type Action struct {
 	Reason  string // for Stop: herd.ReasonScaledDown or herd.ReasonRoleDeleted
 }
 
-// Plan returns the actions that move sessions toward roles at time now.
+// Demand is what the task queue asks of task roles beyond their declared
+// replicas (role key max_replicas): a role's Want replicas when above
+// its replicas (at most its max_replicas), and the sessions a scale-down
+// must keep (they hold a task).
+type Demand struct {
+	Want map[string]int
+	Keep map[string]bool
+	// Known: the task queue has been read since the daemon started. Until
+	// then a role with max_replicas is never scaled down (which of its
+	// replicas hold a task is not known yet).
+	Known bool
+}
+
+// want is how many replicas role r is planned for.
+func (d Demand) want(r herd.Role) int {
+	want := r.Replicas
+	if w := d.Want[r.Name]; r.MaxReplicas > 0 && w > want {
+		want = min(w, r.MaxReplicas)
+	}
+	return min(want, config.MaxReplicas)
+}
+
+// Plan is PlanWith no demand.
+func Plan(roles []herd.Role, sessions []herd.Session, now time.Time) []Action {
+	return PlanWith(roles, sessions, now, Demand{})
+}
+
+// PlanWith returns the actions that move sessions toward roles at time now.
 // sessions are this host's sessions only. The result is deterministic:
 // stops first, then relaunches, then launches, each ordered by name. A role
 // is planned for at most config.MaxReplicas replicas, whatever it says (one
 // stored before the limit existed), and the work is linear in the replicas
 // and sessions.
-func Plan(roles []herd.Role, sessions []herd.Session, now time.Time) []Action {
+//
+// A task role is planned for its demand's Want when above its replicas,
+// and a scale-down never stops a session the demand keeps (one holding a
+// task): the highest indices of the others go first.
+func PlanWith(roles []herd.Role, sessions []herd.Session, now time.Time, d Demand) []Action {
 	// Sessions are referred to by index: a plan over an idle fleet copies
 	// no session.
 	byRole := make(map[string][]int, len(roles))
@@ -61,12 +92,16 @@ func Plan(roles []herd.Role, sessions []herd.Session, now time.Time) []Action {
 		}
 		sort.Slice(holders, func(a, b int) bool { return sessions[holders[a]].Index < sessions[holders[b]].Index })
 
-		want := min(r.Replicas, config.MaxReplicas)
-		// Scale down: the highest indices go first.
+		want := d.want(r)
+		// Scale down: the highest indices go first, none the demand
+		// keeps.
 		for i := len(holders) - 1; i >= 0 && len(holders) > want; i-- {
 			s := &sessions[holders[i]]
+			if d.Keep[s.Name] || (r.MaxReplicas > 0 && !d.Known) {
+				continue
+			}
 			stops = append(stops, Action{Kind: Stop, Role: r.Name, Session: s.Name, Index: s.Index, Reason: herd.ReasonScaledDown})
-			holders = holders[:i]
+			holders = append(holders[:i], holders[i+1:]...)
 		}
 		// Scale up: the lowest free indices.
 		for idx, n := 0, len(holders); n < want; idx++ {

@@ -106,3 +106,41 @@ func BenchmarkPlanMaxReplicas(b *testing.B) {
 		Plan(roles, nil, now)
 	}
 }
+
+// TestPlanWithDemand: a task role is planned for the queue's demand up
+// to its max_replicas; back at its replicas, a scale-down stops the
+// highest free replicas, never one that holds a task.
+func TestPlanWithDemand(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	role := herd.Role{Name: "w", Replicas: 1, MaxReplicas: 4, Tasks: true}
+	fixed := herd.Role{Name: "f", Replicas: 1, Tasks: true}
+	run := func(r string, idx int) herd.Session {
+		return herd.Session{Name: herd.SessionName(r, idx), Role: r, Index: idx, State: herd.StateRunning}
+	}
+	launch := func(idx int) Action { return Action{Kind: Launch, Role: "w", Session: herd.SessionName("w", idx), Index: idx} }
+	stop := func(idx int) Action {
+		return Action{Kind: Stop, Role: "w", Session: herd.SessionName("w", idx), Index: idx, Reason: herd.ReasonScaledDown}
+	}
+	for _, c := range []struct {
+		name     string
+		roles    []herd.Role
+		sessions []herd.Session
+		d        Demand
+		want     []Action
+	}{
+		{"no demand: replicas", []herd.Role{role}, []herd.Session{run("w", 0)}, Demand{Known: true}, nil},
+		{"demand not known yet: no scale-down", []herd.Role{role}, []herd.Session{run("w", 0), run("w", 1)}, Demand{}, nil},
+		{"demand of 3", []herd.Role{role}, []herd.Session{run("w", 0)}, Demand{Want: map[string]int{"w": 3}}, []Action{launch(1), launch(2)}},
+		{"demand over max_replicas", []herd.Role{role}, nil, Demand{Want: map[string]int{"w": 9}}, []Action{launch(0), launch(1), launch(2), launch(3)}},
+		{"no max_replicas: fixed", []herd.Role{fixed}, []herd.Session{run("f", 0)}, Demand{Want: map[string]int{"f": 3}}, nil},
+		{"demand gone: the highest go", []herd.Role{role}, []herd.Session{run("w", 0), run("w", 1), run("w", 2)}, Demand{Known: true}, []Action{stop(1), stop(2)}},
+		{"demand gone: a replica holding a task stays", []herd.Role{role}, []herd.Session{run("w", 0), run("w", 1), run("w", 2)},
+			Demand{Keep: map[string]bool{"w-2": true}, Known: true}, []Action{stop(0), stop(1)}},
+		{"every replica holds a task", []herd.Role{role}, []herd.Session{run("w", 0), run("w", 1)},
+			Demand{Keep: map[string]bool{"w-0": true, "w-1": true}, Known: true}, nil},
+	} {
+		if diff := cmp.Diff(c.want, PlanWith(c.roles, c.sessions, now, c.d)); diff != "" {
+			t.Errorf("[%s] (-want +got):\n%s", c.name, diff)
+		}
+	}
+}

@@ -51,7 +51,11 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 	}
 	sl.endMoved(ctx, pl.moved)
 	var launches []reconcile.Action
-	plan := reconcile.Plan(roles, pl.unplaced(sessions), now)
+	var demand reconcile.Demand
+	if sl.o.Demand != nil {
+		demand = sl.o.Demand()
+	}
+	plan := reconcile.PlanWith(roles, pl.unplaced(sessions), now, demand)
 	if !away {
 		plan = append(plan, reconcile.PlanPlaced(pl.roles, pl.mine, pl.placed(sessions), now)...)
 	}

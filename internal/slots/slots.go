@@ -21,6 +21,7 @@ import (
 	"herd/internal/cgroup"
 	"herd/internal/loop"
 	"herd/internal/prober"
+	"herd/internal/reconcile"
 	"herd/internal/proc"
 	"herd/internal/runtime"
 	"herd/internal/status"
@@ -70,7 +71,11 @@ type Options struct {
 	// whose budget for the day is spent, launches nothing until its gate
 	// opens (no crash counted, no backoff spent: the slot just waits).
 	Gates []Gate
-	Log   *slog.Logger
+	// Demand, when set, is what the task queue asks of the task roles
+	// (their replicas up to max_replicas, the replicas holding a task
+	// kept): the tasks component's, read at each round.
+	Demand func() reconcile.Demand
+	Log    *slog.Logger
 }
 
 // Gate holds the launches of a role back.

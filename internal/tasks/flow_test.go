@@ -399,3 +399,59 @@ func TestRoleDeletedEndsItsTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueDemand: with max_replicas the queue asks for a replica per
+// held or queued task, up to max_replicas; the replicas holding a task
+// are kept; once fewer are needed the demand drops only after
+// scale_down_after, and the reconciler is woken at each change.
+func TestQueueDemand(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	err := f.st.Update(ctx, func(tx store.Tx) error {
+		r, err := tx.Role("w")
+		if err != nil {
+			return err
+		}
+		r.MaxReplicas, r.ScaleDownAfter = 5, 300*time.Millisecond
+		return tx.PutRole(r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kicks := 0
+	f.m.o.Reconcile = func() { kicks++ }
+	if d := f.m.Demand(); d.Known {
+		t.Errorf("expected the demand unknown before a round, got %+v", d)
+	}
+	for range 7 {
+		if _, err := f.m.Add(ctx, AddRequest{Role: "w", Prompt: "job"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.settle("t-2", herd.TaskWorking)
+	d := f.m.Demand()
+	if !d.Known || d.Want["w"] != 5 || !d.Keep["w-0"] || !d.Keep["w-1"] || len(d.Keep) != 2 || kicks == 0 {
+		t.Errorf("expected 5 wanted (7 tasks, max 5), w-0 and w-1 kept, a kick; got %+v, %d kicks", d, kicks)
+	}
+	for _, id := range []string{"t-1", "t-2", "t-3", "t-4", "t-5", "t-6", "t-7"} {
+		if _, err := f.m.Verb(ctx, "cancel", VerbRequest{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.m.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.m.Demand(); d.Want["w"] != 5 || len(d.Keep) != 0 {
+		t.Errorf("expected 5 still wanted within scale_down_after and nothing kept, got %+v", d)
+	}
+	if next := f.m.nextScaleDown(time.Now()); next <= 0 || next > 300*time.Millisecond {
+		t.Errorf("expected a wake-up within scale_down_after, got %s", next)
+	}
+	time.Sleep(350 * time.Millisecond)
+	if err := f.m.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.m.Demand(); d.Want["w"] != 0 {
+		t.Errorf("expected the demand dropped after scale_down_after, got %+v", d)
+	}
+}

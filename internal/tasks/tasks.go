@@ -66,6 +66,9 @@ type Options struct {
 	// Reactions say what a failed check and a conflict do ([reactions]);
 	// the zero value is config.Default's.
 	Reactions config.Reactions
+	// Reconcile wakes the reconciler (slots.Slots.Kick): the queue's
+	// demand changed.
+	Reconcile func()
 	Log       *slog.Logger
 }
 
@@ -81,6 +84,13 @@ type Manager struct {
 	// busy are the tasks whose check or landing runs now, and the
 	// replicas ("session NAME") relaunched after their task landed.
 	busy map[string]bool
+	// want is the replicas the queue asks of each task role with
+	// max_replicas, held until wantUntil (scale_down_after) once the
+	// queue asks for fewer; keep the replicas that hold a task.
+	want      map[string]int
+	wantUntil map[string]time.Time
+	keep      map[string]bool
+	known     bool // a round has read the queue
 	// taskRoles are the task roles of the last round (a deleted one's
 	// tasks end).
 	taskRoles map[string]bool
@@ -98,7 +108,8 @@ func New(o Options) *Manager {
 		o.Reactions = config.Default().Reactions
 	}
 	return &Manager{o: o, st: o.Status.Store(), host: o.Status.Host(), log: o.Log, kick: make(chan struct{}, 1),
-		busy: map[string]bool{}, failures: map[string]int{}, group: loop.Group{Log: o.Log}}
+		busy: map[string]bool{}, failures: map[string]int{}, group: loop.Group{Log: o.Log},
+		want: map[string]int{}, wantUntil: map[string]time.Time{}, keep: map[string]bool{}}
 }
 
 // Kick runs a round soon.
@@ -127,7 +138,7 @@ func (m *Manager) Run(ctx context.Context) {
 			m.log.Warn("tasks: round", "err", err)
 			return 2 * time.Second
 		}
-		return 0
+		return m.nextScaleDown(time.Now())
 	})
 	m.group.Wait()
 }
@@ -142,6 +153,9 @@ type world struct {
 	roles    map[string]herd.Role
 	sessions map[string]herd.Session
 	incs     map[string]herd.Incarnation
+	// queued counts the queued tasks read per role (at most what its
+	// free replicas or its max_replicas can take).
+	queued map[string]int
 }
 
 // local reports whether this daemon runs role r's tasks.
@@ -204,20 +218,26 @@ func (m *Manager) read(ctx context.Context) (world, error) {
 				w.incs[s.Name] = inc
 			}
 		}
-		// Of the queued tasks, only as many per role as it has free
-		// replicas: the oldest, which Assign gives out.
 		free := map[string]int{}
 		for name, s := range w.sessions {
 			if !held[name] && s.State == herd.StateRunning && s.Activity == herd.ActivityIdle {
 				free[s.Role]++
 			}
 		}
-		for _, role := range slices.Sorted(maps.Keys(free)) {
-			queued, err := tx.Tasks(store.TaskFilter{Role: role, States: []herd.TaskState{herd.TaskQueued}, Limit: free[role]})
+		// Of the queued tasks, as many as a role's free replicas can take
+		// now, or as its max_replicas may start replicas for.
+		w.queued = map[string]int{}
+		for _, name := range slices.Sorted(maps.Keys(w.roles)) {
+			limit := max(free[name], w.roles[name].MaxReplicas)
+			if limit == 0 {
+				continue
+			}
+			queued, err := tx.Tasks(store.TaskFilter{Role: name, States: []herd.TaskState{herd.TaskQueued}, Limit: limit})
 			if err != nil {
 				return err
 			}
 			w.tasks = append(w.tasks, queued...)
+			w.queued[name] = len(queued)
 		}
 		return nil
 	})
@@ -272,6 +292,7 @@ func (m *Manager) round(ctx context.Context) error {
 			m.log.Warn("tasks: end a task of a deleted role", "task", t.ID, "err", err)
 		}
 	}
+	m.scale(w, time.Now())
 	if len(w.tasks) == 0 {
 		return nil
 	}

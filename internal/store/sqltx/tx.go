@@ -193,6 +193,9 @@ type roleOptions struct {
 	CheckTimeout time.Duration `json:"check_timeout,omitempty"`
 	Merge        string        `json:"merge,omitempty"`
 	KeepBranch   bool          `json:"keep_branch,omitempty"`
+
+	MaxReplicas    int           `json:"max_replicas,omitempty"`
+	ScaleDownAfter time.Duration `json:"scale_down_after,omitempty"`
 }
 
 func optionsOf(r herd.Role) roleOptions {
@@ -203,6 +206,7 @@ func optionsOf(r herd.Role) roleOptions {
 		Hosts: r.Hosts, Spread: r.Spread, Failover: r.Failover, Manages: r.Manages, MCP: r.MCP,
 		Account: r.Account, DailyBudgetUSD: r.DailyBudgetUSD, BudgetHard: r.BudgetHard,
 		Tasks: r.Tasks, Check: r.Check, CheckTimeout: r.CheckTimeout, Merge: r.Merge, KeepBranch: r.KeepBranch,
+		MaxReplicas: r.MaxReplicas, ScaleDownAfter: r.ScaleDownAfter,
 	}
 }
 
@@ -214,6 +218,7 @@ func (o roleOptions) apply(r *herd.Role) {
 	r.Manages, r.MCP = o.Manages, o.MCP
 	r.Account, r.DailyBudgetUSD, r.BudgetHard = o.Account, o.DailyBudgetUSD, o.BudgetHard
 	r.Tasks, r.Check, r.CheckTimeout, r.Merge, r.KeepBranch = o.Tasks, o.Check, o.CheckTimeout, o.Merge, o.KeepBranch
+	r.MaxReplicas, r.ScaleDownAfter = o.MaxReplicas, o.ScaleDownAfter
 }
 
 var (

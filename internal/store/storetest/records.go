@@ -46,6 +46,8 @@ func fullRole(name string) herd.Role {
 		CheckTimeout:    3 * time.Minute,
 		Merge:           herd.MergeSquash,
 		KeepBranch:      true,
+		MaxReplicas:     9,
+		ScaleDownAfter:  5 * time.Minute,
 		UpdatedAt:       at(0),
 	}
 }

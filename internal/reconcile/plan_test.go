@@ -117,7 +117,9 @@ func TestPlanWithDemand(t *testing.T) {
 	run := func(r string, idx int) herd.Session {
 		return herd.Session{Name: herd.SessionName(r, idx), Role: r, Index: idx, State: herd.StateRunning}
 	}
-	launch := func(idx int) Action { return Action{Kind: Launch, Role: "w", Session: herd.SessionName("w", idx), Index: idx} }
+	launch := func(idx int) Action {
+		return Action{Kind: Launch, Role: "w", Session: herd.SessionName("w", idx), Index: idx}
+	}
 	stop := func(idx int) Action {
 		return Action{Kind: Stop, Role: "w", Session: herd.SessionName("w", idx), Index: idx, Reason: herd.ReasonScaledDown}
 	}

@@ -94,3 +94,24 @@ func (t *Tracker) recordAnnounced(ctx context.Context, m Message, channel string
 		t.log.Error("attention: record announcement", "channel", channel, "err", err)
 	}
 }
+
+// RuleTask: a task needs a person (notifications only; told by
+// internal/tasks at each transition to needs_you or review).
+const RuleTask Rule = "task"
+
+// TaskMessage is the notification that task id of role, on session,
+// needs a person: reason is its state's reason (needs_you's, or
+// "review"), body what happened.
+func TaskMessage(id, title, role, session, host, reason, body string, now time.Time) Message {
+	what := "needs you"
+	if reason == "review" {
+		what = "is ready for review"
+	}
+	return Message{
+		Session: session, Role: role, Host: host, Need: RuleTask, Reason: reason,
+		Title:  fmt.Sprintf("task %s %s: %s", id, what, title),
+		Body:   body,
+		Action: "herd describe task " + id,
+		Since:  now.UTC(),
+	}
+}

@@ -66,9 +66,9 @@ func (m *Manager) startCheck(t herd.Task, role herd.Role) {
 	}
 	m.group.Go("task check "+t.ID, func() {
 		defer m.release(t.ID)
-		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout(role)+time.Minute)
+		ctx, cancel := context.WithTimeout(m.runCtx(), checkTimeout(role)+time.Minute)
 		defer cancel()
-		if err := m.check(ctx, t, role); err != nil && !errors.Is(err, errStale) {
+		if err := m.check(ctx, t, role); err != nil && !errors.Is(err, errStale) && ctx.Err() == nil {
 			m.log.Warn("tasks: check", "task", t.ID, "err", err)
 		}
 	})

@@ -362,6 +362,15 @@ func TestCheckFailedNotify(t *testing.T) {
 	f.m = New(Options{Status: status.New(f.st, "h", herd.RestartPolicy{}, slog.Default()), Slots: f.fake, Inject: f.fake,
 		Worktrees: &worktree.Manager{}, Dir: t.TempDir(), Log: slog.Default(),
 		Reactions: config.Reactions{CheckFailed: config.Reaction{Action: config.ReactionNotify, Retries: 5}, Conflict: config.Reaction{Action: config.ReactionSend}}})
+	var (
+		mu   sync.Mutex
+		told []string
+	)
+	f.m.o.Notify = func(_ context.Context, t herd.Task, reason, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, t.ID+" "+reason)
+	}
 	ctx := context.Background()
 	f.fake.agent = func(session, text string) {
 		commitIn(t, filepath.Join(f.repo, ".herd", "worktrees", "t-1"), text)
@@ -373,6 +382,12 @@ func TestCheckFailedNotify(t *testing.T) {
 	got := f.settle("t-1", herd.TaskNeedsYou)
 	if got.Reason != "check_failed" || got.Attempts != 0 || len(f.fake.typed) != 1 {
 		t.Errorf("expected needs_you (check_failed) with only the prompt typed, got %+v, typed %q", got, f.fake.typed)
+	}
+	f.m.group.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 1 || told[0] != "t-1 check_failed" {
+		t.Errorf("expected one notification of t-1 (check_failed), got %q", told)
 	}
 }
 

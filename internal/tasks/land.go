@@ -25,9 +25,9 @@ func (m *Manager) startLanding(t herd.Task, role herd.Role) {
 	}
 	m.group.Go("task landing "+t.ID, func() {
 		defer m.release(t.ID)
-		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout(role)+2*time.Minute)
+		ctx, cancel := context.WithTimeout(m.runCtx(), checkTimeout(role)+2*time.Minute)
 		defer cancel()
-		if err := m.land(ctx, t, role); err != nil && !errors.Is(err, errStale) {
+		if err := m.land(ctx, t, role); err != nil && !errors.Is(err, errStale) && ctx.Err() == nil {
 			m.log.Warn("tasks: landing", "task", t.ID, "err", err)
 		}
 	})

@@ -66,6 +66,10 @@ type Options struct {
 	// Reactions say what a failed check and a conflict do ([reactions]);
 	// the zero value is config.Default's.
 	Reactions config.Reactions
+	// Notify tells a person that a task needs them (attention's
+	// Announce: the [notify] channels); nil tells no one. It may block
+	// until delivered: it runs beside the component.
+	Notify func(ctx context.Context, t herd.Task, reason, msg string)
 	// Reconcile wakes the reconciler (slots.Slots.Kick): the queue's
 	// demand changed.
 	Reconcile func()
@@ -91,6 +95,10 @@ type Manager struct {
 	wantUntil map[string]time.Time
 	keep      map[string]bool
 	known     bool // a round has read the queue
+	// ctx is Run's: the checks, landings and notifications beside the
+	// loop end with it (a daemon stopping does not wait for them; the
+	// next one runs them again).
+	ctx context.Context
 	// taskRoles are the task roles of the last round (a deleted one's
 	// tasks end).
 	taskRoles map[string]bool
@@ -118,6 +126,9 @@ func (m *Manager) Kick() { loop.Wake(m.kick) }
 // Run moves the tasks along until ctx is done: a round on every change
 // of a session, every task written, and at least every safetyTick.
 func (m *Manager) Run(ctx context.Context) {
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
 	changes, cancel := m.o.Status.Subscribe()
 	defer cancel()
 	go func() {
@@ -606,6 +617,11 @@ var errStale = errors.New("the task changed meanwhile")
 // events it returns, when the task is still in one of the states from
 // (nil: any). Every write of a task goes through here.
 func (m *Manager) write(ctx context.Context, id string, from []herd.TaskState, change func(t *herd.Task, tx store.Tx) ([]*herd.Event, error)) error {
+	var (
+		before herd.TaskState
+		after  herd.Task
+		told   *herd.Event
+	)
 	err := m.st.Update(ctx, func(tx store.Tx) error {
 		t, err := tx.Task(id)
 		if err != nil {
@@ -614,6 +630,7 @@ func (m *Manager) write(ctx context.Context, id string, from []herd.TaskState, c
 		if from != nil && !slices.Contains(from, t.State) {
 			return errStale
 		}
+		before, told = t.State, nil
 		evs, err := change(&t, tx)
 		if err != nil {
 			return err
@@ -626,14 +643,50 @@ func (m *Manager) write(ctx context.Context, id string, from []herd.TaskState, c
 			if err := tx.AppendEvent(ev); err != nil {
 				return err
 			}
+			if ev.Kind == herd.EventTaskNeedsYou || ev.Kind == herd.EventTaskReview {
+				told = ev
+			}
 		}
+		after = t
 		return nil
 	})
 	if err == nil {
 		m.Kick()
+		if told != nil && before != after.State {
+			m.notify(after, told)
+		}
 	}
 	return err
 }
+
+// notify tells a person that t needs them, beside the component.
+func (m *Manager) notify(t herd.Task, ev *herd.Event) {
+	if m.o.Notify == nil {
+		return
+	}
+	reason := ev.Reason
+	if ev.Kind == herd.EventTaskReview {
+		reason = "review"
+	}
+	m.group.Go("task notify "+t.ID, func() {
+		ctx, cancel := context.WithTimeout(m.runCtx(), notifyTimeout)
+		defer cancel()
+		m.o.Notify(ctx, t, reason, ev.Message)
+	})
+}
+
+// runCtx is Run's context (Background before Run: tests drive rounds).
+func (m *Manager) runCtx() context.Context {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx == nil {
+		return context.Background()
+	}
+	return m.ctx
+}
+
+// notifyTimeout bounds the delivery of one notification.
+const notifyTimeout = 10 * time.Minute
 
 // event is an event of task t, on its session.
 func (m *Manager) event(t herd.Task, kind, reason, msg string, data map[string]any) *herd.Event {

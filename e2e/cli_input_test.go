@@ -42,8 +42,8 @@ func TestCLIUnknownResource(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"get", "sesions"}, []string{`unknown resource "sesions"`, "roles or sessions"}},
-		{[]string{"get"}, []string{"missing resource", "roles or sessions"}},
+		{[]string{"get", "sesions"}, []string{`unknown resource "sesions"`, "roles, sessions or tasks"}},
+		{[]string{"get"}, []string{"missing resource", "roles, sessions or tasks"}},
 		{[]string{"describe", "sesion", "w-0"}, []string{`unknown resource "sesion"`, "session"}},
 		{[]string{"describe"}, []string{"missing resource", "session"}},
 		{[]string{"delete", "roles", "w"}, []string{`unknown resource "roles"`, "role"}},

@@ -71,8 +71,10 @@ command = [%[1]s]
 	}
 
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 10 {
-		t.Fatalf("expected the 10 tools, got %v %v", tools, err)
+	// The session tools and the task tools (submit_task, list_tasks,
+	// describe_task, task_done, task_blocked).
+	if err != nil || len(tools.Tools) != 15 {
+		t.Fatalf("expected the 15 tools, got %v %v", tools, err)
 	}
 	_, text, isErr := call("list_sessions", map[string]any{"state": "running"})
 	for _, n := range []string{"lead-0", "worker-0", "review-0"} {

@@ -131,6 +131,9 @@ type Task struct {
 	CheckLog  string `json:"check_log,omitempty"`
 	CheckTail string `json:"check_tail,omitempty"`
 	CheckExit int    `json:"check_exit,omitempty"`
+	// Reviewed is the commit of its branch its check passed on: what a
+	// person reviews and what lands (commits after it do not).
+	Reviewed string `json:"reviewed,omitempty"`
 	// ApprovedBy is who approved it: landing is under way ("" before).
 	ApprovedBy string `json:"approved_by,omitempty"`
 	// Landed is the commit the base was moved to when it landed.

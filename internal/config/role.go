@@ -227,6 +227,9 @@ func taskProblems(r herd.Role) []problem {
 	if r.ScaleDownAfter < 0 {
 		add(fmt.Sprintf("must be 0 (the default, %s) or positive, got %s", herd.DefaultScaleDownAfter, r.ScaleDownAfter), "scale_down_after")
 	}
+	if r.Name == "t" && r.Worktree {
+		add(`a role named "t" cannot have worktrees: its sessions' worktrees and branches (t-N, herd/t-N) are those of the tasks`, "worktree")
+	}
 	if r.Tasks && r.Placed() {
 		add("tasks are run by the host that declares the role: a role with hosts or spread cannot take tasks yet", "tasks")
 	}

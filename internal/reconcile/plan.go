@@ -39,8 +39,8 @@ type Demand struct {
 	Want map[string]int
 	Keep map[string]bool
 	// Known: the task queue has been read since the daemon started. Until
-	// then a role with max_replicas is never scaled down (which of its
-	// replicas hold a task is not known yet).
+	// then a task role is never scaled down (which of its replicas hold a
+	// task is not known yet).
 	Known bool
 }
 
@@ -97,7 +97,7 @@ func PlanWith(roles []herd.Role, sessions []herd.Session, now time.Time, d Deman
 		// keeps.
 		for i := len(holders) - 1; i >= 0 && len(holders) > want; i-- {
 			s := &sessions[holders[i]]
-			if d.Keep[s.Name] || (r.MaxReplicas > 0 && !d.Known) {
+			if d.Keep[s.Name] || (r.Tasks && !d.Known) {
 				continue
 			}
 			stops = append(stops, Action{Kind: Stop, Role: r.Name, Session: s.Name, Index: s.Index, Reason: herd.ReasonScaledDown})

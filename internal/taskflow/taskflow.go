@@ -104,6 +104,9 @@ func Next(t herd.Task, o Observed) Step {
 	}
 	r := o.Replica
 	if r == nil {
+		if t.State == herd.TaskNeedsYou {
+			return Step{Do: Wait}
+		}
 		return Step{Do: NeedsYou, Reason: ReasonReplicaGone}
 	}
 	switch r.State {

@@ -29,6 +29,7 @@ func TestNext(t *testing.T) {
 		{"checking is the check's", task(herd.TaskChecking, "i1", "c1"), Observed{Replica: replica(run, idle, "i1", "c1", true), Commits: 1}, Step{Do: Wait}},
 		{"review is a person's", task(herd.TaskReview, "i1", "c1"), Observed{Replica: replica(run, idle, "i1", "c1", true), Commits: 1}, Step{Do: Wait}},
 		{"replica gone", task(herd.TaskWorking, "i1", "c1"), Observed{}, Step{Do: NeedsYou, Reason: ReasonReplicaGone}},
+		{"replica gone, a person told already", task(herd.TaskNeedsYou, "i1", "c1"), Observed{}, Step{Do: Wait}},
 
 		{"assigned: relaunch into the worktree", task(herd.TaskAssigned, "", ""), Observed{Replica: replica(run, idle, "i0", "", false)}, Step{Do: Relaunch}},
 		{"assigned: the replica busy, wait", task(herd.TaskAssigned, "", ""), Observed{Replica: replica(run, working, "i0", "", false)}, Step{Do: Wait}},

@@ -85,9 +85,14 @@ func checkTimeout(role herd.Role) time.Duration {
 // else the failure goes back to the agent (check_failed) until the
 // retries are spent, then a person is needed.
 func (m *Manager) check(ctx context.Context, t herd.Task, role herd.Role) error {
+	// The commit checked: what a person reviews and what lands.
+	tip, err := m.o.Worktrees.Tip(ctx, t.Repo, t.Branch)
+	if err != nil {
+		return m.fail(ctx, t, taskflow.ReasonBranchGone, fmt.Sprintf("task %s: its branch %s: %v", t.ID, t.Branch, err))
+	}
 	if len(t.Check) == 0 {
 		return m.write(ctx, t.ID, []herd.TaskState{herd.TaskChecking}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
-			t.State = herd.TaskReview
+			t.State, t.Reviewed = herd.TaskReview, tip
 			return []*herd.Event{m.event(*t, herd.EventTaskReview, "no_check", fmt.Sprintf("task %s is ready for review (%d commit(s); no check)", t.ID, t.Commits), nil)}, nil
 		})
 	}
@@ -117,12 +122,12 @@ func (m *Manager) check(ctx context.Context, t herd.Task, role herd.Role) error 
 	case next == herd.TaskReview:
 		return m.write(ctx, t.ID, []herd.TaskState{herd.TaskChecking}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 			record(t)
-			t.State = herd.TaskReview
+			t.State, t.Reviewed = herd.TaskReview, tip
 			return []*herd.Event{checked(*t), m.event(*t, herd.EventTaskReview, "", fmt.Sprintf("task %s is ready for review: %d commit(s) on %s, its check passed", t.ID, t.Commits, t.Branch), nil)}, nil
 		})
 	case sendBack:
 		text := checkFailedText(t, res)
-		return m.send(ctx, t, []herd.TaskState{herd.TaskChecking}, text, func(t herd.Task) []*herd.Event {
+		return m.react(ctx, t, []herd.TaskState{herd.TaskChecking}, text, func(t herd.Task) []*herd.Event {
 			return []*herd.Event{checked(t), m.event(t, herd.EventReaction, herd.ReactionCheckFailed,
 				fmt.Sprintf("task %s: the check's failure sent to %s (attempt %d of %d)", t.ID, t.Session, t.Attempts, retries),
 				map[string]any{"kind": herd.ReactionCheckFailed, "attempt": t.Attempts, "action": "send"})}

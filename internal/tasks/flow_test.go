@@ -470,3 +470,49 @@ func TestQueueDemand(t *testing.T) {
 		t.Errorf("expected the demand dropped after scale_down_after, got %+v", d)
 	}
 }
+
+// TestLandsWhatWasReviewed: a commit made on the branch after its check
+// passed (the agent went on) does not land, and it is not lost: the
+// branch and worktree are kept. While landing, the task's verbs are
+// refused.
+func TestLandsWhatWasReviewed(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	wt := filepath.Join(f.repo, ".herd", "worktrees", "t-1")
+	f.fake.agent = func(session, text string) {
+		commitIn(t, wt, text)
+		f.fake.turnEnd(session)
+	}
+	if _, err := f.m.Add(ctx, AddRequest{Role: "w", Prompt: "job"}); err != nil {
+		t.Fatal(err)
+	}
+	reviewed := f.settle("t-1", herd.TaskReview)
+	if reviewed.Reviewed == "" || reviewed.Reviewed != gitIn(t, f.repo, "rev-parse", "herd/t-1") {
+		t.Fatalf("expected the reviewed commit recorded, got %+v", reviewed)
+	}
+	commitIn(t, wt, "after the review")
+	later := gitIn(t, f.repo, "rev-parse", "herd/t-1")
+	if _, err := f.m.Verb(ctx, "approve", VerbRequest{ID: "t-1", By: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"cancel", "retry", "comment", "approve"} {
+		if _, err := f.m.Verb(ctx, verb, VerbRequest{ID: "t-1", Text: "x"}); err == nil || !strings.Contains(err.Error(), "is landing") {
+			t.Errorf("[%s while landing] expected refused, got %v", verb, err)
+		}
+	}
+	f.settle("t-1", herd.TaskLanded)
+	if out := gitIn(t, f.repo, "merge-base", "--is-ancestor", reviewed.Reviewed, "main"); out != "" {
+		t.Fatal(out)
+	}
+	cmd := exec.Command("git", "merge-base", "--is-ancestor", later, "main")
+	cmd.Dir = f.repo
+	if cmd.Run() == nil {
+		t.Errorf("expected the commit made after the review not landed")
+	}
+	if got := gitIn(t, f.repo, "rev-parse", "herd/t-1"); got != later {
+		t.Errorf("expected the branch kept at %s, got %s", later, got)
+	}
+	if _, err := os.Stat(wt); err != nil {
+		t.Errorf("expected the worktree kept: %v", err)
+	}
+}

@@ -39,7 +39,7 @@ func (m *Manager) startLanding(t herd.Task, role herd.Role) {
 // too (check_failed); a base whose checkout would lose a person's
 // uncommitted changes needs that person.
 func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
-	opts := worktree.LandOptions{Repo: t.Repo, Branch: t.Branch, Base: t.Base, Mode: role.Merge,
+	opts := worktree.LandOptions{Repo: t.Repo, Branch: t.Branch, Base: t.Base, Mode: role.Merge, Commit: t.Reviewed,
 		Message: fmt.Sprintf("%s (herd task %s)", t.Title, t.ID)}
 	var res ranCheck
 	if len(t.Check) > 0 {
@@ -68,7 +68,7 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 		if terr != nil {
 			return terr
 		}
-		l, err = worktree.Landing{Old: tip, New: tip}, nil
+		l, err = worktree.Landing{Old: tip, New: tip, Tip: t.Reviewed}, nil
 	}
 	switch {
 	case err == nil:
@@ -86,7 +86,7 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 		}); werr != nil {
 			return werr
 		}
-		rm, rerr := m.o.Worktrees.RemoveLanded(ctx, worktree.TaskOptions(role, t), role.KeepBranch)
+		rm, rerr := m.o.Worktrees.RemoveLanded(ctx, worktree.TaskOptions(role, t), role.KeepBranch, l.Tip)
 		if rerr != nil || rm.Reason != "" {
 			m.log.Warn("tasks: a landed task's worktree kept", "task", t.ID, "reason", rm.Reason, "err", rerr)
 			return nil
@@ -107,7 +107,7 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 	case errors.Is(err, worktree.ErrConflict), errors.Is(err, worktree.ErrBaseMoved):
 		text := fmt.Sprintf("Task %s cannot land: %s no longer merges into %s (%v). Rebase this branch on %s, resolve the conflicts, and commit.",
 			t.ID, t.Branch, t.Base, err, t.Base)
-		return m.send(ctx, t, review, text, func(t herd.Task) []*herd.Event {
+		return m.react(ctx, t, review, text, func(t herd.Task) []*herd.Event {
 			return []*herd.Event{m.event(t, herd.EventReaction, herd.ReactionConflict, fmt.Sprintf("task %s: %v; sent to %s", t.ID, err, t.Session),
 				map[string]any{"kind": herd.ReactionConflict, "attempt": 1, "action": "send"})}
 		}, func(t *herd.Task) { t.State, t.ApprovedBy = herd.TaskChanges, "" })
@@ -115,7 +115,7 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 		failed := t
 		failed.Attempts = 0
 		text := checkFailedText(failed, res)
-		return m.send(ctx, t, review, "The merge of this branch into "+t.Base+" fails its check. "+text, func(t herd.Task) []*herd.Event {
+		return m.react(ctx, t, review, "The merge of this branch into "+t.Base+" fails its check. "+text, func(t herd.Task) []*herd.Event {
 			return []*herd.Event{m.event(t, herd.EventReaction, herd.ReactionCheckFailed, fmt.Sprintf("task %s: the check fails on the merge into %s; sent to %s", t.ID, t.Base, t.Session),
 				map[string]any{"kind": herd.ReactionCheckFailed, "attempt": t.Attempts, "action": "send", "on": "merge"})}
 		}, func(t *herd.Task) {

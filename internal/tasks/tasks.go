@@ -270,6 +270,25 @@ func (m *Manager) goneRoles(tx store.Tx, roles []herd.Role, w *world) error {
 		m.taskRoles[name] = true
 	}
 	m.mu.Unlock()
+	if last == nil {
+		// The first round: roles deleted while no daemon ran.
+		var live []herd.TaskState
+		for _, s := range herd.TaskStates {
+			if !s.Ended() {
+				live = append(live, s)
+			}
+		}
+		ts, err := tx.Tasks(store.TaskFilter{States: live})
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if !exists[t.Role] {
+				w.gone = append(w.gone, t)
+			}
+		}
+		return nil
+	}
 	for name := range last {
 		if exists[name] {
 			continue
@@ -371,6 +390,11 @@ func (m *Manager) assign(ctx context.Context, w world) {
 		cands = append(cands, taskflow.Candidate{Replica: *w.replica(name), Role: s.Role, Holds: held[name] || busy})
 	}
 	for _, p := range taskflow.Assign(queued, cands) {
+		// Kept from a scale-down from now on (the demand's next round
+		// counts it too).
+		m.mu.Lock()
+		m.keep[p.Session] = true
+		m.mu.Unlock()
 		err := m.write(ctx, p.Task, []herd.TaskState{herd.TaskQueued}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 			t.State, t.Session, t.Reason = herd.TaskAssigned, p.Session, ""
 			t.Branch, t.Incarnation, t.Conversation = herd.TaskBranch(t.ID), "", ""
@@ -404,6 +428,9 @@ func (m *Manager) step(ctx context.Context, w world, t herd.Task) error {
 		r.TurnEnded = ended
 		if ended {
 			n, err := m.o.Worktrees.Commits(ctx, t.Repo, t.Base, t.Branch)
+			if errors.Is(err, worktree.ErrNoBranch) || errors.Is(err, worktree.ErrNotRepo) {
+				n, err = -1, nil // deleted by hand: the task fails with its reason
+			}
 			if err != nil {
 				return err
 			}
@@ -546,8 +573,18 @@ func (m *Manager) send(ctx context.Context, t herd.Task, from []herd.TaskState, 
 	if err != nil {
 		return err
 	}
+	// Still the task's, on its replica, in the same agent: typed only
+	// then (a task cancelled during its check must not reach the agent
+	// that took the next task).
+	var now herd.Task
+	if err := m.st.View(ctx, func(tx store.Tx) (err error) { now, err = tx.Task(t.ID); return err }); err != nil {
+		return err
+	}
+	if !slices.Contains(from, now.State) || now.Session != t.Session || now.Incarnation != t.Incarnation {
+		return errStale
+	}
 	if err := m.type_(ctx, t.Session, text); err != nil {
-		return fmt.Errorf("type into %s: %w", t.Session, err)
+		return &typeError{session: t.Session, err: err}
 	}
 	return m.write(ctx, t.ID, from, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 		t.DeliveredAfter, t.Reason = cursor, ""
@@ -556,6 +593,27 @@ func (m *Manager) send(ctx context.Context, t herd.Task, from []herd.TaskState, 
 		}
 		return evs(*t), nil
 	})
+}
+
+// typeError is a reaction that could not be typed into its agent.
+type typeError struct {
+	session string
+	err     error
+}
+
+func (e *typeError) Error() string { return fmt.Sprintf("type into %s: %v", e.session, e.err) }
+func (e *typeError) Unwrap() error { return e.err }
+
+// react is send for the component's own reactions (a failed check, a
+// conflict): an agent that cannot be typed into puts the task before a
+// person (agent_stuck) rather than running the check again and again.
+func (m *Manager) react(ctx context.Context, t herd.Task, from []herd.TaskState, text string, evs func(t herd.Task) []*herd.Event, change func(t *herd.Task)) error {
+	err := m.send(ctx, t, from, text, evs, change)
+	var te *typeError
+	if errors.As(err, &te) {
+		return m.needsYou(ctx, t, taskflow.ReasonAgentStuck, fmt.Sprintf("task %s: what herd had to tell its agent could not be typed into %s: %v", t.ID, t.Session, te.err))
+	}
+	return err
 }
 
 func (m *Manager) toChecking(ctx context.Context, t herd.Task, commits int) error {
@@ -572,7 +630,7 @@ func (m *Manager) needsYou(ctx context.Context, t herd.Task, reason, msg string)
 		return err
 	}
 	return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
-		t.State, t.Reason, t.DeliveredAfter = herd.TaskNeedsYou, reason, cursor
+		t.State, t.Reason, t.DeliveredAfter, t.ApprovedBy = herd.TaskNeedsYou, reason, cursor, ""
 		evs := []*herd.Event{m.event(*t, herd.EventTaskNeedsYou, reason, msg, nil)}
 		if reason == taskflow.ReasonAgentStuck {
 			evs = append(evs, m.event(*t, herd.EventReaction, herd.ReactionAgentStuck, msg,
@@ -585,7 +643,7 @@ func (m *Manager) needsYou(ctx context.Context, t herd.Task, reason, msg string)
 // fail ends the task with its reason; its worktree and branch are kept.
 func (m *Manager) fail(ctx context.Context, t herd.Task, reason, msg string) error {
 	return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
-		t.State, t.Reason = herd.TaskFailed, reason
+		t.State, t.Reason, t.ApprovedBy = herd.TaskFailed, reason, ""
 		return []*herd.Event{m.event(*t, herd.EventTaskFailed, reason, msg, nil)}, nil
 	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"herd"
 	"herd/internal/errs"
+	"herd/internal/slots"
 	"herd/internal/store"
 	"herd/internal/taskflow"
 	"herd/internal/worktree"
@@ -161,7 +162,13 @@ func (m *Manager) Verb(ctx context.Context, verb string, req VerbRequest) (herd.
 	if err != nil {
 		return herd.Task{}, err
 	}
-	if err := taskflow.Allowed(verb, t.State); err != nil {
+	if t.ApprovedBy != "" && verb != taskflow.VerbDone && verb != taskflow.VerbBlocked {
+		return t, errs.New(errs.Conflict, fmt.Sprintf("task %s is landing (approved by %s): wait until it landed or came back", t.ID, t.ApprovedBy))
+	}
+	// A landing a person can clear (their checkout's changes, a failure
+	// of git) may be approved again from needs_you.
+	relanding := verb == taskflow.VerbApprove && t.State == herd.TaskNeedsYou && (t.Reason == "dirty_base" || t.Reason == "land_failed")
+	if err := taskflow.Allowed(verb, t.State); err != nil && !relanding {
 		return t, fmt.Errorf("task %s: %w", t.ID, err)
 	}
 	from := []herd.TaskState{t.State}
@@ -172,15 +179,21 @@ func (m *Manager) Verb(ctx context.Context, verb string, req VerbRequest) (herd.
 			t.State, t.Reason, t.ApprovedBy = herd.TaskCancelled, "cancelled", ""
 			return []*herd.Event{m.event(*t, herd.EventTaskCancelled, "", fmt.Sprintf("task %s cancelled; its branch %s is kept", t.ID, t.Branch), data)}, nil
 		})
+		if err == nil {
+			m.freeReplica(t, verb)
+		}
 	case taskflow.VerbRetry:
 		err = m.write(ctx, t.ID, from, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 			t.State, t.Reason, t.Session, t.Incarnation, t.Conversation = herd.TaskQueued, "", "", "", ""
-			t.Attempts, t.ApprovedBy, t.DeliveredAfter = 0, "", 0
+			t.Attempts, t.ApprovedBy, t.DeliveredAfter, t.Reviewed = 0, "", 0, ""
 			return []*herd.Event{m.event(*t, herd.EventTaskQueued, "retry", fmt.Sprintf("task %s queued again; it goes on from its branch %s", t.ID, t.Branch), data)}, nil
 		})
+		if err == nil && t.State.Holds() {
+			m.freeReplica(t, verb)
+		}
 	case taskflow.VerbApprove:
 		err = m.write(ctx, t.ID, from, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
-			t.ApprovedBy = req.By
+			t.ApprovedBy, t.State, t.Reason = req.By, herd.TaskReview, ""
 			if t.ApprovedBy == "" {
 				t.ApprovedBy = "unknown"
 			}
@@ -232,4 +245,26 @@ func clip(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// freeReplica relaunches the replica a task let go of (cancelled,
+// queued again) in its role's workdir, beside the caller, when it runs
+// in the task's worktree: its agent must not go on with the task, nor
+// another take the worktree beside it. No task is given to it meanwhile.
+func (m *Manager) freeReplica(t herd.Task, verb string) {
+	if t.Session == "" || t.Incarnation == "" {
+		return // never relaunched into the task's worktree
+	}
+	replica := "session " + t.Session
+	if !m.claim(replica) {
+		return
+	}
+	m.group.Go("task free "+t.Session, func() {
+		defer m.release(replica)
+		ctx, cancel := context.WithTimeout(m.runCtx(), 2*time.Minute)
+		defer cancel()
+		if _, err := m.o.Slots.Restart(ctx, slots.RestartRequest{Name: t.Session, Reason: "task", Data: map[string]any{"task": t.ID, verb: true}}); err != nil && ctx.Err() == nil {
+			m.log.Warn("tasks: relaunch a replica let go of its task", "task", t.ID, "session", t.Session, "err", err)
+		}
+	})
 }

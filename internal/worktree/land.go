@@ -43,12 +43,21 @@ type LandOptions struct {
 	// the base moves; a non-nil error refuses the landing (the base is
 	// untouched).
 	Check func(ctx context.Context, dir string) error
+	// Commit, when set, is the commit of Branch to land (the one a person
+	// reviewed); it must be the branch's tip or one of its ancestors:
+	// commits made on the branch after it are not landed (ErrMoved when
+	// it is not on the branch). "" lands the branch's tip.
+	Commit string
 }
+
+// ErrMoved: the commit to land is no longer on the branch.
+var ErrMoved = errors.New("the commit to land is not on the branch")
 
 // Landing is what Land did.
 type Landing struct {
 	Old    string // the base's commit before
 	New    string // the base's commit after (the landed commit)
+	Tip    string // the commit of the branch that landed
 	Synced string // the worktree that had Base checked out and was fast-forwarded; "" if none
 }
 
@@ -109,7 +118,19 @@ func (m *Manager) Land(ctx context.Context, o LandOptions) (Landing, error) {
 		}
 		return Landing{}, fmt.Errorf("worktree: land branch %q: %w", o.Branch, err)
 	}
-	n, err := m.ahead(ctx, r.top, old, o.Branch)
+	if o.Commit != "" {
+		on, err := m.git().Exit(ctx, r.top, "merge-base", "--is-ancestor", "--end-of-options", o.Commit, tip)
+		if err != nil {
+			return Landing{}, fmt.Errorf("worktree: %w", err)
+		}
+		if !on {
+			return Landing{}, fmt.Errorf("worktree: land %s of %s: %w", o.Commit, o.Branch, ErrMoved)
+		}
+		if tip, err = m.git().Line(ctx, r.top, "rev-parse", "--verify", "--quiet", "--end-of-options", o.Commit+"^{commit}"); err != nil {
+			return Landing{}, fmt.Errorf("worktree: %w", err)
+		}
+	}
+	n, err := m.aheadOf(ctx, r.top, old, tip)
 	if err != nil {
 		return Landing{}, err
 	}
@@ -138,7 +159,7 @@ func (m *Manager) Land(ctx context.Context, o LandOptions) (Landing, error) {
 	if err != nil {
 		return Landing{}, err
 	}
-	res := Landing{Old: old, New: landed}
+	res := Landing{Old: old, New: landed, Tip: tip}
 
 	if o.Check != nil {
 		repoLock.release()

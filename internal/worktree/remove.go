@@ -127,6 +127,19 @@ func (m *Manager) ahead(ctx context.Context, dir, base, branch string) (int, err
 	return c, nil
 }
 
+// aheadOf counts the commits of commit tip that commit base has not.
+func (m *Manager) aheadOf(ctx context.Context, dir, base, tip string) (int, error) {
+	n, err := m.git().Line(ctx, dir, "rev-list", "--count", base+".."+tip, "--")
+	if err != nil {
+		return 0, fmt.Errorf("worktree: %w", err)
+	}
+	c, err := strconv.Atoi(n)
+	if err != nil {
+		return 0, fmt.Errorf("worktree: rev-list --count: %q", n)
+	}
+	return c, nil
+}
+
 // resolve returns the commit rev names, or "" when it names none.
 func (m *Manager) resolve(ctx context.Context, dir, rev string) (string, error) {
 	if rev == "" {

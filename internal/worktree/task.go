@@ -42,12 +42,14 @@ func (m *Manager) Resolve(ctx context.Context, dir, base string) (top, branch st
 	return r.top, base, nil
 }
 
-// RemoveLanded removes the worktree of a task that landed (its work is
-// in its base, or in a squash or rebase of it there) and, unless
-// keepBranch, its branch: what Remove would keep as "ahead" after a
-// squash or a rebase. A worktree with uncommitted changes is kept (they
-// were never part of what landed), and Reason says so.
-func (m *Manager) RemoveLanded(ctx context.Context, opts Options, keepBranch bool) (Removal, error) {
+// RemoveLanded removes the worktree of a task that landed from commit
+// tip of its branch (its work is in its base, or in a squash or rebase
+// of it there) and, unless keepBranch, its branch: what Remove would
+// keep as "ahead" after a squash or a rebase. A worktree with
+// uncommitted changes is kept (they were never part of what landed), and
+// a branch that moved past tip is kept with its worktree (commits made
+// after what landed); Reason says which.
+func (m *Manager) RemoveLanded(ctx context.Context, opts Options, keepBranch bool, tip string) (Removal, error) {
 	path, r, err := m.path(ctx, opts)
 	if err != nil {
 		return Removal{}, err
@@ -59,6 +61,10 @@ func (m *Manager) RemoveLanded(ctx context.Context, opts Options, keepBranch boo
 		return Removal{}, err
 	}
 	g := m.git()
+	if now, err := m.branchTip(ctx, r.top, res.Branch); err == nil && now != tip {
+		res.Reason = fmt.Sprintf("kept %s and branch %s: it has commits after the one that landed (%s)", path, res.Branch, tip)
+		return res, nil
+	}
 	l, ok := find(all, path)
 	switch {
 	case !ok || l.prunable:
@@ -88,8 +94,10 @@ func (m *Manager) RemoveLanded(ctx context.Context, opts Options, keepBranch boo
 	if err != nil || !exists {
 		return res, err
 	}
-	if _, err := g.Run(ctx, r.top, "branch", "-D", "--", res.Branch); err != nil {
-		return res, fmt.Errorf("worktree: delete branch %s: %w", res.Branch, err)
+	// Deleted only while it still points at tip: a commit made meanwhile
+	// keeps it.
+	if _, err := g.Run(ctx, r.top, "update-ref", "-d", "refs/heads/"+res.Branch, tip); err != nil {
+		res.Reason = fmt.Sprintf("kept branch %s: %v", res.Branch, err)
 	}
 	return res, nil
 }

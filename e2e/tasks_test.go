@@ -266,5 +266,10 @@ tasks = true
 	}
 	if scaled != 2 {
 		t.Errorf("expected two replicas stopped as scaled_down, got %d", scaled)
+		for _, ev := range e.events() {
+			if ev.Kind == herd.EventStopped || ev.Kind == herd.EventSpawned || ev.Kind == herd.EventRestarted || strings.HasPrefix(ev.Kind, "task_") {
+				t.Logf("%s %s %s %s %s", ev.Time.Format("15:04:05.000"), ev.Session, ev.Kind, ev.Reason, ev.Message)
+			}
+		}
 	}
 }

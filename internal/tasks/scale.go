@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"maps"
+	"strings"
 	"time"
 
 	"herd"
@@ -16,6 +17,15 @@ import (
 func (m *Manager) scale(w world, now time.Time) {
 	held := map[string]int{}
 	keep := map[string]bool{}
+	m.mu.Lock()
+	for k := range m.busy {
+		// A replica relaunched out of a task's worktree is not stopped
+		// under the relaunch.
+		if name, ok := strings.CutPrefix(k, "session "); ok {
+			keep[name] = true
+		}
+	}
+	m.mu.Unlock()
 	for _, t := range w.tasks {
 		if t.State.Holds() {
 			held[t.Role]++
@@ -34,14 +44,20 @@ func (m *Manager) scale(w world, now time.Time) {
 		if after <= 0 {
 			after = herd.DefaultScaleDownAfter
 		}
+		// wantUntil is when the demand, found lower than wanted, drops
+		// (zero: it is not lower).
 		switch cur := m.want[name]; {
 		case need >= cur:
 			if need != cur {
 				changed = true
 			}
-			m.want[name], m.wantUntil[name] = need, now.Add(after)
+			m.want[name] = need
+			delete(m.wantUntil, name)
+		case m.wantUntil[name].IsZero():
+			m.wantUntil[name] = now.Add(after)
 		case !now.Before(m.wantUntil[name]):
-			m.want[name], m.wantUntil[name] = need, now.Add(after)
+			m.want[name] = need
+			delete(m.wantUntil, name)
 			changed = true
 		}
 	}

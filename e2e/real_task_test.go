@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"herd"
+	"herd/internal/mockapi"
+)
+
+// taskTrigger starts the mock's scripted conversation of the task.
+const taskTrigger = "herd-task"
+
+// TestRealClaudeTask runs the real Claude Code (HERD_REAL_CLAUDE;
+// scripts/real-agents.sh installs one) as a replica of a task role: `herd
+// task add` queues the work; herd relaunches the replica in the task's
+// worktree (its new folder's trust dialog answered as a person would), types
+// the prompt, and the mock, scripted, has the agent commit a file with its
+// Bash tool; the turn's end (from Claude Code's own hooks) with a commit
+// runs the check, which passes: review; `herd task approve` lands it on
+// main, and the worktree and branch are gone.
+func TestRealClaudeTask(t *testing.T) {
+	claude := os.Getenv("HERD_REAL_CLAUDE")
+	if claude == "" {
+		t.Skip("HERD_REAL_CLAUDE is not set (scripts/real-agents.sh sets it)")
+	}
+	hasTmux(t)
+	version, _ := exec.Command(claude, "--version").Output()
+	t.Logf("claude: %s (%s)", strings.TrimSpace(string(version)), claude)
+
+	ln, err := mockapi.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mock := mockapi.New(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mock.Run(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("mock api: %v", err)
+		}
+	})
+	mock.Script(taskTrigger, []mockapi.ToolCall{{Name: "Bash", Input: map[string]any{
+		"command":     "printf 'hello\\n' > greeting.txt && git add greeting.txt && git -c user.name=agent -c user.email=agent@localhost commit -q -m 'Add a greeting'",
+		"description": "Add a greeting and commit it",
+	}}})
+
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte(`{"hasCompletedOnboarding": true, "theme": "dark"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo := gitRepo(t)
+	e := newEnv(t, fastRestart)
+	e.start()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("screen of worker-0:\n%s\nmock records: %+v", e.capture("worker-0"), mock.Records())
+		}
+		_ = exec.Command("tmux", "-L", e.tmuxSock, "kill-server").Run()
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+			pids := e.agentPIDs()
+			if len(pids) == 0 {
+				return
+			}
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			time.Sleep(100 * time.Millisecond) // polling interval
+		}
+	})
+	roles := filepath.Join(root, "roles.toml")
+	if err := os.WriteFile(roles, fmt.Appendf(nil, `[[role]]
+name = "worker"
+command = [%q, "--allowedTools", "Bash", "--permission-mode", "default"]
+workdir = %q
+tasks = true
+check = ["test", "-f", "greeting.txt"]
+env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-0123456789abcdefghij", DISABLE_AUTOUPDATER = "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_TELEMETRY = "1", TERM = "xterm-256color", LANG = "C.UTF-8" }
+`, claude, repo, home, "http://"+ln.Addr().String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must("apply", "-f", roles)
+	answerStartup(t, e, "worker-0")
+	e.waitFor("worker-0 idle at its prompt", 60*time.Second, func() bool {
+		v, _ := e.session("worker-0")
+		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
+	})
+
+	id := strings.TrimSpace(e.must("task", "add", "worker", "--title", "greeting", taskTrigger+": add a greeting file and commit it"))
+	// Relaunched in the task's worktree: a folder Claude Code has not
+	// seen asks for trust again, answered as a person would.
+	e.waitFor("worker-0 relaunched for the task", 60*time.Second, func() bool {
+		for _, ev := range e.events("--session", "worker-0", "--kind", herd.EventRestarted) {
+			if ev.Reason == "task" {
+				return true
+			}
+		}
+		return false
+	})
+	answerStartup(t, e, "worker-0")
+	task := e.waitTask(id, herd.TaskReview, 4*time.Minute)
+	wt := filepath.Join(repo, ".herd", "worktrees", id)
+	if task.Commits != 1 || task.Worktree != wt {
+		t.Errorf("[review] expected one commit in %s, got %+v", wt, task)
+	}
+	if diff := e.must("task", "diff", id); !strings.Contains(diff, "+hello") || !strings.Contains(diff, "greeting.txt") {
+		t.Errorf("[diff] expected greeting.txt's line, got:\n%s", diff)
+	}
+	e.must("task", "approve", id)
+	task = e.waitTask(id, herd.TaskLanded, 2*time.Minute)
+	if b, err := os.ReadFile(filepath.Join(repo, "greeting.txt")); err != nil || string(b) != "hello\n" {
+		t.Errorf("[landed] expected greeting.txt on main in the checkout, got %q (%v)", b, err)
+	}
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Errorf("[landed] expected the worktree removed, got %v", err)
+	}
+	for _, ev := range e.events() {
+		if ev.Data["task"] == id {
+			t.Logf("event: %s %s %s %s %s", ev.Time.Format(time.TimeOnly), ev.Session, ev.Kind, ev.Reason, clip(ev.Message, 200))
+		}
+	}
+}

@@ -458,3 +458,53 @@ func TestConcurrentLand(t *testing.T) {
 		})
 	}
 }
+
+// TestLandCommit: with Commit, what lands is that commit of the branch in
+// every mode, not the commits made on the branch after it; a commit not
+// on the branch is ErrMoved. RemoveLanded then keeps a branch that moved
+// past what landed, and deletes one that did not.
+func TestLandCommit(t *testing.T) {
+	for _, mode := range []string{ModeMerge, ModeSquash, ModeRebase} {
+		t.Run(mode, func(t *testing.T) {
+			m := &Manager{}
+			repo := newRepo(t)
+			wt := task(t, m, repo, "t-1", [2]string{"a.txt", "reviewed\n"})
+			reviewed := strings.TrimSpace(run(t, repo, "rev-parse", "herd/t-1"))
+			commit(t, wt.Path, "b.txt", "after the review\n")
+			l, err := m.Land(t.Context(), LandOptions{Repo: repo, Branch: "herd/t-1", Base: "main", Mode: mode, Commit: reviewed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Tip != reviewed || show(t, repo, "main", "a.txt") != "reviewed\n" || show(t, repo, "main", "b.txt") != "" {
+				t.Errorf("expected the reviewed commit only on main, got %+v (b.txt %q)", l, show(t, repo, "main", "b.txt"))
+			}
+			rm, err := m.RemoveLanded(t.Context(), Options{Workdir: repo, Session: "t-1"}, false, l.Tip)
+			if err != nil || rm.Removed || !strings.Contains(rm.Reason, "commits after the one that landed") {
+				t.Errorf("expected the worktree and branch kept, got %+v %v", rm, err)
+			}
+			if _, err := m.Land(t.Context(), LandOptions{Repo: repo, Branch: "herd/t-1", Base: "main", Mode: mode, Commit: strings.Repeat("0", 40)}); err == nil {
+				t.Errorf("expected a commit not on the branch refused")
+			}
+		})
+	}
+	m := &Manager{}
+	repo := newRepo(t)
+	wt := task(t, m, repo, "t-2", [2]string{"c.txt", "c\n"})
+	other := task(t, m, repo, "t-3", [2]string{"d.txt", "d\n"})
+	_ = wt
+	foreign := strings.TrimSpace(run(t, other.Path, "rev-parse", "HEAD"))
+	if _, err := m.Land(t.Context(), LandOptions{Repo: repo, Branch: "herd/t-2", Base: "main", Commit: foreign}); !errors.Is(err, ErrMoved) {
+		t.Errorf("expected ErrMoved for a commit of another branch, got %v", err)
+	}
+	l, err := m.Land(t.Context(), LandOptions{Repo: repo, Branch: "herd/t-2", Base: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := m.RemoveLanded(t.Context(), Options{Workdir: repo, Session: "t-2"}, false, l.Tip)
+	if err != nil || !rm.Removed || rm.Reason != "" {
+		t.Errorf("expected the worktree removed, got %+v %v", rm, err)
+	}
+	if out := run(t, repo, "branch", "--list", "herd/t-2"); strings.TrimSpace(out) != "" {
+		t.Errorf("expected the branch deleted, got %q", out)
+	}
+}

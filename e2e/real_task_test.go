@@ -93,6 +93,7 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 		t.Fatal(err)
 	}
 	e.must("apply", "-f", roles)
+	e.waitState("worker-0", herd.StateRunning, 60*time.Second)
 	answerStartup(t, e, "worker-0")
 	e.waitFor("worker-0 idle at its prompt", 60*time.Second, func() bool {
 		v, _ := e.session("worker-0")

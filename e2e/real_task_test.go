@@ -24,8 +24,9 @@ const taskTrigger = "herd-task"
 // worktree (its new folder's trust dialog answered as a person would), types
 // the prompt, and the mock, scripted, has the agent commit a file with its
 // Bash tool; the turn's end (from Claude Code's own hooks) with a commit
-// runs the check, which passes: review; `herd task approve` lands it on
-// main, and the worktree and branch are gone.
+// runs the check, which fails: its output goes back to the same agent,
+// whose next turn commits a fix; the check passes: review; `herd task
+// approve` lands it on main, and the worktree and branch are gone.
 func TestRealClaudeTask(t *testing.T) {
 	claude := os.Getenv("HERD_REAL_CLAUDE")
 	if claude == "" {
@@ -49,9 +50,15 @@ func TestRealClaudeTask(t *testing.T) {
 			t.Errorf("mock api: %v", err)
 		}
 	})
-	mock.Script(taskTrigger, []mockapi.ToolCall{{Name: "Bash", Input: map[string]any{
-		"command":     "printf 'hello\\n' > greeting.txt && git add greeting.txt && git -c user.name=agent -c user.email=agent@localhost commit -q -m 'Add a greeting'",
+	// The first turn commits a greeting the check refuses (misspelt);
+	// the check's failure, typed back by herd, is the second turn's
+	// prompt, whose call fixes it.
+	mock.ScriptTurns(taskTrigger, []mockapi.ToolCall{{Name: "Bash", Input: map[string]any{
+		"command":     "printf 'helo\\n' > greeting.txt && git add greeting.txt && git -c user.name=agent -c user.email=agent@localhost commit -q -m 'Add a greeting'",
 		"description": "Add a greeting and commit it",
+	}}, {Name: "Bash", Input: map[string]any{
+		"command":     "printf 'hello\\n' > greeting.txt && git add greeting.txt && git -c user.name=agent -c user.email=agent@localhost commit -q -m 'Spell the greeting right'",
+		"description": "Fix the greeting and commit it",
 	}}})
 
 	root := t.TempDir()
@@ -87,7 +94,7 @@ name = "worker"
 command = [%q, "--allowedTools", "Bash", "--permission-mode", "default"]
 workdir = %q
 tasks = true
-check = ["test", "-f", "greeting.txt"]
+check = ["grep", "-qx", "hello", "greeting.txt"]
 env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-0123456789abcdefghij", DISABLE_AUTOUPDATER = "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_TELEMETRY = "1", TERM = "xterm-256color", LANG = "C.UTF-8" }
 `, claude, repo, home, "http://"+ln.Addr().String()), 0o600); err != nil {
 		t.Fatal(err)
@@ -114,8 +121,8 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 	answerStartup(t, e, "worker-0")
 	task := e.waitTask(id, herd.TaskReview, 4*time.Minute)
 	wt := filepath.Join(repo, ".herd", "worktrees", id)
-	if task.Commits != 1 || task.Worktree != wt {
-		t.Errorf("[review] expected one commit in %s, got %+v", wt, task)
+	if task.Commits != 2 || task.Attempts != 1 || task.Worktree != wt {
+		t.Errorf("[review] expected two commits in %s after one failure sent back, got %+v", wt, task)
 	}
 	if diff := e.must("task", "diff", id); !strings.Contains(diff, "+hello") || !strings.Contains(diff, "greeting.txt") {
 		t.Errorf("[diff] expected greeting.txt's line, got:\n%s", diff)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -224,6 +225,30 @@ func (r request) lastUser() (text string, toolResult bool) {
 		return b.String(), toolResult
 	}
 	return "", false
+}
+
+// turns counts the user messages that carry no tool result: the prompts
+// typed into the conversation.
+func (r request) turns() int {
+	n := 0
+	for _, m := range r.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			n++
+			continue
+		}
+		var bs []block
+		if json.Unmarshal(m.Content, &bs) != nil {
+			continue
+		}
+		if !slices.ContainsFunc(bs, func(x block) bool { return x.Type == "tool_result" }) {
+			n++
+		}
+	}
+	return n
 }
 
 // users returns the text of every user message, oldest first, each

@@ -34,6 +34,19 @@ type script struct {
 	trigger string
 	calls   []ToolCall
 	issued  map[string]bool // ids of the tool_uses of calls sent so far
+	// perTurn: one call per prompt typed (ScriptTurns), the turn ended
+	// with ReplyText once its call's result is back.
+	perTurn bool
+}
+
+// ScriptTurns is Script with one call per turn: the conversation's
+// first prompt is answered with calls[0], the next prompt typed into it
+// with calls[1], and so on; each call's result with ReplyText, which
+// ends the turn. Prompts past the calls are answered as usual.
+func (s *Server) ScriptTurns(trigger string, calls []ToolCall) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = &script{trigger: trigger, calls: calls, issued: map[string]bool{}, perTurn: true}
 }
 
 // Script makes the mock drive a conversation whose first user message
@@ -74,6 +87,21 @@ func (s *Server) scripted(w http.ResponseWriter, req request, rec Record) bool {
 	}
 	rec.Trigger, rec.Status = sc.trigger, http.StatusOK
 	rec.Results = req.lastResults()
+	if sc.perTurn {
+		_, result := req.lastUser()
+		turn := req.turns() - 1
+		if result || turn >= len(sc.calls) {
+			s.record(rec)
+			s.answer(w, req, nil)
+			return true
+		}
+		call := sc.calls[turn]
+		call.id = s.nextID("toolu")
+		rec.Tool, rec.ToolName, rec.ToolID = true, call.Name, call.id
+		s.record(rec)
+		s.answer(w, req, &call)
+		return true
+	}
 	// The results of the script's calls so far say how far it got: the
 	// agent may retry a request, never skip one.
 	n := 0

@@ -97,3 +97,52 @@ func TestScriptToolSearch(t *testing.T) {
 		t.Errorf("expected %s %v, got %+v", ToolSearch, want, m)
 	}
 }
+
+// TestScriptTurns: one call per prompt typed: the first prompt gets the
+// first call, its result the text that ends the turn; the next prompt the
+// next call; a prompt past the calls the text.
+func TestScriptTurns(t *testing.T) {
+	s, url2 := start(t)
+	s.ScriptTurns("herd-task", []ToolCall{
+		{Name: "Bash", Input: map[string]any{"command": "first"}},
+		{Name: "Bash", Input: map[string]any{"command": "second"}},
+	})
+	type reply struct {
+		Content []struct {
+			Type, Name, Text, ID string
+			Input                map[string]any
+		}
+	}
+	ask := func(msgs string) reply {
+		t.Helper()
+		var m reply
+		if err := json.NewDecoder(post(t, url2, `{"model":"m","tools":[{"name":"Bash"}],"messages":[`+msgs+`]}`).Body).Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	user := func(text string) string {
+		return `{"role":"user","content":[{"type":"text","text":"` + text + `"}]}`
+	}
+	result := func(id string) string {
+		return `{"role":"assistant","content":[]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":[{"type":"text","text":"ok"}]}]}`
+	}
+	conv := user("herd-task: do it")
+	c1 := ask(conv).Content[0]
+	if c1.Name != "Bash" || c1.Input["command"] != "first" {
+		t.Fatalf("[turn 1] expected the first call, got %+v", c1)
+	}
+	conv += "," + result(c1.ID)
+	if m := ask(conv).Content[0]; m.Type != "text" || m.Text != ReplyText {
+		t.Fatalf("[turn 1 result] expected the text that ends the turn, got %+v", m)
+	}
+	conv += `,{"role":"assistant","content":[{"type":"text","text":"done"}]},` + user("the check failed: fix it")
+	c2 := ask(conv).Content[0]
+	if c2.Name != "Bash" || c2.Input["command"] != "second" {
+		t.Fatalf("[turn 2] expected the second call, got %+v", c2)
+	}
+	conv += "," + result(c2.ID) + `,{"role":"assistant","content":[{"type":"text","text":"done"}]},` + user("more")
+	if m := ask(conv).Content[0]; m.Type != "text" {
+		t.Errorf("[turn 3] expected text past the calls, got %+v", m)
+	}
+}

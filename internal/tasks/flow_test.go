@@ -516,3 +516,39 @@ func TestLandsWhatWasReviewed(t *testing.T) {
 		t.Errorf("expected the worktree kept: %v", err)
 	}
 }
+
+// TestLandCheckPrepared: the check of a landing runs on the merge result
+// prepared as the task's worktree was (the role's included files, its
+// setup): a check that needs an untracked .env passes there too.
+func TestLandCheckPrepared(t *testing.T) {
+	f := newFixture(t, []string{"sh", "-c", "test -f .env && test -f setup-ran"})
+	ctx := context.Background()
+	if err := os.WriteFile(filepath.Join(f.repo, ".env"), []byte("TOKEN=x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := f.st.Update(ctx, func(tx store.Tx) error {
+		r, err := tx.Role("w")
+		if err != nil {
+			return err
+		}
+		r.WorktreeInclude, r.WorktreeSetup = []string{".env"}, []string{"touch", "setup-ran"}
+		return tx.PutRole(r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.fake.agent = func(session, text string) {
+		commitIn(t, filepath.Join(f.repo, ".herd", "worktrees", "t-1"), text)
+		f.fake.turnEnd(session)
+	}
+	if _, err := f.m.Add(ctx, AddRequest{Role: "w", Prompt: "job"}); err != nil {
+		t.Fatal(err)
+	}
+	f.settle("t-1", herd.TaskReview)
+	if _, err := f.m.Verb(ctx, "approve", VerbRequest{ID: "t-1", By: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.settle("t-1", herd.TaskLanded); got.Landed == "" {
+		t.Errorf("expected landed, got %+v", got)
+	}
+}

@@ -44,6 +44,12 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 	var res ranCheck
 	if len(t.Check) > 0 {
 		opts.Check = func(ctx context.Context, dir string) error {
+			// The merge result is checked as the task was: with the
+			// role's included files and its setup.
+			if out, err := m.o.Worktrees.Prepare(ctx, dir, worktree.TaskOptions(role, t)); err != nil {
+				res = ranCheck{Exit: -1, Err: err, Tail: out}
+				return err
+			}
 			res = m.run(ctx, t.ID+"-land", dir, t.Check, checkTimeout(role), m.logPath(t.ID, 0))
 			if !res.Passed() {
 				return fmt.Errorf("exit %d: %v", res.Exit, res.Err)

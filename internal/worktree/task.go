@@ -107,3 +107,17 @@ func (m *Manager) RemoveLanded(ctx context.Context, opts Options, keepBranch boo
 func (m *Manager) Tip(ctx context.Context, dir, name string) (string, error) {
 	return m.branchTip(ctx, dir, name)
 }
+
+// Prepare makes dir (a checkout of the repository opts describes, e.g. a
+// landing's temporary worktree) like a worktree Ensure made: the files of
+// opts.Include copied in from opts.Workdir, then opts.Setup run there. It
+// returns the setup's output.
+func (m *Manager) Prepare(ctx context.Context, dir string, opts Options) (string, error) {
+	if _, err := copyIncluded(opts.Workdir, dir, opts.Include); err != nil {
+		return "", err
+	}
+	if len(opts.Setup) == 0 {
+		return "", nil
+	}
+	return m.setup(ctx, dir, opts)
+}

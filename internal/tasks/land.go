@@ -25,6 +25,13 @@ func (m *Manager) startLanding(t herd.Task, role herd.Role) {
 	}
 	m.group.Go("task landing "+t.ID, func() {
 		defer m.release(t.ID)
+		// Landings in one repository wait for each other here, before
+		// their deadline starts: a wait is no part of a check's time.
+		unlock, err := m.lockRepo(m.runCtx(), t.Repo)
+		if err != nil {
+			return
+		}
+		defer unlock()
 		ctx, cancel := context.WithTimeout(m.runCtx(), checkTimeout(role)+2*time.Minute)
 		defer cancel()
 		if err := m.land(ctx, t, role); err != nil && !errors.Is(err, errStale) && ctx.Err() == nil {
@@ -137,6 +144,27 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 		t.State, t.Reason, t.ApprovedBy = herd.TaskNeedsYou, reason, ""
 		return []*herd.Event{m.event(*t, herd.EventTaskNeedsYou, reason, fmt.Sprintf("task %s could not land: %v", t.ID, err), nil)}, nil
 	})
+}
+
+// lockRepo takes the landing turn of repository repo, giving up when ctx
+// ends first; it returns the unlock.
+func (m *Manager) lockRepo(ctx context.Context, repo string) (func(), error) {
+	m.mu.Lock()
+	if m.landing == nil {
+		m.landing = map[string]chan struct{}{}
+	}
+	turn, ok := m.landing[repo]
+	if !ok {
+		turn = make(chan struct{}, 1)
+		m.landing[repo] = turn
+	}
+	m.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+		return func() { <-turn }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func mode(role herd.Role) string {

@@ -99,6 +99,8 @@ type Manager struct {
 	// loop end with it (a daemon stopping does not wait for them; the
 	// next one runs them again).
 	ctx context.Context
+	// landing is the landing turn of each repository (lockRepo).
+	landing map[string]chan struct{}
 	// taskRoles are the task roles of the last round (a deleted one's
 	// tasks end).
 	taskRoles map[string]bool

@@ -6,6 +6,7 @@ package taskflow
 
 import (
 	"fmt"
+	"time"
 
 	"herd"
 	"herd/internal/errs"
@@ -24,7 +25,15 @@ type Replica struct {
 	// TurnEnded: an idle activity event of Incarnation follows the
 	// task's DeliveredAfter cursor.
 	TurnEnded bool
+	// Since is when the replica entered State.
+	Since time.Time
 }
+
+// StoppedGrace is how long a replica holding a task may be stopped before
+// the task needs a person: a restart (a relaunch in the task's worktree,
+// a daemon killed between the stop and the launch, the reconciler about
+// to relaunch the slot) passes through stopped.
+const StoppedGrace = time.Minute
 
 // Ready reports whether the replica's agent is up and idle: a prompt
 // typed now is read.
@@ -40,6 +49,8 @@ type Observed struct {
 	// Commits the task's branch has past its base; -1 when unknown (the
 	// branch or the base is gone).
 	Commits int
+	// Now is when it was observed.
+	Now time.Time
 }
 
 // Do is what to do next with a task.
@@ -111,7 +122,7 @@ func Next(t herd.Task, o Observed) Step {
 	}
 	switch r.State {
 	case herd.StateFailed, herd.StateSucceeded, herd.StateStopped:
-		if t.State == herd.TaskNeedsYou {
+		if t.State == herd.TaskNeedsYou || (r.State == herd.StateStopped && o.Now.Sub(r.Since) < StoppedGrace) {
 			return Step{Do: Wait}
 		}
 		return Step{Do: NeedsYou, Reason: ReasonAgentStuck}

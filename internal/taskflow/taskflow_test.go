@@ -2,6 +2,7 @@ package taskflow
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -10,7 +11,7 @@ import (
 )
 
 func replica(st herd.State, act herd.Activity, inc, conv string, ended bool) *Replica {
-	return &Replica{Name: "w-0", State: st, Activity: act, Incarnation: inc, Conversation: conv, TurnEnded: ended}
+	return &Replica{Name: "w-0", State: st, Activity: act, Incarnation: inc, Conversation: conv, TurnEnded: ended, Since: time.Unix(0, 0)}
 }
 
 func TestNext(t *testing.T) {
@@ -46,7 +47,8 @@ func TestNext(t *testing.T) {
 		{"blocked", task(herd.TaskChanges, "i1", "c1"), Observed{Replica: replica(run, blocked, "i1", "c1", false)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
 		{"stalled", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(herd.StateStalled, working, "i1", "c1", false)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
 		{"failed replica", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(herd.StateFailed, idle, "i1", "c1", false)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
-		{"stopped replica", task(herd.TaskChanges, "i1", "c1"), Observed{Replica: replica(herd.StateStopped, idle, "i1", "c1", false)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
+		{"stopped replica", task(herd.TaskChanges, "i1", "c1"), Observed{Replica: replica(herd.StateStopped, idle, "i1", "c1", false), Now: time.Unix(0, 0).Add(StoppedGrace)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
+		{"stopped for a moment (a restart)", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(herd.StateStopped, idle, "i1", "c1", false), Now: time.Unix(0, 0).Add(StoppedGrace - time.Second)}, Step{Do: Wait}},
 		{"needs you, still stalled", task(herd.TaskNeedsYou, "i1", "c1"), Observed{Replica: replica(herd.StateStalled, working, "i1", "c1", false)}, Step{Do: Wait}},
 		{"needs you, still waiting", task(herd.TaskNeedsYou, "i1", "c1"), Observed{Replica: replica(run, waiting, "i1", "c1", false)}, Step{Do: Wait}},
 		{"needs you, works again", task(herd.TaskNeedsYou, "i1", "c1"), Observed{Replica: replica(run, working, "i1", "c1", false)}, Step{Do: Resume}},

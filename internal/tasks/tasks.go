@@ -361,7 +361,7 @@ func (w world) replica(name string) *taskflow.Replica {
 		return nil
 	}
 	return &taskflow.Replica{Name: s.Name, State: s.State, Activity: s.Activity, Incarnation: s.Incarnation,
-		Conversation: w.incs[name].AgentSessionID}
+		Conversation: w.incs[name].AgentSessionID, Since: s.StateSince}
 }
 
 // assign gives queued tasks to free replicas, each in a transaction that
@@ -421,7 +421,7 @@ func (m *Manager) step(ctx context.Context, w world, t herd.Task) error {
 		}
 		return nil
 	}
-	obs := taskflow.Observed{Replica: w.replica(t.Session)}
+	obs := taskflow.Observed{Replica: w.replica(t.Session), Now: time.Now()}
 	if r := obs.Replica; r != nil && r.Incarnation == t.Incarnation && t.State != herd.TaskAssigned {
 		ended, err := m.turnEnded(ctx, t, r.Incarnation)
 		if err != nil {

@@ -99,7 +99,7 @@ check = ["sh", "-c", "ls work/*.md"]
 	}
 	t.Logf("%d tasks through %d agents: %d agent SIGKILLs, %d daemon SIGKILLs, %d retried", tasks, replicas, agentKills, killedDaemon, retried)
 
-	evs := e.events()
+	evs := e.events("--limit", "0") // every event: a full campaign writes many more than the default 1000
 	landedOnce := map[string]int{}
 	passed := map[string]bool{}
 	holder := map[string]string{}  // task -> session holding it
@@ -162,7 +162,7 @@ func (e *env) allTasks() []herd.Task {
 
 // lastTaskEvent is the message of the newest event of task id.
 func lastTaskEvent(e *env, id string) string {
-	evs := e.events()
+	evs := e.events("--limit", "0") // every event: a full campaign writes many more than the default 1000
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Data["task"] == id {
 			return evs[i].Kind + ": " + evs[i].Message + fmt.Sprint(evs[i].Data)

@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,20 +34,7 @@ func TestRealClaudeTask(t *testing.T) {
 	version, _ := exec.Command(claude, "--version").Output()
 	t.Logf("claude: %s (%s)", strings.TrimSpace(string(version)), claude)
 
-	ln, err := mockapi.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mock := mockapi.New(nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mock.Run(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("mock api: %v", err)
-		}
-	})
+	mock, ln := startMock(t)
 	// The first turn commits a greeting the check refuses (misspelt);
 	// the check's failure, typed back by herd, is the second turn's
 	// prompt, whose call fixes it.
@@ -76,17 +61,7 @@ func TestRealClaudeTask(t *testing.T) {
 		if t.Failed() {
 			t.Logf("screen of worker-0:\n%s\nmock records: %+v", e.capture("worker-0"), mock.Records())
 		}
-		_ = exec.Command("tmux", "-L", e.tmuxSock, "kill-server").Run()
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
-			pids := e.agentPIDs()
-			if len(pids) == 0 {
-				return
-			}
-			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			time.Sleep(100 * time.Millisecond) // polling interval
-		}
+		e.endAgents()
 	})
 	roles := filepath.Join(root, "roles.toml")
 	if err := os.WriteFile(roles, fmt.Appendf(nil, `[[role]]

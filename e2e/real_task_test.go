@@ -107,9 +107,11 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-012
 	if b, err := os.ReadFile(filepath.Join(repo, "greeting.txt")); err != nil || string(b) != "hello\n" {
 		t.Errorf("[landed] expected greeting.txt on main in the checkout, got %q (%v)", b, err)
 	}
-	if _, err := os.Stat(wt); !os.IsNotExist(err) {
-		t.Errorf("[landed] expected the worktree removed, got %v", err)
-	}
+	// Removed once the landing is recorded (the task is landed first).
+	e.waitFor("the worktree removed", 20*time.Second, func() bool {
+		_, err := os.Stat(wt)
+		return os.IsNotExist(err)
+	})
 	for _, ev := range e.events() {
 		if ev.Data["task"] == id {
 			t.Logf("event: %s %s %s %s %s", ev.Time.Format(time.TimeOnly), ev.Session, ev.Kind, ev.Reason, clip(ev.Message, 200))

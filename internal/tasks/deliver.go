@@ -1,0 +1,149 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"herd"
+	"herd/internal/slots"
+	"herd/internal/store"
+	"herd/internal/taskflow"
+	"herd/internal/verbs"
+	"herd/internal/worktree"
+)
+
+// relaunch gives the task's replica a fresh incarnation in the task's
+// worktree (made first: a repository where it cannot be made fails the
+// task, not the replica).
+func (m *Manager) relaunch(ctx context.Context, role herd.Role, t herd.Task) error {
+	wt, err := m.o.Worktrees.Ensure(ctx, worktree.TaskOptions(role, t))
+	if err != nil {
+		return m.fail(ctx, t, taskflow.ReasonWorktreeError, fmt.Sprintf("task %s: its worktree could not be made: %v", t.ID, err))
+	}
+	inc, err := m.o.Slots.Restart(ctx, slots.RestartRequest{Name: t.Session, Reason: "task", Data: map[string]any{"task": t.ID}})
+	if err != nil {
+		return fmt.Errorf("relaunch %s in %s: %w", t.Session, wt.Path, err)
+	}
+	return m.write(ctx, t.ID, []herd.TaskState{herd.TaskAssigned}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		t.Incarnation, t.Worktree = inc, wt.Path
+		return nil, nil
+	})
+}
+
+// lastEventID is the id of the newest event: the cursor a delivery's
+// turn end is looked for after.
+func (m *Manager) lastEventID(ctx context.Context) (int64, error) {
+	var id int64
+	err := m.st.View(ctx, func(tx store.Tx) error {
+		evs, err := tx.Events(store.EventFilter{Limit: 1})
+		if len(evs) == 1 {
+			id = evs[0].ID
+		}
+		return err
+	})
+	return id, err
+}
+
+// maxDeliveryFailures is how many deliveries may fail in a row before
+// the task needs a person.
+const maxDeliveryFailures = 3
+
+// deliver types text (the prompt when "") into the task's replica and
+// records it: the task is working on it from now on.
+func (m *Manager) deliver(ctx context.Context, t herd.Task, w world, text string) error {
+	r := w.replica(t.Session)
+	if r == nil {
+		return nil
+	}
+	if text == "" {
+		text = t.Prompt
+	}
+	cursor, err := m.lastEventID(ctx)
+	if err != nil {
+		return err
+	}
+	if err := m.type_(ctx, t.Session, text); err != nil {
+		m.mu.Lock()
+		m.failures[t.ID]++
+		n := m.failures[t.ID]
+		m.mu.Unlock()
+		if n >= maxDeliveryFailures {
+			return m.needsYou(ctx, t, "delivery_failed", fmt.Sprintf("task %s: its prompt could not be typed into %s (%d tries): %v", t.ID, t.Session, n, err))
+		}
+		return err
+	}
+	m.mu.Lock()
+	delete(m.failures, t.ID)
+	m.mu.Unlock()
+	inc, conv := r.Incarnation, r.Conversation
+	return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		again := t.State != herd.TaskAssigned
+		t.State, t.Reason, t.Incarnation, t.Conversation, t.DeliveredAfter = herd.TaskWorking, "", inc, conv, cursor
+		msg, reason := fmt.Sprintf("task %s's prompt typed into %s", t.ID, t.Session), ""
+		if again {
+			msg, reason = fmt.Sprintf("task %s's prompt typed again into %s: its conversation did not survive a relaunch", t.ID, t.Session), "again"
+		}
+		return []*herd.Event{m.event(*t, herd.EventTaskDelivered, reason, msg, map[string]any{"bytes": len(text)})}, nil
+	})
+}
+
+// type_ types text into session's agent and submits it.
+func (m *Manager) type_(ctx context.Context, session, text string) error {
+	_, err := m.o.Inject.Inject(ctx, verbs.InjectRequest{Name: session, Text: text, Enter: true,
+		Multiline: strings.ContainsAny(text, "\r\n")})
+	return err
+}
+
+// send types a reaction's text into the task's agent and records it
+// (event kind, reason, data): the task is working again, its turn end
+// looked for after now.
+func (m *Manager) send(ctx context.Context, t herd.Task, from []herd.TaskState, text string, evs func(t herd.Task) []*herd.Event, change func(t *herd.Task)) error {
+	cursor, err := m.lastEventID(ctx)
+	if err != nil {
+		return err
+	}
+	// Still the task's, on its replica, in the same agent: typed only
+	// then (a task cancelled during its check must not reach the agent
+	// that took the next task).
+	var now herd.Task
+	if err := m.st.View(ctx, func(tx store.Tx) (err error) { now, err = tx.Task(t.ID); return err }); err != nil {
+		return err
+	}
+	if !slices.Contains(from, now.State) || now.Session != t.Session || now.Incarnation != t.Incarnation {
+		return errStale
+	}
+	if err := m.type_(ctx, t.Session, text); err != nil {
+		return &typeError{session: t.Session, err: err}
+	}
+	return m.write(ctx, t.ID, from, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		t.DeliveredAfter, t.Reason = cursor, ""
+		if change != nil {
+			change(t)
+		}
+		return evs(*t), nil
+	})
+}
+
+// typeError is a reaction that could not be typed into its agent.
+type typeError struct {
+	session string
+	err     error
+}
+
+func (e *typeError) Error() string { return fmt.Sprintf("type into %s: %v", e.session, e.err) }
+func (e *typeError) Unwrap() error { return e.err }
+
+// react is send for the component's own reactions (a failed check, a
+// conflict): an agent that cannot be typed into puts the task before a
+// person (agent_stuck) rather than running the check again and again.
+func (m *Manager) react(ctx context.Context, t herd.Task, from []herd.TaskState, text string, evs func(t herd.Task) []*herd.Event, change func(t *herd.Task)) error {
+	err := m.send(ctx, t, from, text, evs, change)
+	var te *typeError
+	if errors.As(err, &te) {
+		return m.needsYou(ctx, t, taskflow.ReasonAgentStuck, fmt.Sprintf("task %s: what herd had to tell its agent could not be typed into %s: %v", t.ID, t.Session, te.err))
+	}
+	return err
+}

@@ -3,6 +3,7 @@ package slots
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"herd"
@@ -55,7 +56,7 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 	if sl.o.Demand != nil {
 		demand = sl.o.Demand()
 	}
-	plan := reconcile.PlanWith(roles, pl.unplaced(sessions), now, demand)
+	plan := reconcile.PlanWith(roles, sl.holdRestarting(pl.unplaced(sessions)), now, demand)
 	if !away {
 		plan = append(plan, reconcile.PlanPlaced(pl.roles, pl.mine, pl.placed(sessions), now)...)
 	}
@@ -79,6 +80,49 @@ func (sl *Slots) Reconcile(ctx context.Context) (next time.Time) {
 		return time.Time{}
 	}
 	return next
+}
+
+// beginRestart marks a restart of session name as under way; the
+// returned func ends the mark.
+func (sl *Slots) beginRestart(name string) (end func()) {
+	sl.mu.Lock()
+	sl.restarting[name]++
+	sl.mu.Unlock()
+	return func() {
+		sl.mu.Lock()
+		if sl.restarting[name]--; sl.restarting[name] <= 0 {
+			delete(sl.restarting, name)
+		}
+		sl.mu.Unlock()
+	}
+}
+
+// holdRestarting returns sessions with each one whose restart is under
+// way shown holding its slot: between the restart's stop and its launch
+// the session is stopped, and a plan made then would launch another slot
+// in its place (a task role's scaled replicas: the lowest free index,
+// then stop the restarted one as one too many). The listing is shared,
+// never changed: it is copied only when a restart is under way.
+func (sl *Slots) holdRestarting(sessions []herd.Session) []herd.Session {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if len(sl.restarting) == 0 {
+		return sessions
+	}
+	var out []herd.Session
+	for i, s := range sessions {
+		if sl.restarting[s.Name] == 0 || s.State.HoldsSlot() {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(sessions)
+		}
+		out[i].State = herd.StatePending
+	}
+	if out == nil {
+		return sessions
+	}
+	return out
 }
 
 // stopInBackground runs a planned stop on its own goroutine: a stop may

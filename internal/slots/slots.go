@@ -137,6 +137,9 @@ type Slots struct {
 	// held holds, by session, until when its launch was last held (see
 	// noteHeld).
 	held map[string]time.Time
+	// restarting counts, by session, the restarts under way (see
+	// holdRestarting).
+	restarting map[string]int
 	// placementsAway is set while the placements cannot be read (the
 	// store away): Reconcile says so once.
 	placementsAway atomic.Bool
@@ -147,6 +150,7 @@ func New(o Options) *Slots {
 	s := &Slots{
 		o: o, st: o.Status, kick: make(chan struct{}, 1),
 		stopSlots: make(chan struct{}, maxParallelStops), stopsUnderWay: map[string]chan struct{}{}, held: map[string]time.Time{},
+		restarting: map[string]int{},
 	}
 	s.td = takedown.New(takedown.Options{
 		Status: o.Status, Runtimes: o.Runtimes, Proc: o.Proc, BootID: o.BootID, Contain: o.Contain, Ops: &s.ops, Log: o.Log,

@@ -47,6 +47,7 @@ func (sl *Slots) Restart(ctx context.Context, req RestartRequest) (string, error
 	defer sl.ops.End()
 	unlock := sl.st.Lock(req.Name)
 	defer unlock()
+	defer sl.beginRestart(req.Name)()
 
 	s, role, err := sl.restartTarget(ctx, req.Name)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"herd"
 	"herd/internal/herdtest"
 	"herd/internal/prober"
+	"herd/internal/reconcile"
 	"herd/internal/proc"
 	"herd/internal/runtime"
 	"herd/internal/status"
@@ -200,5 +201,60 @@ func TestReconcileShutdownMidWave(t *testing.T) {
 		if err != nil || inc.Identity.Marker != spec.Incarnation {
 			t.Errorf("[%s] expected the agent's identity recorded … got %+v, %v", spec.Session, inc.Identity, err)
 		}
+	}
+}
+
+// TestRestartHoldsItsSlot: a session whose restart is under way holds its
+// slot, though it is stopped between the restart's stop and its launch. A
+// role scaled by the task queue (replicas 1, max_replicas 2) planned at
+// that moment launches no other slot in its place — before, the lowest
+// free index was launched, and once the restart was done the restarted
+// replica was stopped as one too many.
+func TestRestartHoldsItsSlot(t *testing.T) {
+	sl, st, rt := newWaveEnv(t, 1)
+	rt.open()
+	ctx := context.Background()
+	policy := herd.RestartPolicy{Policy: herd.PolicyAlways, InitialBackoff: time.Minute, MaxBackoff: time.Hour, ResetAfter: time.Hour, MaxRestarts: 3}
+	// A task role runs in tmux: the gate runtime stands in for it.
+	sl.o.Runtimes[herd.RuntimeTmux] = rt
+	role := herd.Role{Name: "w", Replicas: 1, MaxReplicas: 2, Tasks: true, Command: []string{"sleep", "60"}, Workdir: t.TempDir(), Runtime: herd.RuntimeTmux, Agent: herd.AgentGeneric}
+	if err := putRoles(ctx, st, policy, []herd.Role{role}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	demand := reconcile.Demand{Want: map[string]int{"w": 2}, Known: true}
+	sl.o.Demand = func() reconcile.Demand {
+		mu.Lock()
+		defer mu.Unlock()
+		return demand
+	}
+	state := func(name string) herd.State {
+		s, err := st.Session(ctx, name)
+		if err != nil {
+			t.Fatalf("[%s] %v", name, err)
+		}
+		return s.State
+	}
+	sl.Reconcile(ctx)
+	for _, name := range []string{"w-0", "w-1"} {
+		if got := state(name); got != herd.StateRunning {
+			t.Fatalf("[%s] expected running for a demand of 2 … got %s", name, got)
+		}
+		if err := sl.Stop(ctx, StopRequest{Name: name, Reason: herd.ReasonUser}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// w-1 between its restart's stop and its launch; the queue wants one.
+	end := sl.beginRestart("w-1")
+	mu.Lock()
+	demand = reconcile.Demand{Want: map[string]int{"w": 1}, Keep: map[string]bool{"w-1": true}, Known: true}
+	mu.Unlock()
+	sl.Reconcile(ctx)
+	if got := state("w-0"); got != herd.StateStopped {
+		t.Errorf("expected w-0 left stopped while w-1's restart holds the one slot wanted … got %s", got)
+	}
+	end()
+	if got := sl.holdRestarting([]herd.Session{{Name: "w-1", State: herd.StateStopped}}); got[0].State != herd.StateStopped {
+		t.Errorf("expected the hold to end with the restart … got %s", got[0].State)
 	}
 }

@@ -118,14 +118,14 @@ func isTimeout(err error) bool {
 }
 
 // TestListenerCap: over Max, a connection is closed at once, the reason
-// logged once per LogEvery; closing one admits the next.
+// logged once per Quiet.Every; closing one admits the next.
 func TestListenerCap(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &logLines{}
-	l := &Listener{Listener: inner, Max: 2, LogEvery: time.Hour, Log: slog.New(logs), Name: "test"}
+	l := &Listener{Listener: inner, Max: 2, Quiet: Quiet{Every: time.Hour}, Log: slog.New(logs), Name: "test"}
 	defer l.Close()
 	admitted := make(chan net.Conn, 10)
 	go func() {

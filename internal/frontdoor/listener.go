@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,8 +15,8 @@ import (
 // Listener is a net.Listener that holds at most Max connections open at
 // a time, and takes none while the process is short of file descriptors
 // (fewer than Reserve free): a connection over either is accepted and
-// closed at once, and the reason logged (at most once per LogEvery,
-// with how many were closed since). Supervision keeps its descriptors
+// closed at once, and the reason logged (as often as Quiet allows, with
+// how many were closed since). Supervision keeps its descriptors
 // whatever a client does with the port.
 type Listener struct {
 	net.Listener
@@ -29,22 +28,15 @@ type Listener struct {
 	// Free reports the process's free descriptors (ok false: unknown);
 	// nil: FreeFDs.
 	Free func() (free int, ok bool)
-	// LogEvery is the least time between two log lines of refusals;
-	// 10s when 0.
-	LogEvery time.Duration
-	Log      *slog.Logger
+	// Quiet bounds the log lines of refusals (at most one per 10 s by
+	// default).
+	Quiet Quiet
+	Log   *slog.Logger
 	// Name names the listener in the log ("web").
 	Name string
 
 	// open counts the connections open.
 	open atomic.Int64
-
-	// mu guards the fields below.
-	mu sync.Mutex
-	// logged is when a refusal was last logged.
-	logged time.Time
-	// quiet counts the refusals not logged since.
-	quiet int
 }
 
 // Accept returns the next connection admitted, closing those refused.
@@ -84,23 +76,10 @@ func (l *Listener) admit() string {
 	return ""
 }
 
-// refused logs a refused connection, at most once per LogEvery.
+// refused logs a refused connection, as often as Quiet allows.
 func (l *Listener) refused(why string, from net.Addr) {
-	every := l.LogEvery
-	if every <= 0 {
-		every = 10 * time.Second
-	}
-	l.mu.Lock()
-	now := time.Now()
-	if now.Sub(l.logged) < every {
-		l.quiet++
-		l.mu.Unlock()
-		return
-	}
-	quiet := l.quiet
-	l.logged, l.quiet = now, 0
-	l.mu.Unlock()
-	if l.Log != nil {
+	ok, quiet := l.Quiet.Allow()
+	if ok && l.Log != nil {
 		l.Log.Warn(l.Name+": connection closed at once: "+why, "remote", from.String(), "open", l.Open(), "max", l.Max,
 			"reserve", l.Reserve, "closed_unlogged", quiet)
 	}

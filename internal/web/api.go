@@ -203,7 +203,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	release, err := s.limits.streams.Open(r.RemoteAddr)
 	if err != nil {
-		s.log.Warn("web: event stream refused", "remote", r.RemoteAddr, "err", err)
+		if ok, unlogged := s.limits.streamsRefused.Allow(); ok {
+			s.log.Warn("web: event stream refused", "remote", r.RemoteAddr, "err", err, "refused_unlogged", unlogged)
+		}
 		replyError(w, http.StatusTooManyRequests, err.Error())
 		return
 	}

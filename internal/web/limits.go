@@ -20,6 +20,8 @@ type limits struct {
 	reserve int
 	// streams caps the event streams, per client address and in all.
 	streams frontdoor.Streams
+	// streamsRefused bounds the log lines of refused streams.
+	streamsRefused frontdoor.Quiet
 }
 
 // defaultLimits are the console's limits: room for a few people with a

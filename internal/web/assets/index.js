@@ -89,9 +89,20 @@
       items.forEach(function (it) {
         keep[it.session] = true;
         if (focused && focused.dataset.session === it.session) { next.push(focused); return; }
-        next.push(card(it));
+        // An item unchanged keeps its card: a tap on a button is never
+        // lost to a redraw of the same item.
+        var key = JSON.stringify(it);
+        var old = box.querySelector('.item[data-session="' + CSS.escape(it.session) + '"]');
+        if (old && old.dataset.key === key) { next.push(old); return; }
+        var c = card(it);
+        c.dataset.key = key;
+        next.push(c);
       });
-      box.replaceChildren.apply(box, next);
+      // Cards in place stay where they are; only the others move.
+      next.forEach(function (c, i) {
+        if (box.children[i] !== c) box.insertBefore(c, box.children[i] || null);
+      });
+      while (box.children.length > next.length) box.lastElementChild.remove();
       waiting.sessions = items.length;
       showWaiting();
       // A dialog not read from its screen yet is drawn a moment after its

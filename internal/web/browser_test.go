@@ -282,7 +282,19 @@ func TestBrowser(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("[stop by token] expected 200 … got %d", resp.StatusCode)
 	}
-	do(t, ctx, "inbox empty", 15*time.Second, visible("#inbox-empty"))
+	empty, cancelEmpty := context.WithTimeout(ctx, 15*time.Second)
+	if err := chromedp.Do(empty, visible("#inbox-empty")); err != nil {
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/inbox", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		var inbox []byte
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			inbox, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("inbox-section").innerText`))
+		t.Fatalf("[inbox empty] %v; the inbox API: %s; the page: %q", err, inbox, page)
+	}
+	cancelEmpty()
 
 	// The crash chart: the failed role's crash is a bar of its own
 	// figure, drawn as SVG by the page's script.

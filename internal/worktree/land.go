@@ -246,11 +246,12 @@ func (m *Manager) identity(ctx context.Context, dir string) ([]string, error) {
 
 // addTemp adds a detached worktree at commit in a new temporary directory.
 func (m *Manager) addTemp(ctx context.Context, top, commit string) (string, error) {
-	tmp, err := os.MkdirTemp("", "herd-land-")
+	m.sweepLandings(ctx, top)
+	tmp, err := os.MkdirTemp("", landPrefix)
 	if err != nil {
 		return "", fmt.Errorf("worktree: %w", err)
 	}
-	if _, err := m.git().Run(ctx, top, "worktree", "add", "--quiet", "--detach", tmp, commit); err != nil {
+	if _, err := m.git().Run(ctx, top, "worktree", "add", "--quiet", "--detach", "--lock", "--reason", landLock(), tmp, commit); err != nil {
 		m.removeTemp(ctx, top, tmp)
 		return "", fmt.Errorf("worktree: temporary worktree for landing: %w", err)
 	}

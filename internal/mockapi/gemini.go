@@ -158,8 +158,9 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 	var part map[string]any
 	if rec.Trigger == TriggerTool && shell && !toolResult {
 		rec.Tool, rec.ToolName = true, geminiShellTool
+		cmd := s.nextToolCommand()
 		part = map[string]any{"functionCall": map[string]any{"name": geminiShellTool,
-			"args": map[string]any{"command": ToolCommand, "description": "Create a marker file"}}}
+			"args": map[string]any{"command": cmd, "description": describe(cmd)}}}
 	} else {
 		part = map[string]any{"text": ReplyText}
 	}

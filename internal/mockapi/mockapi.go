@@ -106,6 +106,10 @@ type Server struct {
 	resetAt time.Time     // the reset time named by rate-limit answers
 	seq     int
 	script  *script // set by Script
+	// commands are the shell commands of TriggerTool's calls, one per
+	// call in order, the last one repeated (ToolCommands); none:
+	// ToolCommand.
+	commands []string
 }
 
 // New returns a mock that logs to log (nil: discard).
@@ -391,7 +395,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if req.hasTool("Bash") && !toolResult {
 			rec.Status, rec.Tool = http.StatusOK, true
 			s.record(rec)
-			s.answer(w, req, &bashCall)
+			cmd := s.nextToolCommand()
+			call := ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": describe(cmd)}}
+			s.answer(w, req, &call)
 			return
 		}
 	}
@@ -431,8 +437,37 @@ func (s *Server) nextID(prefix string) string {
 	return fmt.Sprintf("%s_mock%06d", prefix, s.seq)
 }
 
-// bashCall is the tool call TriggerTool answers with.
-var bashCall = ToolCall{Name: "Bash", Input: map[string]any{"command": ToolCommand, "description": "Create a marker file"}}
+// ToolCommands sets the shell commands TriggerTool's calls run, in every
+// API: the first call runs cmds[0], the next cmds[1], and so on, the last
+// one repeated. Without it each call runs ToolCommand.
+func (s *Server) ToolCommands(cmds ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commands = slices.Clone(cmds)
+}
+
+// describe is the description a shell call gives of cmd.
+func describe(cmd string) string {
+	if cmd == ToolCommand {
+		return "Create a marker file"
+	}
+	return "Run the command asked for"
+}
+
+// nextToolCommand is the command of the next TriggerTool call.
+func (s *Server) nextToolCommand() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch len(s.commands) {
+	case 0:
+		return ToolCommand
+	case 1:
+		return s.commands[0]
+	}
+	c := s.commands[0]
+	s.commands = s.commands[1:]
+	return c
+}
 
 // answer writes a message: text, or a tool_use of call when it is set;
 // streamed as server-sent events when the request asked for it.

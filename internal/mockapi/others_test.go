@@ -2,6 +2,8 @@ package mockapi
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -141,5 +143,27 @@ func TestGeminiAPI(t *testing.T) {
 	_, data := events(t, resp)
 	if len(data) != 1 || data[0]["candidates"] == nil {
 		t.Errorf("stream: expected one data line with candidates, got %v", data)
+	}
+}
+
+// TestToolCommands: with ToolCommands, each API's TriggerTool calls run
+// the commands in order, the last one repeated.
+func TestToolCommands(t *testing.T) {
+	for _, api := range []struct {
+		name, path, body, want string
+	}{
+		{"messages", "/v1/messages", `{"model":"m","max_tokens":10,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"run ` + TriggerTool + `"}]}`, `"command":"%s"`},
+		{"responses", "/v1/responses", `{"model":"m","tools":[{"type":"function","name":"shell_command"}],"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"run ` + TriggerTool + `"}]}]}`, `\"command\":\"%s\"`},
+		{"gemini", "/v1beta/models/m:generateContent", `{"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}],"contents":[{"role":"user","parts":[{"text":"run ` + TriggerTool + `"}]}]}`, `"command":"%s"`},
+	} {
+		s, url := start(t)
+		s.ToolCommands("echo one", "echo two")
+		for _, cmd := range []string{"echo one", "echo two", "echo two"} {
+			resp := postTo(t, url, api.path, api.body)
+			b, _ := io.ReadAll(resp.Body)
+			if want := fmt.Sprintf(api.want, cmd); !strings.Contains(string(b), want) {
+				t.Errorf("[%s] expected a call running %q (%s) … got %s", api.name, cmd, want, b)
+			}
+		}
 	}
 }

@@ -61,17 +61,17 @@ func (r responsesRequest) scan(word string) (last string, toolResult, anyHas boo
 }
 
 // shellTool returns the name of the request's shell tool and the
-// arguments that run ToolCommand with it, or "" when it has none.
-func (r responsesRequest) shellTool(escalate bool) (name, args string) {
+// arguments that run command with it, or "" when it has none.
+func (r responsesRequest) shellTool(escalate bool, command string) (name, args string) {
 	for _, t := range r.Tools {
 		var a any
 		switch t.Name {
 		case "shell_command":
-			a = map[string]any{"command": ToolCommand}
+			a = map[string]any{"command": command}
 		case "exec_command":
-			a = map[string]any{"cmd": ToolCommand}
+			a = map[string]any{"cmd": command}
 		case "shell":
-			a = map[string]any{"command": []string{"bash", "-lc", ToolCommand}}
+			a = map[string]any{"command": []string{"bash", "-lc", command}}
 		default:
 			continue
 		}
@@ -144,7 +144,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		rec.Trigger = TriggerTool
 	}
 	_, _, escalate := req.scan(TriggerEscalate)
-	tool, args := req.shellTool(escalate)
+	tool, _ := req.shellTool(escalate, ToolCommand)
 	switch rec.Trigger {
 	case TriggerHang:
 		if tool == "" {
@@ -178,6 +178,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	rec.Tool = rec.Trigger == TriggerTool && tool != "" && !toolResult
 	var item map[string]any
 	if rec.Tool {
+		_, args := req.shellTool(escalate, s.nextToolCommand())
 		rec.ToolName, rec.ToolID = tool, s.nextID("call")
 		item = map[string]any{"type": "function_call", "id": s.nextID("fc"), "call_id": rec.ToolID, "name": tool, "arguments": args, "status": "completed"}
 	}

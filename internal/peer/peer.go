@@ -63,6 +63,9 @@ type Caller struct {
 	// Claimed is the one incarnation the caller's tree carries the marker
 	// (or the cgroup) of, placed or not; "" when none or several.
 	Claimed string
+	// Pending: Claimed is live on record but its launch is not confirmed
+	// yet (no process recorded to check the caller's descent against).
+	Pending bool
 }
 
 // User reports whether the caller is the person who runs herd: outside
@@ -249,6 +252,8 @@ func (f *Finder) Identify(ctx context.Context, cr Cred) Caller {
 		c.Unplaced = fmt.Sprintf("incarnation %s could not be read: %v", c.Claimed, err)
 	case !ok:
 		c.Unplaced = fmt.Sprintf("incarnation %s is not live on record", c.Claimed)
+	case rec.Root.PID == 0 && rec.Agent.PID == 0:
+		c.Unplaced, c.Pending = fmt.Sprintf("incarnation %s's launch is not confirmed yet", c.Claimed), true
 	case !f.onPath(links, rec.Root) && !f.onPath(links, rec.Agent):
 		c.Unplaced = fmt.Sprintf("it carries incarnation %s's mark but does not descend from its process", c.Claimed)
 	default:

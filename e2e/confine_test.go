@@ -36,8 +36,8 @@ func rawPost(route string) {
 }
 
 // TestAgentsConfinedByDaemon: an agent whose role does not manage victim
-// runs `herd stop victim-0`, `herd inject victim-0 ...` and a raw POST
-// on the socket from its shell: the daemon refuses each (the reason says
+// runs `herd stop victim-0`, `herd inject victim-0 ...`, a raw POST on
+// the socket and herd mcp's send without HERD_SESSION from its shell: the daemon refuses each (the reason says
 // what would allow it), victim-0 runs on untouched, and each refusal is
 // an mcp_call event of the calling session. An agent whose role manages
 // its target stops it, victim-0's hooks reach the daemon from inside its
@@ -62,6 +62,7 @@ func testConfined(t *testing.T, extra []string) {
 "$HERD_BIN" stop victim-0 >"$OUT/stop.out" 2>&1; echo $? >"$OUT/stop.code"
 "$HERD_BIN" inject victim-0 hello >"$OUT/inject.out" 2>&1; echo $? >"$OUT/inject.code"
 ` + envRawPost + `=/v1/sessions/victim-0/stop "$E2E_BIN" >"$OUT/raw.out" 2>&1
+(printf '%s\n' "$MCP_INIT" "$MCP_READY" "$MCP_SEND"; sleep 5) | env -u HERD_SESSION "$HERD_BIN" mcp >"$OUT/mcp.out" 2>&1
 "$HERD_BIN" get sessions -o name >"$OUT/get.out" 2>&1; echo $? >"$OUT/get.code"
 touch "$OUT/done"
 exec sleep 600
@@ -72,7 +73,13 @@ touch "$OUT/boss.done"
 exec sleep 600
 `
 	sim := fmt.Sprintf(`%q, "sim", "--interval", "300ms", "--quiet", "--hooks", "SessionStart,PreToolUse:Bash,PermissionRequest"`, bin)
-	env := fmt.Sprintf(`env = { HERD_BIN = %q, E2E_BIN = %q, OUT = %q }`, bin, self, out)
+	// herd mcp without HERD_SESSION: its own guard takes it for a
+	// person's client; the daemon knows better.
+	mcpInit := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`
+	mcpReady := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	mcpSend := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"send","arguments":{"session":"victim-0","text":"hello"}}}`
+	env := fmt.Sprintf(`env = { HERD_BIN = %q, E2E_BIN = %q, OUT = %q, MCP_INIT = %q, MCP_READY = %q, MCP_SEND = %q }`,
+		bin, self, out, mcpInit, mcpReady, mcpSend)
 	e := newEnv(t, fastRestart+fmt.Sprintf(`
 [mcp]
 verbs = ["stop"]
@@ -130,6 +137,9 @@ manages = ["minion"]
 	if o := read("raw.out"); !strings.HasPrefix(o, "403 ") || !strings.Contains(o, "rogue-0 may not stop session victim-0 (role victim)") {
 		t.Errorf("[raw POST from inside an agent] expected 403 with %q, got %s", why, o)
 	}
+	if o := read("mcp.out"); !strings.Contains(o, `"id":2`) || !strings.Contains(o, "rogue-0 may not send session victim-0") {
+		t.Errorf("[herd mcp without HERD_SESSION inside an agent] expected send refused by the daemon, got %s", o)
+	}
 	if code, o := read("get.code"), read("get.out"); code != "0" || !strings.Contains(o, "victim-0") {
 		t.Errorf("[herd get from inside an agent] expected the listing, got exit %s: %s", code, o)
 	}
@@ -148,8 +158,8 @@ manages = ["minion"]
 			refused = append(refused, fmt.Sprint(ev.Data["tool"]))
 		}
 	}
-	if strings.Join(refused, ",") != "stop,send,stop" {
-		t.Errorf("expected the refusals stop, send, stop as mcp_call events of rogue-0, got %v", refused)
+	if strings.Join(refused, ",") != "stop,send,stop,send" {
+		t.Errorf("expected the refusals stop, send, stop, send as mcp_call events of rogue-0, got %v", refused)
 	}
 
 	// The hooks of victim-0's agent reach the daemon from inside it.

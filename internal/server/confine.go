@@ -21,6 +21,15 @@ const (
 	inHandler        // the body names the targets: the handler checks them (sv.permit)
 )
 
+// Callers tells who calls on the socket.
+type Callers interface {
+	// Caller returns who calls on ctx's connection; ok is false for a
+	// call that came over no connection of the socket (in process).
+	Caller(ctx context.Context) (c peer.Caller, ok bool)
+}
+
+var _ Callers = (*peer.Finder)(nil)
+
 // access is what a route asks of a caller from inside an agent's process
 // tree: the guard's action and where its target is. The zero value is a
 // route open to every caller (health, the [mcp] table, listings).

@@ -13,7 +13,6 @@ import (
 	"herd/internal/attention"
 	"herd/internal/config"
 	"herd/internal/guard"
-	"herd/internal/peer"
 	"herd/internal/prober"
 	"herd/internal/roles"
 	"herd/internal/runtime"
@@ -51,9 +50,9 @@ type Options struct {
 	// Tasks is the task component (nil: none; every task route answers
 	// 503).
 	Tasks Tasks
-	// Peers tells who calls on the socket; nil: every caller is the
-	// user (no caller is confined).
-	Peers *peer.Finder
+	// Peers tells who calls on the socket (a peer.Finder); nil: every
+	// caller is the user (no caller is confined).
+	Peers Callers
 	Log   *slog.Logger
 }
 

@@ -36,6 +36,21 @@ type Record struct {
 	Root, Agent herd.Identity
 }
 
+// State is what this daemon's record says of an incarnation.
+type State int
+
+// States of an incarnation on record.
+const (
+	// Unrecorded: this daemon never recorded it. Its environment marker
+	// is another herd's (a daemon of another state directory, around or
+	// inside this one): the walk goes on past it.
+	Unrecorded State = iota
+	// Ended: recorded, but not live on this host now.
+	Ended
+	// Live: open and current on this host.
+	Live
+)
+
 // Finder identifies callers.
 type Finder struct {
 	FS     proc.FS
@@ -44,9 +59,9 @@ type Finder struct {
 	// (cgroup.Containment.Subtree); "" when incarnations do not run in
 	// cgroups of their own.
 	Subtree string
-	// Lookup returns the incarnation live on this host's record with
-	// this id (ok false: none).
-	Lookup func(ctx context.Context, id string) (rec Record, ok bool, err error)
+	// Lookup says what this host's record has of the incarnation with
+	// this id; rec is filled when it is Live.
+	Lookup func(ctx context.Context, id string) (rec Record, st State, err error)
 }
 
 // Caller is who calls.
@@ -201,6 +216,9 @@ type link struct {
 	// inc is the incarnation this process is marked with (cgroup, else
 	// environment marker); "" none.
 	inc string
+	// env: inc is the environment's marker (a cgroup under herd's
+	// subtree is this daemon's by construction).
+	env bool
 }
 
 // Identify tells who the peer cr is:
@@ -210,7 +228,10 @@ type link struct {
 //     daemon's namespace or one nested in it, where they have a pid;
 //   - the peer and its ancestors, up to MaxDepth generations, are read
 //     for an incarnation's mark: its cgroup (when incarnations run in
-//     cgroups) or its HERD_INCARNATION marker;
+//     cgroups) or its HERD_INCARNATION marker; a marker of an
+//     incarnation this daemon never recorded is another herd's (a
+//     daemon of another state directory, around or inside this one) and
+//     is passed over;
 //   - no mark on a tree read to its top: the user;
 //   - one incarnation's mark, that incarnation live on record, and its
 //     launched process or its agent on the path: that session;
@@ -227,16 +248,42 @@ func (f *Finder) Identify(ctx context.Context, cr Cred) Caller {
 	}
 	c := Caller{PID: cr.PID}
 	links, err := f.walk(cr)
-	var seen []string
+	var (
+		seen   []string
+		rec    Record
+		st     State
+		lookup error
+		looked = map[string]State{}
+	)
 	for _, l := range links {
-		if l.inc != "" && (len(seen) == 0 || seen[len(seen)-1] != l.inc) {
-			seen = append(seen, l.inc)
+		if l.inc == "" || (len(seen) > 0 && seen[len(seen)-1] == l.inc) {
+			continue
 		}
+		s, done := looked[l.inc]
+		if !done {
+			var r Record
+			r, s, lookup = f.Lookup(ctx, l.inc)
+			if lookup != nil {
+				break
+			}
+			looked[l.inc] = s
+			if s == Live {
+				rec = r
+			}
+		}
+		if s == Unrecorded && l.env {
+			continue // another herd's marker
+		}
+		seen = append(seen, l.inc)
+		st = s
 	}
 	if len(seen) == 1 {
 		c.Claimed = seen[0]
 	}
 	switch {
+	case err == nil && lookup != nil:
+		c.Unplaced = fmt.Sprintf("the record of its incarnation could not be read: %v", lookup)
+		return c
 	case err != nil:
 		c.Unplaced = err.Error()
 		return c
@@ -246,11 +293,8 @@ func (f *Finder) Identify(ctx context.Context, cr Cred) Caller {
 		c.Unplaced = fmt.Sprintf("its process tree carries the marks of several incarnations (%v)", seen)
 		return c
 	}
-	rec, ok, err := f.Lookup(ctx, c.Claimed)
 	switch {
-	case err != nil:
-		c.Unplaced = fmt.Sprintf("incarnation %s could not be read: %v", c.Claimed, err)
-	case !ok:
+	case st != Live:
 		c.Unplaced = fmt.Sprintf("incarnation %s is not live on record", c.Claimed)
 	case rec.Root.PID == 0 && rec.Agent.PID == 0:
 		c.Unplaced, c.Pending = fmt.Sprintf("incarnation %s's launch is not confirmed yet", c.Claimed), true
@@ -316,7 +360,7 @@ func (f *Finder) walk(cr Cred) ([]link, error) {
 			m, ok, err := f.FS.EnvValue(pid, herd.EnvIncarnation)
 			switch {
 			case err == nil && ok:
-				l.inc = m
+				l.inc, l.env = m, true
 			case err != nil && !errors.Is(err, fs.ErrPermission):
 				// Another user's process, or one that made itself
 				// undumpable, hides its environment: its parent is

@@ -100,12 +100,21 @@ func start(t *testing.T, s *server, env []string, argv ...string) *exec.Cmd {
 	return cmd
 }
 
-// records is a fake record of incarnations live on record.
+// records is a fake record: incarnations live on record, and ended.
 type records map[string]Record
 
-func (r records) lookup(_ context.Context, id string) (Record, bool, error) {
+// ended marks an incarnation on record that is not live.
+var ended = Record{Session: "ended"}
+
+func (r records) lookup(_ context.Context, id string) (Record, State, error) {
 	rec, ok := r[id]
-	return rec, ok, nil
+	switch {
+	case !ok:
+		return Record{}, Unrecorded, nil
+	case rec.Session == ended.Session:
+		return Record{}, Ended, nil
+	}
+	return rec, Live, nil
 }
 
 func identify(t *testing.T, f *Finder, c net.Conn) Caller {
@@ -164,7 +173,8 @@ func TestIdentifyRealProcesses(t *testing.T) {
 		t.Errorf("[outside every agent] expected the user, got %+v", c)
 	}
 
-	// A marker of no incarnation live on record.
+	// A marker of an incarnation on record, ended.
+	recs["inc-gone"] = ended
 	start(t, s, marker("inc-gone"), self)
 	if c := identify(t, f, s.accept(t)); c.User() || c.Session != "" || !strings.Contains(c.Unplaced, "not live on record") || c.Claimed != "inc-gone" {
 		t.Errorf("[incarnation not on record] expected unplaced, got %+v", c)
@@ -182,6 +192,19 @@ func TestIdentifyRealProcesses(t *testing.T) {
 	start(t, s, marker("inc-b"), "sh", "-c", herd.EnvIncarnation+`=inc-a "$0"; exit $?`, self)
 	if c := identify(t, f, s.accept(t)); c.Session != "" || !strings.Contains(c.Unplaced, "several incarnations") {
 		t.Errorf("[two marks] expected unplaced, got %+v", c)
+	}
+
+	// A marker this daemon never recorded is another herd's: a herd
+	// run inside an agent of this one, or around it. Alone, the user;
+	// above a marker of this herd's, passed over.
+	start(t, s, marker("inc-other-herd"), self)
+	if c := identify(t, f, s.accept(t)); !c.User() {
+		t.Errorf("[another herd's marker] expected the user, got %+v", c)
+	}
+	sh = start(t, s, marker("inc-b"), "sh", "-c", herd.EnvIncarnation+`=inc-other-herd "$0"; exit $?`, self)
+	recs["inc-b"] = Record{Session: "worker-1", Agent: id(sh.Process.Pid)}
+	if c := identify(t, f, s.accept(t)); c.Session != "worker-1" || c.Unplaced != "" {
+		t.Errorf("[another herd's marker in an agent of this one] expected worker-1, got %+v", c)
 	}
 
 	// A caller gone (exited and reaped) before it was told: never the

@@ -329,54 +329,34 @@ func (f *Finder) onPath(links []link, id herd.Identity) bool {
 // it is still the process that connected.
 func (f *Finder) walk(cr Cred) ([]link, error) {
 	var links []link
-	pid := cr.PID
+	pid, moves := cr.PID, 0
 	for {
 		if len(links) == MaxDepth {
 			return links, fmt.Errorf("its process tree is deeper than %d generations", MaxDepth)
 		}
-		st, err := f.FS.Stat(pid)
+		l, ppid, err := f.read(pid, links, cr.Accepted)
+		if err != nil && len(links) > 0 && moves < maxMoves {
+			// A parent that exits while it is read leaves its child to
+			// another (a subreaper, init): the walk goes on from the
+			// child's parent now, as a person's CLI whose shell left
+			// must not be refused.
+			child := links[len(links)-1]
+			if cst, cerr := f.FS.Stat(child.pid); cerr == nil && cst.StartTime == child.start && cst.PPID != pid {
+				pid, moves = cst.PPID, moves+1
+				if pid <= 0 {
+					break
+				}
+				continue
+			}
+		}
 		if err != nil {
-			return links, fmt.Errorf("pid %d of its tree cannot be read: %w", pid, err)
-		}
-		if len(links) == 0 {
-			if st.Zombie() {
-				return links, fmt.Errorf("pid %d exited before it was told", pid)
-			}
-			if cr.Accepted > 0 && st.StartTime > cr.Accepted+1 {
-				return links, fmt.Errorf("pid %d started after the connection: not the process that connected", pid)
-			}
-		} else if prev := links[len(links)-1]; st.StartTime > prev.start {
-			return links, fmt.Errorf("pid %d started after its child %d: not its parent any more", pid, prev.pid)
-		}
-		l := link{pid: pid, start: st.StartTime}
-		if f.Subtree != "" {
-			inc, err := cgroup.IncarnationOf(f.FS, pid, f.Subtree)
-			if err != nil {
-				return links, fmt.Errorf("pid %d's cgroup cannot be read: %w", pid, err)
-			}
-			l.inc = inc
-		}
-		if l.inc == "" {
-			m, ok, err := f.FS.EnvValue(pid, herd.EnvIncarnation)
-			switch {
-			case err == nil && ok:
-				l.inc, l.env = m, true
-			case err != nil && !errors.Is(err, fs.ErrPermission):
-				// Another user's process, or one that made itself
-				// undumpable, hides its environment: its parent is
-				// read all the same. Anything else is not read.
-				return links, fmt.Errorf("pid %d's environment cannot be read: %w", pid, err)
-			}
-		}
-		again, err := f.FS.Stat(pid)
-		if err != nil || again.StartTime != st.StartTime {
-			return links, fmt.Errorf("pid %d was replaced while read", pid)
+			return links, err
 		}
 		links = append(links, l)
-		if pid == 1 || st.PPID <= 0 {
+		if pid == 1 || ppid <= 0 {
 			break
 		}
-		pid = st.PPID
+		pid = ppid
 	}
 	if cr.pidfd >= 0 {
 		exited, err := pidfdExited(cr.pidfd)
@@ -385,6 +365,53 @@ func (f *Finder) walk(cr Cred) ([]link, error) {
 		}
 	}
 	return links, nil
+}
+
+// maxMoves bounds how often one walk follows a child to its new parent.
+const maxMoves = 8
+
+// read reads one process of the walk (links are its descendants read so
+// far): its link and its parent's pid.
+func (f *Finder) read(pid int, links []link, accepted uint64) (link, int, error) {
+	st, err := f.FS.Stat(pid)
+	if err != nil {
+		return link{}, 0, fmt.Errorf("pid %d of its tree cannot be read: %w", pid, err)
+	}
+	if len(links) == 0 {
+		if st.Zombie() {
+			return link{}, 0, fmt.Errorf("pid %d exited before it was told", pid)
+		}
+		if accepted > 0 && st.StartTime > accepted+1 {
+			return link{}, 0, fmt.Errorf("pid %d started after the connection: not the process that connected", pid)
+		}
+	} else if prev := links[len(links)-1]; st.StartTime > prev.start {
+		return link{}, 0, fmt.Errorf("pid %d started after its child %d: not its parent any more", pid, prev.pid)
+	}
+	l := link{pid: pid, start: st.StartTime}
+	if f.Subtree != "" {
+		inc, err := cgroup.IncarnationOf(f.FS, pid, f.Subtree)
+		if err != nil {
+			return link{}, 0, fmt.Errorf("pid %d's cgroup cannot be read: %w", pid, err)
+		}
+		l.inc = inc
+	}
+	if l.inc == "" {
+		m, ok, err := f.FS.EnvValue(pid, herd.EnvIncarnation)
+		switch {
+		case err == nil && ok:
+			l.inc, l.env = m, true
+		case err != nil && !errors.Is(err, fs.ErrPermission):
+			// Another user's process, or one that made itself
+			// undumpable, hides its environment: its parent is read
+			// all the same. Anything else is not read.
+			return link{}, 0, fmt.Errorf("pid %d's environment cannot be read: %w", pid, err)
+		}
+	}
+	again, err := f.FS.Stat(pid)
+	if err != nil || again.StartTime != st.StartTime {
+		return link{}, 0, fmt.Errorf("pid %d was replaced while read", pid)
+	}
+	return l, st.PPID, nil
 }
 
 // pidfdExited reports whether pidfd's process has exited (its pidfd is

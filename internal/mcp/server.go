@@ -1,8 +1,10 @@
 // Package mcp is herd's MCP server (herd mcp, over stdio): tools that let
 // an agent list, read, type into, wait on, start and stop sessions. Each
 // tool is a thin call of the local daemon's API (the verb layer behind
-// it), bounded by the guard rails (Decide) and recorded as an mcp_call
-// event. It never touches the store, a process or tmux itself.
+// it), bounded by the guard rails (guard.Decide: checked here first, for
+// a friendlier refusal, and again by the daemon, whose answer holds) and
+// recorded as an mcp_call event. It never touches the store, a process
+// or tmux itself.
 package mcp
 
 import (

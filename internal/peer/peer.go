@@ -154,6 +154,14 @@ type Cred struct {
 
 // readCred reads c's peer credentials.
 func readCred(c net.Conn, accepted uint64) (Cred, error) {
+	// A connection a listener wrapped (frontdoor's) says what it wraps.
+	for i := 0; i < 4; i++ {
+		w, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = w.NetConn()
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return Cred{}, fmt.Errorf("peer: %T is not a socket", c)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/frontdoor"
 	"herd/internal/proc"
 )
 
@@ -48,10 +49,12 @@ type server struct {
 func newServer(t *testing.T) *server {
 	t.Helper()
 	s := &server{path: filepath.Join(t.TempDir(), "s.sock"), conns: make(chan net.Conn, 1)}
-	ln, err := net.Listen("unix", s.path)
+	raw, err := net.Listen("unix", s.path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Connections come wrapped, as a front door's listener hands them.
+	ln := &frontdoor.Listener{Listener: raw}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {

@@ -88,6 +88,16 @@ func (sv *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if p, _, confined := sv.caller(r); confined {
+		// An agent lists what the read rules let it see.
+		seen := make([]herd.Task, 0, len(list))
+		for _, t := range list {
+			if guard.Decide(p, "list_tasks", guard.Target{Role: t.Role}).Allow {
+				seen = append(seen, t)
+			}
+		}
+		list = seen
+	}
 	if list == nil {
 		list = []herd.Task{}
 	}

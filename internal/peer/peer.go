@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -264,7 +265,7 @@ func (f *Finder) Identify(ctx context.Context, cr Cred) Caller {
 		looked = map[string]State{}
 	)
 	for _, l := range links {
-		if l.inc == "" || (len(seen) > 0 && seen[len(seen)-1] == l.inc) {
+		if l.inc == "" || slices.Contains(seen, l.inc) {
 			continue
 		}
 		s, done := looked[l.inc]

@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	if file := os.Getenv(envCanary); file != "" {
 		runCanary(file) // the fault campaign's canary
 	}
+	if route := os.Getenv(envRawPost); route != "" {
+		rawPost(route) // an agent's raw call on the socket
+	}
 	herdtest.Main(m, func() (func(), int) {
 		dir, err := os.MkdirTemp("", "herd-e2e-bin-")
 		if err != nil {

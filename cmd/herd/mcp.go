@@ -26,7 +26,9 @@ scale, stop, restart and resume it may call; default none). send and wait
 reach only the roles the calling agent's role lists in manages, and an
 agent never types into or stops itself unless its role manages itself.
 Every call is an mcp_call event of the calling session; a refusal too
-(reason mcp_refused).
+(reason mcp_refused). The daemon checks every call again, from who calls
+on its socket (the agent whose process tree holds the caller), whatever
+HERD_SESSION says: its answer is the one that holds.
 
 A role with mcp = true gets this server added to its agents at launch.`,
 		Example: `  claude mcp add herd -- herd mcp

@@ -479,3 +479,12 @@ func (l *groupLocks) lock(incarnation string) func() {
 		l.mu.Unlock()
 	}
 }
+
+// Subtree returns herd's cgroup subtree as /proc/PID/cgroup names it
+// (Manager.Subtree); "" in ModeMarker.
+func (c *Containment) Subtree() string {
+	if c.cg == nil {
+		return ""
+	}
+	return c.cg.Subtree()
+}

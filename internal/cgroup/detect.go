@@ -36,6 +36,8 @@ type Options struct {
 type Manager struct {
 	mount string // the cgroup2 mount point
 	root  string // herd's subtree, e.g. /sys/fs/cgroup/herd
+	// subtree is root as /proc/PID/cgroup names it ("/herd").
+	subtree string
 
 	// Which features the kernel and the hierarchy offer under root.
 	memory bool // memory controller: memory.max, memory.current, memory.events
@@ -48,6 +50,11 @@ type Manager struct {
 
 // Root returns the directory of herd's subtree.
 func (m *Manager) Root() string { return m.root }
+
+// Subtree returns herd's subtree as /proc/PID/cgroup names it ("/herd",
+// "/user.slice/.../herd"): an incarnation's processes are in
+// <subtree>/<incarnation>.
+func (m *Manager) Subtree() string { return m.subtree }
 
 // Memory reports whether memory.max is enforced by the kernel and memory
 // usage and OOM kills can be read from the cgroup.
@@ -129,7 +136,7 @@ func Detect(opts Options) (*Manager, error) {
 			return nil, fmt.Errorf("%w: %s is not writable: %w (processes cannot be moved)", ErrUnavailable, f, err)
 		}
 	}
-	m := &Manager{mount: mount, root: root}
+	m := &Manager{mount: mount, root: root, subtree: filepath.Join(own, name)}
 	_, err = os.Stat(filepath.Join(root, "cgroup.kill"))
 	m.kill = err == nil
 	if !m.kill {

@@ -23,9 +23,11 @@ import (
 	"herd/internal/cgroup"
 	"herd/internal/commands"
 	"herd/internal/config"
+	"herd/internal/guard"
 	"herd/internal/hosts"
 	"herd/internal/loop"
 	"herd/internal/metrics"
+	"herd/internal/peer"
 	"herd/internal/placement"
 	"herd/internal/prober"
 	"herd/internal/proc"
@@ -296,7 +298,8 @@ func (d *Daemon) newFrontDoors(o Options) error {
 	d.server = server.New(server.Options{
 		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Watchdog: d.watchdog, Attention: d.attention,
 		Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Version: o.Version, BootID: boot,
-		Reload: d.Reload, Verbs: d.verbs, Usage: d.usage, Tasks: d.tasks,
+		Reload: d.Reload, Verbs: d.verbs, Usage: d.usage, Tasks: d.tasks, Log: log,
+		Peers: &peer.Finder{FS: o.Proc, BootID: boot, Subtree: d.contain.Subtree(), Lookup: d.liveIncarnation},
 	})
 	if cfg.Web.Listen != "" {
 		tok, err := webauth.LoadToken(o.StateDir)
@@ -341,7 +344,7 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 		// herd web url asks for its login links over the socket.
 		mux := http.NewServeMux()
 		mux.Handle("/", handler)
-		mux.Handle("POST "+web.LinkPath, d.web.LinkHandler())
+		mux.Handle("POST "+web.LinkPath, d.server.PersonOnly(guard.ActionWebLink, d.web.LinkHandler()))
 		handler = mux
 	}
 	srv := server.HTTPServer(handler)

@@ -30,6 +30,9 @@ const (
 	Unavailable
 	// Timeout: the host that must act did not answer in time.
 	Timeout
+	// Forbidden: the caller may not do it (an agent outside what its
+	// role's manages and [mcp] verbs allow).
+	Forbidden
 )
 
 // Kinded is an error that says its kind.
@@ -81,6 +84,8 @@ func HTTPStatus(err error) int {
 		return http.StatusServiceUnavailable
 	case Timeout:
 		return http.StatusGatewayTimeout
+	case Forbidden:
+		return http.StatusForbidden
 	}
 	return http.StatusInternalServerError
 }

@@ -92,6 +92,10 @@ type conn struct {
 	once sync.Once
 }
 
+// NetConn is the connection accepted, for what reads its socket (the
+// peer's credentials).
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
 func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.open.Add(-1) })

@@ -1,8 +1,10 @@
 // Package mcp is herd's MCP server (herd mcp, over stdio): tools that let
 // an agent list, read, type into, wait on, start and stop sessions. Each
 // tool is a thin call of the local daemon's API (the verb layer behind
-// it), bounded by the guard rails (Decide) and recorded as an mcp_call
-// event. It never touches the store, a process or tmux itself.
+// it), bounded by the guard rails (guard.Decide: checked here first, for
+// a friendlier refusal, and again by the daemon, whose answer holds) and
+// recorded as an mcp_call event. It never touches the store, a process
+// or tmux itself.
 package mcp
 
 import (
@@ -16,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"herd/internal/api"
+	"herd/internal/guard"
 )
 
 // Daemon is the local daemon's API.
@@ -67,12 +70,12 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 
 // policy reads what bounds this call: the daemon's [mcp] table, and the
 // calling session's role and what it manages.
-func (s *Server) policy(ctx context.Context) (Policy, error) {
+func (s *Server) policy(ctx context.Context) (guard.Policy, error) {
 	var mp api.MCPPolicy
 	if err := s.o.Daemon.Do(ctx, http.MethodGet, "/v1/mcp", nil, nil, &mp); err != nil {
-		return Policy{}, daemonErr(err)
+		return guard.Policy{}, daemonErr(err)
 	}
-	p := Policy{Roles: mp.Roles, Verbs: mp.Verbs, Caller: s.o.Caller}
+	p := guard.Policy{Roles: mp.Roles, Verbs: mp.Verbs, Caller: s.o.Caller}
 	if p.Caller == "" {
 		return p, nil
 	}
@@ -81,12 +84,12 @@ func (s *Server) policy(ctx context.Context) (Policy, error) {
 		if api.IsNotFound(err) {
 			return p, nil // no role known: nothing managed
 		}
-		return Policy{}, daemonErr(err)
+		return guard.Policy{}, daemonErr(err)
 	}
 	p.CallerRole = v.Role
 	var roles []api.RoleView
 	if err := s.o.Daemon.Do(ctx, http.MethodGet, "/v1/roles", nil, nil, &roles); err != nil {
-		return Policy{}, daemonErr(err)
+		return guard.Policy{}, daemonErr(err)
 	}
 	for _, r := range roles {
 		if r.Name == v.Role {
@@ -115,8 +118,8 @@ func (e *refusedError) Error() string { return "refused: " + e.why }
 
 // guard decides one target and records a refusal; it returns the error
 // the tool answers with.
-func (s *Server) guard(ctx context.Context, p Policy, tool string, t Target) error {
-	d := Decide(p, tool, t)
+func (s *Server) guard(ctx context.Context, p guard.Policy, tool string, t guard.Target) error {
+	d := guard.Decide(p, tool, t)
 	if d.Allow {
 		return nil
 	}
@@ -161,4 +164,4 @@ func daemonErr(err error) error {
 }
 
 // roleOf is a target for a session view.
-func roleOf(v api.SessionView) Target { return Target{Session: v.Name, Role: v.Role} }
+func roleOf(v api.SessionView) guard.Target { return guard.Target{Session: v.Name, Role: v.Role} }

@@ -10,6 +10,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/guard"
 )
 
 // SubmitIn asks submit_task for a task.
@@ -58,7 +59,7 @@ func (s *Server) submitTask(ctx context.Context, _ *sdk.CallToolRequest, in Subm
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.guard(ctx, p, "submit_task", Target{Role: in.Role}); err != nil {
+	if err := s.guard(ctx, p, "submit_task", guard.Target{Role: in.Role}); err != nil {
 		return nil, nil, err
 	}
 	body := map[string]any{"role": in.Role, "prompt": in.Prompt, "title": in.Title, "base": in.Base, "by": "mcp:" + p.Caller}
@@ -91,7 +92,7 @@ func (s *Server) listTasks(ctx context.Context, _ *sdk.CallToolRequest, in Tasks
 	}
 	out := []map[string]any{}
 	for _, t := range ts {
-		if Decide(p, "list_tasks", Target{Role: t.Role}).Allow {
+		if guard.Decide(p, "list_tasks", guard.Target{Role: t.Role}).Allow {
 			out = append(out, taskOut(t))
 		}
 	}
@@ -111,7 +112,7 @@ func (s *Server) describeTask(ctx context.Context, _ *sdk.CallToolRequest, in Ta
 		return nil, nil, err
 	}
 	role, _ := d["role"].(string)
-	if err := s.guard(ctx, p, "describe_task", Target{Role: role}); err != nil {
+	if err := s.guard(ctx, p, "describe_task", guard.Target{Role: role}); err != nil {
 		return nil, nil, err
 	}
 	return nil, d, nil
@@ -124,7 +125,7 @@ func (s *Server) taskNote(tool, verb string) sdk.ToolHandlerFor[NoteIn, any] {
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := s.guard(ctx, p, tool, Target{Session: p.Caller, Role: p.CallerRole}); err != nil {
+		if err := s.guard(ctx, p, tool, guard.Target{Session: p.Caller, Role: p.CallerRole}); err != nil {
 			return nil, nil, err
 		}
 		var ts []herd.Task

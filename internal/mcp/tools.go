@@ -13,6 +13,7 @@ import (
 
 	"herd"
 	"herd/internal/api"
+	"herd/internal/guard"
 	"herd/internal/targets"
 )
 
@@ -160,7 +161,7 @@ func (s *Server) listSessions(ctx context.Context, _ *sdk.CallToolRequest, in Li
 	}
 	out := []sessionOut{}
 	for _, v := range views {
-		if !slices.Contains(names, v.Name) || !Decide(p, "list_sessions", roleOf(v)).Allow {
+		if !slices.Contains(names, v.Name) || !guard.Decide(p, "list_sessions", roleOf(v)).Allow {
 			continue
 		}
 		out = append(out, sessionOut{Name: v.Name, Role: v.Role, Host: v.Host, Runtime: v.RuntimeKind, State: string(v.State),
@@ -185,7 +186,7 @@ func (s *Server) describeSession(ctx context.Context, _ *sdk.CallToolRequest, in
 
 // target reads the session a one-session tool names and applies the guard
 // rails to it.
-func (s *Server) target(ctx context.Context, tool, name string) (api.SessionView, Policy, error) {
+func (s *Server) target(ctx context.Context, tool, name string) (api.SessionView, guard.Policy, error) {
 	p, err := s.policy(ctx)
 	if err != nil {
 		return api.SessionView{}, p, err
@@ -272,7 +273,7 @@ func (s *Server) send(ctx context.Context, _ *sdk.CallToolRequest, in SendIn) (*
 		if !slices.Contains(names, v.Name) {
 			continue
 		}
-		if d := Decide(p, "send", roleOf(v)); !d.Allow {
+		if d := guard.Decide(p, "send", roleOf(v)); !d.Allow {
 			refused, why = append(refused, v.Name), d.Why
 			out = append(out, api.Delivery{Session: v.Name, Error: "refused: " + d.Why})
 			continue
@@ -317,7 +318,7 @@ func (s *Server) wait(ctx context.Context, _ *sdk.CallToolRequest, in WaitIn) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	var checks []Target
+	var checks []guard.Target
 	for _, n := range in.Sessions {
 		v, err := s.session(ctx, n)
 		if err != nil {
@@ -326,7 +327,7 @@ func (s *Server) wait(ctx context.Context, _ *sdk.CallToolRequest, in WaitIn) (*
 		checks = append(checks, roleOf(v))
 	}
 	if in.Role != "" {
-		checks = append(checks, Target{Role: in.Role})
+		checks = append(checks, guard.Target{Role: in.Role})
 	}
 	for _, c := range checks {
 		if err := s.guard(ctx, p, "wait", c); err != nil {
@@ -366,7 +367,7 @@ func (s *Server) run(ctx context.Context, _ *sdk.CallToolRequest, in RunIn) (*sd
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.guard(ctx, p, "run", Target{Role: in.Name}); err != nil {
+	if err := s.guard(ctx, p, "run", guard.Target{Role: in.Name}); err != nil {
 		return nil, nil, err
 	}
 	role := herd.Role{Name: in.Name, Replicas: max(in.Replicas, 1), Command: in.Command, Workdir: in.Workdir,
@@ -387,7 +388,7 @@ func (s *Server) scale(ctx context.Context, _ *sdk.CallToolRequest, in ScaleIn) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.guard(ctx, p, "scale", Target{Role: in.Role}); err != nil {
+	if err := s.guard(ctx, p, "scale", guard.Target{Role: in.Role}); err != nil {
 		return nil, nil, err
 	}
 	var res api.Result

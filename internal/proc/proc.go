@@ -312,3 +312,10 @@ func (fs FS) BootTime() (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("proc: boot time: no btime line")
 }
+
+// Read returns /proc/<pid>/<name> (a small file the kernel writes whole:
+// cgroup, status), with the errors of readPidFile: ErrNoProcess for a
+// process that is gone.
+func (fs FS) Read(pid int, name string) ([]byte, error) {
+	return fs.readPidFile(pid, name)
+}

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"herd/internal/api"
+	"herd/internal/guard"
 	"herd/internal/hosts"
 	"herd/internal/loop"
+	"herd/internal/peer"
 	"herd/internal/status"
 	"herd/internal/store"
 	"herd/internal/targets"
@@ -26,8 +28,8 @@ const injectFanOut = 8
 // handleControl registers the verbs on many sessions: a broadcast inject
 // and wait.
 func (sv *Server) handleControl(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/inject", sv.handleInjectMany)
-	mux.HandleFunc("POST /v1/wait", sv.handleWait)
+	sv.route(mux, "POST /v1/inject", access{"send", inHandler}, sv.handleInjectMany)
+	sv.route(mux, "POST /v1/wait", access{"wait", inHandler}, sv.handleWait)
 }
 
 // handleInjectMany types text into every session the targets name, each
@@ -57,6 +59,25 @@ func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
 		fail(w, badf("inject: %v", err))
 		return
 	}
+	var refused []api.Delivery
+	if p, c, confined := sv.caller(r); confined {
+		allowed, no, why := permitViews(p, "send", views, names)
+		if len(no) > 0 && len(allowed) == 0 {
+			sv.refused(w, r, c, "send", no, why)
+			return
+		}
+		if len(no) > 0 {
+			sv.log().Warn("api: call from inside an agent refused", "caller", c.Who(), "route", r.Pattern, "targets", no, "why", why)
+			call := api.MCPCall{Session: c.Session, Tool: "send", Targets: names, Refused: no, Why: why}
+			if _, err := sv.recordCall(r.Context(), call, c, r.Pattern); err != nil {
+				sv.log().Warn("api: refusal not recorded", "caller", c.Who(), "err", err)
+			}
+		}
+		for _, n := range no {
+			refused = append(refused, api.Delivery{Session: n, Error: "refused: " + why})
+		}
+		names = allowed
+	}
 	out := make([]api.Delivery, len(names))
 	idx := make(map[string]int, len(names))
 	for i, n := range names {
@@ -75,6 +96,7 @@ func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
 		out[idx[n]] = d
 		mu.Unlock()
 	})
+	out = append(out, refused...)
 	for _, n := range missing {
 		out = append(out, api.Delivery{Session: n, Error: fmt.Sprintf("session %s not found", n)})
 	}
@@ -110,6 +132,9 @@ func (sv *Server) handleWait(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := targets.Check(req.Targets); err != nil {
 		fail(w, badf("wait: %v", err))
+		return
+	}
+	if p, c, confined := sv.caller(r); confined && !sv.permitWait(w, r, p, c, req.Targets) {
 		return
 	}
 	changes, cancel := sv.st.Subscribe()
@@ -179,3 +204,26 @@ func (sv *Server) waitViews(ctx context.Context) ([]api.SessionView, error) {
 // notifications (a lost listening connection) other hosts' rows are read
 // again this often.
 const waitBackstop = 250 * time.Millisecond
+
+// permitWait decides a confined caller's wait on every session its
+// targets name, and on their role.
+func (sv *Server) permitWait(w http.ResponseWriter, r *http.Request, p guard.Policy, c peer.Caller, t api.Targets) bool {
+	if t.Role != "" && !sv.permit(w, r, p, c, "wait", guard.Target{Role: t.Role}) {
+		return false
+	}
+	views, err := sv.waitViews(r.Context())
+	if err != nil {
+		fail(w, err)
+		return false
+	}
+	names, _, err := targets.Resolve(views, t, nil)
+	if err != nil {
+		fail(w, badf("wait: %v", err))
+		return false
+	}
+	if _, no, why := permitViews(p, "wait", views, names); len(no) > 0 {
+		sv.refused(w, r, c, "wait", no, why)
+		return false
+	}
+	return true
+}

@@ -20,6 +20,9 @@ import (
 func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.EventFilter{Session: q.Get("session"), Kind: q.Get("kind"), Host: q.Get("host")}
+	if f.Session != "" && !sv.permitRead(w, r, "describe_session", f.Session) {
+		return
+	}
 	if v := q.Get("since"); v != "" {
 		dur, err := time.ParseDuration(v)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"herd/internal/frontdoor"
+	"herd/internal/peer"
 )
 
 // apiLimits bound the unix socket's requests. Only the daemon's own user
@@ -27,8 +28,14 @@ var apiLimits = frontdoor.Limits{
 const maxInjectBody = 8 << 20
 
 // HTTPServer returns the server of the daemon's unix socket, serving h
-// under the API's limits.
-func HTTPServer(h http.Handler) *http.Server { return httpServer(h, apiLimits) }
+// under the API's limits. Each connection is noted for the peer
+// identification (peer.ConnContext): who calls is told at its first
+// request.
+func HTTPServer(h http.Handler) *http.Server {
+	srv := httpServer(h, apiLimits)
+	srv.ConnContext = peer.ConnContext
+	return srv
+}
 
 func httpServer(h http.Handler, l frontdoor.Limits) *http.Server { return l.Server(verbsUnbounded(h)) }
 

@@ -10,6 +10,7 @@ import (
 
 	"herd"
 	"herd/internal/errs"
+	"herd/internal/guard"
 	"herd/internal/runtime/execrt"
 	"herd/internal/store"
 )
@@ -56,6 +57,9 @@ func (sv *Server) handleFleetLogs(w http.ResponseWriter, r *http.Request) {
 	all, _ := strconv.ParseBool(r.URL.Query().Get("all"))
 	if role == "" && !all {
 		fail(w, badf("logs: give a session NAME, --role NAME or --all"))
+		return
+	}
+	if p, c, confined := sv.caller(r); confined && role != "" && !sv.permit(w, r, p, c, "read_output", guard.Target{Role: role}) {
 		return
 	}
 	sv.serveLogs(w, r, "", role, all)

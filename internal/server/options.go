@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 
 	"herd/internal/api"
 	"herd/internal/attention"
 	"herd/internal/config"
+	"herd/internal/guard"
 	"herd/internal/prober"
 	"herd/internal/roles"
 	"herd/internal/runtime"
@@ -48,6 +50,10 @@ type Options struct {
 	// Tasks is the task component (nil: none; every task route answers
 	// 503).
 	Tasks Tasks
+	// Peers tells who calls on the socket (a peer.Finder); nil: every
+	// caller is the user (no caller is confined).
+	Peers Callers
+	Log   *slog.Logger
 }
 
 // Server serves the API.
@@ -62,12 +68,32 @@ type Server struct {
 // New returns the API server; serve its Handler.
 func New(o Options) *Server { return &Server{o: o, st: o.Status} }
 
+func (sv *Server) log() *slog.Logger {
+	if sv.o.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return sv.o.Log
+}
+
 // handleActivity records an agent hook event sent by `herd hook`.
 func (sv *Server) handleActivity(w http.ResponseWriter, r *http.Request) {
 	var rep api.ActivityReport
 	if err := json.NewDecoder(io.LimitReader(r.Body, watchdog.MaxReportBody)).Decode(&rep); err != nil {
 		fail(w, badf("activity: bad request body: %v", err))
 		return
+	}
+	if p, c, confined := sv.caller(r); confined {
+		// A hook reports about its own session; a launch not yet
+		// confirmed reports as its incarnation.
+		pending := c.Pending && rep.Incarnation == c.Claimed && rep.Incarnation != ""
+		if d := guard.Decide(p, guard.ActionHook, guard.Target{Session: rep.Session}); !d.Allow && !pending {
+			sv.refused(w, r, c, guard.ActionHook, []string{rep.Session}, d.Why)
+			return
+		}
+		if c.Incarnation != "" && rep.Incarnation != c.Incarnation {
+			sv.refused(w, r, c, guard.ActionHook, []string{rep.Session}, "a hook reports about its own incarnation only ("+c.Incarnation+")")
+			return
+		}
 	}
 	msg, err := sv.o.Watchdog.ApplyReport(r.Context(), rep, false)
 	if err != nil {

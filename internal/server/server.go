@@ -10,6 +10,7 @@ import (
 	"herd/internal/accounts"
 	"herd/internal/api"
 	"herd/internal/errs"
+	"herd/internal/guard"
 	"herd/internal/hosts"
 	"herd/internal/runtime/execrt"
 	"herd/internal/store"
@@ -19,16 +20,16 @@ import (
 // from state kept in memory: no handler scans processes.
 func (sv *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/health", sv.handleHealth)
-	mux.HandleFunc("GET /v1/sessions", sv.handleSessions)
-	mux.HandleFunc("GET /v1/sessions/{name}", sv.handleSession)
-	mux.HandleFunc("GET /v1/sessions/{name}/logs", sv.handleLogs)
-	mux.HandleFunc("GET /v1/logs", sv.handleFleetLogs)
-	mux.HandleFunc("GET /v1/hosts", sv.handleHosts)
-	mux.HandleFunc("GET /v1/roles", sv.handleRoles)
-	mux.HandleFunc("GET /v1/events", sv.handleEvents)
-	mux.HandleFunc("POST /v1/activity", sv.handleActivity)
-	mux.HandleFunc("GET /v1/usage", sv.handleUsage)
+	sv.route(mux, "GET /v1/health", open, sv.handleHealth)
+	sv.route(mux, "GET /v1/sessions", open, sv.handleSessions)
+	sv.route(mux, "GET /v1/sessions/{name}", access{"describe_session", onSession}, sv.handleSession)
+	sv.route(mux, "GET /v1/sessions/{name}/logs", access{"read_output", onSession}, sv.handleLogs)
+	sv.route(mux, "GET /v1/logs", access{"read_output", inHandler}, sv.handleFleetLogs)
+	sv.route(mux, "GET /v1/hosts", open, sv.handleHosts)
+	sv.route(mux, "GET /v1/roles", open, sv.handleRoles)
+	sv.route(mux, "GET /v1/events", access{"read_output", inHandler}, sv.handleEvents)
+	sv.route(mux, "POST /v1/activity", access{guard.ActionHook, inHandler}, sv.handleActivity)
+	sv.route(mux, "GET /v1/usage", open, sv.handleUsage)
 	sv.handleVerbs(mux)
 	sv.handleControl(mux)
 	sv.handleMCP(mux)
@@ -62,6 +63,16 @@ func (sv *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		fail(w, err)
 		return
+	}
+	if p, _, confined := sv.caller(r); confined {
+		// An agent lists what the read rules let it see.
+		seen := make([]api.SessionView, 0, len(views))
+		for _, v := range views {
+			if guard.Decide(p, "list_sessions", guard.Target{Session: v.Name, Role: v.Role}).Allow {
+				seen = append(seen, v)
+			}
+		}
+		views = seen
 	}
 	replyViews(w, views)
 }

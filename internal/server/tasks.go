@@ -17,6 +17,7 @@ import (
 	"herd"
 	"herd/internal/api"
 	"herd/internal/errs"
+	"herd/internal/guard"
 	"herd/internal/store"
 	"herd/internal/tasks"
 )
@@ -56,11 +57,11 @@ var errNoTasks = errs.New(errs.Unavailable, "tasks are not enabled in this daemo
 // handleTasks registers the task routes: thin handlers over the task
 // component, which owns every rule of a task's life.
 func (sv *Server) handleTasks(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/tasks", sv.handleTaskList)
-	mux.HandleFunc("POST /v1/tasks", sv.handleTaskAdd)
-	mux.HandleFunc("GET /v1/tasks/{id}", sv.handleTask)
-	mux.HandleFunc("GET /v1/tasks/{id}/diff", sv.handleTaskDiff)
-	mux.HandleFunc("POST /v1/tasks/{id}/{verb}", sv.handleTaskVerb)
+	sv.route(mux, "GET /v1/tasks", open, sv.handleTaskList)
+	sv.route(mux, "POST /v1/tasks", access{"submit_task", inHandler}, sv.handleTaskAdd)
+	sv.route(mux, "GET /v1/tasks/{id}", access{"describe_task", inHandler}, sv.handleTask)
+	sv.route(mux, "GET /v1/tasks/{id}/diff", access{"describe_task", inHandler}, sv.handleTaskDiff)
+	sv.route(mux, "POST /v1/tasks/{id}/{verb}", access{"", inHandler}, sv.handleTaskVerb)
 }
 
 // tasks is the task component, or nil after answering 503 when the
@@ -86,6 +87,16 @@ func (sv *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		fail(w, err)
 		return
+	}
+	if p, _, confined := sv.caller(r); confined {
+		// An agent lists what the read rules let it see.
+		seen := make([]herd.Task, 0, len(list))
+		for _, t := range list {
+			if guard.Decide(p, "list_tasks", guard.Target{Role: t.Role}).Allow {
+				seen = append(seen, t)
+			}
+		}
+		list = seen
 	}
 	if list == nil {
 		list = []herd.Task{}
@@ -147,6 +158,9 @@ func (sv *Server) handleTaskAdd(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if p, c, confined := sv.caller(r); confined && !sv.permit(w, r, p, c, "submit_task", guard.Target{Role: req.Role}) {
+		return
+	}
 	answer(w)(ts.Add(r.Context(), tasks.AddRequest(req)))
 }
 
@@ -198,6 +212,9 @@ func (sv *Server) handleTask(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if p, c, confined := sv.caller(r); confined && !sv.permit(w, r, p, c, "describe_task", guard.Target{Role: d.Role}) {
+		return
+	}
 	if d.Events == nil {
 		d.Events = []herd.Event{}
 	}
@@ -212,6 +229,9 @@ func (sv *Server) handleTaskDiff(w http.ResponseWriter, r *http.Request) {
 	id, err := taskID(r)
 	if err != nil {
 		fail(w, err)
+		return
+	}
+	if !sv.permitTask(w, r, ts, id, "describe_task") {
 		return
 	}
 	d, err := ts.Diff(r.Context(), id)
@@ -261,6 +281,9 @@ func (sv *Server) handleTaskVerb(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if !sv.permitTask(w, r, ts, id, taskAction(verb)) {
+		return
+	}
 	answer(w)(ts.Verb(r.Context(), verb, tasks.VerbRequest{ID: id, Text: req.Text, By: by}))
 }
 
@@ -287,4 +310,19 @@ func readBody(w http.ResponseWriter, r *http.Request, what string, limit int64) 
 		return nil, false
 	}
 	return b, true
+}
+
+// permitTask decides action on task id for a confined caller (the task's
+// role; its session for the verbs of an agent's own task).
+func (sv *Server) permitTask(w http.ResponseWriter, r *http.Request, ts Tasks, id, action string) bool {
+	p, c, confined := sv.caller(r)
+	if !confined {
+		return true
+	}
+	d, err := ts.Describe(r.Context(), id)
+	if err != nil {
+		fail(w, err)
+		return false
+	}
+	return sv.permit(w, r, p, c, action, guard.Target{Session: d.Session, Role: d.Role})
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"herd/internal/api"
+	"herd/internal/guard"
 	"herd/internal/verbs"
 )
 
@@ -17,21 +18,21 @@ import (
 // calls the one verb function (package verbs: forwarded there to another
 // host's daemon when the session or role is that host's) and replies.
 func (sv *Server) handleVerbs(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/sessions/{name}/stop", sv.handleStop)
-	mux.HandleFunc("POST /v1/sessions/{name}/resume", sv.handleResume)
-	mux.HandleFunc("POST /v1/sessions/{name}/archive", sv.handleArchive)
-	mux.HandleFunc("POST /v1/sessions/{name}/inject", sv.handleInject)
-	mux.HandleFunc("POST /v1/sessions/{name}/restart", sv.handleRestart)
-	mux.HandleFunc("POST /v1/sessions/{name}/reset", sv.handleReset)
-	mux.HandleFunc("POST /v1/sessions/{name}/signal", sv.handleSignal)
-	mux.HandleFunc("POST /v1/roles", sv.handleApply)
-	mux.HandleFunc("POST /v1/roles/{name}/scale", sv.handleScale)
-	mux.HandleFunc("DELETE /v1/roles/{name}", sv.handleDeleteRole)
-	mux.HandleFunc("POST /v1/roles/{name}/restart", sv.handleRestartRole)
-	mux.HandleFunc("POST /v1/restart", sv.handleRestartAll)
-	mux.HandleFunc("POST /v1/roles/{name}/rollout", sv.handleRollout)
-	mux.HandleFunc("POST /v1/reap", sv.handleReap)
-	mux.HandleFunc("POST /v1/reload", sv.handleReload)
+	sv.route(mux, "POST /v1/sessions/{name}/stop", access{"stop", onSession}, sv.handleStop)
+	sv.route(mux, "POST /v1/sessions/{name}/resume", access{"resume", onSession}, sv.handleResume)
+	sv.route(mux, "POST /v1/sessions/{name}/archive", access{guard.ActionArchive, onSession}, sv.handleArchive)
+	sv.route(mux, "POST /v1/sessions/{name}/inject", access{"send", onSession}, sv.handleInject)
+	sv.route(mux, "POST /v1/sessions/{name}/restart", access{"restart", onSession}, sv.handleRestart)
+	sv.route(mux, "POST /v1/sessions/{name}/reset", access{guard.ActionReset, onSession}, sv.handleReset)
+	sv.route(mux, "POST /v1/sessions/{name}/signal", access{guard.ActionSignal, onSession}, sv.handleSignal)
+	sv.route(mux, "POST /v1/roles", access{"run", inHandler}, sv.handleApply)
+	sv.route(mux, "POST /v1/roles/{name}/scale", access{"scale", onRole}, sv.handleScale)
+	sv.route(mux, "DELETE /v1/roles/{name}", access{guard.ActionDeleteRole, onRole}, sv.handleDeleteRole)
+	sv.route(mux, "POST /v1/roles/{name}/restart", access{"restart", onRole}, sv.handleRestartRole)
+	sv.route(mux, "POST /v1/restart", access{guard.ActionRestartAll, onNone}, sv.handleRestartAll)
+	sv.route(mux, "POST /v1/roles/{name}/rollout", access{"restart", onRole}, sv.handleRollout)
+	sv.route(mux, "POST /v1/reap", access{guard.ActionReap, onNone}, sv.handleReap)
+	sv.route(mux, "POST /v1/reload", access{guard.ActionReload, onNone}, sv.handleReload)
 }
 
 // answer returns what replies with a verb's result, or its error:
@@ -139,6 +140,13 @@ func (sv *Server) handleApply(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		fail(w, badf("apply: bad request body: %v", err))
 		return
+	}
+	if p, c, confined := sv.caller(r); confined {
+		for _, ro := range req.Roles {
+			if !sv.permit(w, r, p, c, "run", guard.Target{Role: ro.Name}) {
+				return
+			}
+		}
 	}
 	answer(w)(sv.o.Verbs.Apply(r.Context(), verbs.ApplyRequest{Roles: req.Roles, Inherit: req.Inherit, DryRun: req.DryRun}))
 }

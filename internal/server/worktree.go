@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"herd/internal/api"
+	"herd/internal/guard"
 )
 
 // handleWorktrees registers herd worktree prune.
 func (sv *Server) handleWorktrees(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/worktrees/prune", sv.handlePrune)
+	sv.route(mux, "POST /v1/worktrees/prune", access{guard.ActionPrune, onNone}, sv.handlePrune)
 }
 
 // handlePrune removes the kept worktrees of sessions that no longer exist

@@ -318,7 +318,7 @@ func (s *Server) handleInput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.record(r.Context(), name, "", herd.EventConsole, "input", fmt.Sprintf("%s typed by %s", what, origin(r)),
-		map[string]any{"who": principal(r).Who, "from": r.RemoteAddr, "key": in.Key, "bytes": len(in.Text)})
+		map[string]any{"who": principal(r).Who, "by": principal(r).By(), "from": r.RemoteAddr, "key": in.Key, "bytes": len(in.Text)})
 	replyJSON(w, http.StatusOK, res)
 }
 
@@ -361,6 +361,6 @@ func (s *Server) handleVerb(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.record(ctx, name, "", herd.EventConsole, verb, fmt.Sprintf("%s by %s", verb, origin(r)),
-		map[string]any{"who": principal(r).Who, "from": r.RemoteAddr, "verb": verb})
+		map[string]any{"who": principal(r).Who, "by": principal(r).By(), "from": r.RemoteAddr, "verb": verb})
 	replyJSON(w, http.StatusOK, res)
 }

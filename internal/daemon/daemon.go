@@ -44,6 +44,7 @@ import (
 	"herd/internal/store/journal"
 	"herd/internal/tasks"
 	"herd/internal/usage"
+	"herd/internal/users"
 	"herd/internal/verbs"
 	"herd/internal/watchdog"
 	"herd/internal/web"
@@ -293,10 +294,13 @@ func (d *Daemon) newFrontDoors(o Options) error {
 			d.attention.Announce(ctx, attention.TaskMessage(t.ID, t.Title, t.Role, t.Session, host, reason, msg, time.Now()))
 		},
 	})
+	// The console's people are the store's: on a shared store, the
+	// fleet's.
+	people := users.New(d.status.Store())
 	d.server = server.New(server.Options{
 		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Watchdog: d.watchdog, Attention: d.attention,
 		Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Version: o.Version, BootID: boot,
-		Reload: d.Reload, Verbs: d.verbs, Usage: d.usage, Tasks: d.tasks,
+		Reload: d.Reload, Verbs: d.verbs, Usage: d.usage, Tasks: d.tasks, Users: people,
 	})
 	if cfg.Web.Listen != "" {
 		tok, err := webauth.LoadToken(o.StateDir)
@@ -311,7 +315,7 @@ func (d *Daemon) newFrontDoors(o Options) error {
 		d.web = web.New(web.Options{
 			Config: cfg.Web, Host: host, Backend: web.APIBackend{API: d.server.Handler()}, Verbs: d.verbs,
 			Events: web.StoreRecorder{Store: d.status.Store()}, Token: tok, Log: log, Local: d.status.Subscribe,
-			Resources: d.resources, AnswerKey: key, Answers: web.StoreAnswers{Store: d.status.Store()},
+			Resources: d.resources, AnswerKey: key, Answers: web.StoreAnswers{Store: d.status.Store()}, Users: people,
 		})
 		d.attention.Links = d.web
 		d.verbs.Answerer = d.web

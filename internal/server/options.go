@@ -48,6 +48,9 @@ type Options struct {
 	// Tasks is the task component (nil: none; every task route answers
 	// 503).
 	Tasks Tasks
+	// Users are the console's people (nil: none; every user route
+	// answers 503).
+	Users Users
 }
 
 // Server serves the API.

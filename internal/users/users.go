@@ -26,7 +26,7 @@ var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
 
 // reserved are names the console gives its other logins in events: a
 // person may not take them.
-var reserved = map[string]bool{"token": true, "api": true}
+var reserved = map[string]bool{"token": true, "api": true, "mcp": true}
 
 // ValidName returns nil when name may name a user, else why not.
 func ValidName(name string) error {
@@ -34,7 +34,7 @@ func ValidName(name string) error {
 		return errs.Badf("user name %q: want a lowercase letter, then up to 63 of a-z, 0-9, '_', '.', '-'", name)
 	}
 	if reserved[name] {
-		return errs.Badf("user name %q is reserved (it names the machine's own token or the socket API in events)", name)
+		return errs.Badf("user name %q is reserved (events name the machine's own token, the socket API or an MCP client so)", name)
 	}
 	return nil
 }

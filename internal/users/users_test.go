@@ -33,6 +33,7 @@ func TestValidName(t *testing.T) {
 		{"élise", false},
 		{"token", false},
 		{"api", false},
+		{"mcp", false},
 	} {
 		err := ValidName(c.name)
 		if (err == nil) != c.ok || (err != nil && !errs.IsBadInput(err)) {

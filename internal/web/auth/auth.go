@@ -43,6 +43,9 @@ const (
 	CSRFHeader = "X-Herd-CSRF"
 	// TokenFile is the API token's file in the state dir.
 	TokenFile = "web.token"
+	// CheckTimeout bounds the store's check of a person's credential: a
+	// store that does not answer in time refuses it.
+	CheckTimeout = 5 * time.Second
 )
 
 // Principal is who a request comes from.
@@ -258,6 +261,8 @@ func (a *Auth) user(ctx context.Context, name string, seq int64) (store.User, er
 	if a.users == nil {
 		return store.User{}, ErrUnauthenticated
 	}
+	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
+	defer cancel()
 	u, err := a.users.User(ctx, name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -288,7 +293,9 @@ func (a *Auth) Authenticate(r *http.Request) (Principal, error) {
 		if a.users == nil {
 			return Principal{}, ErrUnauthenticated
 		}
-		u, err := a.users.TokenUser(r.Context(), tok)
+		ctx, cancel := context.WithTimeout(r.Context(), CheckTimeout)
+		defer cancel()
+		u, err := a.users.TokenUser(ctx, tok)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return Principal{}, ErrUnauthenticated

@@ -222,10 +222,25 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 	keep := time.NewTicker(15 * time.Second)
 	defer keep.Stop()
+	// A user's stream lasts while the user does: checked again on its
+	// own clock, it ends once the user is removed (or cannot be
+	// checked), as their next request would be refused.
+	var recheck <-chan time.Time
+	if principal(r).User != "" {
+		t := time.NewTicker(s.limits.recheck)
+		defer t.Stop()
+		recheck = t.C
+	}
 	for {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-recheck:
+			if _, err := s.auth.Authenticate(r); err != nil {
+				s.log.Info("web: event stream of a user ended", "user", principal(r).User, "remote", r.RemoteAddr, "err", err)
+				return
+			}
+			continue
 		case <-keep.C:
 			io.WriteString(w, ": keep-alive\n\n")
 		case ch := <-c:

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -40,7 +41,11 @@ func TestUsersConsole(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	people := users.New(st)
-	c := newTestConsole(t, func(o *Options, _ string) { o.Users = people })
+	c := newTestConsole(t, func(o *Options, _ string) {
+		o.Users = people
+		o.limits = defaultLimits()
+		o.limits.recheck = 20 * time.Millisecond
+	})
 	for !c.srv.Serving() {
 		time.Sleep(time.Millisecond)
 	}
@@ -127,10 +132,39 @@ func TestUsersConsole(t *testing.T) {
 		t.Errorf("[events] expected %v … got %v", want, bys)
 	}
 
+	// alice's open event stream, and the machine's.
+	stream := func(tok string) <-chan error {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, c.url+"/api/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := cl.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("[stream] expected 200 … got %v %v", resp, err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		ended := make(chan error, 1)
+		go func() {
+			_, err := io.Copy(io.Discard, resp.Body)
+			ended <- err
+		}()
+		return ended
+	}
+	aliceStream, machineStream := stream(aliceTok), stream("the-token")
+
 	// Removed: the token and the cookie are refused at once, and stay
-	// refused when the name is added again.
+	// refused when the name is added again; the stream ends.
 	if err := people.Remove(ctx, "alice"); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-aliceStream:
+	case <-time.After(10 * time.Second):
+		t.Errorf("[removed alice's event stream] expected it to end … still open after 10s")
+	}
+	select {
+	case err := <-machineStream:
+		t.Errorf("[the machine's event stream] expected it open … ended: %v", err)
+	default:
 	}
 	if _, err := people.Add(ctx, "alice", false); err != nil {
 		t.Fatal(err)

@@ -96,6 +96,7 @@ func TestUsersConsole(t *testing.T) {
 		return map[string]string{auth.CSRFHeader: csrf, "Origin": c.url}
 	}
 
+	answer := AnswerRequest{Option: "1"}
 	for _, step := range []struct {
 		name   string
 		cl     *http.Client
@@ -103,19 +104,23 @@ func TestUsersConsole(t *testing.T) {
 		path   string
 		h      map[string]string
 		want   int
+		body   any
 	}{
-		{"alice's token reads", cl, "GET", "/api/v1/sessions", bearer(aliceTok), 200},
-		{"alice's token types", cl, "POST", "/api/v1/sessions/w-0/input", bearer(aliceTok), 200},
-		{"alice's browser types", aliceBrowser, "POST", "/api/v1/sessions/w-0/input", browserPost(aliceCSRF), 200},
-		{"rob's token reads", cl, "GET", "/api/v1/sessions", bearer(robTok), 200},
-		{"rob's token cannot type", cl, "POST", "/api/v1/sessions/w-0/input", bearer(robTok), 403},
-		{"rob's browser cannot type", robBrowser, "POST", "/api/v1/sessions/w-0/input", browserPost(robCSRF), 403},
-		{"rob's browser cannot stop", robBrowser, "POST", "/api/v1/sessions/w-0/stop", browserPost(robCSRF), 403},
-		{"a wrong token", cl, "GET", "/api/v1/sessions", bearer(aliceTok + "0"), 401},
-		{"the machine's token still works", cl, "GET", "/api/v1/sessions", bearer("the-token"), 200},
+		{"rob's token cannot answer", cl, "POST", "/api/v1/sessions/w-0/answer", bearer(robTok), 403, answer},
+		{"rob's browser cannot answer", robBrowser, "POST", "/api/v1/sessions/w-0/answer", browserPost(robCSRF), 403, answer},
+		{"alice's token answers", cl, "POST", "/api/v1/sessions/w-0/answer", bearer(aliceTok), 200, answer},
+		{"alice's token reads", cl, "GET", "/api/v1/sessions", bearer(aliceTok), 200, nil},
+		{"alice's token types", cl, "POST", "/api/v1/sessions/w-0/input", bearer(aliceTok), 200, nil},
+		{"alice's browser types", aliceBrowser, "POST", "/api/v1/sessions/w-0/input", browserPost(aliceCSRF), 200, nil},
+		{"rob's token reads", cl, "GET", "/api/v1/sessions", bearer(robTok), 200, nil},
+		{"rob's token cannot type", cl, "POST", "/api/v1/sessions/w-0/input", bearer(robTok), 403, nil},
+		{"rob's browser cannot type", robBrowser, "POST", "/api/v1/sessions/w-0/input", browserPost(robCSRF), 403, nil},
+		{"rob's browser cannot stop", robBrowser, "POST", "/api/v1/sessions/w-0/stop", browserPost(robCSRF), 403, nil},
+		{"a wrong token", cl, "GET", "/api/v1/sessions", bearer(aliceTok + "0"), 401, nil},
+		{"the machine's token still works", cl, "GET", "/api/v1/sessions", bearer("the-token"), 200, nil},
 	} {
-		var body any
-		if step.method == "POST" {
+		body := step.body
+		if body == nil && step.method == "POST" {
 			body = input
 		}
 		if got := c.call(t, step.cl, step.method, step.path, step.h, body, nil); got != step.want {
@@ -128,7 +133,7 @@ func TestUsersConsole(t *testing.T) {
 		bys = append(bys, e.Kind+"/"+e.Reason+" by "+e.Data["by"].(string))
 	}
 	c.rec.mu.Unlock()
-	if want := []string{"console/input by alice", "console/input by alice"}; strings.Join(bys, ";") != strings.Join(want, ";") {
+	if want := []string{"answered/permission by alice", "console/input by alice", "console/input by alice"}; strings.Join(bys, ";") != strings.Join(want, ";") {
 		t.Errorf("[events] expected %v … got %v", want, bys)
 	}
 

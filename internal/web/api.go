@@ -56,11 +56,14 @@ type Whoami struct {
 	// CSRF is the token to send in X-Herd-CSRF with every POST.
 	CSRF string `json:"csrf"`
 	Host string `json:"host"`
+	// User is the user logged in, absent for the machine's token and
+	// plain logins.
+	User string `json:"user,omitempty"`
 }
 
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
-	replyJSON(w, http.StatusOK, Whoami{Scope: p.Scope, CSRF: p.CSRF, Host: s.o.Host})
+	replyJSON(w, http.StatusOK, Whoami{Scope: p.Scope, CSRF: p.CSRF, Host: s.o.Host, User: p.User})
 }
 
 func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {

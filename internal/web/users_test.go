@@ -88,6 +88,9 @@ func TestUsersConsole(t *testing.T) {
 		}
 		var w Whoami
 		c.call(t, b, http.MethodGet, "/api/v1/whoami", nil, nil, &w)
+		if w.User != name {
+			t.Errorf("[whoami of %s] expected the user named … got %+v", name, w)
+		}
 		return b, w.CSRF
 	}
 	aliceBrowser, aliceCSRF := userBrowser("alice")

@@ -206,7 +206,7 @@ mcp = true
 		t.Fatalf("expected the configured server to list lead-0, got %+v %v", res, err)
 	}
 	evs := e.events("--kind", herd.EventMCPCall, "--session", "lead-0")
-	if len(evs) != 1 || evs[0].Data["tool"] != "list_sessions" {
-		t.Errorf("expected the call recorded as lead-0's, got %+v", evs)
+	if len(evs) != 1 || evs[0].Data["tool"] != "list_sessions" || evs[0].Data["by"] != "lead-0" {
+		t.Errorf("expected the call recorded as lead-0's, by lead-0, got %+v", evs)
 	}
 }

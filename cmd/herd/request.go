@@ -27,7 +27,7 @@ func getJSON(ctx context.Context, g *globals, path string, out any) error {
 }
 
 // explainPath is explain, plus: a 404 on /v1/sessions/NAME...,
-// /v1/roles/NAME... or /v1/tasks/ID... names the thing once, whatever words the daemon used.
+// /v1/roles/NAME..., /v1/tasks/ID... or /v1/web/users/NAME... names the thing once, whatever words the daemon used.
 func explainPath(err error, g *globals, path string) error {
 	if err == nil {
 		return nil
@@ -43,7 +43,7 @@ func explainPath(err error, g *globals, path string) error {
 // pathObject reads the object an API path names: ("session", "w-0") for
 // /v1/sessions/w-0/logs.
 func pathObject(path string) (what, name string, ok bool) {
-	for prefix, kind := range map[string]string{"/v1/sessions/": "session", "/v1/roles/": "role", "/v1/tasks/": "task"} {
+	for prefix, kind := range map[string]string{"/v1/sessions/": "session", "/v1/roles/": "role", "/v1/tasks/": "task", "/v1/web/users/": "user"} {
 		rest, found := strings.CutPrefix(path, prefix)
 		if !found || rest == "" {
 			continue

@@ -46,6 +46,7 @@ import (
 	"herd/internal/store/journal"
 	"herd/internal/tasks"
 	"herd/internal/usage"
+	"herd/internal/users"
 	"herd/internal/verbs"
 	"herd/internal/watchdog"
 	"herd/internal/web"
@@ -295,10 +296,13 @@ func (d *Daemon) newFrontDoors(o Options) error {
 			d.attention.Announce(ctx, attention.TaskMessage(t.ID, t.Title, t.Role, t.Session, host, reason, msg, time.Now()))
 		},
 	})
+	// The console's people are the store's: on a shared store, the
+	// fleet's.
+	people := users.New(d.status.Store())
 	d.server = server.New(server.Options{
 		Status: d.status, Roles: d.roles, Worktrees: d.worktrees, Prober: d.prober, Watchdog: d.watchdog, Attention: d.attention,
 		Tmux: d.tmux, Exec: d.exec, Config: cfg, Live: d.live, Version: o.Version, BootID: boot,
-		Reload: d.Reload, Verbs: d.verbs, Usage: d.usage, Tasks: d.tasks, Log: log,
+		Reload: d.Reload, Verbs: d.verbs, Usage: d.usage, Tasks: d.tasks, Users: people, Log: log,
 		Peers: &peer.Finder{FS: o.Proc, BootID: boot, Subtree: d.contain.Subtree(), Lookup: d.liveIncarnation},
 	})
 	if cfg.Web.Listen != "" {
@@ -314,7 +318,7 @@ func (d *Daemon) newFrontDoors(o Options) error {
 		d.web = web.New(web.Options{
 			Config: cfg.Web, Host: host, Backend: web.APIBackend{API: d.server.Handler()}, Verbs: d.verbs,
 			Events: web.StoreRecorder{Store: d.status.Store()}, Token: tok, Log: log, Local: d.status.Subscribe,
-			Resources: d.resources, AnswerKey: key, Answers: web.StoreAnswers{Store: d.status.Store()},
+			Resources: d.resources, AnswerKey: key, Answers: web.StoreAnswers{Store: d.status.Store()}, Users: people,
 		})
 		d.attention.Links = d.web
 		d.verbs.Answerer = d.web

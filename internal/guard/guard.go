@@ -36,6 +36,7 @@ const (
 	ActionReload     = "reload"
 	ActionPrune      = "worktree_prune"
 	ActionWebLink    = "web_link"
+	ActionWebUser    = "web_user"
 	ActionApprove    = "task_approve"
 	ActionCancel     = "task_cancel"
 	ActionRetry      = "task_retry"
@@ -55,7 +56,7 @@ func kind(action string) string {
 	case "run", "scale", "stop", "restart", "resume":
 		return kindLifecyc
 	case ActionArchive, ActionReset, ActionSignal, ActionDeleteRole, ActionRestartAll, ActionReap, ActionReload,
-		ActionPrune, ActionWebLink, ActionApprove:
+		ActionPrune, ActionWebLink, ActionWebUser, ActionApprove:
 		return kindPerson
 	}
 	return kindUnknown

@@ -92,7 +92,12 @@ func (sv *Server) recordCall(ctx context.Context, c api.MCPCall, who peer.Caller
 	case c.Error != "":
 		msg += ": failed: " + c.Error
 	}
-	data := map[string]any{"tool": c.Tool, "targets": c.Targets}
+	// The actor (data.by) is the calling session, else the MCP client.
+	by := c.Session
+	if by == "" {
+		by = "mcp"
+	}
+	data := map[string]any{"tool": c.Tool, "targets": c.Targets, "by": by}
 	if len(c.Refused) > 0 {
 		data["refused"] = c.Refused
 	}

@@ -50,6 +50,9 @@ type Options struct {
 	// Tasks is the task component (nil: none; every task route answers
 	// 503).
 	Tasks Tasks
+	// Users are the console's people (nil: none; every user route
+	// answers 503).
+	Users Users
 	// Peers tells who calls on the socket (a peer.Finder); nil: every
 	// caller is the user (no caller is confined).
 	Peers Callers

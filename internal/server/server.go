@@ -35,6 +35,7 @@ func (sv *Server) Handler() http.Handler {
 	sv.handleMCP(mux)
 	sv.handleWorktrees(mux)
 	sv.handleTasks(mux)
+	sv.handleUsers(mux)
 	return mux
 }
 

@@ -272,6 +272,35 @@ type Tx interface {
 	// DeleteExpiredAnswers deletes at most limit answers and spent nonces
 	// that expired before now, and returns how many it deleted.
 	DeleteExpiredAnswers(now time.Time, limit int) (int, error)
+
+	// AddUser stores u as a new user and sets u.Seq (increasing, never
+	// reused: a name removed and added again is another user). A user
+	// of that name already is an error of kind errs.Conflict.
+	AddUser(u *User) error
+	// User returns the user called name, or an error wrapping ErrNotFound.
+	User(name string) (User, error)
+	// Users lists every user, by name.
+	Users() ([]User, error)
+	// DeleteUser forgets the user called name and every token of theirs;
+	// deleting a missing one is not an error.
+	DeleteUser(name string) error
+	// AddUserToken records a token of the user numbered userSeq by its
+	// hash (never the token itself); a hash recorded already is an error.
+	AddUserToken(hash string, userSeq int64, at time.Time) error
+	// TokenUser returns the user whose token has hash, or an error
+	// wrapping ErrNotFound.
+	TokenUser(hash string) (User, error)
+}
+
+// User is a person the console knows by name (herd web user add).
+type User struct {
+	// Seq numbers the user: tokens and browser sessions belong to it,
+	// not to the name.
+	Seq  int64
+	Name string
+	// ReadOnly users see everything and change nothing.
+	ReadOnly  bool
+	CreatedAt time.Time
 }
 
 // TaskFilter selects tasks. Zero fields do not filter.

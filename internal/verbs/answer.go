@@ -20,6 +20,9 @@ type AnswerRequest struct {
 	// Who names the answerer (login, and where from) in the answered
 	// event.
 	Who string
+	// By is the person who answers (the event's data.by): a user's
+	// name, else the login.
+	By string
 	// From is the host that forwarded the answer, "" when asked here.
 	From string
 }
@@ -42,7 +45,7 @@ func (v *Verbs) Answer(ctx context.Context, req AnswerRequest) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		args := map[string]string{"option": req.Option, "text": req.Text, "who": req.Who}
+		args := map[string]string{"option": req.Option, "text": req.Text, "who": req.Who, "by": req.By}
 		if !req.Since.IsZero() {
 			args["since"] = req.Since.UTC().Format(time.RFC3339Nano)
 		}
@@ -56,7 +59,7 @@ func (v *Verbs) Answer(ctx context.Context, req AnswerRequest) (Result, error) {
 
 // answerRequest is a forwarded answer's request.
 func answerRequest(name string, a map[string]string, from string) AnswerRequest {
-	req := AnswerRequest{Name: name, Option: a["option"], Text: a["text"], Who: a["who"], From: from}
+	req := AnswerRequest{Name: name, Option: a["option"], Text: a["text"], Who: a["who"], By: a["by"], From: from}
 	if t, err := time.Parse(time.RFC3339Nano, a["since"]); err == nil {
 		req.Since = t
 	}

@@ -75,7 +75,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := principal(r)
-	res, code, err := s.answer(r.Context(), r.PathValue("name"), in, p.Who, r.RemoteAddr)
+	res, code, err := s.answer(r.Context(), r.PathValue("name"), in, answerer{who: p.Who, by: p.By(), from: r.RemoteAddr})
 	var ae *AnsweredError
 	switch {
 	case errors.As(err, &ae):
@@ -88,11 +88,22 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// answerer names who answers, in the answered event.
+type answerer struct {
+	// who is the login ("alice (browser:ab12cd34)", "token", "link:…").
+	who string
+	// by is the person (data.by): a user's name, else the login.
+	by string
+	// from is where the answer came from (an address, another host).
+	from string
+}
+
 // answer types an answer into session name's need, once: the one path of
 // every answer (the inbox's buttons and replies, a notification's answer
-// link). who and from name the answerer in the answered event. On error,
-// code is the HTTP status it maps to.
-func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who, from string) (AnswerResult, int, error) {
+// link). a names the answerer in the answered event. On error, code is
+// the HTTP status it maps to.
+func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, a answerer) (AnswerResult, int, error) {
+	who, from := a.who, a.from
 	if (in.Option == "") == (in.Text == "") {
 		return AnswerResult{}, http.StatusBadRequest, errors.New(`answer: give "option" or "text"`)
 	}
@@ -104,7 +115,7 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who,
 	if host := s.hostOf(ctx, name); host != "" && host != s.o.Host {
 		// Another host's session: its daemon's console decides, under its
 		// lock and since check, between this answer and any other.
-		res, err := s.o.Verbs.Answer(ctx, verbs.AnswerRequest{Name: name, Option: in.Option, Text: in.Text, Since: in.Since, Who: who + " from " + from})
+		res, err := s.o.Verbs.Answer(ctx, verbs.AnswerRequest{Name: name, Option: in.Option, Text: in.Text, Since: in.Since, Who: who + " from " + from, By: a.by})
 		if err != nil {
 			return AnswerResult{}, statusOf(err), err
 		}
@@ -139,9 +150,9 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who,
 	// The need is claimed before anything is typed: of two answers to
 	// it, before and after a restart of the daemon, one is typed.
 	now := time.Now().UTC()
-	a := store.Answer{Session: name, Since: it.Since, Incarnation: it.Incarnation, Who: who, Choice: what, Nonce: in.nonce,
+	rec := store.Answer{Session: name, Since: it.Since, Incarnation: it.Incarnation, Who: who, Choice: what, Nonce: in.nonce,
 		At: now, Expires: now.Add(AnswerTTL)}
-	prior, ok, err := s.answers.ClaimAnswer(ctx, a)
+	prior, ok, err := s.answers.ClaimAnswer(ctx, rec)
 	if err != nil {
 		return AnswerResult{}, http.StatusServiceUnavailable, fmt.Errorf("answer: %s: nothing typed: %w", name, err)
 	}
@@ -157,9 +168,9 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, who,
 		}
 		return AnswerResult{}, statusOf(err), err
 	}
-	s.remember(a)
+	s.remember(rec)
 	s.record(ctx, name, it.Incarnation, herd.EventAnswered, it.Kind, fmt.Sprintf("%s answered by %s from %s", what, who, from),
-		map[string]any{"who": who, "from": from, "kind": it.Kind, "option": in.Option, "text": in.Text, "question": inbox.Clip(it.Text, 500)})
+		map[string]any{"who": who, "by": a.by, "from": from, "kind": it.Kind, "option": in.Option, "text": in.Text, "question": inbox.Clip(it.Text, 500)})
 	if s.hub != nil {
 		s.hub.publish(Change{Sessions: true}) // the item is gone now, not at the next poll
 	}
@@ -282,8 +293,12 @@ var _ verbs.Answerer = (*Server)(nil)
 // Answer implements verbs.Answerer: an answer another host's console
 // forwarded for one of this host's sessions takes the one answer path.
 func (s *Server) Answer(ctx context.Context, req verbs.AnswerRequest) (verbs.Result, error) {
-	from := "host " + req.From
-	res, _, err := s.answer(ctx, req.Name, AnswerRequest{Option: req.Option, Text: req.Text, Since: req.Since}, req.Who, from)
+	by := req.By
+	if by == "" {
+		by = req.Who // from a daemon that did not say
+	}
+	res, _, err := s.answer(ctx, req.Name, AnswerRequest{Option: req.Option, Text: req.Text, Since: req.Since},
+		answerer{who: req.Who, by: by, from: "host " + req.From})
 	if err != nil {
 		return verbs.Result{}, err
 	}

@@ -141,7 +141,8 @@ func TestAnswerOtherHost(t *testing.T) {
 	if len(c.verbs.answers) != 1 || len(c.verbs.injected) != 0 || len(c.rec.kinds()) != 0 {
 		t.Fatalf("[answer] expected it forwarded, nothing typed or recorded here … got %+v, %+v, %v", c.verbs.answers, c.verbs.injected, c.rec.kinds())
 	}
-	if a := c.verbs.answers[0]; a.Name != "w-0" || a.Option != "1" || !a.Since.Equal(items[0].Since) || !strings.HasPrefix(a.Who, "browser:") {
+	if a := c.verbs.answers[0]; a.Name != "w-0" || a.Option != "1" || !a.Since.Equal(items[0].Since) || !strings.HasPrefix(a.Who, "browser:") ||
+		!strings.HasPrefix(a.By, "browser:") || strings.Contains(a.By, " from ") {
 		t.Errorf("[answer] expected the request with its since and who … got %+v", a)
 	}
 }

@@ -151,7 +151,7 @@ func TestAnswerOnceAcrossRestarts(t *testing.T) {
 	if items, _ := bare.inbox(ctx, "w-0"); len(items) != 1 {
 		t.Fatalf("[console without its start] expected the need shown … got %+v", items)
 	}
-	_, code, err = bare.answer(ctx, "w-0", AnswerRequest{Option: "1", Since: since}, "browser:x", "test")
+	_, code, err = bare.answer(ctx, "w-0", AnswerRequest{Option: "1", Since: since}, answerer{who: "browser:x", by: "browser:x", from: "test"})
 	var ae *AnsweredError
 	if code != http.StatusConflict || !errors.As(err, &ae) || !strings.HasPrefix(ae.Who, "link:") {
 		t.Errorf("[the record refuses] expected 409 already answered by the link … got %d %v", code, err)

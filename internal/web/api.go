@@ -56,11 +56,14 @@ type Whoami struct {
 	// CSRF is the token to send in X-Herd-CSRF with every POST.
 	CSRF string `json:"csrf"`
 	Host string `json:"host"`
+	// User is the user logged in, absent for the machine's token and
+	// plain logins.
+	User string `json:"user,omitempty"`
 }
 
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
-	replyJSON(w, http.StatusOK, Whoami{Scope: p.Scope, CSRF: p.CSRF, Host: s.o.Host})
+	replyJSON(w, http.StatusOK, Whoami{Scope: p.Scope, CSRF: p.CSRF, Host: s.o.Host, User: p.User})
 }
 
 func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
@@ -222,10 +225,25 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 	keep := time.NewTicker(15 * time.Second)
 	defer keep.Stop()
+	// A user's stream lasts while the user does: checked again on its
+	// own clock, it ends once the user is removed (or cannot be
+	// checked), as their next request would be refused.
+	var recheck <-chan time.Time
+	if principal(r).User != "" {
+		t := time.NewTicker(s.limits.recheck)
+		defer t.Stop()
+		recheck = t.C
+	}
 	for {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-recheck:
+			if _, err := s.auth.Authenticate(r); err != nil {
+				s.log.Info("web: event stream of a user ended", "user", principal(r).User, "remote", r.RemoteAddr, "err", err)
+				return
+			}
+			continue
 		case <-keep.C:
 			io.WriteString(w, ": keep-alive\n\n")
 		case ch := <-c:
@@ -318,7 +336,7 @@ func (s *Server) handleInput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.record(r.Context(), name, "", herd.EventConsole, "input", fmt.Sprintf("%s typed by %s", what, origin(r)),
-		map[string]any{"who": principal(r).Who, "from": r.RemoteAddr, "key": in.Key, "bytes": len(in.Text)})
+		map[string]any{"who": principal(r).Who, "by": principal(r).By(), "from": r.RemoteAddr, "key": in.Key, "bytes": len(in.Text)})
 	replyJSON(w, http.StatusOK, res)
 }
 
@@ -361,6 +379,6 @@ func (s *Server) handleVerb(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.record(ctx, name, "", herd.EventConsole, verb, fmt.Sprintf("%s by %s", verb, origin(r)),
-		map[string]any{"who": principal(r).Who, "from": r.RemoteAddr, "verb": verb})
+		map[string]any{"who": principal(r).Who, "by": principal(r).By(), "from": r.RemoteAddr, "verb": verb})
 	replyJSON(w, http.StatusOK, res)
 }

@@ -22,6 +22,9 @@ type limits struct {
 	streams frontdoor.Streams
 	// streamsRefused bounds the log lines of refused streams.
 	streamsRefused frontdoor.Quiet
+	// recheck is how often an open event stream of a user's checks that
+	// the user still is: a removed user's stream ends within it.
+	recheck time.Duration
 }
 
 // defaultLimits are the console's limits: room for a few people with a
@@ -39,6 +42,7 @@ func defaultLimits() *limits {
 		conns:   128,
 		reserve: 256,
 		streams: frontdoor.Streams{PerClient: 8, Total: 64},
+		recheck: 15 * time.Second,
 	}
 }
 

@@ -17,6 +17,9 @@ type LinkRequest struct {
 	ReadOnly bool `json:"read_only"`
 	// Next is the console path to land on ("/" when empty).
 	Next string `json:"next"`
+	// User, when set, is the user the link logs in (herd web user add):
+	// read-only when the user is, and ended when the user is removed.
+	User string `json:"user,omitempty"`
 }
 
 // LinkResult is a login link.
@@ -24,6 +27,8 @@ type LinkResult struct {
 	URL string `json:"url"`
 	// Scope the link logs in with.
 	Scope string `json:"scope"`
+	// User the link logs in, "" for none.
+	User string `json:"user,omitempty"`
 }
 
 // LinkPath is the daemon API's route that mints login links.
@@ -47,7 +52,23 @@ func (s *Server) LinkHandler() http.Handler {
 		if in.ReadOnly {
 			scope = auth.ScopeRead
 		}
-		replyJSON(w, http.StatusOK, LinkResult{URL: s.LoginURL(scope, in.Next), Scope: scope})
+		if in.User == "" {
+			replyJSON(w, http.StatusOK, LinkResult{URL: s.LoginURL(scope, in.Next), Scope: scope})
+			return
+		}
+		if s.o.Users == nil {
+			replyError(w, http.StatusServiceUnavailable, "web: this console knows no users")
+			return
+		}
+		u, err := s.o.Users.User(r.Context(), in.User)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if u.ReadOnly {
+			scope = auth.ScopeRead
+		}
+		replyJSON(w, http.StatusOK, LinkResult{URL: s.loginURL(s.auth.UserLink(u, scope, in.Next)), Scope: scope, User: u.Name})
 	})
 }
 

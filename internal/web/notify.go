@@ -114,7 +114,8 @@ func (s *Server) postAnswerLink(w http.ResponseWriter, r *http.Request, tok stri
 		return
 	}
 	who := "link:" + clip(c.Nonce, 8)
-	res, code, err := s.answer(r.Context(), c.Session, AnswerRequest{Option: c.Option, Since: c.Since, nonce: c.Nonce}, who, r.RemoteAddr)
+	res, code, err := s.answer(r.Context(), c.Session, AnswerRequest{Option: c.Option, Since: c.Since, nonce: c.Nonce},
+		answerer{who: who, by: who, from: r.RemoteAddr})
 	if err != nil {
 		page(w, code, "Not answered", `<p>`+htmlEscape(c.Session)+`: `+htmlEscape(err.Error())+`</p>`)
 		return

@@ -97,7 +97,7 @@ func (s *Server) handleTaskVerb(w http.ResponseWriter, r *http.Request) {
 	var t herd.Task
 	json.Unmarshal(raw, &t)
 	s.record(ctx, t.Session, "", herd.EventConsole, "task_"+verb, fmt.Sprintf("task %s: %s by %s", id, verb, origin(r)),
-		map[string]any{"who": principal(r).Who, "from": r.RemoteAddr, "task": id, "verb": verb, "bytes": len(in.Text)})
+		map[string]any{"who": principal(r).Who, "by": principal(r).By(), "from": r.RemoteAddr, "task": id, "verb": verb, "bytes": len(in.Text)})
 	rawJSON(w, raw)
 }
 

@@ -66,8 +66,11 @@ type Options struct {
 	Backend Backend
 	Verbs   Verbs
 	Events  Recorder
-	// Token is the API token (LoadToken).
+	// Token is the API token (LoadToken): the machine's own credential.
 	Token string
+	// Users are the people who log in by name (internal/users.Manager):
+	// their tokens, and login links of `herd web url --user`; nil: none.
+	Users auth.Users
 	Log   *slog.Logger
 	// Changes tells of changes to the fleet and the event log; nil: the
 	// console polls the Backend for them every Poll.
@@ -152,7 +155,7 @@ func New(o Options) *Server {
 	if o.limits == nil {
 		o.limits = defaultLimits()
 	}
-	s := &Server{o: o, auth: auth.NewAuth(o.Token), log: o.Log, addr: o.Config.Listen, limits: o.limits,
+	s := &Server{o: o, auth: auth.NewAuth(o.Token, o.Users), log: o.Log, addr: o.Config.Listen, limits: o.limits,
 		answers: o.Answers, answered: map[string]store.Answer{}, locks: map[string]*sync.Mutex{}, screens: map[string]cachedScreen{}}
 	if s.answers == nil {
 		s.answers = newMemAnswers()
@@ -192,8 +195,13 @@ func (s *Server) Serving() bool {
 
 // LoginURL mints a single-use login link of scope landing on next.
 func (s *Server) LoginURL(scope, next string) string {
+	return s.loginURL(s.auth.Link(scope, next))
+}
+
+// loginURL is the login link of nonce.
+func (s *Server) loginURL(nonce string) string {
 	if s.o.Config.URL != "" {
-		return s.o.Config.URL + "/login?t=" + s.auth.Link(scope, next)
+		return s.o.Config.URL + "/login?t=" + nonce
 	}
 	scheme := "http://"
 	if s.o.Config.TLS() {
@@ -209,7 +217,7 @@ func (s *Server) LoginURL(scope, next string) string {
 			host = net.JoinHostPort(name, port)
 		}
 	}
-	return scheme + host + "/login?t=" + s.auth.Link(scope, next)
+	return scheme + host + "/login?t=" + nonce
 }
 
 // Run serves the console on ln until ctx is done.
@@ -342,9 +350,21 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.handleAnswerLink(w, r)
 			return
 		}
-		p, ok := s.auth.Authenticate(r)
-		if !ok {
+		p, err := s.auth.Authenticate(r)
+		if errors.Is(err, auth.ErrUnauthenticated) {
 			s.refuse(w, r)
+			return
+		}
+		if err != nil {
+			// A person's credential the store cannot confirm now is
+			// refused: never taken on trust while it may be revoked.
+			s.log.Warn("web: a login could not be checked; refused", "remote", r.RemoteAddr, "path", r.URL.Path, "err", err)
+			const msg = "your login cannot be checked now (the store is away): try again once it is back"
+			if strings.HasPrefix(r.URL.Path, "/api/") {
+				replyError(w, http.StatusServiceUnavailable, msg)
+				return
+			}
+			http.Error(w, "herd console: "+msg, http.StatusServiceUnavailable)
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -359,6 +379,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 			if !p.CanOperate() {
+				if p.User != "" {
+					replyError(w, http.StatusForbidden, "user "+p.User+" is read-only: it can see everything and change nothing")
+					return
+				}
 				replyError(w, http.StatusForbidden, "read-only login: log in with `herd web url` (without --read-only) to act")
 				return
 			}
@@ -451,9 +475,14 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
 	if !s.parseSmallForm(w, r, maxLoginForm) {
 		return
 	}
-	id, next, ok := s.auth.Login(r.PostForm.Get("t"))
-	if !ok {
+	id, next, err := s.auth.Login(r.Context(), r.PostForm.Get("t"))
+	if errors.Is(err, auth.ErrUnauthenticated) {
 		s.loginRefused(w, r)
+		return
+	}
+	if err != nil {
+		s.log.Warn("web: a login link could not be checked; refused", "remote", r.RemoteAddr, "err", err)
+		page(w, http.StatusServiceUnavailable, "Try again", "<p>This login cannot be checked now (the store is away); the link is not spent: try again once it is back.</p>")
 		return
 	}
 	s.log.Info("web: login", "remote", r.RemoteAddr)

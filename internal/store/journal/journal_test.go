@@ -284,7 +284,7 @@ func TestRecordUnknownCommit(t *testing.T) {
 	}
 }
 
-// TestAwayRefusesFleetRows: hosts, placements, commands and kv wait for
+// TestAwayRefusesFleetRows: hosts, placements, commands, kv and users wait for
 // the store; nothing of a refused transaction is journaled.
 func TestAwayRefusesFleetRows(t *testing.T) {
 	ctx := context.Background()
@@ -301,6 +301,12 @@ func TestAwayRefusesFleetRows(t *testing.T) {
 		"set lease":     func(tx store.Tx) error { return tx.SetLease("h1", time.Now().Add(time.Minute)) },
 		"now":           func(tx store.Tx) error { _, err := tx.Now(); return err },
 		"placement":     func(tx store.Tx) error { _, err := tx.Placement("w", 0); return err },
+		"add user":      func(tx store.Tx) error { return tx.AddUser(&store.User{Name: "alice", CreatedAt: time.Now()}) },
+		"user":          func(tx store.Tx) error { _, err := tx.User("alice"); return err },
+		"users":         func(tx store.Tx) error { _, err := tx.Users(); return err },
+		"delete user":   func(tx store.Tx) error { return tx.DeleteUser("alice") },
+		"user token":    func(tx store.Tx) error { return tx.AddUserToken("h", 1, time.Now()) },
+		"token user":    func(tx store.Tx) error { _, err := tx.TokenUser("h"); return err },
 	}
 	for name, fn := range cases {
 		err := j.Update(ctx, func(tx store.Tx) error {

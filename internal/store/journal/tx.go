@@ -164,3 +164,12 @@ func (awayTx) DeleteEventsBeyond(int, int) (int, error)         { return 0, stor
 func (awayTx) DeleteIncarnationsEndedBefore(time.Time, int) (int, error) {
 	return 0, store.ErrAway
 }
+
+// The users and their tokens are the fleet's: a credential the shared
+// store cannot confirm is refused, never taken on a local copy's word.
+func (awayTx) AddUser(*store.User) error                   { return store.ErrAway }
+func (awayTx) User(string) (store.User, error)             { return store.User{}, store.ErrAway }
+func (awayTx) Users() ([]store.User, error)                { return nil, store.ErrAway }
+func (awayTx) DeleteUser(string) error                     { return store.ErrAway }
+func (awayTx) AddUserToken(string, int64, time.Time) error { return store.ErrAway }
+func (awayTx) TokenUser(string) (store.User, error)        { return store.User{}, store.ErrAway }

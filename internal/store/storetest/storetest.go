@@ -67,6 +67,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AnswersOnce", testAnswersOnce},
 		{"AnswerClaimConcurrent", testAnswerClaimConcurrent},
 		{"SpentNonces", testSpentNonces},
+		{"Users", testUsers},
+		{"UserTokens", testUserTokens},
 		{"TaskRoundTrip", testTaskRoundTrip},
 		{"TaskFilters", testTaskFilters},
 		{"TaskHeldOnce", testTaskHeldOnce},

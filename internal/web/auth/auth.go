@@ -1,20 +1,26 @@
 // Package auth owns the console's credentials and request checks: the API
-// token, login links, browser sessions and their cookies, scopes, the CSRF
-// and Host/Origin checks, and the signed one-tap answer links. The console
-// (internal/web) calls it on every request. It never reads sessions or acts
-// on agents; it only says who asks and whether the request may proceed.
+// token, the people's tokens and login links (read through Users), browser
+// sessions and their cookies, scopes, the CSRF and Host/Origin checks, and
+// the signed one-tap answer links. The console (internal/web) calls it on
+// every request. It never reads sessions or acts on agents; it only says
+// who asks and whether the request may proceed.
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"herd/internal/store"
 )
 
 // Scopes of a console client.
@@ -37,27 +43,68 @@ const (
 	CSRFHeader = "X-Herd-CSRF"
 	// TokenFile is the API token's file in the state dir.
 	TokenFile = "web.token"
+	// CheckTimeout bounds the store's check of a person's credential: a
+	// store that does not answer in time refuses it.
+	CheckTimeout = 5 * time.Second
 )
 
 // Principal is who a request comes from.
 type Principal struct {
 	// Scope is ScopeRead or ScopeOperate.
 	Scope string
-	// Who names the client in events: "token" or "browser:<id prefix>".
+	// Who names the client in events: "token" or "browser:<id prefix>",
+	// and for a user "NAME (token)" or "NAME (browser:<id prefix>)".
 	Who string
+	// User is the user's name, "" for the machine's own token and the
+	// logins of plain `herd web url`.
+	User string
 	// CSRF is the browser session's token ("" for a bearer client, which
 	// no browser sends by itself).
 	CSRF string
+
+	// userSeq is the user's number: a user removed and added again under
+	// the name is another, whose predecessor's sessions are refused.
+	userSeq int64
 }
 
 // CanOperate reports whether p may change anything.
 func (p Principal) CanOperate() bool { return p.Scope == ScopeOperate }
+
+// By names who acts in events (data.by): the user, else the login.
+func (p Principal) By() string {
+	if p.User != "" {
+		return p.User
+	}
+	return p.Who
+}
+
+// Users are the console's people, read on every request that carries
+// one's credential (internal/users.Manager, over the store). A missing
+// user or token is an error wrapping store.ErrNotFound; any other error
+// means the credential cannot be checked now, and it is refused.
+type Users interface {
+	// User returns the user called name.
+	User(ctx context.Context, name string) (store.User, error)
+	// TokenUser returns the user holding token.
+	TokenUser(ctx context.Context, token string) (store.User, error)
+}
+
+// ErrUnauthenticated is a request with no credential, or one that is
+// wrong, spent, expired or of a user removed since: 401.
+var ErrUnauthenticated = errors.New("not logged in")
+
+// ErrUnchecked is a person's credential that cannot be checked now (the
+// store is away): refused, 503.
+var ErrUnchecked = errors.New("the login cannot be checked now")
 
 // link is one single-use login link.
 type link struct {
 	scope   string
 	next    string
 	expires time.Time
+	// user and userSeq name the user the link logs in, "" for none.
+	user    string
+	userSeq int64
 }
 
 // session is one logged-in browser.
@@ -71,6 +118,9 @@ type session struct {
 // restarted daemon forgets them.
 type Auth struct {
 	token string
+	// users are the people; nil: only the machine's token and plain
+	// login links.
+	users Users
 	now   func() time.Time
 
 	// mu guards the fields below.
@@ -79,9 +129,10 @@ type Auth struct {
 	sessions map[string]session
 }
 
-// NewAuth returns the credentials with token as the API token.
-func NewAuth(token string) *Auth {
-	return &Auth{token: token, now: time.Now, links: map[string]link{}, sessions: map[string]session{}}
+// NewAuth returns the credentials with token as the API token, and the
+// people of users (nil: none).
+func NewAuth(token string, users Users) *Auth {
+	return &Auth{token: token, users: users, now: time.Now, links: map[string]link{}, sessions: map[string]session{}}
 }
 
 // randomHex returns n random bytes in hex.
@@ -106,9 +157,25 @@ func SafeNext(next string) string {
 
 // Link mints a single-use login link's nonce of scope, landing on next.
 func (a *Auth) Link(scope, next string) string {
-	if scope != ScopeRead {
-		scope = ScopeOperate
+	return a.mint(link{scope: scope, next: next})
+}
+
+// UserLink mints a single-use login link's nonce that logs u in, landing
+// on next: with the read scope when u is read-only or scope asks for it.
+// The browser session it opens lasts while u does.
+func (a *Auth) UserLink(u store.User, scope, next string) string {
+	if u.ReadOnly {
+		scope = ScopeRead
 	}
+	return a.mint(link{scope: scope, next: next, user: u.Name, userSeq: u.Seq})
+}
+
+// mint records l under a new nonce.
+func (a *Auth) mint(l link) string {
+	if l.scope != ScopeRead {
+		l.scope = ScopeOperate
+	}
+	l.next = SafeNext(l.next)
 	nonce := randomHex(24)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -118,7 +185,8 @@ func (a *Auth) Link(scope, next string) string {
 			delete(a.links, k)
 		}
 	}
-	a.links[nonce] = link{scope: scope, next: SafeNext(next), expires: now.Add(LinkTTL)}
+	l.expires = now.Add(LinkTTL)
+	a.links[nonce] = l
 	return nonce
 }
 
@@ -132,50 +200,141 @@ func (a *Auth) Valid(nonce string) bool {
 }
 
 // Login spends a link's nonce: a new browser session's id and where to
-// land. ok is false for an unknown, spent or expired nonce.
-func (a *Auth) Login(nonce string) (id, next string, ok bool) {
+// land. An unknown, spent or expired nonce, or one of a user removed
+// since, is ErrUnauthenticated; a user's link that cannot be checked now
+// is ErrUnchecked, and is not spent.
+func (a *Auth) Login(ctx context.Context, nonce string) (id, next string, err error) {
+	a.mu.Lock()
+	l, found := a.links[nonce]
+	a.mu.Unlock()
+	if !found || a.now().After(l.expires) {
+		a.spend(nonce)
+		return "", "", ErrUnauthenticated
+	}
+	p := Principal{Scope: l.scope}
+	if l.user != "" {
+		u, err := a.user(ctx, l.user, l.userSeq)
+		if errors.Is(err, ErrUnauthenticated) {
+			a.spend(nonce)
+		}
+		if err != nil {
+			return "", "", err
+		}
+		if u.ReadOnly {
+			p.Scope = ScopeRead
+		}
+		p.User, p.userSeq = u.Name, u.Seq
+	}
+	if !a.spend(nonce) {
+		return "", "", ErrUnauthenticated // spent meanwhile
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	l, found := a.links[nonce]
-	if !found {
-		return "", "", false
-	}
-	delete(a.links, nonce)
 	now := a.now()
-	if now.After(l.expires) {
-		return "", "", false
-	}
 	for k, s := range a.sessions {
 		if now.After(s.expires) {
 			delete(a.sessions, k)
 		}
 	}
 	id = randomHex(32)
-	a.sessions[id] = session{Principal: Principal{Scope: l.scope, Who: "browser:" + id[:8], CSRF: randomHex(32)}, expires: now.Add(SessionTTL)}
-	return id, l.next, true
+	p.Who, p.CSRF = "browser:"+id[:8], randomHex(32)
+	if p.User != "" {
+		p.Who = p.User + " (" + p.Who + ")"
+	}
+	a.sessions[id] = session{Principal: p, expires: now.Add(SessionTTL)}
+	return id, l.next, nil
 }
 
-// Authenticate returns who r comes from: a bearer token, or a browser
-// session cookie. ok is false for neither.
-func (a *Auth) Authenticate(r *http.Request) (Principal, bool) {
+// spend forgets a link's nonce and reports whether it was there.
+func (a *Auth) spend(nonce string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, found := a.links[nonce]
+	delete(a.links, nonce)
+	return found
+}
+
+// user returns the user called name while it is the user numbered seq:
+// ErrUnauthenticated once removed (or removed and added again),
+// ErrUnchecked when the store cannot say.
+func (a *Auth) user(ctx context.Context, name string, seq int64) (store.User, error) {
+	if a.users == nil {
+		return store.User{}, ErrUnauthenticated
+	}
+	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
+	defer cancel()
+	u, err := a.users.User(ctx, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.User{}, ErrUnauthenticated
+	case err != nil:
+		return store.User{}, fmt.Errorf("%w: %w", ErrUnchecked, err)
+	case u.Seq != seq:
+		return store.User{}, ErrUnauthenticated
+	}
+	return u, nil
+}
+
+// Authenticate returns who r comes from: the machine's bearer token, a
+// user's, or a browser session cookie. A user's credential is good while
+// the user is (read on every request, so a removed user's next request is
+// refused), with the read scope while the user is read-only. The error is
+// ErrUnauthenticated, or ErrUnchecked for a person's credential the store
+// cannot confirm now.
+func (a *Auth) Authenticate(r *http.Request) (Principal, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		tok, found := strings.CutPrefix(h, "Bearer ")
-		if found && a.token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) == 1 {
-			return Principal{Scope: ScopeOperate, Who: "token"}, true
+		if !found || tok == "" {
+			return Principal{}, ErrUnauthenticated
 		}
-		return Principal{}, false
+		if a.token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) == 1 {
+			return Principal{Scope: ScopeOperate, Who: "token"}, nil
+		}
+		if a.users == nil {
+			return Principal{}, ErrUnauthenticated
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), CheckTimeout)
+		defer cancel()
+		u, err := a.users.TokenUser(ctx, tok)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return Principal{}, ErrUnauthenticated
+		case err != nil:
+			return Principal{}, fmt.Errorf("%w: %w", ErrUnchecked, err)
+		}
+		p := Principal{Scope: ScopeOperate, Who: u.Name + " (token)", User: u.Name, userSeq: u.Seq}
+		if u.ReadOnly {
+			p.Scope = ScopeRead
+		}
+		return p, nil
 	}
 	c, err := r.Cookie(CookieName)
 	if err != nil || c.Value == "" {
-		return Principal{}, false
+		return Principal{}, ErrUnauthenticated
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	s, found := a.sessions[c.Value]
+	a.mu.Unlock()
 	if !found || a.now().After(s.expires) {
-		return Principal{}, false
+		return Principal{}, ErrUnauthenticated
 	}
-	return s.Principal, true
+	p := s.Principal
+	if p.User == "" {
+		return p, nil
+	}
+	u, err := a.user(r.Context(), p.User, p.userSeq)
+	if errors.Is(err, ErrUnauthenticated) {
+		a.mu.Lock()
+		delete(a.sessions, c.Value)
+		a.mu.Unlock()
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if u.ReadOnly {
+		p.Scope = ScopeRead
+	}
+	return p, nil
 }
 
 // CheckCSRF reports whether a state-changing request of p carries p's

@@ -67,14 +67,26 @@ const maxNeedle = 24
 // end of text (typed, not yet submitted). known is false when it cannot
 // tell: an agent whose input line herd does not know, a screen without
 // it (a dialog), a text too short to look for, or one with several lines
-// (an agent may fold a paste into a placeholder). The input line is the
+// where the agent may fold a paste into a placeholder (one that shows a
+// paste as it is is read by its last line: seen, it holds; not seen,
+// unknown). The input line is the
 // last input prompt on the screen and what follows it; the prompts above
 // it are history. Blanks and box-drawing characters are ignored, so the
 // agent's own wrapping of a long line does not hide the text.
 func InputHolds(kind, screen, text string) (holds, known bool) {
 	r, ok := rules[kind]
-	if !ok || strings.ContainsAny(strings.TrimRight(text, "\n"), "\n\r") {
+	if !ok {
 		return false, false
+	}
+	several := strings.ContainsAny(strings.TrimRight(text, "\n"), "\n\r")
+	if several {
+		if !r.pasteShown {
+			return false, false
+		}
+		// Its last line shows at the input line's end; not seen, it
+		// may be folded or scrolled: unknown.
+		lines := strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == '\r' })
+		text = lines[len(lines)-1]
 	}
 	needle := compact(Normalize(text))
 	if n := utf8.RuneCountInString(needle); n < minNeedle {
@@ -83,12 +95,20 @@ func InputHolds(kind, screen, text string) (holds, known bool) {
 		rs := []rune(needle)
 		needle = string(rs[len(rs)-maxNeedle:])
 	}
+	input := r.promptRE
+	if r.inputRE != nil {
+		input = r.inputRE
+	}
 	norm := Normalize(screen)
-	locs := r.promptRE.FindAllStringIndex(norm, -1)
+	locs := input.FindAllStringIndex(norm, -1)
 	if len(locs) == 0 {
 		return false, false
 	}
-	return strings.Contains(compact(norm[locs[len(locs)-1][0]:]), needle), true
+	holds = strings.Contains(compact(norm[locs[len(locs)-1][0]:]), needle)
+	if several && !holds {
+		return false, false
+	}
+	return holds, true
 }
 
 // compact drops blanks and box-drawing characters from s.

@@ -23,6 +23,9 @@ func TestClearKeys(t *testing.T) {
 // TestInputHolds reads the input line of real captures (typed and not yet
 // sent; sent, the prompt in the history above an empty input line) and of
 // drawn ones.
+// checkText is a check's failure as herd types it into an agent.
+const checkText = "The check of task t-1 (sh -c grep -qx hello greeting.txt || { echo 'herd-tool: greeting.txt must say hello'; exit 1; }) failed: exited with 1. The end of its output:\n\nherd-tool: greeting.txt must say hello\n\nFix the cause and commit the fix on this branch."
+
 func TestInputHolds(t *testing.T) {
 	rule := strings.Repeat("─", 40)
 	fixture := func(path string) string { return string(readFixture(t, path)) }
@@ -40,6 +43,9 @@ func TestInputHolds(t *testing.T) {
 		{"wrapped by the agent", herd.AgentGemini, " > please look at the file and\n   then fix the bug\n", "please look at the file and then fix the bug", true, true},
 		{"only the end is looked for", herd.AgentCodex, "› …that goes on and on and ends here\n", strings.Repeat("a long text ", 20) + "that goes on and on and ends here", true, true},
 		{"a newline Gemini took for Enter", herd.AgentGemini, " > please herd-hang\n  \n", "please herd-hang", true, true},
+		{"gemini yolo, several lines pasted (real)", herd.AgentGemini, fixture("gemini/0.61.0/screen-yolo-pasted.txt"), checkText, true, true},
+		{"gemini yolo, several lines sent (real)", herd.AgentGemini, fixture("gemini/0.61.0/screen-yolo-idle.txt"), checkText, false, false},
+		{"gemini yolo, one line typed", herd.AgentGemini, " * please herd-hang\n workspace (/directory)\n", "please herd-hang", true, true},
 		{"too short to tell", herd.AgentCodex, "› 1\n", "1", false, false},
 		{"several lines", herd.AgentCodex, "› [Pasted Content 1200 chars]\n", "one\ntwo\nthree", false, false},
 		{"no input line (a dialog)", herd.AgentGemini, "Allow execution of: 'ls'?\n● 1. Allow once\n", "allow it", false, false},

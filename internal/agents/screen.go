@@ -38,6 +38,13 @@ type screenRules struct {
 	startup    []string // any of these: a startup dialog
 	permission []string // any of these: a permission dialog
 	promptRE   *regexp.Regexp
+	// inputRE, when set, finds the input line for InputHolds where it
+	// takes more forms than promptRE (Gemini CLI's YOLO mode draws it
+	// with "*"); promptRE otherwise.
+	inputRE *regexp.Regexp
+	// pasteShown: the agent shows a pasted text of several lines as it
+	// is (no placeholder), so InputHolds can look for its last line.
+	pasteShown bool
 	// turnRE matches the agent's own in-turn indicators that the common
 	// spinner patterns miss, in the raw capture: while one shows, the
 	// input prompt below it does not mean the turn is over.
@@ -82,6 +89,9 @@ var rules = map[string]screenRules{
 			"Allow execution", "Apply this change?", "Do you want to proceed?", "Allow once",
 		},
 		promptRE: regexp.MustCompile(`(?m)^\s*│?\s*> `),
+		// Its input line in YOLO mode: " * text".
+		inputRE:    regexp.MustCompile(`(?m)^\s*│?\s*[>*] `),
+		pasteShown: true,
 		// The loading indicator: a braille spinner frame and a phrase
 		// ("⠙ Executing Hooks: … (1/2)", "⠏ Thinking... (esc to cancel,
 		// 3s)", a thought's subject), shown above a live input prompt for

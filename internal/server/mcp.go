@@ -1,9 +1,7 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -40,7 +38,7 @@ const ReasonMCPRefused = "mcp_refused"
 // session.
 func (sv *Server) handleMCPCall(w http.ResponseWriter, r *http.Request) {
 	var c api.MCPCall
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&c); err != nil {
+	if err := decodeBody(r, 1<<20, &c); err != nil {
 		fail(w, badf("mcp call: bad request body: %v", err))
 		return
 	}

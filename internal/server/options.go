@@ -4,8 +4,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 
 	"herd/internal/api"
@@ -65,7 +63,7 @@ func New(o Options) *Server { return &Server{o: o, st: o.Status} }
 // handleActivity records an agent hook event sent by `herd hook`.
 func (sv *Server) handleActivity(w http.ResponseWriter, r *http.Request) {
 	var rep api.ActivityReport
-	if err := json.NewDecoder(io.LimitReader(r.Body, watchdog.MaxReportBody)).Decode(&rep); err != nil {
+	if err := decodeBody(r, watchdog.MaxReportBody, &rep); err != nil {
 		fail(w, badf("activity: bad request body: %v", err))
 		return
 	}

@@ -198,7 +198,7 @@ func FuzzAPIRequest(f *testing.F) {
 		if !json.Valid(rec.Body.Bytes()) {
 			t.Fatalf("%s %s: 200 with a body that is not JSON: %q", rt.method, req.URL.Path, rec.Body)
 		}
-		if b := bytes.TrimSpace(body); rt.body || len(b) > 0 {
+		if b := bytes.TrimSpace(body); rt.method == http.MethodPost && (rt.body || len(b) > 0) {
 			if !json.Valid(b) {
 				t.Fatalf("%s %s: a body that is not one JSON value accepted: %q", rt.method, req.URL.Path, body)
 			}

@@ -308,7 +308,12 @@ func claudeResult(l rawLine, at time.Time, st *State) []Record {
 		if l.TotalCost != nil {
 			cost = l.TotalCost
 		}
-		if r, ok := st.running("", st.Model, l.Usage.claudeUsage.tokens(), cost, at); ok {
+		// An empty modelUsage reaches here without a usage object too.
+		var tok Tokens
+		if l.Usage != nil {
+			tok = l.Usage.claudeUsage.tokens()
+		}
+		if r, ok := st.running("", st.Model, tok, cost, at); ok {
 			return []Record{r}
 		}
 		return nil

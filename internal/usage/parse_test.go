@@ -310,3 +310,18 @@ func TestNegativeCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestResultWithoutUsage: a stream's result line with an empty modelUsage
+// and no usage is read as nothing (or its cost alone), not a nil
+// dereference that ended every ledger round at that line (found by
+// FuzzParseLine).
+func TestResultWithoutUsage(t *testing.T) {
+	st := &State{}
+	if recs, err := ParseLine(Stream, []byte(`{"type":"result","modelUsage":{}}`), st); err != nil || len(recs) != 0 {
+		t.Errorf("[no usage] expected nothing … got %+v, %v", recs, err)
+	}
+	recs, err := ParseLine(Stream, []byte(`{"type":"result","modelUsage":{},"total_cost_usd":0.5}`), st)
+	if err != nil || len(recs) != 1 || !recs[0].HasCost || recs[0].Cost != 0.5 || !recs[0].Tokens.Zero() {
+		t.Errorf("[cost alone] expected a record of $0.50 … got %+v, %v", recs, err)
+	}
+}

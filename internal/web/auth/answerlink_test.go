@@ -134,8 +134,9 @@ func TestLoadAnswerKey(t *testing.T) {
 }
 
 // TestLinkOneSpelling: a link verifies only as it was signed: the same
-// signature with the unused bits of its last character set is invalid
-// (found by FuzzAnswerLink: base64 without Strict ignored them).
+// signature with the unused bits of its last character set, or a line
+// break inside, is invalid (found by FuzzAnswerLink: a base64 decoder
+// ignores both).
 func TestLinkOneSpelling(t *testing.T) {
 	now := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	g := NewSigner([]byte("0123456789abcdef0123456789abcdef"), &memNonces{spent: map[string]time.Time{}})
@@ -152,6 +153,16 @@ func TestLinkOneSpelling(t *testing.T) {
 		other := tok[:len(tok)-1] + string(alphabet[last|unused])
 		if _, err := g.Verify(context.Background(), other); !errors.Is(err, ErrLinkInvalid) {
 			t.Errorf("[unused bits %d] expected %v … got %v", unused, ErrLinkInvalid, err)
+		}
+	}
+	// A decoder skips line breaks: a signature with one inside is
+	// another spelling too (found by FuzzAnswerLink once the bits were
+	// refused).
+	payload, sig, _ := strings.Cut(tok, ".")
+	for _, brk := range []string{"\r", "\n", "\r\n"} {
+		other := payload + "." + sig[:10] + brk + sig[10:]
+		if _, err := g.Verify(context.Background(), other); !errors.Is(err, ErrLinkInvalid) {
+			t.Errorf("[a line break %q in the signature] expected %v … got %v", brk, ErrLinkInvalid, err)
 		}
 	}
 }

@@ -100,24 +100,32 @@ func (f *fuzzSlots) Stale(context.Context, string) (bool, error)              { 
 // NAME is replaced by the input's name, as it is.
 var fuzzRoutes = []struct {
 	method, path string
-	// body: the route requires a JSON body (an empty or malformed one
-	// is refused).
-	body bool
+	// body: what the route reads of a body.
+	body bodyUse
 }{
-	{"POST", "/v1/sessions/NAME/stop", false},
-	{"POST", "/v1/sessions/NAME/inject", true},
-	{"POST", "/v1/sessions/NAME/restart", false},
-	{"POST", "/v1/sessions/NAME/signal", false},
-	{"POST", "/v1/sessions/NAME/resume", false},
-	{"POST", "/v1/roles", true},
-	{"POST", "/v1/roles/NAME/scale", true},
-	{"POST", "/v1/roles/NAME/rollout", false},
-	{"POST", "/v1/roles/NAME/restart", false},
-	{"POST", "/v1/reap", false},
-	{"POST", "/v1/tasks", true},
-	{"POST", "/v1/tasks/NAME", false},
-	{"GET", "/v1/tasks", false},
+	{"POST", "/v1/sessions/NAME/stop", optional},
+	{"POST", "/v1/sessions/NAME/inject", required},
+	{"POST", "/v1/sessions/NAME/restart", optional},
+	{"POST", "/v1/sessions/NAME/signal", optional},
+	{"POST", "/v1/sessions/NAME/resume", unread},
+	{"POST", "/v1/roles", required},
+	{"POST", "/v1/roles/NAME/scale", required},
+	{"POST", "/v1/roles/NAME/rollout", optional},
+	{"POST", "/v1/roles/NAME/restart", optional},
+	{"POST", "/v1/reap", optional},
+	{"POST", "/v1/tasks", required},
+	{"POST", "/v1/tasks/NAME", optional},
+	{"GET", "/v1/tasks", unread},
 }
+
+// bodyUse is what a route reads of a request's body.
+type bodyUse int
+
+const (
+	unread   bodyUse = iota // no body is read
+	optional                // an empty body, or one JSON value
+	required                // one JSON value (an empty or malformed body is refused)
+)
 
 // FuzzAPIRequest: any request to the socket API's routes that decode a
 // body or a query, served by the real handler over the real verbs (their
@@ -198,7 +206,7 @@ func FuzzAPIRequest(f *testing.F) {
 		if !json.Valid(rec.Body.Bytes()) {
 			t.Fatalf("%s %s: 200 with a body that is not JSON: %q", rt.method, req.URL.Path, rec.Body)
 		}
-		if b := bytes.TrimSpace(body); rt.method == http.MethodPost && (rt.body || len(b) > 0) {
+		if b := bytes.TrimSpace(body); rt.body == required || rt.body == optional && len(b) > 0 {
 			if !json.Valid(b) {
 				t.Fatalf("%s %s: a body that is not one JSON value accepted: %q", rt.method, req.URL.Path, body)
 			}

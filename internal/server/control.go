@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -37,7 +35,7 @@ func (sv *Server) handleControl(mux *http.ServeMux) {
 // session), and reports each: delivered, or refused and why.
 func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
 	var req api.InjectManyRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxInjectBody)).Decode(&req); err != nil {
+	if err := decodeBody(r, maxInjectBody, &req); err != nil {
 		fail(w, badf("inject: bad request body: %v", err))
 		return
 	}
@@ -114,7 +112,7 @@ func (sv *Server) handleInjectMany(w http.ResponseWriter, r *http.Request) {
 // passed (a result either way); the caller going away ends it.
 func (sv *Server) handleWait(w http.ResponseWriter, r *http.Request) {
 	var req api.WaitRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+	if err := decodeBody(r, 1<<20, &req); err != nil {
 		fail(w, badf("wait: bad request body: %v", err))
 		return
 	}

@@ -31,3 +31,27 @@ func TestInjectLineBreakRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyOneValue: a body of one JSON value and a second is refused
+// (400), not carried out as its first says while the rest is dropped
+// (found by FuzzAPIRequest: a scale to 3 followed by a scale to -1).
+func TestBodyOneValue(t *testing.T) {
+	fs := &fuzzSlots{}
+	v := verbs.New(verbs.Options{Host: "h", Sessions: fs, Roles: fs, Kicker: fs, Reaper: fs, Tmux: fs, Reader: fs})
+	h := New(Options{Verbs: v}).Handler()
+	for _, x := range []struct{ path, body string }{
+		{"/v1/roles/w/scale", `{"replicas":3} {"replicas":-1}`},
+		{"/v1/roles/w/scale", `{"replicas":3}}`},
+		{"/v1/sessions/w-0/inject", `{"text":"yes"} {"text":"no"}`},
+		{"/v1/inject", `{"names":["w-0"],"text":"yes"}x`},
+		{"/v1/activity", `{} {}`},
+	} {
+		code, body := serveOne(h, http.MethodPost, x.path, x.body)
+		if code != http.StatusBadRequest || !strings.Contains(body, "after the JSON value") && !strings.Contains(body, "invalid character") {
+			t.Errorf("[%s %s] expected 400 … got %d %s", x.path, x.body, code, body)
+		}
+	}
+	if code, body := serveOne(h, http.MethodPost, "/v1/roles/w/scale", "{\"replicas\":3}\n"); code != http.StatusOK {
+		t.Errorf("[one value and a newline] expected 200 … got %d %s", code, body)
+	}
+}

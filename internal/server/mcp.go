@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -48,7 +46,7 @@ const ReasonMCPRefused = "mcp_refused"
 // whatever session the body names: the daemon knows who calls.
 func (sv *Server) handleMCPCall(w http.ResponseWriter, r *http.Request) {
 	var c api.MCPCall
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&c); err != nil {
+	if err := decodeBody(r, 1<<20, &c); err != nil {
 		fail(w, badf("mcp call: bad request body: %v", err))
 		return
 	}

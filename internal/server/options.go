@@ -4,8 +4,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 
@@ -81,7 +79,7 @@ func (sv *Server) log() *slog.Logger {
 // handleActivity records an agent hook event sent by `herd hook`.
 func (sv *Server) handleActivity(w http.ResponseWriter, r *http.Request) {
 	var rep api.ActivityReport
-	if err := json.NewDecoder(io.LimitReader(r.Body, watchdog.MaxReportBody)).Decode(&rep); err != nil {
+	if err := decodeBody(r, watchdog.MaxReportBody, &rep); err != nil {
 		fail(w, badf("activity: bad request body: %v", err))
 		return
 	}

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 
 	"herd/internal/api"
@@ -75,7 +73,7 @@ func (sv *Server) handleUserAdd(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in api.AddUserRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&in); err != nil {
+	if err := decodeBody(r, 4<<10, &in); err != nil {
 		fail(w, badf("add user: bad request body: %v", err))
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -47,6 +48,20 @@ func answer(w http.ResponseWriter) func(res any, err error) {
 	}
 }
 
+// decodeBody decodes r's JSON body, read up to limit bytes, into v: one
+// JSON value and nothing after it but space (a second value would be
+// dropped unread, and a request is what it says or is refused).
+func decodeBody(r *http.Request, limit int64, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, limit))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("unexpected data after the JSON value")
+	}
+	return nil
+}
+
 // decodeOptional decodes an optional JSON body into v: an empty body
 // leaves v as it is.
 func decodeOptional(r *http.Request, v any) error {
@@ -76,7 +91,7 @@ func (sv *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleInject(w http.ResponseWriter, r *http.Request) {
 	var req api.InjectRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxInjectBody)).Decode(&req); err != nil {
+	if err := decodeBody(r, maxInjectBody, &req); err != nil {
 		fail(w, badf("inject: bad request body: %v", err))
 		return
 	}
@@ -153,8 +168,8 @@ func (sv *Server) handleApply(w http.ResponseWriter, r *http.Request) {
 
 func (sv *Server) handleScale(w http.ResponseWriter, r *http.Request) {
 	var req api.ScaleRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
-		fail(w, badf("scale: replicas must be a number >= 0"))
+	if err := decodeBody(r, 1<<16, &req); err != nil {
+		fail(w, badf("scale: bad request body: %v (replicas must be a number >= 0)", err))
 		return
 	}
 	answer(w)(sv.o.Verbs.Scale(r.Context(), verbs.ScaleRequest{Role: r.PathValue("name"), Replicas: req.Replicas}))

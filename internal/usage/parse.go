@@ -124,7 +124,7 @@ type claudeUsage struct {
 	CacheWrite int64 `json:"cache_creation_input_tokens"`
 }
 
-func (u claudeUsage) tokens() Tokens { return Tokens(u) }
+func (u claudeUsage) tokens() Tokens { return Tokens(u).counted() }
 
 // rawUsage is a `usage` object: Claude's (stream-json result) or
 // OpenAI's (Codex), whose input_tokens include the cached ones.
@@ -136,7 +136,8 @@ type rawUsage struct {
 
 // openAI returns u read the OpenAI way: input_tokens include the cached.
 func (u rawUsage) openAI() Tokens {
-	return Tokens{Input: max(u.Input-u.Cached, 0), Output: u.Output, CacheRead: u.Cached, CacheWrite: u.CachedWrite}
+	in, cached := max(u.Input, 0), max(u.Cached, 0)
+	return Tokens{Input: max(in-cached, 0), Output: u.Output, CacheRead: cached, CacheWrite: u.CachedWrite}.counted()
 }
 
 type claudeModelUsage struct {
@@ -160,7 +161,8 @@ type geminiModelStats struct {
 
 // tokens: Gemini's input_tokens include the cached ones.
 func (g geminiModelStats) tokens() Tokens {
-	return Tokens{Input: max(g.Input-g.Cached, 0), Output: g.Output, CacheRead: g.Cached}
+	in, cached := max(g.Input, 0), max(g.Cached, 0)
+	return Tokens{Input: max(in-cached, 0), Output: g.Output, CacheRead: cached}.counted()
 }
 
 // geminiChatTokens is a Gemini chat message's `tokens`: the API's
@@ -233,6 +235,11 @@ func (st *State) recent(id string) int {
 	return -1
 }
 
+// counted is t as a count: what an agent's file says is never less than
+// zero tokens of a kind (a negative count would take from what the agent
+// spent, and from its budget).
+func (t Tokens) counted() Tokens { return maxTokens(t, Tokens{}) }
+
 func maxTokens(a, b Tokens) Tokens {
 	return Tokens{max(a.Input, b.Input), max(a.Output, b.Output), max(a.CacheRead, b.CacheRead), max(a.CacheWrite, b.CacheWrite)}
 }
@@ -301,7 +308,12 @@ func claudeResult(l rawLine, at time.Time, st *State) []Record {
 		if l.TotalCost != nil {
 			cost = l.TotalCost
 		}
-		if r, ok := st.running("", st.Model, l.Usage.claudeUsage.tokens(), cost, at); ok {
+		// An empty modelUsage reaches here without a usage object too.
+		var tok Tokens
+		if l.Usage != nil {
+			tok = l.Usage.claudeUsage.tokens()
+		}
+		if r, ok := st.running("", st.Model, tok, cost, at); ok {
 			return []Record{r}
 		}
 		return nil
@@ -309,7 +321,7 @@ func claudeResult(l rawLine, at time.Time, st *State) []Record {
 	var out []Record
 	for _, m := range sortedKeys(l.ModelUsage) {
 		u := l.ModelUsage[m]
-		if r, ok := st.running(m, m, Tokens{u.Input, u.Output, u.CacheRead, u.CacheWrite}, u.Cost, at); ok {
+		if r, ok := st.running(m, m, Tokens{u.Input, u.Output, u.CacheRead, u.CacheWrite}.counted(), u.Cost, at); ok {
 			out = append(out, r)
 		}
 	}

@@ -288,3 +288,40 @@ func TestPricesFrom(t *testing.T) {
 		t.Errorf("expected input 1 alone for a model the defaults lack, got %+v %v", got, ok)
 	}
 }
+
+// TestNegativeCounts: a count below zero in an agent's file is read as
+// zero, in every format: a line cannot take from what was spent (found by
+// FuzzParseLine).
+func TestNegativeCounts(t *testing.T) {
+	tests := []struct {
+		f    Format
+		line string
+	}{
+		{ClaudeTranscript, `{"type":"assistant","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":-100,"output_tokens":5,"cache_read_input_tokens":-1}}}`},
+		{CodexRollout, `{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":-100,"cached_input_tokens":-50,"output_tokens":5}}}}`},
+		{Stream, `{"type":"result","modelUsage":{"m":{"inputTokens":-100,"outputTokens":5}}}`},
+		{Stream, `{"type":"result","stats":{"input_tokens":-100,"cached":-50,"output_tokens":5}}`},
+		{GeminiChat, `{"id":"g","type":"gemini","tokens":{"input":-100,"output":5,"cached":-3}}`},
+	}
+	for _, tt := range tests {
+		recs, err := ParseLine(tt.f, []byte(tt.line), &State{})
+		if err != nil || len(recs) != 1 || recs[0].Tokens != (Tokens{Output: 5}) {
+			t.Errorf("[%s] expected 5 output tokens and nothing else … got %+v, %v", tt.f, recs, err)
+		}
+	}
+}
+
+// TestResultWithoutUsage: a stream's result line with an empty modelUsage
+// and no usage is read as nothing (or its cost alone), not a nil
+// dereference that ended every ledger round at that line (found by
+// FuzzParseLine).
+func TestResultWithoutUsage(t *testing.T) {
+	st := &State{}
+	if recs, err := ParseLine(Stream, []byte(`{"type":"result","modelUsage":{}}`), st); err != nil || len(recs) != 0 {
+		t.Errorf("[no usage] expected nothing … got %+v, %v", recs, err)
+	}
+	recs, err := ParseLine(Stream, []byte(`{"type":"result","modelUsage":{},"total_cost_usd":0.5}`), st)
+	if err != nil || len(recs) != 1 || !recs[0].HasCost || recs[0].Cost != 0.5 || !recs[0].Tokens.Zero() {
+		t.Errorf("[cost alone] expected a record of $0.50 … got %+v, %v", recs, err)
+	}
+}

@@ -258,9 +258,20 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// decode reads a JSON request body into v: a body over maxBody is 413.
+// decode reads a JSON request body into v: one JSON value and nothing
+// after it but space (a second value would be dropped unread); a body
+// over maxBody is 413.
 func decode(r *http.Request, v any) error {
-	err := json.NewDecoder(r.Body).Decode(v)
+	dec := json.NewDecoder(r.Body)
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("unexpected data after the JSON value")
+			if errors.As(terr, new(*http.MaxBytesError)) {
+				err = terr
+			}
+		}
+	}
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):

@@ -132,3 +132,37 @@ func TestLoadAnswerKey(t *testing.T) {
 		t.Errorf("[again] expected the same key … got another")
 	}
 }
+
+// TestLinkOneSpelling: a link verifies only as it was signed: the same
+// signature with the unused bits of its last character set, or a line
+// break inside, is invalid (found by FuzzAnswerLink: a base64 decoder
+// ignores both).
+func TestLinkOneSpelling(t *testing.T) {
+	now := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	g := NewSigner([]byte("0123456789abcdef0123456789abcdef"), &memNonces{spent: map[string]time.Time{}})
+	g.now = func() time.Time { return now }
+	tok := g.Sign("w-0", now.Add(-time.Minute), "1", "Yes")
+	if _, err := g.Verify(context.Background(), tok); err != nil {
+		t.Fatalf("[signed] expected valid … got %v", err)
+	}
+	// 32 bytes of signature are 43 characters: the last carries 4 bits
+	// and 2 unused ones.
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, tok[len(tok)-1])
+	for unused := 1; unused < 4; unused++ {
+		other := tok[:len(tok)-1] + string(alphabet[last|unused])
+		if _, err := g.Verify(context.Background(), other); !errors.Is(err, ErrLinkInvalid) {
+			t.Errorf("[unused bits %d] expected %v … got %v", unused, ErrLinkInvalid, err)
+		}
+	}
+	// A decoder skips line breaks: a signature with one inside is
+	// another spelling too (found by FuzzAnswerLink once the bits were
+	// refused).
+	payload, sig, _ := strings.Cut(tok, ".")
+	for _, brk := range []string{"\r", "\n", "\r\n"} {
+		other := payload + "." + sig[:10] + brk + sig[10:]
+		if _, err := g.Verify(context.Background(), other); !errors.Is(err, ErrLinkInvalid) {
+			t.Errorf("[a line break %q in the signature] expected %v … got %v", brk, ErrLinkInvalid, err)
+		}
+	}
+}

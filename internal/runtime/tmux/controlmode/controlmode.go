@@ -224,44 +224,8 @@ func (cn *Conn) lost() error {
 // read parses the client's output until it ends, then fails what is
 // still pending.
 func (cn *Conn) read(stdout io.Reader) {
-	br := bufio.NewReaderSize(stdout, 64<<10)
-	var (
-		inBlock bool
-		head    string
-		lines   []string
-	)
-	attached := false
-stream:
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			break
-		}
-		line = strings.TrimSuffix(line, "\n")
-		if inBlock {
-			if line == "%end "+head || line == "%error "+head {
-				inBlock = false
-				if err := cn.block(head, lines, strings.HasPrefix(line, "%error ")); err != nil {
-					// Answers out of order: which call a block belongs
-					// to is no longer known, so none is trusted, not
-					// even what is already read (a pending call could
-					// complete with another's answer).
-					cn.Close(err)
-					break stream
-				}
-				lines = nil
-				continue
-			}
-			lines = append(lines, line)
-			continue
-		}
-		switch {
-		case strings.HasPrefix(line, "%begin "):
-			inBlock, head = true, strings.TrimPrefix(line, "%begin ")
-		case !attached && strings.HasPrefix(line, "%session-changed ") && strings.HasSuffix(line, " "+cn.session):
-			attached = true
-			close(cn.attached)
-		}
+	if err := cn.scan(stdout); err != nil {
+		cn.Close(err)
 	}
 	_ = cn.cmd.Wait()
 	cn.mu.Lock()
@@ -277,6 +241,50 @@ stream:
 		close(req.done)
 	}
 	close(cn.done)
+}
+
+// scan reads the client's output lines until it ends: each %begin …
+// %end|%error block goes to block, the attach notification closes
+// attached. It returns the error that breaks the connection (answers
+// out of order); the output merely ending is nil.
+func (cn *Conn) scan(stdout io.Reader) error {
+	br := bufio.NewReaderSize(stdout, 64<<10)
+	var (
+		inBlock bool
+		head    string
+		lines   []string
+	)
+	attached := false
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return nil
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if inBlock {
+			if line == "%end "+head || line == "%error "+head {
+				inBlock = false
+				if err := cn.block(head, lines, strings.HasPrefix(line, "%error ")); err != nil {
+					// Answers out of order: which call a block belongs
+					// to is no longer known, so none is trusted, not
+					// even what is already read (a pending call could
+					// complete with another's answer).
+					return err
+				}
+				lines = nil
+				continue
+			}
+			lines = append(lines, line)
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "%begin "):
+			inBlock, head = true, strings.TrimPrefix(line, "%begin ")
+		case !attached && strings.HasPrefix(line, "%session-changed ") && strings.HasSuffix(line, " "+cn.session):
+			attached = true
+			close(cn.attached)
+		}
+	}
 }
 
 // block hands one finished block to the oldest pending call: its end

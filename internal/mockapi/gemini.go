@@ -66,15 +66,18 @@ func (r geminiRequest) users() []string {
 	return out
 }
 
-// results returns the function responses of the last user turn: the
-// call's id when the agent gave one, and the response as JSON.
-func (r geminiRequest) results() []ToolResult {
+// results returns the function responses of the last user turn (last),
+// or of every turn, oldest first: the call's id when the agent gave one,
+// and the response as JSON.
+func (r geminiRequest) results(last bool) []ToolResult {
 	var out []ToolResult
 	for _, c := range r.Contents {
 		if c.Role != "user" {
 			continue
 		}
-		out = nil
+		if last {
+			out = nil
+		}
 		for _, p := range c.Parts {
 			var fr struct {
 				ID       string          `json:"id"`
@@ -111,7 +114,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 		return
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
-	rec := Record{Path: r.URL.Path, Stream: stream, Results: req.results(), Users: req.users()}
+	rec := Record{Path: r.URL.Path, Stream: stream, Results: req.results(true), AllResults: req.results(false), Users: req.users()}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

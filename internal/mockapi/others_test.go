@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -164,6 +165,33 @@ func TestToolCommands(t *testing.T) {
 			if want := fmt.Sprintf(api.want, cmd); !strings.Contains(string(b), want) {
 				t.Errorf("[%s] expected a call running %q (%s) … got %s", api.name, cmd, want, b)
 			}
+		}
+	}
+}
+
+// TestAllResults: a refused call's result sent before the person's
+// words is no result of the last user message, but the record keeps it
+// among the conversation's.
+func TestAllResults(t *testing.T) {
+	s, url := start(t)
+	postTo(t, url, "/v1/messages", `{"model":"m","messages":[{"role":"user","content":"go"},{"role":"assistant","content":[]},`+
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"rejected"},{"type":"text","text":"no"}]}]}`)
+	postTo(t, url, "/v1/responses", `{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]},`+
+		`{"type":"function_call_output","call_id":"c1","output":"aborted"},{"type":"message","role":"user","content":[{"type":"input_text","text":"no"}]}]}`)
+	postTo(t, url, "/v1beta/models/m:generateContent", `{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"run_shell_command"}}]},`+
+		`{"role":"user","parts":[{"functionResponse":{"id":"g1","name":"run_shell_command","response":{"error":"cancelled"}}}]},{"role":"user","parts":[{"text":"no"}]}]}`)
+	want := [][]ToolResult{
+		{{ToolUseID: "t1", Text: "rejected", IsError: true}},
+		{{ToolUseID: "c1", Text: "aborted"}},
+		{{ToolUseID: "g1", Text: `{"error":"cancelled"}`}},
+	}
+	recs := s.Records()
+	if len(recs) != len(want) {
+		t.Fatalf("expected %d records, got %d", len(want), len(recs))
+	}
+	for i, r := range recs {
+		if !slices.Equal(r.AllResults, want[i]) {
+			t.Errorf("[%s] expected every result %+v, got %+v", r.Path, want[i], r.AllResults)
 		}
 	}
 }

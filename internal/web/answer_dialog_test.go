@@ -1,10 +1,12 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"herd/internal/verbs"
 	"herd/internal/web/auth"
@@ -14,7 +16,8 @@ import (
 // dialog is typed only once the Esc has taken the dialog off the screen
 // (read back, the captured Claude Code screens); a dialog that stays is
 // 409 and the words are never typed, so they cannot reach the dialog and
-// its Enter cannot confirm "Yes".
+// its Enter cannot confirm "Yes". A screen that cannot be read for a
+// while (a busy machine) is waited for, not taken for the dialog staying.
 func TestFreeTextWaitsForTheDialogToClose(t *testing.T) {
 	fixture := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("..", "agents", "testdata", "claude", "2.1.330", name))
@@ -27,10 +30,15 @@ func TestFreeTextWaitsForTheDialogToClose(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		closes bool
-		want   int
+		// unreadable: after the Esc, every read of the screen fails for
+		// longer than dialogCloseWait (tmux slower than the call timeout
+		// on a busy machine), then reads the dialog gone.
+		unreadable bool
+		want       int
 	}{
-		{"the dialog closes on Esc", true, http.StatusOK},
-		{"the dialog stays", false, http.StatusConflict},
+		{"the dialog closes on Esc", true, false, http.StatusOK},
+		{"the dialog stays", false, false, http.StatusConflict},
+		{"the screen unreadable past the wait, then read", true, true, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestConsole(t)
@@ -42,6 +50,14 @@ func TestFreeTextWaitsForTheDialogToClose(t *testing.T) {
 					if req.Text == "\x1b" {
 						c.back.mu.Lock()
 						c.back.screen = prompt
+						if tc.unreadable {
+							c.back.screenErr = errors.New("tmux capture-pane: context deadline exceeded")
+							time.AfterFunc(dialogCloseWait+time.Second, func() {
+								c.back.mu.Lock()
+								defer c.back.mu.Unlock()
+								c.back.screenErr = nil
+							})
+						}
 						c.back.mu.Unlock()
 					}
 				}

@@ -295,10 +295,7 @@ func (e *env) watchPane(name, marker string) <-chan time.Time {
 // authenticated with the state dir's token, as a script would.
 func consoleInbox(t *testing.T, base, stateDir string) func() []webinbox.Item {
 	t.Helper()
-	tok, err := os.ReadFile(filepath.Join(stateDir, auth.TokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := consoleToken(t, stateDir)
 	client := &http.Client{Timeout: 10 * time.Second}
 	return func() []webinbox.Item {
 		t.Helper()
@@ -306,7 +303,7 @@ func consoleInbox(t *testing.T, base, stateDir string) func() []webinbox.Item {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		req.Header.Set("Authorization", "Bearer "+tok)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("[inbox] %v", err)
@@ -321,6 +318,16 @@ func consoleInbox(t *testing.T, base, stateDir string) func() []webinbox.Item {
 		}
 		return items
 	}
+}
+
+// consoleToken is the console's bearer token of the state dir.
+func consoleToken(t *testing.T, stateDir string) string {
+	t.Helper()
+	tok, err := os.ReadFile(filepath.Join(stateDir, auth.TokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(tok))
 }
 
 // newConsoleBrowser starts a headless chromium for the test (the flags

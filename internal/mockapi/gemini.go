@@ -115,6 +115,11 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
 	rec := Record{Path: r.URL.Path, Stream: stream, Results: req.results(true), AllResults: req.results(false), Users: req.users()}
+	for _, t := range req.Tools {
+		for _, f := range t.FunctionDeclarations {
+			rec.Tools = append(rec.Tools, f.Name)
+		}
+	}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

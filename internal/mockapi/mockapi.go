@@ -85,7 +85,8 @@ type Record struct {
 	// clipped to its last 200 bytes): what the agent sent of its
 	// conversation.
 	Users []string
-	// Tools names the tools a Messages API request offered.
+	// Tools names the tools a request offered (none: an agent's side
+	// request, a title or a topic).
 	Tools []string
 	// ToolName and ToolID are the tool a tool call answer called, and
 	// the id of its call ("" where the API has none: the Gemini API).

@@ -67,7 +67,7 @@ func TestResponsesAPI(t *testing.T) {
 	}
 	// The tool calls name their call ids; the tool's output comes back
 	// in the record of the request that carries it.
-	if r := recs[1]; !r.Tool || r.ToolName != "shell_command" || r.ToolID == "" {
+	if r := recs[1]; !r.Tool || r.ToolName != "shell_command" || r.ToolID == "" || !slices.Equal(r.Tools, []string{"shell_command"}) {
 		t.Errorf("[tool] expected the call and its id recorded, got %+v", r)
 	}
 	if r := recs[3]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c", Text: "ok"}) {
@@ -130,7 +130,7 @@ func TestGeminiAPI(t *testing.T) {
 	}
 	// The function's response comes back in the record of the request
 	// that carries it.
-	if r := s.Records()[2]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c1", Text: `{"output":"ok"}`}) {
+	if r := s.Records()[2]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c1", Text: `{"output":"ok"}`}) || !slices.Equal(r.Tools, []string{"run_shell_command"}) {
 		t.Errorf("[tool result] expected the response of call c1 recorded, got %+v", r.Results)
 	}
 	// Each user turn is recorded, oldest first.

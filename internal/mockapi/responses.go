@@ -134,6 +134,13 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
 	rec := Record{Path: r.URL.Path, Model: req.Model, Stream: req.Stream, Results: req.results(true), AllResults: req.results(false), Users: req.users()}
+	for _, t := range req.Tools {
+		name := t.Name
+		if name == "" {
+			name = t.Type // a built-in tool (web_search)
+		}
+		rec.Tools = append(rec.Tools, name)
+	}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

@@ -169,9 +169,10 @@ func refuseRound(t *testing.T, a *realAgent, ag refusalAgent, inbox func() []web
 }
 
 // ofConversation reports whether r is a request of the conversation
-// prompt was typed into (not a side request: a title, a topic).
+// prompt was typed into: it offers the agent's tools, which a side
+// request (a title, a topic quoting the prompt) does not.
 func ofConversation(r mockapi.Record, prompt string) bool {
-	return slices.ContainsFunc(r.Users, func(u string) bool { return strings.Contains(u, prompt) })
+	return len(r.Tools) > 0 && slices.ContainsFunc(r.Users, func(u string) bool { return strings.Contains(u, prompt) })
 }
 
 // refusal says what is wrong with next, the conversation's request
@@ -204,6 +205,13 @@ func refusal(kind string, call, next mockapi.Record, reply string) string {
 		// and the reply.
 		if !res.IsError || !strings.Contains(res.Text, "rejected") || !slices.Contains(next.Results, res) {
 			return fmt.Sprintf("the call's result is no refusal sent with the reply: %+v", res)
+		}
+	case herd.AgentCodex:
+		// The call's function_call_output ("Wall time: 2.4 seconds\naborted
+		// by user"), a user message "<turn_aborted>…</turn_aborted>", then
+		// the reply.
+		if !strings.Contains(res.Text, "aborted by user") {
+			return fmt.Sprintf("the call's output is no refusal: %+v", res)
 		}
 	}
 	return ""

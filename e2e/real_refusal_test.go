@@ -78,6 +78,17 @@ func TestRealFreeTextRefusal(t *testing.T) {
 					passed++
 				}
 			}
+			// Each reply reached the model once: none sent again by a
+			// second Enter, none left on the input line for a later one.
+			time.Sleep(5 * time.Second) // a second submission comes within seconds
+			if last, ok := lastOfConversation(a.mock.Records()); ok {
+				for n := 1; n <= refusalRounds; n++ {
+					if c := holding(last.Users, reply(n)); c > 1 {
+						t.Errorf("[round %d] expected the reply sent once, got %d times", n, c)
+						passed--
+					}
+				}
+			}
 			slices.Sort(took)
 			p50, highest := time.Duration(0), time.Duration(0)
 			if len(took) > 0 {
@@ -98,7 +109,7 @@ func refuseRound(t *testing.T, a *realAgent, ag refusalAgent, inbox func() []web
 	t.Helper()
 	marker := fmt.Sprintf("refused-%02d", n)
 	command := "touch " + marker
-	reply := fmt.Sprintf("no, use ls instead (round %d)", n)
+	words := reply(n)
 	prompt := fmt.Sprintf("%s (round %d)", ag.prompt, n)
 	a.mock.ToolCommands(command)
 	before := len(a.mock.Records())
@@ -114,7 +125,7 @@ func refuseRound(t *testing.T, a *realAgent, ag refusalAgent, inbox func() []web
 		return false
 	})
 	start := time.Now()
-	code, body := answer(a.name, web.AnswerRequest{Text: reply, Since: item.Since})
+	code, body := answer(a.name, web.AnswerRequest{Text: words, Since: item.Since})
 	took := time.Since(start)
 	if code != http.StatusOK {
 		t.Errorf("[round %d] expected the answer 200, got %d %s; screen:\n%s", n, code, body, a.e.capture(a.name))
@@ -152,8 +163,8 @@ func refuseRound(t *testing.T, a *realAgent, ag refusalAgent, inbox func() []web
 		return false
 	})
 	rec := a.mock.Records()[next]
-	if why := refusal(ag.kind, a.mock.Records()[call], rec, reply); why != "" {
-		t.Errorf("[round %d] expected the call refused with %q at the API, %s: %+v", n, reply, why, rec)
+	if why := refusal(ag.kind, a.mock.Records()[call], rec, words); why != "" {
+		t.Errorf("[round %d] expected the call refused with %q at the API, %s: %+v", n, words, why, rec)
 		ok = false
 	}
 	a.e.waitFor(fmt.Sprintf("round %d: %s idle, its inbox empty", n, a.name), 90*time.Second, func() bool {
@@ -166,6 +177,31 @@ func refuseRound(t *testing.T, a *realAgent, ag refusalAgent, inbox func() []web
 	}
 	t.Logf("round %d: answered %d in %s; the API got %s", n, code, took.Round(time.Millisecond), sent(rec))
 	return took, ok
+}
+
+// reply is round n's answer in words.
+func reply(n int) string { return fmt.Sprintf("no, use ls instead (round %d)", n) }
+
+// lastOfConversation is the last request of the agent's conversation
+// (side requests offer no tools).
+func lastOfConversation(recs []mockapi.Record) (mockapi.Record, bool) {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if len(recs[i].Tools) > 0 {
+			return recs[i], true
+		}
+	}
+	return mockapi.Record{}, false
+}
+
+// holding is how many of users hold s.
+func holding(users []string, s string) int {
+	n := 0
+	for _, u := range users {
+		if strings.Contains(u, s) {
+			n++
+		}
+	}
+	return n
 }
 
 // ofConversation reports whether r is a request of the conversation

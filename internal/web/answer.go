@@ -213,20 +213,27 @@ const (
 )
 
 // awaitDialogClosed reads it's session's screen until its agent's
-// permission dialog is gone (agents.ClassifyScreen): a read at least
-// dialogCloseWait after the start that still shows the dialog, or no read
-// that succeeds for screenReadWait, is a 409, nothing typed.
+// permission dialog is gone and the turn it was part of has ended
+// (agents.ClassifyScreen: no dialog, nothing running): words typed while
+// the interrupted turn still runs are queued by Codex, and put back on
+// its input line when the interruption lands, where a second Enter sends
+// them again. A read at least dialogCloseWait after the start that still
+// shows either, or no read that succeeds for screenReadWait, is a 409,
+// nothing typed.
 func (s *Server) awaitDialogClosed(ctx context.Context, it inbox.Item) error {
 	start := time.Now()
 	for {
 		screen, err := s.o.Backend.Screen(ctx, it.Session, 60, false)
-		if err == nil && agents.ClassifyScreen(it.Agent, screen).Dialog == "" {
+		sc := agents.ClassifyScreen(it.Agent, screen)
+		if err == nil && sc.Dialog == "" && !sc.Running {
 			return nil
 		}
 		why := ""
 		switch waited := time.Since(start); {
-		case err == nil && waited >= dialogCloseWait:
+		case err == nil && sc.Dialog != "" && waited >= dialogCloseWait:
 			why = "its permission dialog is still on the screen"
+		case err == nil && waited >= dialogCloseWait:
+			why = "the turn the dialog was part of still runs"
 		case err != nil && waited >= screenReadWait:
 			why = "its screen cannot be read: " + err.Error()
 		}

@@ -212,23 +212,28 @@ func ofConversation(r mockapi.Record, prompt string) bool {
 }
 
 // refusal says what is wrong with next, the conversation's request
-// after call, as the refusal of call with reply ("" when it is one): the
-// call's result must be the agent's refusal, and the reply the last user
-// message.
-func refusal(kind string, call, next mockapi.Record, reply string) string {
+// after call, as the refusal of call with words ("" when it is one): the
+// words must end the last user message, and the call's result be the
+// agent's refusal (Gemini CLI: the call gone).
+func refusal(kind string, call, next mockapi.Record, words string) string {
 	last := ""
 	if len(next.Users) > 0 {
 		last = next.Users[len(next.Users)-1]
 	}
-	if !strings.Contains(last, reply) {
+	if !strings.Contains(last, words) {
 		return fmt.Sprintf("the reply is not in the last user message (%q)", last)
 	}
-	// The call's result (Gemini CLI's calls have no id the mock gave:
-	// the conversation's last result).
-	i := slices.IndexFunc(next.AllResults, func(r mockapi.ToolResult) bool { return r.ToolUseID == call.ToolID })
-	if call.ToolID == "" {
-		i = len(next.AllResults) - 1
+	if kind == herd.AgentGemini {
+		// Gemini CLI drops a refused call from the conversation: no
+		// function response, the model's call gone, and the words
+		// appended to the prompt's turn.
+		if len(next.AllResults) != len(call.AllResults) || len(next.Users) != len(call.Users) {
+			return fmt.Sprintf("expected the call dropped and the reply in the prompt's turn; the call's request had %d results and %d user turns",
+				len(call.AllResults), len(call.Users))
+		}
+		return ""
 	}
+	i := slices.IndexFunc(next.AllResults, func(r mockapi.ToolResult) bool { return r.ToolUseID == call.ToolID })
 	if i < 0 {
 		return fmt.Sprintf("no result of the call %s", call.ToolID)
 	}

@@ -26,24 +26,26 @@ type geminiRequest struct {
 	} `json:"tools"`
 }
 
-// scan returns the text of the last user turn, whether it is a function
+// scan returns the last text part of the last user turn (what was typed
+// last: Gemini CLI appends the words typed after a refused call to the
+// turn of the prompt, dropping the call), whether the turn is a function
 // response, and whether any user turn holds word.
 func (r geminiRequest) scan(word string) (last string, toolResult, anyHas bool) {
 	for _, c := range r.Contents {
 		if c.Role != "user" {
 			continue
 		}
-		var b strings.Builder
-		fr := false
+		last, toolResult = "", false
 		for _, p := range c.Parts {
-			b.WriteString(p.Text)
-			if len(p.FunctionResponse) > 0 {
-				fr = true
+			if p.Text != "" {
+				last = p.Text
 			}
-		}
-		last, toolResult = b.String(), fr
-		if strings.Contains(last, word) {
-			anyHas = true
+			if len(p.FunctionResponse) > 0 {
+				toolResult = true
+			}
+			if strings.Contains(p.Text, word) {
+				anyHas = true
+			}
 		}
 	}
 	return last, toolResult, anyHas

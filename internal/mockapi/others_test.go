@@ -103,6 +103,9 @@ func TestGeminiAPI(t *testing.T) {
 		{"text", user("hello"), ReplyText, ""},
 		{"tool", user("run " + TriggerTool), "", "run_shell_command"},
 		{"tool result", user("run "+TriggerTool) + `,{"role":"model","parts":[{"functionCall":{"name":"run_shell_command"}}]},{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"ok"}}}]}`, ReplyText, ""},
+		// Words typed after a refused call, appended to the prompt's turn
+		// (the call dropped): what was typed last is no trigger.
+		{"refused", `{"role":"user","parts":[{"text":"run ` + TriggerTool + `"},{"text":"no, use ls instead"}]}`, ReplyText, ""},
 		// The tool's marker in a directory listing is no trigger.
 		{"listing", user("files: " + ToolMarker + " " + TriggerRateLimit), "", ""},
 	}

@@ -129,14 +129,19 @@ func refuseRound(t *testing.T, a *realAgent, ag refusalAgent, inbox func() []web
 	took := time.Since(start)
 	if code != http.StatusOK {
 		t.Errorf("[round %d] expected the answer 200, got %d %s; screen:\n%s", n, code, body, a.e.capture(a.name))
-		// The round failed; the next starts from the prompt all the same
-		// (a dialog still there is refused at the pane).
+		// The round failed; the next starts from the prompt all the same:
+		// the turn the words may have started ends, and a dialog still
+		// listed after a while is refused at the pane.
 		a.e.waitFor(fmt.Sprintf("round %d: %s idle", n, a.name), 90*time.Second, func() bool {
 			if v, _ := a.e.session(a.name); v.Activity == herd.ActivityIdle {
 				return true
 			}
-			a.e.keys(a.name, "Escape")
-			time.Sleep(2 * time.Second) // let the agent take the Esc before the next look
+			if time.Since(start) > 15*time.Second && slices.ContainsFunc(inbox(), func(it webinbox.Item) bool {
+				return it.Session == a.name && it.Kind == webinbox.KindPermission
+			}) {
+				a.e.keys(a.name, "Escape")
+				time.Sleep(2 * time.Second) // let the agent take the Esc before the next look
+			}
 			return false
 		})
 		if _, err := os.Stat(filepath.Join(a.proj, marker)); !os.IsNotExist(err) {
@@ -145,7 +150,8 @@ func refuseRound(t *testing.T, a *realAgent, ag refusalAgent, inbox func() []web
 		return took, false
 	}
 	ok := true
-	// The call of this round, and the conversation's next request.
+	// The call of this round, and the conversation's next request (side
+	// requests, a title or a topic, offer no tools).
 	var call, next int
 	a.e.waitFor(fmt.Sprintf("round %d: the next request after the refused call", n), 60*time.Second, func() bool {
 		call, next = -1, -1
@@ -155,7 +161,7 @@ func refuseRound(t *testing.T, a *realAgent, ag refusalAgent, inbox func() []web
 			switch {
 			case call < 0 && r.Tool:
 				call = i
-			case call >= 0 && r.Status == http.StatusOK && ofConversation(r, prompt):
+			case call >= 0 && r.Status == http.StatusOK && len(r.Tools) > 0:
 				next = i
 				return true
 			}
@@ -204,13 +210,6 @@ func holding(users []string, s string) int {
 	return n
 }
 
-// ofConversation reports whether r is a request of the conversation
-// prompt was typed into: it offers the agent's tools, which a side
-// request (a title, a topic quoting the prompt) does not.
-func ofConversation(r mockapi.Record, prompt string) bool {
-	return len(r.Tools) > 0 && slices.ContainsFunc(r.Users, func(u string) bool { return strings.Contains(u, prompt) })
-}
-
 // refusal says what is wrong with next, the conversation's request
 // after call, as the refusal of call with words ("" when it is one): the
 // words must end the last user message, and the call's result be the
@@ -225,10 +224,10 @@ func refusal(kind string, call, next mockapi.Record, words string) string {
 	}
 	if kind == herd.AgentGemini {
 		// Gemini CLI drops a refused call from the conversation: no
-		// function response, the model's call gone, and the words
-		// appended to the prompt's turn.
+		// function response, the model's call gone, and the words the
+		// last user turn (the prompt's turn, or in its place).
 		if len(next.AllResults) != len(call.AllResults) || len(next.Users) != len(call.Users) {
-			return fmt.Sprintf("expected the call dropped and the reply in the prompt's turn; the call's request had %d results and %d user turns",
+			return fmt.Sprintf("expected the call dropped and the words the last user turn; the call's request had %d results and %d user turns",
 				len(call.AllResults), len(call.Users))
 		}
 		return ""

@@ -130,7 +130,9 @@ wire_api = "responses"
 		}
 	}
 	// The console on a port of its own: tests side by side each have one.
-	e := newEnv(t, fastRestart+"[web]\nlisten = \"127.0.0.1:0\"\n")
+	// The probe's default timeout (2 s): it bounds the daemon's tmux calls
+	// (an inject four times over), which an agent under load needs.
+	e := newEnv(t, fastRestart+"[web]\nlisten = \"127.0.0.1:0\"\n\n[probe]\ninterval = \"200ms\"\ntimeout = \"2s\"\n")
 	e.start()
 	a := &realAgent{e: e, mock: mock, kind: kind, name: kind + "-0", proj: proj}
 	t.Cleanup(func() {

@@ -259,15 +259,15 @@ func refusal(kind string, call, next mockapi.Record, words string) string {
 
 // sent is what r carried back: its last tool result and user message.
 func sent(r mockapi.Record) string {
-	var res mockapi.ToolResult
+	res := "no tool result"
 	if len(r.AllResults) > 0 {
-		res = r.AllResults[len(r.AllResults)-1]
+		res = fmt.Sprintf("the result %+v", r.AllResults[len(r.AllResults)-1])
 	}
 	user := ""
 	if len(r.Users) > 0 {
 		user = r.Users[len(r.Users)-1]
 	}
-	return fmt.Sprintf("the result %+v and the user message %q", res, user)
+	return fmt.Sprintf("%s and the user message %q", res, user)
 }
 
 // busy keeps every core busy with a shell loop until the test ends.

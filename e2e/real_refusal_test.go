@@ -223,14 +223,19 @@ func refusal(kind string, call, next mockapi.Record, words string) string {
 		return fmt.Sprintf("the reply is not in the last user message (%q)", last)
 	}
 	if kind == herd.AgentGemini {
-		// Gemini CLI drops a refused call from the conversation: no
-		// function response, the model's call gone, and the words the
-		// last user turn (the prompt's turn, or in its place).
-		if len(next.AllResults) != len(call.AllResults) || len(next.Users) != len(call.Users) {
-			return fmt.Sprintf("expected the call dropped and the words the last user turn; the call's request had %d results and %d user turns",
-				len(call.AllResults), len(call.Users))
+		// Gemini CLI refuses a call in one of two ways: it drops the
+		// call from the conversation (no function response, the words
+		// the last user turn), or it keeps it with the response
+		// {"error":"[Operation Cancelled] Reason: Operation cancelled by
+		// user"} before the words.
+		added := next.AllResults[min(len(call.AllResults), len(next.AllResults)):]
+		switch {
+		case len(added) == 0:
+			return ""
+		case len(added) == 1 && strings.Contains(added[0].Text, "[Operation Cancelled]") && strings.Contains(added[0].Text, "cancelled by user"):
+			return ""
 		}
-		return ""
+		return fmt.Sprintf("expected the call dropped or its response cancelled by the user, got the results %+v", added)
 	}
 	i := slices.IndexFunc(next.AllResults, func(r mockapi.ToolResult) bool { return r.ToolUseID == call.ToolID })
 	if i < 0 {

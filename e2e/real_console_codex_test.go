@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,105 +28,16 @@ func TestRealCodexConsole(t *testing.T) {
 	if codex == "" {
 		t.Skip("HERD_REAL_CODEX is not set (scripts/real-agents.sh sets it)")
 	}
-	hasTmux(t)
-	version, _ := exec.Command(codex, "--version").Output()
-	t.Logf("codex: %s (%s)", strings.TrimSpace(string(version)), codex)
 	browser := newConsoleBrowser(t)
-
-	ln, err := mockapi.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mock := mockapi.New(nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mock.Run(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("mock api: %v", err)
-		}
-	})
-
-	root := t.TempDir()
-	home, proj := filepath.Join(root, "home"), filepath.Join(root, "proj")
-	for _, d := range []string{filepath.Join(home, ".codex"), proj} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), fmt.Appendf(nil, `model = "gpt-mock"
-model_provider = "mock"
-
-[model_providers.mock]
-name = "Mock"
-base_url = "http://%s/v1"
-env_key = "MOCK_API_KEY"
-wire_api = "responses"
-`, ln.Addr().String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, fastRestart+"[web]\nlisten = \"127.0.0.1:0\"\n")
-	e.start()
-	const name = "codex-0"
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("screen of %s:\n%s\nmock records: %+v", name, e.capture(name), mock.Records())
-		}
-		// Codex and the app-server it starts outlive the daemon: end
-		// them, and wait, so nothing writes into root once it is removed.
-		_ = exec.Command("tmux", "-L", e.tmuxSock, "kill-server").Run()
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
-			pids := e.agentPIDs()
-			if len(pids) == 0 {
-				return
-			}
-			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			time.Sleep(100 * time.Millisecond) // polling interval
-		}
-	})
-	// hooks install sets Codex's notify in the user's config: this home's.
-	e.extraEnv = append(e.extraEnv, "CODEX_HOME="+filepath.Join(home, ".codex"))
-	e.must("hooks", "install", "--agent", herd.AgentCodex, "--dir", proj)
-	roles := filepath.Join(root, "roles.toml")
-	if err := os.WriteFile(roles, fmt.Appendf(nil, `[[role]]
-name = "codex"
-command = [%q, "-a", "on-request", "-s", "read-only"]
-workdir = %q
-env = { HOME = %q, MOCK_API_KEY = "mock", TERM = "xterm-256color", LANG = "C.UTF-8" }
-`, codex, proj, home), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.must("apply", "-f", roles)
-	e.eventsOf(name, herd.EventSpawned, 1)
-
-	link := strings.TrimSpace(e.must("web", "url"))
-	base, _, ok := strings.Cut(link, "/login")
-	if !ok {
-		t.Fatalf("[web url] expected a login link, got %q", link)
-	}
-	inbox := consoleInbox(t, base, e.dir)
-
-	// The startup dialogs, answered at the pane: a digit sent by the
-	// console selects an option of Codex's trust dialog without
-	// confirming it.
-	for _, d := range [][2]string{{"Trust this folder?", "Trust and continue"}, {"Hooks need review", "Trust all and continue"}} {
-		e.waitFor(name+" at "+d[0], 60*time.Second, func() bool { return strings.Contains(e.capture(name), d[0]) })
-		e.chooseOption(name, d[0], d[1])
-	}
-	e.waitFor(name+" idle at its prompt", 60*time.Second, func() bool {
-		v, _ := e.session(name)
-		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
-	})
-	browse(t, browser, "login", 15*time.Second, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#login")), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#fleet")))
-	clickApproval(t, e, browser, mock, inbox, name, approval{
+	a := startRealAgent(t, herd.AgentCodex, codex)
+	inbox := consoleInbox(t, a.base, a.e.dir)
+	browse(t, browser, "login", 15*time.Second, chromedp.Navigate(a.link), chromedp.WaitVisible(chromedp.CSS("#login")), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#fleet")))
+	clickApproval(t, a, browser, inbox, approval{
 		agent:  herd.AgentCodex,
 		prompt: "run the " + mockapi.TriggerTool + " " + mockapi.TriggerEscalate, // the mock's escalated shell call
 		dialog: "Would you like to run",
 		yes:    "Yes, proceed",
-		dir:    proj,
+		dir:    a.proj,
 	})
 }
 
@@ -151,23 +60,12 @@ type approval struct {
 // checks the tool's output reached the mock, the marker file was made,
 // the item left the inbox and the answer is an answered event naming the
 // browser. It logs the timings.
-func clickApproval(t *testing.T, e *env, browser context.Context, mock *mockapi.Server, inbox func() []webinbox.Item, name string, a approval) {
+func clickApproval(t *testing.T, ag *realAgent, browser context.Context, inbox func() []webinbox.Item, a approval) {
 	t.Helper()
 	const command = mockapi.ToolCommand
+	e, mock, name := ag.e, ag.mock, ag.name
 	onScreen := e.watchPane(name, a.dialog)
-	before := len(mock.Records())
-	e.typeLine(name, a.prompt)
-	// herd presses Enter once the pane took the text; should the agent
-	// not take it (Gemini CLI, with its hooks warning on screen), a
-	// second Enter, logged.
-	for deadline := time.Now().Add(5 * time.Second); len(mock.Records()) == before; {
-		if time.Now().After(deadline) {
-			t.Logf("the prompt never reached the API: Enter pressed again; screen:\n%s", e.capture(name))
-			e.keys(name, "Enter")
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // polling interval
-	}
+	ag.submit(a.prompt)
 	var item webinbox.Item
 	var inboxAt time.Time
 	seen := ""

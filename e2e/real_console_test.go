@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,25 +45,9 @@ func TestRealClaudeConsole(t *testing.T) {
 	if claude == "" {
 		t.Skip("HERD_REAL_CLAUDE is not set (scripts/real-agents.sh sets it)")
 	}
-	hasTmux(t)
-	version, _ := exec.Command(claude, "--version").Output()
-	t.Logf("claude: %s (%s)", strings.TrimSpace(string(version)), claude)
 	browser := newConsoleBrowser(t)
-
-	ln, err := mockapi.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mock := mockapi.New(nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mock.Run(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("mock api: %v", err)
-		}
-	})
+	a := startRealAgent(t, herd.AgentClaude, claude)
+	e, mock, name, link := a.e, a.mock, a.name, a.link
 	// Harmless, and not read-only: Claude Code runs echo alone unasked,
 	// and asks before a command writes a file.
 	const command = "echo " + consoleMarker + " | tee console-ok.txt"
@@ -73,67 +55,8 @@ func TestRealClaudeConsole(t *testing.T) {
 		{Name: "Bash", Input: map[string]any{"command": command, "description": "Print the console's marker"}},
 	})
 
-	// Made before the environment, removed after it: the agent writes
-	// into it until it is gone.
-	root := t.TempDir()
-	home, proj := filepath.Join(root, "home"), filepath.Join(root, "proj")
-	for _, d := range []string{home, proj} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Onboarding done (it would reach api.anthropic.com); the trust and
-	// API-key dialogs are answered below.
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte(`{"hasCompletedOnboarding": true, "theme": "dark"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The console on a port of its own: tests side by side each have one.
-	e := newEnv(t, fastRestart+"[web]\nlisten = \"127.0.0.1:0\"\n")
-	e.start()
-	const name = "console-0"
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("screen of %s:\n%s\nmock records: %+v", name, e.capture(name), mock.Records())
-		}
-		// The agent outlives the daemon by design: end it, and wait, so
-		// nothing writes into root once it is removed.
-		_ = exec.Command("tmux", "-L", e.tmuxSock, "kill-server").Run()
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
-			pids := e.agentPIDs()
-			if len(pids) == 0 {
-				return
-			}
-			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			time.Sleep(100 * time.Millisecond) // polling interval
-		}
-	})
-	e.must("hooks", "install", "--dir", proj)
-	roles := filepath.Join(root, "roles.toml")
-	if err := os.WriteFile(roles, fmt.Appendf(nil, `[[role]]
-name = "console"
-command = [%q, "--permission-mode", "default"]
-workdir = %q
-env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-mock-0123456789abcdefghij", DISABLE_AUTOUPDATER = "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_TELEMETRY = "1", TERM = "xterm-256color", LANG = "C.UTF-8" }
-`, claude, proj, home, "http://"+ln.Addr().String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.must("apply", "-f", roles)
-	e.eventsOf(name, herd.EventSpawned, 1)
-	answerStartup(t, e, name)
-	e.waitFor(name+" idle at its prompt", 60*time.Second, func() bool {
-		v, _ := e.session(name)
-		return v.State == herd.StateRunning && v.Activity == herd.ActivityIdle
-	})
-
 	// Log in as a person would: the link `herd web url` prints.
-	link := strings.TrimSpace(e.must("web", "url"))
-	base, _, ok := strings.Cut(link, "/login")
-	if !ok {
-		t.Fatalf("[web url] expected a login link, got %q", link)
-	}
-	inbox := consoleInbox(t, base, e.dir)
+	inbox := consoleInbox(t, a.base, e.dir)
 	browse(t, browser, "login", 15*time.Second, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#login")), chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#fleet")))
 
 	// The prompt: the mock answers with the Bash call, Claude asks. The
@@ -295,10 +218,7 @@ func (e *env) watchPane(name, marker string) <-chan time.Time {
 // authenticated with the state dir's token, as a script would.
 func consoleInbox(t *testing.T, base, stateDir string) func() []webinbox.Item {
 	t.Helper()
-	tok, err := os.ReadFile(filepath.Join(stateDir, auth.TokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := consoleToken(t, stateDir)
 	client := &http.Client{Timeout: 10 * time.Second}
 	return func() []webinbox.Item {
 		t.Helper()
@@ -306,7 +226,7 @@ func consoleInbox(t *testing.T, base, stateDir string) func() []webinbox.Item {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		req.Header.Set("Authorization", "Bearer "+tok)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("[inbox] %v", err)
@@ -321,6 +241,16 @@ func consoleInbox(t *testing.T, base, stateDir string) func() []webinbox.Item {
 		}
 		return items
 	}
+}
+
+// consoleToken is the console's bearer token of the state dir.
+func consoleToken(t *testing.T, stateDir string) string {
+	t.Helper()
+	tok, err := os.ReadFile(filepath.Join(stateDir, auth.TokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(tok))
 }
 
 // newConsoleBrowser starts a headless chromium for the test (the flags

@@ -73,6 +73,17 @@
 # answered), the prompt typed, the mock scripted to commit a file with
 # Bash, the check passed, `herd task approve`, the file on main.
 #
+# TestRealFreeTextRefusal (e2e) runs Claude Code, Codex and Gemini CLI
+# under the daemon with its console, every core kept busy by shell loops
+# the test starts: 20 rounds each of the mock's shell call of a command
+# that would create a marker file of the round's own, the permission
+# dialog listed by the inbox API and answered in words through it (POST
+# /api/v1/sessions/NAME/answer, "text"). Every answer must be 200 (a 409
+# "the dialog did not close" fails the round), the mock's next request
+# carry the call refused and the reply as the last user message, the
+# marker never exist, and the agent be idle again. Logs the rounds passed
+# and the answers' p50 and max.
+#
 #   scripts/real-agents.sh              # check
 #   scripts/real-agents.sh --capture    # check and rewrite the fixtures of these versions
 #   HERD_REAL_ONLY=TestRealLeadAgent SKIP_CODEX=1 SKIP_GEMINI=1 scripts/real-agents.sh
@@ -178,6 +189,11 @@ echo "== TestReal(Claude|Codex|Gemini)Console (a permission dialog answered by a
 HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \
   go test -count=1 -p 1 -timeout 15m -run '^TestReal(Claude|Codex|Gemini)Console$' -v ./e2e/ || status=1
 # --- end console --------------------------------------------------------------
+# --- a reply in words to a permission dialog is a refusal, under load --------
+echo "== TestRealFreeTextRefusal (a reply in words refuses the tool, 20 rounds per agent, under load)"
+HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \
+  go test -count=1 -p 1 -timeout 45m -run '^TestRealFreeTextRefusal$' -v ./e2e/ || status=1
+# --- end refusal ----------------------------------------------------------------
 # --- Gemini CLI and Codex under the daemon: idle, inject, a hung call -------
 echo "== TestReal(Gemini|Codex)Turns, TestRealGeminiResumeRefused (idle, herd inject, a hung call, a refused resume)"
 HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \

@@ -26,24 +26,26 @@ type geminiRequest struct {
 	} `json:"tools"`
 }
 
-// scan returns the text of the last user turn, whether it is a function
+// scan returns the last text part of the last user turn (what was typed
+// last: Gemini CLI appends the words typed after a refused call to the
+// turn of the prompt, dropping the call), whether the turn is a function
 // response, and whether any user turn holds word.
 func (r geminiRequest) scan(word string) (last string, toolResult, anyHas bool) {
 	for _, c := range r.Contents {
 		if c.Role != "user" {
 			continue
 		}
-		var b strings.Builder
-		fr := false
+		last, toolResult = "", false
 		for _, p := range c.Parts {
-			b.WriteString(p.Text)
-			if len(p.FunctionResponse) > 0 {
-				fr = true
+			if p.Text != "" {
+				last = p.Text
 			}
-		}
-		last, toolResult = b.String(), fr
-		if strings.Contains(last, word) {
-			anyHas = true
+			if len(p.FunctionResponse) > 0 {
+				toolResult = true
+			}
+			if strings.Contains(p.Text, word) {
+				anyHas = true
+			}
 		}
 	}
 	return last, toolResult, anyHas
@@ -66,15 +68,18 @@ func (r geminiRequest) users() []string {
 	return out
 }
 
-// results returns the function responses of the last user turn: the
-// call's id when the agent gave one, and the response as JSON.
-func (r geminiRequest) results() []ToolResult {
+// results returns the function responses of the last user turn (last),
+// or of every turn, oldest first: the call's id when the agent gave one,
+// and the response as JSON.
+func (r geminiRequest) results(last bool) []ToolResult {
 	var out []ToolResult
 	for _, c := range r.Contents {
 		if c.Role != "user" {
 			continue
 		}
-		out = nil
+		if last {
+			out = nil
+		}
 		for _, p := range c.Parts {
 			var fr struct {
 				ID       string          `json:"id"`
@@ -111,7 +116,12 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, stream bool
 		return
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
-	rec := Record{Path: r.URL.Path, Stream: stream, Results: req.results(), Users: req.users()}
+	rec := Record{Path: r.URL.Path, Stream: stream, Results: req.results(true), AllResults: req.results(false), Users: req.users()}
+	for _, t := range req.Tools {
+		for _, f := range t.FunctionDeclarations {
+			rec.Tools = append(rec.Tools, f.Name)
+		}
+	}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

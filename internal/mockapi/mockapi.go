@@ -60,7 +60,8 @@ const (
 // listing with every prompt.
 const ToolMarker = "tool-ran"
 
-// ToolCommand is the shell command TriggerTool asks to run.
+// ToolCommand is the shell command TriggerTool asks to run, unless
+// ToolCommands chose others.
 const ToolCommand = "touch " + ToolMarker
 
 // RateLimitMessage is the error message of a TriggerRateLimit answer (the
@@ -84,15 +85,19 @@ type Record struct {
 	// clipped to its last 200 bytes): what the agent sent of its
 	// conversation.
 	Users []string
-	// Tools names the tools a Messages API request offered.
+	// Tools names the tools a request offered (none: an agent's side
+	// request, a title or a topic).
 	Tools []string
-	// ToolName and ToolID are the tool a scripted answer (see Script) or
-	// a Responses API tool call called, and the id of its call.
+	// ToolName and ToolID are the tool a tool call answer called, and
+	// the id of its call ("" where the API has none: the Gemini API).
 	ToolName, ToolID string
 	// Results holds the tool results the request carried back after its
-	// last user message (scripted conversations, see Script, and every
-	// Responses API and Gemini API request).
+	// last user message.
 	Results []ToolResult
+	// AllResults holds every tool result of the request's conversation,
+	// oldest first: a refused call's result, which an agent sends with the
+	// person's next words (after them, for the Responses API), is in it.
+	AllResults []ToolResult
 }
 
 // Server is the mock. The zero value is not usable; call New.
@@ -346,7 +351,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult := req.lastUser()
-	rec := Record{Path: path, Model: req.Model, Stream: req.Stream, Users: req.users()}
+	rec := Record{Path: path, Model: req.Model, Stream: req.Stream, Users: req.users(), Results: req.lastResults(), AllResults: req.allResults()}
 	for _, t := range req.Tools {
 		rec.Tools = append(rec.Tools, t.Name)
 	}
@@ -394,9 +399,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case TriggerTool:
 		if req.hasTool("Bash") && !toolResult {
 			rec.Status, rec.Tool = http.StatusOK, true
-			s.record(rec)
 			cmd := s.nextToolCommand()
-			call := ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": describe(cmd)}}
+			call := ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": describe(cmd)}, id: s.nextID("toolu")}
+			rec.ToolName, rec.ToolID = call.Name, call.id
+			s.record(rec)
 			s.answer(w, req, &call)
 			return
 		}

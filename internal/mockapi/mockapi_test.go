@@ -100,7 +100,8 @@ func TestToolUseThenText(t *testing.T) {
 		t.Errorf("expected the text answer, got %+v", m)
 	}
 	recs := s.Records()
-	if len(recs) != 2 || recs[0].Trigger != TriggerTool || recs[1].Trigger != TriggerTool || !recs[0].Tool || recs[1].Tool || recs[0].Time.IsZero() {
+	if len(recs) != 2 || recs[0].Trigger != TriggerTool || recs[1].Trigger != TriggerTool || !recs[0].Tool || recs[1].Tool || recs[0].Time.IsZero() ||
+		recs[0].ToolName != "Bash" || recs[0].ToolID == "" {
 		t.Errorf("records: %+v", recs)
 	}
 	// Each record keeps the user side of the conversation it was sent.

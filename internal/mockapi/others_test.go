@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,7 +67,7 @@ func TestResponsesAPI(t *testing.T) {
 	}
 	// The tool calls name their call ids; the tool's output comes back
 	// in the record of the request that carries it.
-	if r := recs[1]; !r.Tool || r.ToolName != "shell_command" || r.ToolID == "" {
+	if r := recs[1]; !r.Tool || r.ToolName != "shell_command" || r.ToolID == "" || !slices.Equal(r.Tools, []string{"shell_command"}) {
 		t.Errorf("[tool] expected the call and its id recorded, got %+v", r)
 	}
 	if r := recs[3]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c", Text: "ok"}) {
@@ -102,6 +103,9 @@ func TestGeminiAPI(t *testing.T) {
 		{"text", user("hello"), ReplyText, ""},
 		{"tool", user("run " + TriggerTool), "", "run_shell_command"},
 		{"tool result", user("run "+TriggerTool) + `,{"role":"model","parts":[{"functionCall":{"name":"run_shell_command"}}]},{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"ok"}}}]}`, ReplyText, ""},
+		// Words typed after a refused call, appended to the prompt's turn
+		// (the call dropped): what was typed last is no trigger.
+		{"refused", `{"role":"user","parts":[{"text":"run ` + TriggerTool + `"},{"text":"no, use ls instead"}]}`, ReplyText, ""},
 		// The tool's marker in a directory listing is no trigger.
 		{"listing", user("files: " + ToolMarker + " " + TriggerRateLimit), "", ""},
 	}
@@ -129,7 +133,7 @@ func TestGeminiAPI(t *testing.T) {
 	}
 	// The function's response comes back in the record of the request
 	// that carries it.
-	if r := s.Records()[2]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c1", Text: `{"output":"ok"}`}) {
+	if r := s.Records()[2]; len(r.Results) != 1 || r.Results[0] != (ToolResult{ToolUseID: "c1", Text: `{"output":"ok"}`}) || !slices.Equal(r.Tools, []string{"run_shell_command"}) {
 		t.Errorf("[tool result] expected the response of call c1 recorded, got %+v", r.Results)
 	}
 	// Each user turn is recorded, oldest first.
@@ -164,6 +168,33 @@ func TestToolCommands(t *testing.T) {
 			if want := fmt.Sprintf(api.want, cmd); !strings.Contains(string(b), want) {
 				t.Errorf("[%s] expected a call running %q (%s) … got %s", api.name, cmd, want, b)
 			}
+		}
+	}
+}
+
+// TestAllResults: a refused call's result sent before the person's
+// words is no result of the last user message, but the record keeps it
+// among the conversation's.
+func TestAllResults(t *testing.T) {
+	s, url := start(t)
+	postTo(t, url, "/v1/messages", `{"model":"m","messages":[{"role":"user","content":"go"},{"role":"assistant","content":[]},`+
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"rejected"},{"type":"text","text":"no"}]}]}`)
+	postTo(t, url, "/v1/responses", `{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]},`+
+		`{"type":"function_call_output","call_id":"c1","output":"aborted"},{"type":"message","role":"user","content":[{"type":"input_text","text":"no"}]}]}`)
+	postTo(t, url, "/v1beta/models/m:generateContent", `{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"run_shell_command"}}]},`+
+		`{"role":"user","parts":[{"functionResponse":{"id":"g1","name":"run_shell_command","response":{"error":"cancelled"}}}]},{"role":"user","parts":[{"text":"no"}]}]}`)
+	want := [][]ToolResult{
+		{{ToolUseID: "t1", Text: "rejected", IsError: true}},
+		{{ToolUseID: "c1", Text: "aborted"}},
+		{{ToolUseID: "g1", Text: `{"error":"cancelled"}`}},
+	}
+	recs := s.Records()
+	if len(recs) != len(want) {
+		t.Fatalf("expected %d records, got %d", len(want), len(recs))
+	}
+	for i, r := range recs {
+		if !slices.Equal(r.AllResults, want[i]) {
+			t.Errorf("[%s] expected every result %+v, got %+v", r.Path, want[i], r.AllResults)
 		}
 	}
 }

@@ -107,8 +107,8 @@ func (r responsesRequest) users() []string {
 }
 
 // results returns the tool outputs the request carries back after its
-// last user message.
-func (r responsesRequest) results() []ToolResult {
+// last user message (last), or all of them, oldest first.
+func (r responsesRequest) results(last bool) []ToolResult {
 	var out []ToolResult
 	for _, raw := range r.Input {
 		var it responsesItem
@@ -118,7 +118,7 @@ func (r responsesRequest) results() []ToolResult {
 		switch {
 		case it.Type == "function_call_output" || it.Type == "custom_tool_call_output":
 			out = append(out, ToolResult{ToolUseID: it.CallID, Text: resultText(it.Output)})
-		case it.Role == "user":
+		case it.Role == "user" && last:
 			out = nil
 		}
 	}
@@ -133,7 +133,14 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, toolResult, toolAsked := req.scan(TriggerTool)
-	rec := Record{Path: r.URL.Path, Model: req.Model, Stream: req.Stream, Results: req.results(), Users: req.users()}
+	rec := Record{Path: r.URL.Path, Model: req.Model, Stream: req.Stream, Results: req.results(true), AllResults: req.results(false), Users: req.users()}
+	for _, t := range req.Tools {
+		name := t.Name
+		if name == "" {
+			name = t.Type // a built-in tool (web_search)
+		}
+		rec.Tools = append(rec.Tools, name)
+	}
 	for _, t := range triggers {
 		if strings.Contains(text, t) {
 			rec.Trigger = t

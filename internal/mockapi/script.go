@@ -79,14 +79,13 @@ func (s *Server) scripted(w http.ResponseWriter, req request, rec Record) bool {
 			return false
 		}
 		call.id = s.nextID("toolu")
-		rec.Trigger, rec.Status, rec.Results = sc.trigger, http.StatusOK, req.lastResults()
+		rec.Trigger, rec.Status = sc.trigger, http.StatusOK
 		rec.Tool, rec.ToolName, rec.ToolID = true, call.Name, call.id
 		s.record(rec)
 		s.answer(w, req, &call)
 		return true
 	}
 	rec.Trigger, rec.Status = sc.trigger, http.StatusOK
-	rec.Results = req.lastResults()
 	if sc.perTurn {
 		_, result := req.lastUser()
 		turn := req.turns() - 1
@@ -182,6 +181,23 @@ func (r request) resultIDs() []string {
 		}
 	}
 	return ids
+}
+
+// allResults returns every tool result of the conversation, oldest
+// first.
+func (r request) allResults() []ToolResult {
+	var out []ToolResult
+	for _, m := range r.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		for _, b := range m.blocks() {
+			if b.Type == "tool_result" {
+				out = append(out, ToolResult{ToolUseID: b.ToolUseID, Text: resultText(b.Content), IsError: b.IsError})
+			}
+		}
+	}
+	return out
 }
 
 // lastResults returns the tool results of the last user message.

@@ -71,7 +71,7 @@ func TestScript(t *testing.T) {
 		}
 		got = append(got, r.ToolName+"|"+strings.Join(res, ","))
 	}
-	want := []string{WaitForMCP + "|", "mcp__herd__list_sessions|herd connected", "mcp__herd__send|worker-0 running", "|delivered", "|"}
+	want := []string{WaitForMCP + "|", "mcp__herd__list_sessions|herd connected", "mcp__herd__send|worker-0 running", "|delivered", "|herd connected"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}

@@ -199,27 +199,45 @@ func (s *Server) typeAnswer(ctx context.Context, it inbox.Item, in AnswerRequest
 }
 
 // dialogCloseWait bounds the wait for a permission dialog to leave the
-// screen after its Esc; dialogLook is how often the screen is read.
+// screen after its Esc, counted by the reads that succeed: a read at
+// least this long after the Esc that still shows the dialog ends it.
+// screenReadWait bounds the wait for a read that succeeds at all: on a
+// machine so busy that tmux does not answer within the call timeout, a
+// failed read says nothing of the dialog, and a 409 then would lose the
+// words of a refusal the Esc has already made. dialogLook is how often
+// the screen is read.
 const (
 	dialogCloseWait = 3 * time.Second
+	screenReadWait  = 15 * time.Second
 	dialogLook      = 100 * time.Millisecond
 )
 
 // awaitDialogClosed reads it's session's screen until its agent's
-// permission dialog is gone (agents.ClassifyScreen), at most
-// dialogCloseWait: a dialog still there is a 409, nothing typed.
+// permission dialog is gone and the turn it was part of has ended
+// (agents.ClassifyScreen: no dialog, nothing running): words typed while
+// the interrupted turn still runs are queued by Codex, and put back on
+// its input line when the interruption lands, where a second Enter sends
+// them again. A read at least dialogCloseWait after the start that still
+// shows either, or no read that succeeds for screenReadWait, is a 409,
+// nothing typed.
 func (s *Server) awaitDialogClosed(ctx context.Context, it inbox.Item) error {
-	deadline := time.Now().Add(dialogCloseWait)
+	start := time.Now()
 	for {
 		screen, err := s.o.Backend.Screen(ctx, it.Session, 60, false)
-		if err == nil && agents.ClassifyScreen(it.Agent, screen).Dialog == "" {
+		sc := agents.ClassifyScreen(it.Agent, screen)
+		if err == nil && sc.Dialog == "" && !sc.Running {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			why := "its permission dialog is still on the screen"
-			if err != nil {
-				why = "its screen cannot be read: " + err.Error()
-			}
+		why := ""
+		switch waited := time.Since(start); {
+		case err == nil && sc.Dialog != "" && waited >= dialogCloseWait:
+			why = "its permission dialog is still on the screen"
+		case err == nil && waited >= dialogCloseWait:
+			why = "the turn the dialog was part of still runs"
+		case err != nil && waited >= screenReadWait:
+			why = "its screen cannot be read: " + err.Error()
+		}
+		if why != "" {
 			return &StatusError{Code: http.StatusConflict, Message: fmt.Sprintf(
 				"the dialog did not close after Esc (%s); the reply was not typed: answer it on its host (herd attach %s)", why, it.Session)}
 		}

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"herd/internal/verbs"
 	"herd/internal/web/auth"
@@ -14,7 +16,9 @@ import (
 // dialog is typed only once the Esc has taken the dialog off the screen
 // (read back, the captured Claude Code screens); a dialog that stays is
 // 409 and the words are never typed, so they cannot reach the dialog and
-// its Enter cannot confirm "Yes".
+// its Enter cannot confirm "Yes". A screen that cannot be read for a
+// while (a busy machine) is waited for, not taken for the dialog staying;
+// the words wait, too, for the turn the dialog was part of to end.
 func TestFreeTextWaitsForTheDialogToClose(t *testing.T) {
 	fixture := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("..", "agents", "testdata", "claude", "2.1.330", name))
@@ -23,15 +27,23 @@ func TestFreeTextWaitsForTheDialogToClose(t *testing.T) {
 		}
 		return string(b)
 	}
-	dialog, prompt := fixture("screen-permission.txt"), fixture("screen-after-esc.txt")
+	dialog, prompt, running := fixture("screen-permission.txt"), fixture("screen-after-esc.txt"), fixture("screen-spinner-start.txt")
 	for _, tc := range []struct {
 		name   string
 		closes bool
-		want   int
+		// unreadable: after the Esc, every read of the screen fails for
+		// longer than dialogCloseWait (tmux slower than the call timeout
+		// on a busy machine), then reads the dialog gone.
+		unreadable bool
+		want       int
 	}{
-		{"the dialog closes on Esc", true, http.StatusOK},
-		{"the dialog stays", false, http.StatusConflict},
+		{"the dialog closes on Esc", true, false, http.StatusOK},
+		{"the dialog stays", false, false, http.StatusConflict},
+		{"the screen unreadable past the wait, then read", true, true, http.StatusOK},
 	} {
+		// stillRuns: the dialog gone, the turn still runs for a second.
+		stillRuns := tc.name == "the dialog closes on Esc"
+		var ended, typedAt time.Time
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestConsole(t)
 			c.back.mu.Lock()
@@ -39,9 +51,30 @@ func TestFreeTextWaitsForTheDialogToClose(t *testing.T) {
 			c.back.mu.Unlock()
 			if tc.closes {
 				c.verbs.onInject = func(req verbs.InjectRequest) {
+					if req.Text != "\x1b" {
+						c.back.mu.Lock()
+						typedAt = time.Now()
+						c.back.mu.Unlock()
+					}
 					if req.Text == "\x1b" {
 						c.back.mu.Lock()
 						c.back.screen = prompt
+						if stillRuns {
+							c.back.screen = running
+							time.AfterFunc(time.Second, func() {
+								c.back.mu.Lock()
+								defer c.back.mu.Unlock()
+								c.back.screen, ended = prompt, time.Now()
+							})
+						}
+						if tc.unreadable {
+							c.back.screenErr = errors.New("tmux capture-pane: context deadline exceeded")
+							time.AfterFunc(dialogCloseWait+time.Second, func() {
+								c.back.mu.Lock()
+								defer c.back.mu.Unlock()
+								c.back.screenErr = nil
+							})
+						}
 						c.back.mu.Unlock()
 					}
 				}
@@ -52,6 +85,11 @@ func TestFreeTextWaitsForTheDialogToClose(t *testing.T) {
 			if code != tc.want {
 				t.Errorf("expected %d … got %d", tc.want, code)
 			}
+			c.back.mu.Lock()
+			if stillRuns && (ended.IsZero() || typedAt.Before(ended)) {
+				t.Errorf("expected the words typed once the turn had ended … got them at %v, the turn ended at %v", typedAt, ended)
+			}
+			c.back.mu.Unlock()
 			c.verbs.mu.Lock()
 			defer c.verbs.mu.Unlock()
 			var typed []string

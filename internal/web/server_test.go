@@ -33,6 +33,8 @@ type fakeBackend struct {
 	sessions []api.SessionView
 	cause    map[string]*herd.Event
 	screen   string
+	// screenErr, when set, fails every read of the screen.
+	screenErr error
 	// colour is the screen with escapes, when set.
 	colour string
 	events []herd.Event
@@ -56,6 +58,9 @@ func (f *fakeBackend) Session(_ context.Context, name string) (json.RawMessage, 
 func (f *fakeBackend) Screen(_ context.Context, _ string, _ int, escapes bool) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.screenErr != nil {
+		return "", f.screenErr
+	}
 	if escapes && f.colour != "" {
 		return f.colour, nil
 	}

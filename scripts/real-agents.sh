@@ -68,10 +68,13 @@
 # send to two simulated workers, wait for idle, read_output; each result
 # must come back to the mock and each call be an mcp_call event of the lead.
 #
-# TestRealClaudeTask (e2e) runs Claude Code as a replica of a task role:
-# `herd task add`, the relaunch in the task's worktree (its trust dialog
-# answered), the prompt typed, the mock scripted to commit a file with
-# Bash, the check passed, `herd task approve`, the file on main.
+# TestRealClaudeTask, TestRealCodexTask and TestRealGeminiTask (e2e) run
+# each agent as a replica of a task role: `herd task add`, the relaunch in
+# the task's worktree (what the agent asks in a new folder answered), the
+# prompt typed, the mock's shell call committing a misspelt file, the
+# check's failure typed back into the same agent, its next call committing
+# the fix, the check passed, `herd task approve`, the file on main and
+# the worktree gone.
 #
 # TestRealFreeTextRefusal (e2e) runs Claude Code, Codex and Gemini CLI
 # under the daemon with its console, every core kept busy by shell loops
@@ -170,7 +173,8 @@ HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \
 # --- the lead agent: Claude Code driving the herd over MCP ------------------
 echo "== TestRealLeadAgent (Claude Code calling herd's MCP tools under the daemon)"
 HERD_REAL_CLAUDE="$claude" go test -count=1 -p 1 -timeout 10m -run '^TestRealLeadAgent$' -v ./e2e/ || status=1
-HERD_REAL_CLAUDE="$claude" go test -count=1 -p 1 -timeout 10m -run '^TestRealClaudeTask$' -v ./e2e/ || status=1
+HERD_REAL_CLAUDE="$claude" HERD_REAL_CODEX="$codex" HERD_REAL_GEMINI="$gemini" \
+  go test -count=1 -p 1 -timeout 15m -run '^TestReal(Claude|Codex|Gemini)Task$' -v ./e2e/ || status=1
 # --- end lead agent -----------------------------------------------------------
 # --- the console: Claude Code's permission dialog answered by a click -------
 # TestRealClaudeConsole (e2e) runs Claude Code under the daemon with its

@@ -11,6 +11,7 @@ import (
 
 	"herd"
 	"herd/internal/agents"
+	"herd/internal/runtime"
 	"herd/internal/store"
 	"herd/internal/verbs"
 	"herd/internal/web/inbox"
@@ -161,6 +162,16 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, a an
 		return AnswerResult{}, http.StatusConflict, &AnsweredError{Who: prior.Who, At: prior.At}
 	}
 	res, err := s.typeAnswer(ctx, it, in, req)
+	if err != nil && mayHaveTyped(err) {
+		// Typed, but the agent was not seen taking it (a slow agent on a
+		// busy machine): it may have. The claim stays, so that nobody's
+		// second answer is typed after it; the person looks at the
+		// screen (the session's page types into its input line).
+		s.remember(rec)
+		s.record(ctx, name, it.Incarnation, herd.EventAnswered, it.Kind, fmt.Sprintf("%s answered by %s from %s, typed but not seen taken: %v", what, who, from, err),
+			map[string]any{"who": who, "by": a.by, "from": from, "kind": it.Kind, "option": in.Option, "text": in.Text, "question": inbox.Clip(it.Text, 500), "unconfirmed": true})
+		return AnswerResult{}, http.StatusBadGateway, fmt.Errorf("answer: %s: typed, but the agent was not seen taking it (%w): look at its screen; a second answer to this need is refused", name, err)
+	}
 	if err != nil {
 		// The answer did not reach the agent: its need is still open.
 		if rerr := s.answers.ReleaseAnswer(context.WithoutCancel(ctx), name, it.Since); rerr != nil {
@@ -175,6 +186,13 @@ func (s *Server) answer(ctx context.Context, name string, in AnswerRequest, a an
 		s.hub.publish(Change{Sessions: true}) // the item is gone now, not at the next poll
 	}
 	return AnswerResult{Message: res.Message}, http.StatusOK, nil
+}
+
+// mayHaveTyped reports whether an answer that failed with err may have
+// reached the agent: its text stayed on the input line after Enter, or
+// the typing ran out of time under way.
+func mayHaveTyped(err error) bool {
+	return errors.Is(err, runtime.ErrNotSubmitted) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // typeAnswer types req, item it's answer; a reply in words to a known

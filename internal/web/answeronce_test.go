@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"herd/internal/runtime"
 	"herd/internal/store"
 	"herd/internal/store/sqlite"
 	"herd/internal/web/auth"
@@ -221,5 +223,60 @@ func TestAnswerRecordAway(t *testing.T) {
 	}
 	if items, _ := c.srv.inbox(context.Background(), "w-0"); len(items) != 1 {
 		t.Errorf("[away] expected the need still open … got %+v", items)
+	}
+}
+
+// TestAnswerTypedNotConfirmed: an answer typed but not seen taken (its
+// text stayed on the input line after Enter, or the typing ran out of
+// time) keeps its claim: 502 saying so, an answered event marked
+// unconfirmed, and a second answer to the need is 409, nothing more
+// typed. An answer that failed otherwise (nothing typed) releases it:
+// the need can be answered again.
+func TestAnswerTypedNotConfirmed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		kept bool
+	}{
+		{"stayed on the input line", fmt.Errorf("inject: tmux: session w-0: %w (pressed 2 times)", runtime.ErrNotSubmitted), true},
+		{"ran out of time", fmt.Errorf("inject: %w", context.DeadlineExceeded), true},
+		{"nothing typed", errors.New("inject: session w-0 is not a live tmux session"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tc := newTestConsole(t)
+			tc.back.screen = " Do you want to proceed?\n ❯ 1. Yes\n   2. No\n"
+			items, err := tc.srv.inbox(context.Background(), "w-0")
+			if err != nil || len(items) != 1 {
+				t.Fatalf("[inbox] expected the need … got %+v %v", items, err)
+			}
+			cl, csrf := tc.browser(t, auth.ScopeOperate)
+			h := map[string]string{"Origin": tc.url, auth.CSRFHeader: csrf}
+			tc.verbs.mu.Lock()
+			tc.verbs.injectErr = c.err
+			tc.verbs.mu.Unlock()
+			var e struct{ Error string }
+			code := tc.call(t, cl, http.MethodPost, "/api/v1/sessions/w-0/answer", h, AnswerRequest{Option: "1", Since: items[0].Since}, &e)
+			want := http.StatusBadGateway
+			if !c.kept {
+				want = http.StatusInternalServerError
+			}
+			if code != want || (c.kept && !strings.Contains(e.Error, "not seen taking it")) {
+				t.Fatalf("[first] expected %d … got %d %q", want, code, e.Error)
+			}
+			tc.verbs.mu.Lock()
+			tc.verbs.injectErr = nil
+			tc.verbs.mu.Unlock()
+			code = tc.call(t, cl, http.MethodPost, "/api/v1/sessions/w-0/answer", h, AnswerRequest{Option: "2", Since: items[0].Since}, &e)
+			switch {
+			case c.kept && code != http.StatusConflict:
+				t.Errorf("[second] expected 409, the first answer's claim kept … got %d %q", code, e.Error)
+			case !c.kept && code != http.StatusOK:
+				t.Errorf("[second] expected 200, the claim released … got %d %q", code, e.Error)
+			}
+			typed := tc.injected()
+			if c.kept && len(typed) != 1 {
+				t.Errorf("[typed] expected only the first answer typed … got %q", typed)
+			}
+		})
 	}
 }

@@ -106,19 +106,25 @@ type fakeVerbs struct {
 	// onInject, when set, sees each inject as the agent would (a screen
 	// that changes on Esc).
 	onInject func(verbs.InjectRequest)
-	injected []verbs.InjectRequest
-	stopped  []string
-	answers  []verbs.AnswerRequest
+	// injectErr, when set, is what each inject returns once it has
+	// typed (recorded) its text.
+	injectErr error
+	injected  []verbs.InjectRequest
+	stopped   []string
+	answers   []verbs.AnswerRequest
 }
 
 func (f *fakeVerbs) Inject(_ context.Context, req verbs.InjectRequest) (verbs.Result, error) {
 	time.Sleep(20 * time.Millisecond) // a slow tmux: two answers overlap
 	f.mu.Lock()
 	f.injected = append(f.injected, req)
-	on := f.onInject
+	on, err := f.onInject, f.injectErr
 	f.mu.Unlock()
 	if on != nil {
 		on(req)
+	}
+	if err != nil {
+		return verbs.Result{}, err
 	}
 	return verbs.Result{Message: "sent"}, nil
 }

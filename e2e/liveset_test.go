@@ -1,11 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"herd"
+	"herd/internal/api"
 )
 
 // TestLiveSetWrittenThrough: the daemon's writes (a scale-up, a stop, an
@@ -70,12 +71,15 @@ func TestLiveSetWrittenThrough(t *testing.T) {
 	if v, _ := e.session("w-2"); !v.Archived {
 		t.Errorf("[after archive] expected w-2 archived at once, got %+v", v)
 	}
+	// w-0's hook report, posted as `herd hook` posts it. From this
+	// process (the user's): a process outside w-0's tree carrying its
+	// incarnation marker, as a `herd hook` run from here would, is a
+	// forged mark the daemon refuses.
 	w0, _ := e.session("w-0")
-	hook := exec.Command(bin, "hook", "PreToolUse")
-	hook.Env = append(e.environ(), herd.EnvSession+"=w-0", herd.EnvIncarnation+"="+w0.Incarnation)
-	hook.Stdin = strings.NewReader(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash"}`)
-	if out, err := hook.CombinedOutput(); err != nil || len(out) > 0 {
-		t.Fatalf("herd hook: %v %s", err, out)
+	report := api.ActivityReport{Session: "w-0", Incarnation: w0.Incarnation, Event: "PreToolUse", At: time.Now(),
+		Payload: []byte(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash"}`)}
+	if err := api.NewClient(e.socket).Do(context.Background(), http.MethodPost, "/v1/activity", nil, report, nil); err != nil {
+		t.Fatalf("hook report: %v", err)
 	}
 	e.waitFor("w-0 working", 5*time.Second, func() bool {
 		v, _ := e.session("w-0")

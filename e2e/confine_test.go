@@ -58,7 +58,10 @@ func testConfined(t *testing.T, extra []string) {
 	out := t.TempDir()
 	// Each script writes what its calls answered, then waits as an agent
 	// would.
+	// Each waits for the go the test gives once it runs: a call made
+	// before its launch is confirmed is one herd cannot place yet.
 	rogue := `
+while [ ! -e "$OUT/go" ]; do sleep 0.1; done
 "$HERD_BIN" stop victim-0 >"$OUT/stop.out" 2>&1; echo $? >"$OUT/stop.code"
 "$HERD_BIN" inject victim-0 hello >"$OUT/inject.out" 2>&1; echo $? >"$OUT/inject.code"
 ` + envRawPost + `=/v1/sessions/victim-0/stop "$E2E_BIN" >"$OUT/raw.out" 2>&1
@@ -68,6 +71,7 @@ touch "$OUT/done"
 exec sleep 600
 `
 	boss := `
+while [ ! -e "$OUT/go" ]; do sleep 0.1; done
 "$HERD_BIN" stop minion-0 >"$OUT/boss.out" 2>&1; echo $? >"$OUT/boss.code"
 touch "$OUT/boss.done"
 exec sleep 600
@@ -117,6 +121,11 @@ manages = ["minion"]
 	}
 	victim := e.waitState("victim-0", herd.StateRunning, 20*time.Second)
 	e.waitState("minion-0", herd.StateRunning, 20*time.Second)
+	e.waitState("rogue-0", herd.StateRunning, 20*time.Second)
+	e.waitState("boss-0", herd.StateRunning, 20*time.Second)
+	if err := os.WriteFile(filepath.Join(out, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	read := func(name string) string {
 		b, _ := os.ReadFile(filepath.Join(out, name))
 		return strings.TrimSpace(string(b))

@@ -21,8 +21,10 @@ import (
 )
 
 // quickVerbs are the verbs behind a fuzzed console: they answer at once,
-// keep what was typed, and an Esc closes the fake screen's dialog.
+// keep what was typed, and an Esc closes the fake screen's dialog. The
+// verbs but Inject are fakeVerbs' (its Inject waits, as a slow tmux).
 type quickVerbs struct {
+	fakeVerbs
 	mu       sync.Mutex
 	back     *fakeBackend
 	injected []verbs.InjectRequest
@@ -40,24 +42,6 @@ func (q *quickVerbs) Inject(_ context.Context, req verbs.InjectRequest) (verbs.R
 		q.back.mu.Unlock()
 	}
 	return verbs.Result{Message: "sent"}, nil
-}
-func (q *quickVerbs) Stop(context.Context, verbs.StopRequest) (verbs.Result, error) {
-	return verbs.Result{Message: "stopped"}, nil
-}
-func (q *quickVerbs) Resume(context.Context, verbs.SessionRequest) (verbs.Result, error) {
-	return verbs.Result{}, nil
-}
-func (q *quickVerbs) Restart(context.Context, verbs.RestartRequest) (verbs.RestartResult, error) {
-	return verbs.RestartResult{}, nil
-}
-func (q *quickVerbs) Reset(context.Context, verbs.SessionRequest) (verbs.ResetResult, error) {
-	return verbs.ResetResult{}, nil
-}
-func (q *quickVerbs) Archive(context.Context, verbs.SessionRequest) (verbs.Result, error) {
-	return verbs.Result{}, nil
-}
-func (q *quickVerbs) Answer(context.Context, verbs.AnswerRequest) (verbs.Result, error) {
-	return verbs.Result{Message: "answered"}, nil
 }
 
 // consoleRoutes are the requests FuzzConsoleRequest sends: NAME is the

@@ -147,7 +147,7 @@ func TestAccountRateLimitBlocksAccount(t *testing.T) {
 	}
 	for _, s := range e.sessions() {
 		if s.Restarts != 0 || s.BackoffUntil != nil || s.Exit != nil {
-			t.Errorf("[%s] expected no crash counted and no backoff, got restarts %d, backoff %v, exit %+v", s.Name, s.Restarts, s.BackoffUntil, s.Exit)
+			t.Errorf("[%s] expected no crash counted and no backoff, got restarts %d, backoff %v, exit %+v; its events:\n%s", s.Name, s.Restarts, s.BackoffUntil, s.Exit, e.try("events", "--session", s.Name))
 		}
 	}
 	for _, ev := range activityEvents(e, "other-0") {

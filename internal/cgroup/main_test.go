@@ -135,6 +135,7 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *started {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %v: %v", argv, err)
 	}
+	herdtest.AwaitExec(t, cmd.Process.Pid)
 	s := &started{cmd: cmd, reaped: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()

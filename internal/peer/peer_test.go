@@ -14,6 +14,7 @@ import (
 
 	"herd"
 	"herd/internal/frontdoor"
+	"herd/internal/herdtest"
 	"herd/internal/proc"
 )
 
@@ -96,6 +97,7 @@ func start(t *testing.T, s *server, env []string, argv ...string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	herdtest.AwaitExec(t, cmd.Process.Pid)
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/herdtest"
 	"herd/internal/liveness"
 	"herd/internal/proc"
 	"herd/internal/runtime"
@@ -31,6 +32,7 @@ func startSleep(t *testing.T, marker string) herd.Identity {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	herdtest.AwaitExec(t, cmd.Process.Pid)
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	id, err := proc.Real().Identify(cmd.Process.Pid, boot)
 	if err != nil || id.Marker != marker {

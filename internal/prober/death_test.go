@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/herdtest"
 	"herd/internal/proc"
 	"herd/internal/runtime"
 	"herd/internal/runtime/tmux"
@@ -44,6 +45,7 @@ func TestPidfdDeathListsItsSessionAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		herdtest.AwaitExec(t, started.RootPID)
 		who, err := proc.Real().Identify(started.RootPID, boot)
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/herdtest"
 	"herd/internal/liveness"
 	"herd/internal/proc"
 	"herd/internal/runtime"
@@ -186,6 +187,7 @@ func TestUnfinishedLaunchResolved(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	herdtest.AwaitExec(t, cmd.Process.Pid)
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	seed("w-1", time.Minute)          // nothing was started
 	young := seed("w-2", time.Second) // its launch is still running

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"herd"
+	"herd/internal/herdtest"
 	"herd/internal/proc"
 )
 
@@ -23,6 +24,7 @@ func TestMarkedAll(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		herdtest.AwaitExec(t, cmd.Process.Pid)
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		return cmd.Process.Pid
 	}

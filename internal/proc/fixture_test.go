@@ -127,7 +127,7 @@ func startCmd(t *testing.T, marker string, setpgid bool, name string, args ...st
 		_ = cmd.Wait()
 		close(reaped)
 	}()
-	awaitExec(t, cmd.Process.Pid, reaped)
+	herdtest.AwaitExec(t, cmd.Process.Pid)
 	t.Cleanup(func() {
 		// The group id stays reserved while the unreaped leader exists,
 		// so killing the group cannot hit a stranger.
@@ -152,28 +152,3 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // isNoProcess reports whether err says the process is gone.
 func isNoProcess(err error) bool { return errors.Is(err, ErrNoProcess) }
-
-// awaitExec waits until the process started as pid shows the environment
-// of its new program. Start returns once the exec began (the close-on-exec
-// pipe closed), before the kernel has set the new environment up: an
-// environ read in between comes back empty, and an identity read then has
-// no marker. (herd's launch waits for its marker the same way.)
-func awaitExec(t *testing.T, pid int, reaped <-chan struct{}) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err != nil || len(b) > 0 {
-			return // gone (the test sees how), or its environment is there
-		}
-		select {
-		case <-reaped:
-			return
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d shows no environment %s after its start", pid, 5*time.Second)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herd"
+	"herd/internal/herdtest"
 )
 
 func TestParseStat(t *testing.T) {
@@ -159,16 +160,8 @@ func TestEnvironReadWhole(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	// Start returns once the exec began (the close-on-exec pipe closed),
-	// which is before the kernel has set the new environment up: an
-	// environ read then comes back empty. Read until it is there.
-	ok := false
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		ok, err = Real().HasEnv(cmd.Process.Pid, herd.EnvIncarnation, "inc-real")
-		if ok || err != nil || time.Now().After(deadline) {
-			break
-		}
-	}
+	herdtest.AwaitExec(t, cmd.Process.Pid)
+	ok, err := Real().HasEnv(cmd.Process.Pid, herd.EnvIncarnation, "inc-real")
 	if err != nil || !ok {
 		t.Errorf("[real] expected the marker at the end of a 20 KiB environment, got %v, %v", ok, err)
 	}

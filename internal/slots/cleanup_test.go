@@ -14,6 +14,7 @@ import (
 
 	"herd"
 	"herd/internal/cgroup"
+	"herd/internal/herdtest"
 	"herd/internal/proc"
 )
 
@@ -98,6 +99,7 @@ func startMarked(t *testing.T, marker string, argv ...string) *child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	herdtest.AwaitExec(t, cmd.Process.Pid)
 	c := &child{cmd: cmd, reaped: make(chan struct{})}
 	go func() { cmd.Wait(); close(c.reaped) }()
 	t.Cleanup(func() {

@@ -125,6 +125,15 @@ type Task struct {
 	DeliveredAfter int64 `json:"delivered_after,omitempty"`
 	// Attempts counts the check_failed reactions sent to the agent.
 	Attempts int `json:"attempts,omitempty"`
+	// Reacted is the kind of the reaction last typed into the agent
+	// (check_failed, changes_requested, agent_stuck, conflict) while the
+	// task is working or changes on it, ReactedAt when: the reaction's
+	// escalate_after counts from then. Both are cleared when the task
+	// leaves working and changes.
+	Reacted   string     `json:"reacted,omitempty"`
+	ReactedAt *time.Time `json:"reacted_at,omitempty"`
+	// Nudges counts the agent_stuck reactions typed into the agent.
+	Nudges int `json:"nudges,omitempty"`
 	// CheckLog is the file holding the last check's whole output;
 	// CheckTail its end, CheckExit its exit code (-1: did not run to an
 	// exit: timed out, could not start).

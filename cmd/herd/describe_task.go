@@ -90,6 +90,12 @@ func printTaskDetail(w io.Writer, d api.TaskDetail, now time.Time) {
 	if d.Attempts > 0 {
 		kv("Check attempts", fmt.Sprintf("%d failed check(s) sent back to the agent", d.Attempts))
 	}
+	if d.Nudges > 0 {
+		kv("Nudges", fmt.Sprintf("%d stalled-agent nudge(s) sent", d.Nudges))
+	}
+	if d.Reacted != "" && d.ReactedAt != nil {
+		kv("Waiting on", fmt.Sprintf("the agent's answer to %s, sent %s", line(d.Reacted), when(*d.ReactedAt)))
+	}
 	if d.ApprovedBy != "" {
 		kv("Approved by", line(d.ApprovedBy))
 	}

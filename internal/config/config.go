@@ -175,10 +175,7 @@ func Default() *Config {
 		Web:          Web{Listen: DefaultWebListen},
 		Fleet:        defaultFleet(),
 		AutoContinue: DefaultAutoContinue,
-		Reactions: Reactions{
-			CheckFailed: Reaction{Action: ReactionSend, Retries: DefaultCheckRetries},
-			Conflict:    Reaction{Action: ReactionSend},
-		},
+		Reactions:    defaultReactions(),
 	}
 }
 

@@ -326,7 +326,7 @@ func TestParseFullFile(t *testing.T) {
 		Web:          Web{Listen: "127.0.0.1:7780"},
 		Fleet:        Fleet{HostTimeout: 45 * time.Second, Lease: 15 * time.Second, SSH: []string{"ssh", "-o", "BatchMode=yes"}},
 		AutoContinue: DefaultAutoContinue,
-		Reactions:    Reactions{CheckFailed: Reaction{Action: "send", Retries: 2}, Conflict: Reaction{Action: "send"}},
+		Reactions:    defaultReactions(),
 		Roles: []herd.Role{
 			{
 				Name: "worker", Replicas: 2, Command: []string{"claude", "--model", "opus"},
@@ -366,7 +366,7 @@ func TestDefaults(t *testing.T) {
 		Web:          Web{Listen: "127.0.0.1:7780"},
 		Fleet:        Fleet{HostTimeout: 30 * time.Second, Lease: 20 * time.Second, SSH: []string{"ssh", "-t"}},
 		AutoContinue: AutoContinue{Spacing: 10 * time.Second, Jitter: 2 * time.Second},
-		Reactions:    Reactions{CheckFailed: Reaction{Action: "send", Retries: 2}, Conflict: Reaction{Action: "send"}},
+		Reactions:    defaultReactions(),
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {
 		t.Errorf("[Default] expected (-want +got):\n%s", diff)

@@ -77,9 +77,13 @@ const (
 	Resume
 	// Fail the task (Step.Reason).
 	Fail
+	// Nudge the stalled agent (the agent_stuck reaction's send).
+	Nudge
+	// Clear the reaction the task waits on: the agent answered it.
+	Clear
 )
 
-var doNames = [...]string{"wait", "relaunch", "deliver", "adopt", "check", "needs_you", "resume", "fail"}
+var doNames = [...]string{"wait", "relaunch", "deliver", "adopt", "check", "needs_you", "resume", "fail", "nudge", "clear"}
 
 func (d Do) String() string {
 	if int(d) < len(doNames) {
@@ -103,6 +107,7 @@ const (
 	ReasonBranchGone    = "branch_gone"    // its branch or base no longer exists
 	ReasonCheckFailed   = "check_failed"   // the check failed past its retries
 	ReasonWorktreeError = "worktree_error" // its worktree could not be made
+	ReasonEscalated     = "escalated"      // what a reaction typed into the agent went unanswered past its escalate_after
 )
 
 // Next decides a task's next step from what was observed. Only the
@@ -127,8 +132,8 @@ func Next(t herd.Task, o Observed) Step {
 		}
 		return Step{Do: NeedsYou, Reason: ReasonAgentStuck}
 	case herd.StateStalled:
-		if t.State == herd.TaskNeedsYou {
-			return Step{Do: Wait}
+		if t.State == herd.TaskNeedsYou || t.Reacted == herd.ReactionAgentStuck {
+			return Step{Do: Wait} // before a person, or nudged: Escalate decides
 		}
 		return Step{Do: NeedsYou, Reason: ReasonAgentStuck}
 	}
@@ -178,12 +183,62 @@ func Next(t herd.Task, o Observed) Step {
 				return Step{Do: NeedsYou, Reason: ReasonAgentStuck}
 			}
 		case herd.ActivityWorking:
-			if t.State == herd.TaskNeedsYou {
+			// An escalation stays before a person while the agent works
+			// on: it was told because the agent took too long.
+			if t.State == herd.TaskNeedsYou && t.Reason != ReasonEscalated {
 				return Step{Do: Resume}
 			}
 		}
 	}
 	return Step{Do: Wait}
+}
+
+// Stuck says what a stuck replica's task does (Next said NeedsYou,
+// ReasonAgentStuck): a stalled agent (alive and silent; a failed or
+// stopped one cannot read, a rate-limited one waits for its reset) of a
+// task it works on is nudged while fewer than retries nudges went to it
+// and the agent_stuck reaction sends; else a person is needed.
+func Stuck(t herd.Task, r *Replica, send bool, retries int) Step {
+	if send && r != nil && r.State == herd.StateStalled && t.Nudges < retries &&
+		(t.State == herd.TaskWorking || t.State == herd.TaskChanges) {
+		return Step{Do: Nudge}
+	}
+	return Step{Do: NeedsYou, Reason: ReasonAgentStuck}
+}
+
+// EscalateAt is when the reaction typed into t's agent goes to a person
+// if the agent has not answered it: after (its escalate_after) past
+// ReactedAt; the zero time when nothing waits or after is 0 (never).
+func EscalateAt(t herd.Task, after time.Duration) time.Time {
+	if t.Reacted == "" || t.ReactedAt == nil || after <= 0 || (t.State != herd.TaskWorking && t.State != herd.TaskChanges) {
+		return time.Time{}
+	}
+	return t.ReactedAt.Add(after)
+}
+
+// Escalate decides, at now, what becomes of the reaction typed into t's
+// agent (t.Reacted) that Next left waiting: r is its replica, after and
+// retries the reaction's escalate_after and retries. A nudge is answered
+// once the agent is no longer stalled (Clear); past after, a stalled
+// agent is nudged again while retries allow, and anything else unanswered
+// needs a person (ReasonEscalated). An answer is a turn that ended: Next
+// sees it and the task leaves working, which clears Reacted.
+func Escalate(t herd.Task, r *Replica, after time.Duration, retries int, now time.Time) Step {
+	at := EscalateAt(t, after)
+	stuck := t.Reacted == herd.ReactionAgentStuck
+	switch {
+	case t.Reacted == "" || (t.State != herd.TaskWorking && t.State != herd.TaskChanges):
+		return Step{Do: Wait}
+	case stuck && (r == nil || r.State != herd.StateStalled):
+		return Step{Do: Clear}
+	case at.IsZero() || now.Before(at):
+		return Step{Do: Wait}
+	case stuck && t.Nudges < retries:
+		return Step{Do: Nudge}
+	case stuck:
+		return Step{Do: NeedsYou, Reason: ReasonAgentStuck}
+	}
+	return Step{Do: NeedsYou, Reason: ReasonEscalated}
 }
 
 // Verbs a person (or an agent through MCP) applies to a task.

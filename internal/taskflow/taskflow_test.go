@@ -60,9 +60,93 @@ func TestNext(t *testing.T) {
 		{"crash relaunch, a new conversation", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, idle, "i2", "c2", false)}, Step{Do: Deliver}},
 		{"crash relaunch, no conversation known", task(herd.TaskChanges, "i1", ""), Observed{Replica: replica(run, idle, "i2", "", false)}, Step{Do: Deliver}},
 		{"crash relaunch, busy", task(herd.TaskWorking, "i1", "c1"), Observed{Replica: replica(run, working, "i2", "c1", false)}, Step{Do: Wait}},
+
+		{"nudged, still stalled: Escalate decides", nudged(task(herd.TaskWorking, "i1", "c1")), Observed{Replica: replica(herd.StateStalled, working, "i1", "c1", false)}, Step{Do: Wait}},
+		{"nudged, failed since", nudged(task(herd.TaskWorking, "i1", "c1")), Observed{Replica: replica(herd.StateFailed, idle, "i1", "c1", false)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
+		{"escalated, the agent works on: stays before a person", escalated(task(herd.TaskNeedsYou, "i1", "c1")), Observed{Replica: replica(run, working, "i1", "c1", false)}, Step{Do: Wait}},
+		{"escalated, turn ended with commits", escalated(task(herd.TaskNeedsYou, "i1", "c1")), Observed{Replica: replica(run, idle, "i1", "c1", true), Commits: 1}, Step{Do: Check}},
 	} {
 		if got := Next(c.task, c.obs); got != c.want {
 			t.Errorf("[%s] expected %v %q, got %v %q", c.name, c.want.Do, c.want.Reason, got.Do, got.Reason)
+		}
+	}
+}
+
+func nudged(t herd.Task) herd.Task {
+	at := time.Unix(0, 0)
+	t.Reacted, t.ReactedAt, t.Nudges = herd.ReactionAgentStuck, &at, 1
+	return t
+}
+
+func escalated(t herd.Task) herd.Task {
+	t.Reason = ReasonEscalated
+	return t
+}
+
+func TestStuck(t *testing.T) {
+	stalled, failed, blocked := replica(herd.StateStalled, herd.ActivityWorking, "i1", "c1", false), replica(herd.StateFailed, herd.ActivityIdle, "i1", "c1", false), replica(herd.StateRunning, herd.ActivityBlocked, "i1", "c1", false)
+	task := func(st herd.TaskState, nudges int) herd.Task {
+		return herd.Task{ID: "t-1", State: st, Session: "w-0", Incarnation: "i1", Nudges: nudges}
+	}
+	person, nudge := Step{Do: NeedsYou, Reason: ReasonAgentStuck}, Step{Do: Nudge}
+	for _, c := range []struct {
+		name    string
+		task    herd.Task
+		r       *Replica
+		send    bool
+		retries int
+		want    Step
+	}{
+		{"notify: a person at once", task(herd.TaskWorking, 0), stalled, false, 3, person},
+		{"send: a stalled agent is nudged", task(herd.TaskWorking, 0), stalled, true, 1, nudge},
+		{"send, in changes", task(herd.TaskChanges, 2), stalled, true, 3, nudge},
+		{"send, the nudges spent", task(herd.TaskWorking, 1), stalled, true, 1, person},
+		{"send, no retries", task(herd.TaskWorking, 0), stalled, true, 0, person},
+		{"send, a failed agent cannot read", task(herd.TaskWorking, 0), failed, true, 3, person},
+		{"send, a rate-limited agent waits for its reset", task(herd.TaskWorking, 0), blocked, true, 3, person},
+		{"send, the replica gone", task(herd.TaskWorking, 0), nil, true, 3, person},
+		{"send, before the prompt went", task(herd.TaskAssigned, 0), stalled, true, 3, person},
+	} {
+		if got := Stuck(c.task, c.r, c.send, c.retries); got != c.want {
+			t.Errorf("[%s] expected %v %q, got %v %q", c.name, c.want.Do, c.want.Reason, got.Do, got.Reason)
+		}
+	}
+}
+
+func TestEscalate(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	stalled, working := replica(herd.StateStalled, herd.ActivityWorking, "i1", "c1", false), replica(herd.StateRunning, herd.ActivityWorking, "i1", "c1", false)
+	task := func(st herd.TaskState, kind string, nudges int) herd.Task {
+		return herd.Task{ID: "t-1", State: st, Session: "w-0", Incarnation: "i1", Reacted: kind, ReactedAt: &t0, Nudges: nudges}
+	}
+	const after = 30 * time.Minute
+	for _, c := range []struct {
+		name    string
+		task    herd.Task
+		r       *Replica
+		after   time.Duration
+		retries int
+		now     time.Time
+		want    Step
+		at      time.Time
+	}{
+		{"nothing sent", task(herd.TaskWorking, "", 0), working, after, 0, t0.Add(time.Hour), Step{Do: Wait}, time.Time{}},
+		{"check failure sent, not yet", task(herd.TaskWorking, herd.ReactionCheckFailed, 0), working, after, 2, t0.Add(after - time.Second), Step{Do: Wait}, t0.Add(after)},
+		{"check failure sent, unanswered", task(herd.TaskWorking, herd.ReactionCheckFailed, 0), working, after, 2, t0.Add(after), Step{Do: NeedsYou, Reason: ReasonEscalated}, t0.Add(after)},
+		{"comments sent, unanswered", task(herd.TaskChanges, herd.ReactionChangesRequested, 0), working, after, 0, t0.Add(2 * after), Step{Do: NeedsYou, Reason: ReasonEscalated}, t0.Add(after)},
+		{"conflict sent, never escalated", task(herd.TaskWorking, herd.ReactionConflict, 0), working, 0, 0, t0.Add(100 * time.Hour), Step{Do: Wait}, time.Time{}},
+		{"answered: checking", task(herd.TaskChecking, herd.ReactionCheckFailed, 0), working, after, 2, t0.Add(after), Step{Do: Wait}, time.Time{}},
+		{"nudged, works again", task(herd.TaskWorking, herd.ReactionAgentStuck, 1), working, after, 2, t0.Add(time.Second), Step{Do: Clear}, t0.Add(after)},
+		{"nudged, replica gone", task(herd.TaskWorking, herd.ReactionAgentStuck, 1), nil, after, 2, t0.Add(time.Second), Step{Do: Clear}, t0.Add(after)},
+		{"nudged, still stalled, not yet", task(herd.TaskWorking, herd.ReactionAgentStuck, 1), stalled, after, 2, t0.Add(after - time.Second), Step{Do: Wait}, t0.Add(after)},
+		{"nudged, still stalled: again", task(herd.TaskWorking, herd.ReactionAgentStuck, 1), stalled, after, 2, t0.Add(after), Step{Do: Nudge}, t0.Add(after)},
+		{"nudged, still stalled, nudges spent", task(herd.TaskWorking, herd.ReactionAgentStuck, 2), stalled, after, 2, t0.Add(after), Step{Do: NeedsYou, Reason: ReasonAgentStuck}, t0.Add(after)},
+	} {
+		if got := Escalate(c.task, c.r, c.after, c.retries, c.now); got != c.want {
+			t.Errorf("[%s] expected %v %q, got %v %q", c.name, c.want.Do, c.want.Reason, got.Do, got.Reason)
+		}
+		if got := EscalateAt(c.task, c.after); !got.Equal(c.at) {
+			t.Errorf("[%s] expected escalation at %v, got %v", c.name, c.at, got)
 		}
 	}
 }

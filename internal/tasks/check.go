@@ -127,7 +127,7 @@ func (m *Manager) check(ctx context.Context, t herd.Task, role herd.Role) error 
 		})
 	case sendBack:
 		text := checkFailedText(t, res)
-		return m.react(ctx, t, []herd.TaskState{herd.TaskChecking}, text, func(t herd.Task) []*herd.Event {
+		return m.react(ctx, t, []herd.TaskState{herd.TaskChecking}, herd.ReactionCheckFailed, text, func(t herd.Task) []*herd.Event {
 			return []*herd.Event{checked(t), m.event(t, herd.EventReaction, herd.ReactionCheckFailed,
 				fmt.Sprintf("task %s: the check's failure sent to %s (attempt %d of %d)", t.ID, t.Session, t.Attempts, retries),
 				map[string]any{"kind": herd.ReactionCheckFailed, "attempt": t.Attempts, "action": "send"})}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"herd"
 	"herd/internal/slots"
@@ -99,8 +100,10 @@ func (m *Manager) type_(ctx context.Context, session, text string) error {
 
 // send types a reaction's text into the task's agent and records it
 // (event kind, reason, data): the task is working again, its turn end
-// looked for after now.
-func (m *Manager) send(ctx context.Context, t herd.Task, from []herd.TaskState, text string, evs func(t herd.Task) []*herd.Event, change func(t *herd.Task)) error {
+// looked for after now. kind is the reaction ("" for text that is none,
+// a person's comment while the agent works): its escalate_after counts
+// from now.
+func (m *Manager) send(ctx context.Context, t herd.Task, from []herd.TaskState, kind, text string, evs func(t herd.Task) []*herd.Event, change func(t *herd.Task)) error {
 	cursor, err := m.lastEventID(ctx)
 	if err != nil {
 		return err
@@ -123,6 +126,10 @@ func (m *Manager) send(ctx context.Context, t herd.Task, from []herd.TaskState, 
 		if change != nil {
 			change(t)
 		}
+		if kind != "" {
+			now := time.Now().UTC()
+			t.Reacted, t.ReactedAt = kind, &now
+		}
 		return evs(*t), nil
 	})
 }
@@ -139,11 +146,28 @@ func (e *typeError) Unwrap() error { return e.err }
 // react is send for the component's own reactions (a failed check, a
 // conflict): an agent that cannot be typed into puts the task before a
 // person (agent_stuck) rather than running the check again and again.
-func (m *Manager) react(ctx context.Context, t herd.Task, from []herd.TaskState, text string, evs func(t herd.Task) []*herd.Event, change func(t *herd.Task)) error {
-	err := m.send(ctx, t, from, text, evs, change)
+func (m *Manager) react(ctx context.Context, t herd.Task, from []herd.TaskState, kind, text string, evs func(t herd.Task) []*herd.Event, change func(t *herd.Task)) error {
+	err := m.send(ctx, t, from, kind, text, evs, change)
 	var te *typeError
 	if errors.As(err, &te) {
 		return m.needsYou(ctx, t, taskflow.ReasonAgentStuck, fmt.Sprintf("task %s: what herd had to tell its agent could not be typed into %s: %v", t.ID, t.Session, te.err))
 	}
 	return err
+}
+
+// nudge is the agent_stuck reaction that sends: a stalled agent holding
+// the task is reminded of it; a nudge unanswered for the reaction's
+// escalate_after is followed by the next, or a person.
+func (m *Manager) nudge(ctx context.Context, t herd.Task) error {
+	title := t.Title
+	if title == "" {
+		title = clip(t.Prompt, 200)
+	}
+	text := fmt.Sprintf("You are working on task %s (%s) on branch %s, and nothing has come from you for a while. Go on with the task and commit on this branch; if something blocks you, say what.",
+		t.ID, title, t.Branch)
+	return m.react(ctx, t, []herd.TaskState{t.State}, herd.ReactionAgentStuck, text, func(t herd.Task) []*herd.Event {
+		return []*herd.Event{m.event(t, herd.EventReaction, herd.ReactionAgentStuck,
+			fmt.Sprintf("task %s: %s is stalled; nudged (%d of %d)", t.ID, t.Session, t.Nudges, m.o.Reactions.AgentStuck.Retries),
+			map[string]any{"kind": herd.ReactionAgentStuck, "attempt": t.Nudges, "action": "send"})}
+	}, func(t *herd.Task) { t.Nudges++ })
 }

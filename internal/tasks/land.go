@@ -120,7 +120,7 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 	case errors.Is(err, worktree.ErrConflict), errors.Is(err, worktree.ErrBaseMoved):
 		text := fmt.Sprintf("Task %s cannot land: %s no longer merges into %s (%v). Rebase this branch on %s, resolve the conflicts, and commit.",
 			t.ID, t.Branch, t.Base, err, t.Base)
-		return m.react(ctx, t, review, text, func(t herd.Task) []*herd.Event {
+		return m.react(ctx, t, review, herd.ReactionConflict, text, func(t herd.Task) []*herd.Event {
 			return []*herd.Event{m.event(t, herd.EventReaction, herd.ReactionConflict, fmt.Sprintf("task %s: %v; sent to %s", t.ID, err, t.Session),
 				map[string]any{"kind": herd.ReactionConflict, "attempt": 1, "action": "send"})}
 		}, func(t *herd.Task) { t.State, t.ApprovedBy = herd.TaskChanges, "" })
@@ -128,7 +128,7 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 		failed := t
 		failed.Attempts = 0
 		text := checkFailedText(failed, res)
-		return m.react(ctx, t, review, "The merge of this branch into "+t.Base+" fails its check. "+text, func(t herd.Task) []*herd.Event {
+		return m.react(ctx, t, review, herd.ReactionCheckFailed, "The merge of this branch into "+t.Base+" fails its check. "+text, func(t herd.Task) []*herd.Event {
 			return []*herd.Event{m.event(t, herd.EventReaction, herd.ReactionCheckFailed, fmt.Sprintf("task %s: the check fails on the merge into %s; sent to %s", t.ID, t.Base, t.Session),
 				map[string]any{"kind": herd.ReactionCheckFailed, "attempt": t.Attempts, "action": "send", "on": "merge"})}
 		}, func(t *herd.Task) {

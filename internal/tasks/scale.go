@@ -81,6 +81,25 @@ func (m *Manager) Demand() reconcile.Demand {
 	return reconcile.Demand{Want: maps.Clone(m.want), Keep: maps.Clone(m.keep), Known: m.known}
 }
 
+// nextWake is how long until the loop's next deadline: a demand that
+// may drop or a reaction that may go unanswered (0: none; the safety
+// tick then).
+func (m *Manager) nextWake(now time.Time) time.Duration {
+	next := m.nextScaleDown(now)
+	m.mu.Lock()
+	at := m.escalateAt
+	m.mu.Unlock()
+	if !at.IsZero() {
+		// A moment after the deadline, so the round sees it passed; one
+		// past already (its step failed) is tried again at this pace.
+		d := max(at.Sub(now)+10*time.Millisecond, 250*time.Millisecond)
+		if next == 0 || d < next {
+			next = d
+		}
+	}
+	return next
+}
+
 // nextScaleDown is how long until the queue's demand may drop (0:
 // nothing waits to drop).
 func (m *Manager) nextScaleDown(now time.Time) time.Duration {

@@ -104,7 +104,10 @@ type Manager struct {
 	taskRoles map[string]bool
 	// failures counts the deliveries that failed in a row, per task.
 	failures map[string]int
-	group    loop.Group
+	// escalateAt is when the earliest reaction typed into an agent goes
+	// to a person unanswered (zero: none waits): a round then.
+	escalateAt time.Time
+	group      loop.Group
 }
 
 // New returns the component; Run starts it.
@@ -149,7 +152,7 @@ func (m *Manager) Run(ctx context.Context) {
 			m.log.Warn("tasks: round", "err", err)
 			return 2 * time.Second
 		}
-		return m.nextScaleDown(time.Now())
+		return m.nextWake(time.Now())
 	})
 	m.group.Wait()
 }
@@ -176,11 +179,18 @@ func (m *Manager) round(ctx context.Context) error {
 	}
 	m.assign(ctx, w)
 	var held []herd.Task
+	var escalate time.Time // the earliest reaction that may go unanswered
 	for _, t := range w.tasks {
 		if t.State.Holds() && !m.isBusy(t.ID) {
 			held = append(held, t)
 		}
+		if at := taskflow.EscalateAt(t, m.o.Reactions.Of(t.Reacted).EscalateAfter); !at.IsZero() && (escalate.IsZero() || at.Before(escalate)) {
+			escalate = at
+		}
 	}
+	m.mu.Lock()
+	m.escalateAt = escalate
+	m.mu.Unlock()
 	// Each task's step touches its task and its replica only: side by
 	// side, so that one slow relaunch or typing holds no other task up.
 	loop.Each(stepsAtOnce, held, func(t herd.Task) {
@@ -286,6 +296,14 @@ func (m *Manager) step(ctx context.Context, w world, t herd.Task) error {
 		}
 	}
 	st := taskflow.Next(t, obs)
+	if st.Do == taskflow.Wait && t.Reacted != "" {
+		rx := m.o.Reactions.Of(t.Reacted)
+		st = taskflow.Escalate(t, obs.Replica, rx.EscalateAfter, rx.Retries, obs.Now)
+	}
+	if st.Do == taskflow.NeedsYou && st.Reason == taskflow.ReasonAgentStuck {
+		stuck := m.o.Reactions.AgentStuck
+		st = taskflow.Stuck(t, obs.Replica, stuck.Action == config.ReactionSend, stuck.Retries)
+	}
 	switch st.Do {
 	case taskflow.Relaunch:
 		return m.relaunch(ctx, w.roles[t.Role], t)
@@ -301,6 +319,13 @@ func (m *Manager) step(ctx context.Context, w world, t herd.Task) error {
 		return m.toChecking(ctx, t, obs.Commits)
 	case taskflow.NeedsYou:
 		return m.needsYou(ctx, t, st.Reason, needsYouMessage(st.Reason, t, obs.Replica))
+	case taskflow.Nudge:
+		return m.nudge(ctx, t)
+	case taskflow.Clear:
+		return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+			t.Reacted, t.ReactedAt = "", nil
+			return nil, nil
+		})
 	case taskflow.Resume:
 		return m.write(ctx, t.ID, []herd.TaskState{herd.TaskNeedsYou}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 			t.State, t.Reason = herd.TaskWorking, ""
@@ -345,11 +370,16 @@ func (m *Manager) needsYou(ctx context.Context, t herd.Task, reason, msg string)
 		return err
 	}
 	return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		kind := t.Reacted // the reaction that went unanswered, if any
 		t.State, t.Reason, t.DeliveredAfter, t.ApprovedBy = herd.TaskNeedsYou, reason, cursor, ""
 		evs := []*herd.Event{m.event(*t, herd.EventTaskNeedsYou, reason, msg, nil)}
-		if reason == taskflow.ReasonAgentStuck {
+		switch {
+		case reason == taskflow.ReasonAgentStuck:
 			evs = append(evs, m.event(*t, herd.EventReaction, herd.ReactionAgentStuck, msg,
-				map[string]any{"kind": herd.ReactionAgentStuck, "attempt": 1, "action": "notify"}))
+				map[string]any{"kind": herd.ReactionAgentStuck, "attempt": t.Nudges + 1, "action": "notify"}))
+		case reason == taskflow.ReasonEscalated && kind != "":
+			evs = append(evs, m.event(*t, herd.EventReaction, kind, msg,
+				map[string]any{"kind": kind, "attempt": attempt(*t, kind) + 1, "action": "notify", "escalated": true}))
 		}
 		return evs, nil
 	})
@@ -363,8 +393,25 @@ func (m *Manager) fail(ctx context.Context, t herd.Task, reason, msg string) err
 	})
 }
 
+// attempt is how many times the reaction of kind went to t's agent.
+func attempt(t herd.Task, kind string) int {
+	switch kind {
+	case herd.ReactionCheckFailed:
+		return t.Attempts
+	case herd.ReactionAgentStuck:
+		return t.Nudges
+	}
+	return 1
+}
+
 func needsYouMessage(reason string, t herd.Task, r *taskflow.Replica) string {
 	switch reason {
+	case taskflow.ReasonEscalated:
+		since := "a while"
+		if t.ReactedAt != nil {
+			since = time.Since(*t.ReactedAt).Round(time.Second).String()
+		}
+		return fmt.Sprintf("task %s: what herd typed into %s (%s) has gone unanswered for %s: the agent works on without ending its turn", t.ID, t.Session, t.Reacted, since)
 	case taskflow.ReasonNoCommit:
 		return fmt.Sprintf("task %s: the agent in %s stopped without a commit on %s", t.ID, t.Session, t.Branch)
 	case taskflow.ReasonWaiting:
@@ -407,6 +454,11 @@ func (m *Manager) write(ctx context.Context, id string, from []herd.TaskState, c
 		evs, err := change(&t, tx)
 		if err != nil {
 			return err
+		}
+		if t.State != herd.TaskWorking && t.State != herd.TaskChanges {
+			// A reaction waits for the agent only while it works on it:
+			// a turn ended, a person or the end answered it.
+			t.Reacted, t.ReactedAt = "", nil
 		}
 		t.UpdatedAt = time.Now().UTC()
 		if err := tx.PutTask(t); err != nil {

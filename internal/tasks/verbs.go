@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"herd"
+	"herd/internal/config"
 	"herd/internal/errs"
 	"herd/internal/slots"
 	"herd/internal/store"
@@ -201,8 +202,19 @@ func (m *Manager) Verb(ctx context.Context, verb string, req VerbRequest) (herd.
 				map[string]any{"kind": herd.ReactionApproved, "attempt": 1, "action": "land", "by": req.By})}, nil
 		})
 	case taskflow.VerbComment:
+		// Comments on a task in review or before a person request
+		// changes (the changes_requested reaction); while the agent
+		// works they are only typed in.
+		kind := ""
+		if from[0] == herd.TaskReview || from[0] == herd.TaskNeedsYou {
+			kind = herd.ReactionChangesRequested
+		}
+		if from[0] == herd.TaskReview && m.o.Reactions.ChangesRequested.Action == config.ReactionNotify {
+			err = m.changesForAPerson(ctx, t, req)
+			break
+		}
 		text := fmt.Sprintf("Review of task %s:\n\n%s\n\nAddress these comments and commit on this branch.", t.ID, req.Text)
-		err = m.send(ctx, t, from, text, func(t herd.Task) []*herd.Event {
+		err = m.send(ctx, t, from, kind, text, func(t herd.Task) []*herd.Event {
 			evs := []*herd.Event{m.event(t, herd.EventTaskFeedback, "", fmt.Sprintf("task %s: comments sent to %s", t.ID, t.Session), map[string]any{"by": req.By, "bytes": len(req.Text)})}
 			if from[0] == herd.TaskReview {
 				evs = append(evs, m.event(t, herd.EventReaction, herd.ReactionChangesRequested, fmt.Sprintf("task %s: changes requested", t.ID),
@@ -267,4 +279,29 @@ func (m *Manager) freeReplica(t herd.Task, verb string) {
 			m.log.Warn("tasks: relaunch a replica let go of its task", "task", t.ID, "session", t.Session, "err", err)
 		}
 	})
+}
+
+// changesForAPerson is the changes_requested reaction that notifies: a
+// review's comments are not typed into the agent; the task goes before a
+// person with them.
+func (m *Manager) changesForAPerson(ctx context.Context, t herd.Task, req VerbRequest) error {
+	return m.write(ctx, t.ID, []herd.TaskState{herd.TaskReview}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+		t.State, t.Reason, t.ApprovedBy = herd.TaskNeedsYou, herd.ReactionChangesRequested, ""
+		msg := fmt.Sprintf("task %s: changes requested by %s: %s", t.ID, by(req.By), clip(req.Text, 2000))
+		return []*herd.Event{
+			m.event(*t, herd.EventTaskFeedback, "kept", fmt.Sprintf("task %s: comments kept for a person ([reactions.changes_requested] notifies)", t.ID),
+				map[string]any{"by": req.By, "bytes": len(req.Text)}),
+			m.event(*t, herd.EventTaskNeedsYou, herd.ReactionChangesRequested, msg, nil),
+			m.event(*t, herd.EventReaction, herd.ReactionChangesRequested, msg,
+				map[string]any{"kind": herd.ReactionChangesRequested, "attempt": 1, "action": "notify", "by": req.By}),
+		}, nil
+	})
+}
+
+// by names who did something, "someone" when unknown.
+func by(who string) string {
+	if who == "" {
+		return "someone"
+	}
+	return who
 }

@@ -192,6 +192,9 @@ const (
 	// ReasonBudget: a role's spend today reached its daily_budget_usd;
 	// the session resumes the next day.
 	ReasonBudget = "budget"
+	// ReasonNoTask: a replica of an exec task role runs nothing until
+	// a task is given to it (it is succeeded, parked, until then).
+	ReasonNoTask = "no_task"
 )
 
 // Environment variables herd sets in every agent's environment.

@@ -134,6 +134,10 @@ type Task struct {
 	ReactedAt *time.Time `json:"reacted_at,omitempty"`
 	// Nudges counts the agent_stuck reactions typed into the agent.
 	Nudges int `json:"nudges,omitempty"`
+	// Turn is the text of the agent's current turn when it is not the
+	// prompt (what a reaction or a person sent): an exec role's agent
+	// is launched with it as its last argument.
+	Turn string `json:"turn,omitempty"`
 	// CheckLog is the file holding the last check's whole output;
 	// CheckTail its end, CheckExit its exit code (-1: did not run to an
 	// exit: timed out, could not start).

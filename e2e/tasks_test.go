@@ -48,10 +48,13 @@ func (e *env) task(id string) herd.Task {
 func (e *env) waitTask(id string, st herd.TaskState, timeout time.Duration) herd.Task {
 	e.t.Helper()
 	var t herd.Task
-	e.waitFor(fmt.Sprintf("task %s %s", id, st), timeout, func() bool {
-		t = e.task(id)
-		return t.State == st
-	})
+	deadline := time.Now().Add(timeout)
+	for t = e.task(id); t.State != st; t = e.task(id) {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out after %s waiting for task %s %s; it is:\n%s", timeout, id, st, e.try("describe", "task", id))
+		}
+		time.Sleep(pollEvery)
+	}
 	return t
 }
 

@@ -103,7 +103,7 @@ func TestParseContainmentErrors(t *testing.T) {
 		{"check as string", head + "check = \"go test\"\n", "role[0].check", `check: "go test" is a string; write an argv array`, 4},
 		{"check timeout", head + "check_timeout = \"soon\"\n", "role[0].check_timeout", `invalid duration "soon"`, 4},
 		{"merge mode", head + "merge = \"octopus\"\n", "role[0].merge", `"octopus"`, 4},
-		{"tasks on exec", head + "runtime = \"exec\"\ntasks = true\n", "role[0].tasks", `tasks need runtime = "tmux"`, 5},
+		{"tasks on exec, restarted always", head + "runtime = \"exec\"\ntasks = true\nrestart = { policy = \"always\" }\n", "role[0].restart", `restart policy "always" would run each turn again`, 6},
 		{"tasks placed", head + "spread = true\ntasks = true\n", "role[0].tasks", `cannot take tasks yet`, 5},
 		{"max replicas without tasks", head + "max_replicas = 4\n", "role[0].max_replicas", `needs tasks = true`, 4},
 		{"max replicas below replicas", head + "tasks = true\nreplicas = 3\nmax_replicas = 2\n", "role[0].max_replicas", `2 is below replicas (3)`, 6},

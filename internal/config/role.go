@@ -233,8 +233,10 @@ func taskProblems(r herd.Role) []problem {
 	if r.Tasks && r.Placed() {
 		add("tasks are run by the host that declares the role: a role with hosts or spread cannot take tasks yet", "tasks")
 	}
-	if r.Tasks && r.Runtime != herd.RuntimeTmux {
-		add(fmt.Sprintf("tasks need runtime = %q (the prompt is typed into the agent), got %q", herd.RuntimeTmux, r.Runtime), "tasks")
+	if r.Tasks && r.Runtime == herd.RuntimeExec && r.Restart.Policy == herd.PolicyAlways {
+		// Its agent exits 0 when its turn is done; always would run the
+		// turn again.
+		add(`an exec role that takes tasks runs one turn a launch, ended by its exit 0: restart policy "always" would run each turn again; use "on-failure" or "never"`, "restart")
 	}
 	return probs
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"herd"
@@ -114,6 +116,14 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	if startErr == nil && len(req.Argv) == 0 {
 		l.pickConversation(prior.agentID)
 	}
+	if startErr == nil && l.role.Tasks && l.role.Runtime == herd.RuntimeExec {
+		if l.task == nil {
+			// An exec task role's agent runs one task's turn a launch:
+			// with none, nothing runs.
+			return s.st.Parked(ctx, l.record(prior))
+		}
+		l.giveTurn()
+	}
 	if startErr == nil {
 		s.withHooks(l)
 	}
@@ -210,6 +220,10 @@ type slotLaunch struct {
 	data map[string]any
 	// resumedConv is the conversation the launch continues ("": none).
 	resumedConv string
+	// task is the task the slot holds, nil when none (task roles).
+	task *herd.Task
+	// turn: argv ends in the task's turn text (exec task roles).
+	turn bool
 }
 
 // prepareLaunch fills the incarnation and the runtime's spec from the
@@ -245,10 +259,11 @@ func (s *Slots) prepareLaunch(req LaunchRequest) *slotLaunch {
 // command that cannot start says so in one line, whatever the runtime (a
 // tmux pane would only show an exit code).
 func (s *Slots) prepareWorkdir(ctx context.Context, l *slotLaunch) error {
-	wt, err := s.worktree(ctx, l.role, l.req.Name)
+	wt, task, err := s.worktree(ctx, l.role, l.req.Name)
 	if err != nil {
 		return err
 	}
+	l.task = task
 	if wt != nil {
 		l.spec.Workdir, l.inc.Workdir = wt.Dir, wt.Dir
 		l.data["worktree"], l.data["branch"] = wt.Path, wt.Branch
@@ -279,6 +294,34 @@ func (l *slotLaunch) pickConversation(priorID string) {
 		l.resumedConv = id
 	}
 }
+
+// giveTurn ends an exec task role's argv in the held task's turn: the
+// text its agent works on (the prompt, or what a reaction sent).
+func (l *slotLaunch) giveTurn() {
+	text := l.task.Turn
+	if text == "" {
+		text = l.task.Prompt
+	}
+	l.argv = append(slices.Clip(l.argv), text)
+	l.spec.Argv, l.inc.Argv, l.turn = l.argv, l.argv, true
+	l.data["task"] = l.task.ID
+}
+
+// shownArgv is the launch's argv as its events show it: a task's turn
+// text, up to a megabyte, is cut to its start.
+func (l *slotLaunch) shownArgv() []string {
+	if !l.turn || len(l.argv) == 0 {
+		return l.argv
+	}
+	out := slices.Clone(l.argv)
+	if last := out[len(out)-1]; len(last) > shownTurn {
+		out[len(out)-1] = fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(last[:shownTurn], ""), len(last))
+	}
+	return out
+}
+
+// shownTurn bounds the turn text a launch's events show.
+const shownTurn = 200
 
 // record is the launch's record for the writer.
 func (l *slotLaunch) record(prior *priorSlot) *status.Launch {
@@ -343,11 +386,11 @@ func (s *Slots) recordLaunched(ctx context.Context, l *slotLaunch, rec *status.L
 	recCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	rec.Inc = l.inc
-	rec.Message = fmt.Sprintf("%s pid %d: %s", l.role.Runtime, pid, argvString(l.argv))
+	rec.Message = fmt.Sprintf("%s pid %d: %s", l.role.Runtime, pid, argvString(l.shownArgv()))
 	if l.resumedConv != "" {
 		rec.Message += "; conversation " + l.resumedConv + " resumed"
 	}
-	l.data["pid"], l.data["argv"] = pid, l.argv
+	l.data["pid"], l.data["argv"] = pid, l.shownArgv()
 	if err := s.st.Launched(recCtx, rec); err != nil {
 		s.o.Log.Error("launch: record failed; stopping the new agent", "session", l.req.Name, "err", err)
 		if terr := s.terminate(recCtx, l.inc); terr != nil {
@@ -445,31 +488,31 @@ func argvString(argv []string) string {
 // one, made (or found again: it outlives crashes and restarts) before the
 // launch; nil when the role runs in its workdir. A failure fails the
 // launch with its reason, the setup command's output included.
-func (s *Slots) worktree(ctx context.Context, role herd.Role, session string) (*worktree.Worktree, error) {
+func (s *Slots) worktree(ctx context.Context, role herd.Role, session string) (*worktree.Worktree, *herd.Task, error) {
 	if role.Tasks {
 		task, held, err := s.heldTask(ctx, session)
 		if err != nil || held {
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			// A replica holding a task runs in the task's worktree, on
 			// its branch (made again, from its branch, when removed by
 			// hand).
 			wt, err := s.o.Worktrees.Ensure(ctx, worktree.TaskOptions(role, task))
 			if err != nil {
-				return nil, fmt.Errorf("task %s: %w", task.ID, err)
+				return nil, nil, fmt.Errorf("task %s: %w", task.ID, err)
 			}
-			return &wt, nil
+			return &wt, &task, nil
 		}
 	}
 	if !role.Worktree {
-		return nil, nil
+		return nil, nil, nil
 	}
 	wt, err := s.o.Worktrees.Ensure(ctx, worktree.OptionsFor(role, session))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &wt, nil
+	return &wt, nil, nil
 }
 
 // heldTask returns the task session holds, if any.

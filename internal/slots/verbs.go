@@ -28,6 +28,9 @@ type RestartRequest struct {
 	// Resume relaunches from the stop's snapshot (the agent resumes its
 	// conversation) instead of the role's command.
 	Resume bool
+	// Continue relaunches the role's command continuing the agent's
+	// last conversation when it is known (an exec task role's next turn).
+	Continue bool
 }
 
 // Restart gives a session a fresh incarnation: its current one goes
@@ -71,7 +74,7 @@ func (sl *Slots) Restart(ctx context.Context, req RestartRequest) (string, error
 		argv = sl.resumeArgv(ctx, req.Name)
 	}
 	err = sl.launchLocked(ctx, LaunchRequest{
-		Role: role, Name: req.Name, Index: s.Index, Kind: herd.EventRestarted, Reason: req.Reason, Data: data, Argv: argv,
+		Role: role, Name: req.Name, Index: s.Index, Kind: herd.EventRestarted, Reason: req.Reason, Data: data, Argv: argv, Continue: req.Continue,
 		Check: func(cur *herd.Session, exists bool) error {
 			if !exists {
 				return errs.Badf("restart %s: the session was deleted meanwhile", req.Name)

@@ -136,3 +136,31 @@ func clip(s string, n int) string {
 	}
 	return "..." + s[len(s)-n:]
 }
+
+// Parked records a launch of an exec task role's replica that holds no
+// task: nothing runs (its agent's turn is its task's), the session is
+// succeeded with reason no_task, its last incarnation kept, and a task
+// given to it launches it.
+func (m *Manager) Parked(ctx context.Context, l *Launch) error {
+	s := herd.Session{Name: l.Name, Role: l.Role, Index: l.Index}
+	if l.Prior != nil {
+		s = *l.Prior
+	}
+	now := time.Now().UTC()
+	s.Host = m.host
+	s.State, s.StateSince = herd.StateSucceeded, now
+	s.Runtime, s.Process, s.Activity = herd.Dead, herd.Dead, herd.ActivityUnknown
+	s.Exit = &herd.Exit{Reason: herd.ReasonNoTask, At: now, Message: "no task: nothing to run"}
+	s.BackoffUntil = nil
+	err := m.st.Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutSession(s); err != nil {
+			return err
+		}
+		return tx.AppendEvent(m.Event(s, s.Incarnation, herd.EventSucceeded, herd.ReasonNoTask,
+			"exec task role: nothing runs until a task is given to this replica", nil))
+	})
+	if err == nil {
+		m.publish(Change{Session: s.Name, What: ChangeState, State: s.State, Activity: s.Activity})
+	}
+	return err
+}

@@ -27,6 +27,11 @@ type Replica struct {
 	TurnEnded bool
 	// Since is when the replica entered State.
 	Since time.Time
+	// Exec: a replica of an exec role. Its agent runs one turn per
+	// launch, given the turn's text as its last argument, and the turn
+	// ends when it exits 0 (succeeded); with no task it runs nothing
+	// (parked, succeeded).
+	Exec bool
 }
 
 // StoppedGrace is how long a replica holding a task may be stopped before
@@ -35,9 +40,13 @@ type Replica struct {
 // to relaunch the slot) passes through stopped.
 const StoppedGrace = time.Minute
 
-// Ready reports whether the replica's agent is up and idle: a prompt
-// typed now is read.
+// Ready reports whether the replica can take its task's prompt now: a
+// tmux agent up and idle (a prompt typed now is read); an exec replica
+// that runs nothing (a launch now is given it).
 func (r Replica) Ready() bool {
+	if r.Exec {
+		return r.State == herd.StateSucceeded
+	}
 	return r.State == herd.StateRunning && r.Activity == herd.ActivityIdle
 }
 
@@ -125,6 +134,9 @@ func Next(t herd.Task, o Observed) Step {
 		}
 		return Step{Do: NeedsYou, Reason: ReasonReplicaGone}
 	}
+	if r.Exec {
+		return nextExec(t, r, o)
+	}
 	switch r.State {
 	case herd.StateFailed, herd.StateSucceeded, herd.StateStopped:
 		if t.State == herd.TaskNeedsYou || (r.State == herd.StateStopped && o.Now.Sub(r.Since) < StoppedGrace) {
@@ -195,11 +207,12 @@ func Next(t herd.Task, o Observed) Step {
 
 // Stuck says what a stuck replica's task does (Next said NeedsYou,
 // ReasonAgentStuck): a stalled agent (alive and silent; a failed or
-// stopped one cannot read, a rate-limited one waits for its reset) of a
+// stopped one cannot read, a rate-limited one waits for its reset, an
+// exec one reads nothing but its launch's argument) of a
 // task it works on is nudged while fewer than retries nudges went to it
 // and the agent_stuck reaction sends; else a person is needed.
 func Stuck(t herd.Task, r *Replica, send bool, retries int) Step {
-	if send && r != nil && r.State == herd.StateStalled && t.Nudges < retries &&
+	if send && r != nil && !r.Exec && r.State == herd.StateStalled && t.Nudges < retries &&
 		(t.State == herd.TaskWorking || t.State == herd.TaskChanges) {
 		return Step{Do: Nudge}
 	}
@@ -239,6 +252,38 @@ func Escalate(t herd.Task, r *Replica, after time.Duration, retries int, now tim
 		return Step{Do: NeedsYou, Reason: ReasonAgentStuck}
 	}
 	return Step{Do: NeedsYou, Reason: ReasonEscalated}
+}
+
+// nextExec is Next for a task held by an exec replica: assigned, it is
+// launched with the prompt once it runs nothing (the launch is the
+// delivery); each launch is given the turn's text, so a crash relaunch
+// (a new incarnation) goes on with it (Adopt); the turn ends when the
+// agent exits 0, with commits or without.
+func nextExec(t herd.Task, r *Replica, o Observed) Step {
+	switch {
+	case t.State == herd.TaskAssigned:
+		if r.Ready() {
+			return Step{Do: Relaunch}
+		}
+	case r.Incarnation != t.Incarnation:
+		return Step{Do: Adopt}
+	case r.State == herd.StateSucceeded:
+		switch {
+		case o.Commits < 0:
+			return Step{Do: Fail, Reason: ReasonBranchGone}
+		case o.Commits > 0:
+			return Step{Do: Check}
+		case t.State != herd.TaskNeedsYou:
+			return Step{Do: NeedsYou, Reason: ReasonNoCommit}
+		}
+	case t.State == herd.TaskNeedsYou:
+	case r.State == herd.StateFailed, r.State == herd.StateStalled,
+		r.State == herd.StateStopped && o.Now.Sub(r.Since) >= StoppedGrace:
+		return Step{Do: NeedsYou, Reason: ReasonAgentStuck}
+	case r.State == herd.StateRunning && r.Activity == herd.ActivityWaiting:
+		return Step{Do: NeedsYou, Reason: ReasonWaiting}
+	}
+	return Step{Do: Wait}
 }
 
 // Verbs a person (or an agent through MCP) applies to a task.

@@ -72,6 +72,55 @@ func TestNext(t *testing.T) {
 	}
 }
 
+// TestNextExec: a task held by an exec replica — the prompt given as
+// the launch's argument, the turn ended when the agent exits 0.
+func TestNextExec(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	exec := func(st herd.State, act herd.Activity, inc string) *Replica {
+		return &Replica{Name: "w-0", State: st, Activity: act, Incarnation: inc, Since: t0, Exec: true}
+	}
+	task := func(st herd.TaskState, inc string) herd.Task {
+		return herd.Task{ID: "t-1", State: st, Session: "w-0", Incarnation: inc}
+	}
+	const idle, working = herd.ActivityIdle, herd.ActivityWorking
+	for _, c := range []struct {
+		name string
+		task herd.Task
+		obs  Observed
+		want Step
+	}{
+		{"assigned, parked: launch it with the prompt", task(herd.TaskAssigned, ""), Observed{Replica: exec(herd.StateSucceeded, herd.ActivityUnknown, "i0")}, Step{Do: Relaunch}},
+		{"assigned, the replica still runs its last turn", task(herd.TaskAssigned, ""), Observed{Replica: exec(herd.StateRunning, working, "i0")}, Step{Do: Wait}},
+		{"working", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateRunning, working, "i1")}, Step{Do: Wait}},
+		{"working, idle between hooks: not an end", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateRunning, idle, "i1"), Commits: 2}, Step{Do: Wait}},
+		{"exited 0 with commits", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateSucceeded, idle, "i1"), Commits: 2}, Step{Do: Check}},
+		{"exited 0 without a commit", task(herd.TaskChanges, "i1"), Observed{Replica: exec(herd.StateSucceeded, idle, "i1")}, Step{Do: NeedsYou, Reason: ReasonNoCommit}},
+		{"exited 0, branch gone", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateSucceeded, idle, "i1"), Commits: -1}, Step{Do: Fail, Reason: ReasonBranchGone}},
+		{"needs you, still exited", task(herd.TaskNeedsYou, "i1"), Observed{Replica: exec(herd.StateSucceeded, idle, "i1")}, Step{Do: Wait}},
+		{"crashed, backing off", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateBackoff, herd.ActivityUnknown, "i1")}, Step{Do: Wait}},
+		{"relaunched after a crash: its launch had the text", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StatePending, herd.ActivityUnknown, "i2")}, Step{Do: Adopt}},
+		{"failed: its restarts spent", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateFailed, herd.ActivityUnknown, "i1")}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
+		{"stalled", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateStalled, working, "i1")}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
+		{"stopped for a moment", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateStopped, herd.ActivityUnknown, "i1"), Now: t0.Add(time.Second)}, Step{Do: Wait}},
+		{"stopped", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateStopped, herd.ActivityUnknown, "i1"), Now: t0.Add(StoppedGrace)}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},
+		{"waits on a dialog", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateRunning, herd.ActivityWaiting, "i1")}, Step{Do: NeedsYou, Reason: ReasonWaiting}},
+		{"needs you, failed", task(herd.TaskNeedsYou, "i1"), Observed{Replica: exec(herd.StateFailed, herd.ActivityUnknown, "i1")}, Step{Do: Wait}},
+	} {
+		if got := Next(c.task, c.obs); got != c.want {
+			t.Errorf("[%s] expected %v %q, got %v %q", c.name, c.want.Do, c.want.Reason, got.Do, got.Reason)
+		}
+	}
+	// Assign takes a parked exec replica, not one running a turn.
+	queued := []herd.Task{{ID: "t-1", Role: "w", State: herd.TaskQueued}, {ID: "t-2", Role: "w", State: herd.TaskQueued}}
+	got := Assign(queued, []Candidate{
+		{Replica: *exec(herd.StateRunning, working, "i0"), Role: "w"},
+		{Replica: Replica{Name: "w-1", State: herd.StateSucceeded, Exec: true}, Role: "w"},
+	})
+	if want := []Pair{{Task: "t-1", Session: "w-1"}}; !cmp.Equal(got, want) {
+		t.Errorf("[assign] expected %v, got %v", want, got)
+	}
+}
+
 func nudged(t herd.Task) herd.Task {
 	at := time.Unix(0, 0)
 	t.Reacted, t.ReactedAt, t.Nudges = herd.ReactionAgentStuck, &at, 1
@@ -106,6 +155,7 @@ func TestStuck(t *testing.T) {
 		{"send, a rate-limited agent waits for its reset", task(herd.TaskWorking, 0), blocked, true, 3, person},
 		{"send, the replica gone", task(herd.TaskWorking, 0), nil, true, 3, person},
 		{"send, before the prompt went", task(herd.TaskAssigned, 0), stalled, true, 3, person},
+		{"send, an exec agent reads no input", task(herd.TaskWorking, 0), &Replica{Name: "w-0", State: herd.StateStalled, Exec: true}, true, 3, person},
 	} {
 		if got := Stuck(c.task, c.r, c.send, c.retries); got != c.want {
 			t.Errorf("[%s] expected %v %q, got %v %q", c.name, c.want.Do, c.want.Reason, got.Do, got.Reason)

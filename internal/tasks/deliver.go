@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herd"
+	"herd/internal/errs"
 	"herd/internal/slots"
 	"herd/internal/store"
 	"herd/internal/taskflow"
@@ -24,13 +25,24 @@ func (m *Manager) relaunch(ctx context.Context, role herd.Role, t herd.Task) err
 	if err != nil {
 		return m.fail(ctx, t, taskflow.ReasonWorktreeError, fmt.Sprintf("task %s: its worktree could not be made: %v", t.ID, err))
 	}
+	cursor, err := m.lastEventID(ctx)
+	if err != nil {
+		return err
+	}
 	inc, err := m.o.Slots.Restart(ctx, slots.RestartRequest{Name: t.Session, Reason: "task", Data: map[string]any{"task": t.ID}})
 	if err != nil {
 		return fmt.Errorf("relaunch %s in %s: %w", t.Session, wt.Path, err)
 	}
+	exec := role.Runtime == herd.RuntimeExec
 	return m.write(ctx, t.ID, []herd.TaskState{herd.TaskAssigned}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 		t.Incarnation, t.Worktree = inc, wt.Path
-		return nil, nil
+		if !exec {
+			return nil, nil // its prompt is typed once its agent is idle
+		}
+		// An exec agent was given its prompt as its launch's argument.
+		t.State, t.Reason, t.DeliveredAfter, t.Turn = herd.TaskWorking, "", cursor, ""
+		return []*herd.Event{m.event(*t, herd.EventTaskDelivered, "", fmt.Sprintf("task %s's prompt given to %s as its launch's argument", t.ID, t.Session),
+			map[string]any{"bytes": len(t.Prompt)})}, nil
 	})
 }
 
@@ -111,18 +123,49 @@ func (m *Manager) send(ctx context.Context, t herd.Task, from []herd.TaskState, 
 	// Still the task's, on its replica, in the same agent: typed only
 	// then (a task cancelled during its check must not reach the agent
 	// that took the next task).
-	var now herd.Task
-	if err := m.st.View(ctx, func(tx store.Tx) (err error) { now, err = tx.Task(t.ID); return err }); err != nil {
+	var (
+		now     herd.Task
+		role    herd.Role
+		replica herd.Session
+	)
+	if err := m.st.View(ctx, func(tx store.Tx) (err error) {
+		if now, err = tx.Task(t.ID); err != nil {
+			return err
+		}
+		if replica, err = tx.Session(t.Session); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err // a replica gone: the typing says so
+		}
+		role, err = tx.Role(t.Role)
+		return err
+	}); err != nil {
 		return err
 	}
 	if !slices.Contains(from, now.State) || now.Session != t.Session || now.Incarnation != t.Incarnation {
 		return errStale
 	}
-	if err := m.type_(ctx, t.Session, text); err != nil {
+	if role.Runtime == herd.RuntimeExec && replica.State.Live() {
+		return errs.New(errs.Conflict, fmt.Sprintf("task %s: its agent in %s runs a turn and reads no input (an exec role); send this once the turn has ended", t.ID, t.Session))
+	}
+	inc := ""
+	if role.Runtime == herd.RuntimeExec {
+		// An exec agent reads no input: its next turn is a launch given
+		// the text, continuing its conversation where it can.
+		err := m.write(ctx, t.ID, from, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) { t.Turn = text; return nil, nil })
+		if err != nil {
+			return err
+		}
+		if inc, err = m.o.Slots.Restart(ctx, slots.RestartRequest{Name: t.Session, Reason: "task", Continue: true,
+			Data: map[string]any{"task": t.ID, "turn": kind}}); err != nil {
+			return &typeError{session: t.Session, err: err}
+		}
+	} else if err := m.type_(ctx, t.Session, text); err != nil {
 		return &typeError{session: t.Session, err: err}
 	}
 	return m.write(ctx, t.ID, from, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 		t.DeliveredAfter, t.Reason = cursor, ""
+		if inc != "" {
+			t.Incarnation = inc
+		}
 		if change != nil {
 			change(t)
 		}

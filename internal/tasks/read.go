@@ -87,7 +87,7 @@ func (m *Manager) read(ctx context.Context) (world, error) {
 		}
 		free := map[string]int{}
 		for name, s := range w.sessions {
-			if !held[name] && s.State == herd.StateRunning && s.Activity == herd.ActivityIdle {
+			if !held[name] && w.replica(name).Ready() { // as Assign sees it
 				free[s.Role]++
 			}
 		}

@@ -217,7 +217,7 @@ func (w world) replica(name string) *taskflow.Replica {
 		return nil
 	}
 	return &taskflow.Replica{Name: s.Name, State: s.State, Activity: s.Activity, Incarnation: s.Incarnation,
-		Conversation: w.incs[name].AgentSessionID, Since: s.StateSince}
+		Conversation: w.incs[name].AgentSessionID, Since: s.StateSince, Exec: w.roles[s.Role].Runtime == herd.RuntimeExec}
 }
 
 // assign gives queued tasks to free replicas, each in a transaction that
@@ -279,9 +279,14 @@ func (m *Manager) step(ctx context.Context, w world, t herd.Task) error {
 	}
 	obs := taskflow.Observed{Replica: w.replica(t.Session), Now: time.Now()}
 	if r := obs.Replica; r != nil && r.Incarnation == t.Incarnation && t.State != herd.TaskAssigned {
-		ended, err := m.turnEnded(ctx, t, r.Incarnation)
-		if err != nil {
-			return err
+		// An exec agent's turn ended when it exited 0; a tmux agent's
+		// when it went idle after the delivery.
+		ended := r.Exec && r.State == herd.StateSucceeded
+		if !r.Exec {
+			var err error
+			if ended, err = m.turnEnded(ctx, t, r.Incarnation); err != nil {
+				return err
+			}
 		}
 		r.TurnEnded = ended
 		if ended {

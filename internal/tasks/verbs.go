@@ -187,6 +187,7 @@ func (m *Manager) Verb(ctx context.Context, verb string, req VerbRequest) (herd.
 		err = m.write(ctx, t.ID, from, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 			t.State, t.Reason, t.Session, t.Incarnation, t.Conversation = herd.TaskQueued, "", "", "", ""
 			t.Attempts, t.ApprovedBy, t.DeliveredAfter, t.Reviewed = 0, "", 0, ""
+			t.Nudges, t.Turn = 0, ""
 			return []*herd.Event{m.event(*t, herd.EventTaskQueued, "retry", fmt.Sprintf("task %s queued again; it goes on from its branch %s", t.ID, t.Branch), data)}, nil
 		})
 		if err == nil && t.State.Holds() {

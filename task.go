@@ -89,6 +89,11 @@ const (
 // MaxTaskPrompt bounds a task's prompt.
 const MaxTaskPrompt = 1 << 20
 
+// MaxExecTurn bounds the prompt of a task for an exec role, given to its
+// agent as one argument: the kernel takes at most 128 KiB (with its NUL)
+// in one argument.
+const MaxExecTurn = 128<<10 - 1
+
 // Task is a unit of work for a role: a prompt, a repository and a base
 // branch. It runs in one replica of its role at a time, in a worktree of
 // its own on branch herd/<id>.

@@ -58,6 +58,10 @@ restart = { policy = "on-failure" }
 		t.Fatal("expected nothing run by a replica with no task")
 	}
 
+	// A prompt over the kernel's limit of one argument is refused.
+	if _, stderr, code := e.herdIn(strings.Repeat("x", herd.MaxExecTurn+1), "task", "add", "headless", "-"); code == 0 || !strings.Contains(stderr, "as an argument") {
+		t.Errorf("[oversized] expected a prompt over %d bytes refused for an exec role, got exit %d: %s", herd.MaxExecTurn, code, stderr)
+	}
 	id := strings.TrimSpace(e.must("task", "add", "headless", "--title", "greet", "add a greeting"))
 	task := e.waitTask(id, herd.TaskReview, 60*time.Second)
 	if task.Commits != 2 || task.Attempts != 1 || task.Session != "headless-0" {

@@ -47,6 +47,10 @@ func (m *Manager) Add(ctx context.Context, req AddRequest) (herd.Task, error) {
 	if !role.Tasks {
 		return herd.Task{}, errs.Badf("task: role %s does not take tasks (set tasks = true in its [[role]])", role.Name)
 	}
+	if role.Runtime == herd.RuntimeExec && len(req.Prompt) > herd.MaxExecTurn {
+		return herd.Task{}, errs.Badf("task: the prompt is %d bytes; role %s runs its agent with the prompt as an argument, at most %d bytes (the kernel's limit)",
+			len(req.Prompt), role.Name, herd.MaxExecTurn)
+	}
 	repo := req.Repo
 	if repo == "" {
 		repo = role.Workdir

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +22,7 @@ import (
 
 	"herd"
 	"herd/internal/daemon"
+	"herd/internal/startup"
 )
 
 // envNoAutostart turns autostart off: a command finding no daemon says how
@@ -60,6 +66,14 @@ func (g *globals) ensureDaemon(dir string) error {
 	if answers(sock) {
 		return nil // started by the command that held the lock
 	}
+	if unit, err := systemdRunsDaemon(dir); err != nil || unit {
+		if err != nil {
+			return err
+		}
+		// systemd runs this state dir's daemon: a daemon started here
+		// would be outside it and block its restarts.
+		return startUnit(dir, sock, deadline)
+	}
 	cfg, err := g.autostartConfig(dir)
 	if err != nil {
 		return err
@@ -72,30 +86,65 @@ func (g *globals) ensureDaemon(dir string) error {
 // with whatever config that command happens to see.
 const configRecord = "daemon.config"
 
+// ranWith is what configRecord holds (JSON; a bare path in older state
+// dirs): the config file (absolute; "" for the defaults), a hash of its
+// content, and the tmux socket the daemon's agents run on.
+type ranWith struct {
+	Config     string `json:"config"`
+	SHA256     string `json:"sha256,omitempty"`
+	TmuxSocket string `json:"tmux_socket,omitempty"`
+}
+
 // recordConfig writes, for the daemon of dir about to run, the config it
-// runs with (its absolute path; "" for the defaults).
-func recordConfig(dir, path string) error {
+// runs with: path ("" for the defaults) and the tmux socket it names.
+func recordConfig(dir, path, tmuxSocket string) error {
+	rec := ranWith{TmuxSocket: tmuxSocket}
 	if path != "" {
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return fmt.Errorf("daemon: %w", err)
 		}
-		path = abs
+		rec.Config, rec.SHA256 = abs, fileHash(abs)
 	}
-	if err := os.WriteFile(filepath.Join(dir, configRecord), []byte(path+"\n"), 0o600); err != nil {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	tmp := filepath.Join(dir, configRecord+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("daemon: record its config: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, configRecord)); err != nil {
 		return fmt.Errorf("daemon: record its config: %w", err)
 	}
 	return nil
 }
 
-// recordedConfig is the config the daemon of dir last ran with, and
-// whether one ever ran there (since configs were recorded).
-func recordedConfig(dir string) (path string, ok bool) {
+// fileHash is the hex SHA-256 of path's content, "" when unreadable.
+func fileHash(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// recordedConfig is what the daemon of dir last ran with, and whether one
+// ever ran there (since configs were recorded).
+func recordedConfig(dir string) (ranWith, bool) {
 	b, err := os.ReadFile(filepath.Join(dir, configRecord))
 	if err != nil {
-		return "", false
+		return ranWith{}, false
 	}
-	return strings.TrimSpace(string(b)), true
+	var rec ranWith
+	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+		if json.Unmarshal(b, &rec) != nil {
+			return ranWith{}, false // damaged: as if none ran
+		}
+		return rec, true
+	}
+	return ranWith{Config: strings.TrimSpace(string(b))}, true
 }
 
 // autostartConfig is the config a daemon started for this command runs
@@ -116,7 +165,8 @@ func (g *globals) autostartConfig(dir string) (string, error) {
 		}
 		named = abs
 	}
-	rec, ok := recordedConfig(dir)
+	ran, ok := recordedConfig(dir)
+	rec := ran.Config
 	switch {
 	case !ok:
 		return named, nil // no daemon ran here yet: the command's own
@@ -131,7 +181,49 @@ func (g *globals) autostartConfig(dir string) (string, error) {
 		return "", fmt.Errorf("autostart: no daemon runs for %s, and the config it ran with, %s, is gone; "+
 			"start it by hand: herd daemon --state-dir %s --config CONFIG", dir, rec, dir)
 	}
+	if rec != "" && ran.SHA256 != "" && fileHash(rec) != ran.SHA256 {
+		fmt.Fprintf(os.Stderr, "herd: %s changed since the daemon of %s last ran with it; starting it with the file as it is now\n", rec, dir)
+	}
 	return rec, nil
+}
+
+// systemdRunsDaemon reports whether `herd startup` installed a systemd user unit
+// that runs the daemon of dir.
+func systemdRunsDaemon(dir string) (bool, error) {
+	units, err := startup.Dir()
+	if err != nil {
+		return false, nil // no home: no user unit either
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false, fmt.Errorf("autostart: %w", err)
+	}
+	ok, err := startup.InstalledFor(units, abs)
+	if err != nil {
+		return false, fmt.Errorf("autostart: %w", err)
+	}
+	return ok, nil
+}
+
+// startUnit asks systemd to start the unit that runs the daemon of dir,
+// and waits until it answers.
+func startUnit(dir, sock string, deadline time.Time) error {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "systemctl", "--user", "start", startup.UnitName).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("autostart: systemd runs the daemon of %s (%s), and `systemctl --user start %s` failed: %v: %s; "+
+			"see `systemctl --user status %s`", dir, startup.UnitName, startup.UnitName, err, strings.TrimSpace(string(out)), startup.UnitName)
+	}
+	fmt.Fprintf(os.Stderr, "herd: no daemon was running for %s; asked systemd to start %s\n", dir, startup.UnitName)
+	for !answers(sock) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("autostart: systemd started %s, but the daemon did not answer within %s; see `systemctl --user status %s`",
+				startup.UnitName, autostartWait, startup.UnitName)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
 }
 
 // startDaemon runs `herd daemon` with config ("" for none) in a session

@@ -41,7 +41,7 @@ func TestAutostartConfig(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			state := t.TempDir()
 			if c.recorded != nil {
-				if err := recordConfig(state, *c.recorded); err != nil {
+				if err := recordConfig(state, *c.recorded, "herd"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -59,7 +59,7 @@ func TestAutostartConfig(t *testing.T) {
 	// The recorded config is gone: refused, naming it.
 	state := t.TempDir()
 	gone := filepath.Join(dir, "gone.toml")
-	if err := recordConfig(state, gone); err != nil {
+	if err := recordConfig(state, gone, "herd"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := (&globals{}).autostartConfig(state); err == nil || !strings.Contains(err.Error(), gone+", is gone") {

@@ -139,3 +139,80 @@ func Remove(dir string) (path string, removed bool, err error) {
 	}
 	return path, true, nil
 }
+
+// StateDirOf is the state directory a unit's ExecStart runs the daemon
+// for ("" when it names none): the word after --state-dir, unquoted as
+// execLine quoted it.
+func StateDirOf(unit string) string {
+	for _, line := range strings.Split(unit, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "ExecStart=")
+		if !ok {
+			continue
+		}
+		words := unquoteWords(rest)
+		for i, w := range words {
+			if w == "--state-dir" && i+1 < len(words) {
+				return words[i+1]
+			}
+			if v, ok := strings.CutPrefix(w, "--state-dir="); ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// unquoteWords splits an ExecStart= value into its words: double-quoted
+// (with execLine's escapes) or bare.
+func unquoteWords(s string) []string {
+	var (
+		words []string
+		cur   strings.Builder
+		in    bool // inside quotes
+		word  bool // a word is under way
+	)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case in && c == '\\' && i+1 < len(s):
+			i++
+			if s[i] == 'n' {
+				cur.WriteByte('\n')
+			} else {
+				cur.WriteByte(s[i])
+			}
+		case c == '"':
+			in, word = !in, true
+		case (c == '$' || c == '%') && i+1 < len(s) && s[i+1] == c:
+			cur.WriteByte(c)
+			i++
+		case !in && (c == ' ' || c == '\t'):
+			if word {
+				words = append(words, cur.String())
+				cur.Reset()
+				word = false
+			}
+		default:
+			cur.WriteByte(c)
+			word = true
+		}
+	}
+	if word {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// InstalledFor reports whether the unit in dir runs the daemon for
+// stateDir (an absolute path).
+func InstalledFor(dir, stateDir string) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, UnitName))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("startup: %w", err)
+	}
+	got := StateDirOf(string(b))
+	return got != "" && filepath.Clean(got) == filepath.Clean(stateDir), nil
+}

@@ -92,3 +92,41 @@ func TestUnitVerifies(t *testing.T) {
 		t.Errorf("expected no warnings, got:\n%s", s)
 	}
 }
+
+// TestStateDirOf: the state directory is read back from any unit Unit
+// writes, however its paths are quoted, and from hand-written ones.
+func TestStateDirOf(t *testing.T) {
+	for _, dir := range []string{"/home/a/.local/state/herd", `/srv/my "herd" dir`, "/srv/100%/$HOME/x\\y", "/srv/with space"} {
+		unit, err := Unit(Options{Binary: "/usr/bin/herd", StateDir: dir, Config: "/etc/herd.toml"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := StateDirOf(unit); got != dir {
+			t.Errorf("[%q] expected the state dir read back, got %q", dir, got)
+		}
+	}
+	for _, c := range []struct{ unit, want string }{
+		{"[Service]\nExecStart=/usr/bin/herd daemon --state-dir /var/lib/herd\n", "/var/lib/herd"},
+		{"[Service]\nExecStart=/usr/bin/herd daemon --state-dir=/var/lib/herd --debug\n", "/var/lib/herd"},
+		{"[Service]\nExecStart=/usr/bin/herd daemon\n", ""},
+		{"[Service]\nExecStart=/usr/bin/herd daemon --state-dir\n", ""},
+		{"no unit at all", ""},
+	} {
+		if got := StateDirOf(c.unit); got != c.want {
+			t.Errorf("[%q] expected %q, got %q", c.unit, c.want, got)
+		}
+	}
+	dir := t.TempDir()
+	if ok, err := InstalledFor(dir, "/x"); ok || err != nil {
+		t.Errorf("[none] expected not installed, got %v, %v", ok, err)
+	}
+	unit, _ := Unit(Options{Binary: "/usr/bin/herd", StateDir: "/x/state"})
+	if _, err := Install(dir, unit); err != nil {
+		t.Fatal(err)
+	}
+	for state, want := range map[string]bool{"/x/state": true, "/x/state/": true, "/x/other": false} {
+		if ok, err := InstalledFor(dir, state); ok != want || err != nil {
+			t.Errorf("[%s] expected installed=%v, got %v, %v", state, want, ok, err)
+		}
+	}
+}

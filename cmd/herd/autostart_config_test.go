@@ -66,3 +66,37 @@ func TestAutostartConfig(t *testing.T) {
 		t.Errorf("[gone] expected a refusal naming %s … got %v", gone, err)
 	}
 }
+
+// TestConfigRecord: the record holds the config, its hash and the tmux
+// socket; a state dir's older record (a bare path) still reads; a damaged
+// one reads as none.
+func TestConfigRecord(t *testing.T) {
+	state := t.TempDir()
+	cfg := filepath.Join(state, "herd.toml")
+	if err := os.WriteFile(cfg, []byte("[probe]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordConfig(state, cfg, "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := recordedConfig(state)
+	if !ok || got.Config != cfg || got.TmuxSocket != "fleet" || got.SHA256 != fileHash(cfg) || len(got.SHA256) != 64 {
+		t.Errorf("[json] expected %s, its hash and socket fleet, got %+v, %v", cfg, got, ok)
+	}
+	for _, c := range []struct {
+		content string
+		want    ranWith
+		ok      bool
+	}{
+		{"/etc/herd.toml\n", ranWith{Config: "/etc/herd.toml"}, true},
+		{"\n", ranWith{}, true},
+		{"{not json", ranWith{}, false},
+	} {
+		if err := os.WriteFile(filepath.Join(state, configRecord), []byte(c.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := recordedConfig(state); got != c.want || ok != c.ok {
+			t.Errorf("[%q] expected %+v, %v, got %+v, %v", c.content, c.want, c.ok, got, ok)
+		}
+	}
+}

@@ -104,7 +104,7 @@ func TestParseContainmentErrors(t *testing.T) {
 		{"check timeout", head + "check_timeout = \"soon\"\n", "role[0].check_timeout", `invalid duration "soon"`, 4},
 		{"merge mode", head + "merge = \"octopus\"\n", "role[0].merge", `"octopus"`, 4},
 		{"tasks on exec, restarted always", head + "runtime = \"exec\"\ntasks = true\nrestart = { policy = \"always\" }\n", "role[0].restart", `restart policy "always" would run each turn again`, 6},
-		{"tasks placed", head + "spread = true\ntasks = true\n", "role[0].tasks", `cannot take tasks yet`, 5},
+		{"tasks placed, scaled by the queue", head + "spread = true\ntasks = true\nmax_replicas = 3\n", "role[0].max_replicas", `keeps its replicas`, 6},
 		{"max replicas without tasks", head + "max_replicas = 4\n", "role[0].max_replicas", `needs tasks = true`, 4},
 		{"max replicas below replicas", head + "tasks = true\nreplicas = 3\nmax_replicas = 2\n", "role[0].max_replicas", `2 is below replicas (3)`, 6},
 		{"scale down after", head + "tasks = true\nscale_down_after = \"later\"\n", "role[0].scale_down_after", `invalid duration "later"`, 5},

@@ -230,8 +230,9 @@ func taskProblems(r herd.Role) []problem {
 	if r.Name == "t" && r.Worktree {
 		add(`a role named "t" cannot have worktrees: its sessions' worktrees and branches (t-N, herd/t-N) are those of the tasks`, "worktree")
 	}
-	if r.Tasks && r.Placed() {
-		add("tasks are run by the host that declares the role: a role with hosts or spread cannot take tasks yet", "tasks")
+	if r.Tasks && r.Placed() && r.MaxReplicas > r.Replicas {
+		// The placement leader places replicas, not the queue.
+		add("the task queue scales a role on its own host only: a role with hosts or spread keeps its replicas (max_replicas above replicas)", "max_replicas")
 	}
 	if r.Tasks && r.Runtime == herd.RuntimeExec && r.Restart.Policy == herd.PolicyAlways {
 		// Its agent exits 0 when its turn is done; always would run the

@@ -25,9 +25,12 @@ type world struct {
 	queued map[string]int
 }
 
-// local reports whether this daemon runs role r's tasks.
+// local reports whether this daemon runs role r's tasks: those of a role
+// it declares, or of a placed role (every host runs the tasks its own
+// replicas hold, and gives queued ones to its free replicas: the store
+// lets one host have each).
 func (m *Manager) local(r herd.Role) bool {
-	return r.Tasks && (r.Host == "" || r.Host == m.host) && !r.Placed()
+	return r.Tasks && (r.Placed() || r.Host == "" || r.Host == m.host)
 }
 
 func (m *Manager) read(ctx context.Context) (world, error) {
@@ -85,6 +88,24 @@ func (m *Manager) read(ctx context.Context) (world, error) {
 				w.incs[s.Name] = inc
 			}
 		}
+		// A task held by another host's replica (a placed role) is that
+		// host's to carry; one whose replica is gone from the fleet is
+		// anyone's to put before a person (the write lets one do it).
+		mine := w.tasks[:0]
+		for _, t := range w.tasks {
+			if _, ok := w.sessions[t.Session]; !ok {
+				s, err := tx.Session(t.Session)
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+				if err == nil && s.Host != m.host {
+					delete(held, t.Session)
+					continue
+				}
+			}
+			mine = append(mine, t)
+		}
+		w.tasks = mine
 		free := map[string]int{}
 		for name, s := range w.sessions {
 			if !held[name] && w.replica(name).Ready() { // as Assign sees it

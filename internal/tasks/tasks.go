@@ -321,6 +321,9 @@ func (m *Manager) step(ctx context.Context, w world, t herd.Task) error {
 			return nil, nil
 		})
 	case taskflow.Check:
+		if w.roles[t.Role].Placed() {
+			m.publish(ctx, t)
+		}
 		return m.toChecking(ctx, t, obs.Commits)
 	case taskflow.NeedsYou:
 		return m.needsYou(ctx, t, st.Reason, needsYouMessage(st.Reason, t, obs.Replica))
@@ -366,6 +369,17 @@ func (m *Manager) toChecking(ctx context.Context, t herd.Task, commits int) erro
 		t.State, t.Reason, t.Commits = herd.TaskChecking, "", commits
 		return nil, nil
 	})
+}
+
+// publish pushes a placed role's task branch to its repository's remote
+// at a turn's end, so that another host can go on with it if this one is
+// lost. A failure is logged: the work is in the branch here still.
+func (m *Manager) publish(ctx context.Context, t herd.Task) {
+	if ok, err := m.o.Worktrees.Publish(ctx, t.Repo, t.Branch); err != nil {
+		m.log.Warn("tasks: publish the branch for the fleet", "task", t.ID, "branch", t.Branch, "err", err)
+	} else if ok {
+		m.log.Debug("tasks: branch published", "task", t.ID, "branch", t.Branch, "remote", worktree.Remote)
+	}
 }
 
 // needsYou puts the task before a person, with why.

@@ -187,6 +187,12 @@ func (m *Manager) create(ctx context.Context, opts Options, wt Worktree, commonD
 	if err != nil {
 		return Worktree{}, fmt.Errorf("worktree: %w", err)
 	}
+	if !branchExists && opts.Fetch {
+		// Another host may have carried it and published it.
+		if branchExists, err = m.fetchBranch(ctx, wt.Repo, wt.Branch); err != nil {
+			return Worktree{}, err
+		}
+	}
 	rootDir := filepath.Dir(wt.Path)
 	madeDirs, err := mkdirAll(rootDir)
 	if err != nil {

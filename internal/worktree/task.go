@@ -121,3 +121,53 @@ func (m *Manager) Prepare(ctx context.Context, dir string, opts Options) (string
 	}
 	return m.setup(ctx, dir, opts)
 }
+
+// Remote is the remote a task's branch is published to, so that another
+// host of the fleet can go on with it.
+const Remote = "origin"
+
+// hasRemote reports whether the repository at dir has Remote.
+func (m *Manager) hasRemote(ctx context.Context, dir string) (bool, error) {
+	ok, err := m.git().Exit(ctx, dir, "config", "--get", "remote."+Remote+".url")
+	if err != nil {
+		return false, fmt.Errorf("worktree: %w", err)
+	}
+	return ok, nil
+}
+
+// Publish pushes branch of the repository at repo to its remote origin
+// (forced: the branch is the task's, rewritten by a rebase), and reports
+// whether there was one to push to.
+func (m *Manager) Publish(ctx context.Context, repo, branch string) (bool, error) {
+	ok, err := m.hasRemote(ctx, repo)
+	if err != nil || !ok {
+		return false, err
+	}
+	ref := "refs/heads/" + branch
+	if _, err := m.git().Run(ctx, repo, "push", "--quiet", "--force", Remote, ref+":"+ref); err != nil {
+		return true, fmt.Errorf("worktree: publish %s: %w", branch, err)
+	}
+	return true, nil
+}
+
+// fetchBranch fetches branch from the repository's remote origin into a
+// local branch, and reports whether it is there now (false: no remote,
+// or the remote has no such branch).
+func (m *Manager) fetchBranch(ctx context.Context, repo, branch string) (bool, error) {
+	ok, err := m.hasRemote(ctx, repo)
+	if err != nil || !ok {
+		return false, err
+	}
+	ref := "refs/heads/" + branch
+	if _, err := m.git().Run(ctx, repo, "ls-remote", "--exit-code", "--heads", Remote, ref); err != nil {
+		var ge *gitx.Error
+		if errors.As(err, &ge) && ge.ExitCode() == 2 {
+			return false, nil // the remote has no such branch
+		}
+		return false, fmt.Errorf("worktree: %w", err)
+	}
+	if _, err := m.git().Run(ctx, repo, "fetch", "--quiet", Remote, ref+":"+ref); err != nil {
+		return false, fmt.Errorf("worktree: fetch %s: %w", branch, err)
+	}
+	return true, nil
+}

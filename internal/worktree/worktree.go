@@ -55,6 +55,9 @@ type Options struct {
 	Include []string // globs, relative to Workdir, of untracked files copied in at creation
 	Setup   []string // argv run once in the new worktree; nil for none
 	Env     []string // environment of Setup; nil is herd's own
+	// Fetch: a branch missing here is fetched from the repository's
+	// remote origin first, where another host published it (a task's).
+	Fetch bool
 }
 
 // Worktree is a session's worktree, ready to run in.
@@ -304,6 +307,6 @@ func OptionsFor(role herd.Role, session string) Options {
 func TaskOptions(role herd.Role, task herd.Task) Options {
 	return Options{
 		Workdir: task.Repo, Session: task.ID, Base: task.Base,
-		Include: role.WorktreeInclude, Setup: role.WorktreeSetup,
+		Include: role.WorktreeInclude, Setup: role.WorktreeSetup, Fetch: true,
 	}
 }

@@ -453,6 +453,10 @@ func TestQueueDemand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The cancelled tasks' replicas are relaunched out of their worktrees
+	// beside the loop, and kept while that runs: once it is done, nothing
+	// is (a round before then saw a replica under its relaunch kept).
+	f.m.group.Wait()
 	if err := f.m.round(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -105,7 +104,9 @@ func (m *Manager) List(ctx context.Context, f store.TaskFilter) ([]herd.Task, er
 	return out, err
 }
 
-// Describe returns a task and the events of its story.
+// Describe returns a task and the events of its story: every event that
+// names it (its replica's relaunches too), read through the events' task
+// index, the newest maxStory of them.
 func (m *Manager) Describe(ctx context.Context, id string) (Described, error) {
 	var d Described
 	err := m.st.View(ctx, func(tx store.Tx) error {
@@ -114,22 +115,15 @@ func (m *Manager) Describe(ctx context.Context, id string) (Described, error) {
 			return err
 		}
 		d = Described{Task: t}
-		for _, kind := range herd.TaskEventKinds {
-			evs, err := tx.Events(store.EventFilter{Kind: kind, Since: t.CreatedAt})
-			if err != nil {
-				return err
-			}
-			for _, ev := range evs {
-				if ev.Data["task"] == id {
-					d.Events = append(d.Events, ev)
-				}
-			}
-		}
-		return nil
+		d.Events, err = tx.Events(store.EventFilter{Task: id, Limit: maxStory})
+		return err
 	})
-	slices.SortFunc(d.Events, func(a, b herd.Event) int { return int(a.ID - b.ID) })
 	return d, err
 }
+
+// maxStory bounds the events Describe returns (a task sent back and
+// forth for weeks has thousands).
+const maxStory = 1000
 
 // Diff is the task's change against its base.
 func (m *Manager) Diff(ctx context.Context, id string) (Diff, error) {

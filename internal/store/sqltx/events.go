@@ -35,9 +35,10 @@ func (t *tx) AppendEvent(e *herd.Event) error {
 		t.appending = true
 	}
 	var id int64
-	err = t.queryRow("INSERT INTO events (at, host, session, incarnation, kind, reason, message, data)"+
-		" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-		at, e.Host, e.Session, e.Incarnation, e.Kind, e.Reason, e.Message, data).Scan(&id)
+	task, _ := e.Data["task"].(string)
+	err = t.queryRow("INSERT INTO events (at, host, session, incarnation, kind, reason, message, data, task)"+
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+		at, e.Host, e.Session, e.Incarnation, e.Kind, e.Reason, e.Message, data, task).Scan(&id)
 	if err != nil {
 		return fmt.Errorf("%s: append event: %w", t.name, err)
 	}
@@ -69,6 +70,10 @@ func eventWhere(f store.EventFilter) (string, []any) {
 	if f.Kind != "" {
 		where = append(where, "kind = ?")
 		args = append(args, f.Kind)
+	}
+	if f.Task != "" {
+		where = append(where, "task = ?")
+		args = append(args, f.Task)
 	}
 	if !f.Since.IsZero() {
 		where = append(where, "at >= ?")

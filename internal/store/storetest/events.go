@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 
 	"herd"
@@ -235,4 +236,48 @@ func testOddText(t *testing.T, s store.Store) {
 		}
 		return nil
 	})
+}
+
+// testEventTask: the events of one task are selected by the task its
+// data names (a string), whatever their kind or session, and with the
+// other filters.
+func testEventTask(t *testing.T, s store.Store) {
+	ev := appendAll(t, s, []herd.Event{
+		{Time: at(0), Session: "a-0", Kind: herd.EventTaskQueued, Data: map[string]any{"task": "t-1"}},  // 0
+		{Time: at(1), Session: "a-0", Kind: herd.EventRestarted, Data: map[string]any{"task": "t-1"}},   // 1
+		{Time: at(1), Session: "b-0", Kind: herd.EventTaskQueued, Data: map[string]any{"task": "t-10"}}, // 2
+		{Time: at(2), Session: "b-0", Kind: herd.EventSpawned, Data: map[string]any{"task": 7}},         // 3: not a task id
+		{Time: at(3), Session: "a-0", Kind: herd.EventActivity},                                         // 4
+		{Time: at(4), Session: "a-0", Kind: herd.EventTaskLanded, Data: map[string]any{"task": "t-1"}},  // 5
+	})
+	for _, c := range []struct {
+		name string
+		f    store.EventFilter
+		want []int
+	}{
+		{"task", store.EventFilter{Task: "t-1"}, []int{0, 1, 5}},
+		{"another task", store.EventFilter{Task: "t-10"}, []int{2}},
+		{"task and kind", store.EventFilter{Task: "t-1", Kind: herd.EventRestarted}, []int{1}},
+		{"task, newest", store.EventFilter{Task: "t-1", Limit: 1}, []int{5}},
+		{"unknown task", store.EventFilter{Task: "t-2"}, nil},
+	} {
+		view(t, s, func(tx store.Tx) error {
+			got, err := tx.Events(c.f)
+			if err != nil {
+				t.Errorf("[%s] unexpected error %v", c.name, err)
+				return nil
+			}
+			var ids, want []int64
+			for _, e := range got {
+				ids = append(ids, e.ID)
+			}
+			for _, i := range c.want {
+				want = append(want, ev[i].ID)
+			}
+			if !slices.Equal(ids, want) {
+				t.Errorf("[%s] expected events %v, got %v", c.name, want, ids)
+			}
+			return nil
+		})
+	}
 }

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EmptyKeysRejected", testEmptyKeysRejected},
 		{"AppendEventSetsID", testAppendEventSetsID},
 		{"EventFilters", testEventFilters},
+		{"EventTask", testEventTask},
 		{"EventData", testEventData},
 		{"DeleteEventsBefore", testDeleteEventsBefore},
 		{"DeleteEventsBeyond", testDeleteEventsBeyond},

@@ -107,8 +107,8 @@ type EventFilter struct {
 	Session string
 	Kind    string
 	// Task selects the events of one task (their data's "task").
-	Task  string
-	Since time.Time
+	Task    string
+	Since   time.Time
 	AfterID int64 // only events with a greater id
 	Limit   int   // 0 = no limit; with Limit the newest Limit events are returned
 	// Page, with no Limit, returns only the oldest Page events: one page

@@ -102,6 +102,19 @@ restart = { policy = "on-failure" }
 		kinds = taskKinds(e.events(), id)
 		return slices.Contains(kinds, herd.EventTaskLanded)
 	})
+	// Its whole story, its replica's launches too, through the task index.
+	story := e.must("events", "--task", id, "--limit", "0")
+	for _, want := range []string{herd.EventTaskQueued, herd.EventRestarted, herd.EventTaskChecked, herd.EventTaskLanded} {
+		if !strings.Contains(story, want) {
+			t.Errorf("[events --task] expected %s in the task's story, got:\n%s", want, story)
+		}
+	}
+	if strings.Contains(story, herd.ReasonNoTask) {
+		t.Errorf("[events --task] expected only the task's events, got the replica's parking:\n%s", story)
+	}
+	if _, stderr, code := e.herd("events", "--task", "7"); code == 0 || !strings.Contains(stderr, "not a task id") {
+		t.Errorf("[events --task 7] expected a refusal, got %d %q", code, stderr)
+	}
 	if n := strings.Count(strings.Join(kinds, " "), herd.EventTaskDelivered); n != 1 {
 		t.Errorf("[delivered] expected the prompt delivered once (a crash relaunch carries it, it is not sent again), got %d in %v", n, kinds)
 	}

@@ -43,6 +43,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 	f.StringVar(&fl.session, "session", "", "only this session, e.g. worker-0 (default: all)")
 	f.StringVar(&fl.kind, "kind", "", "only this kind: "+strings.Join(herd.EventKinds, ", ")+" (default: all)")
 	f.StringVar(&fl.host, "host", "", "only events of this host (default: every host of the fleet)")
+	f.StringVar(&fl.task, "task", "", "only the events of this task, e.g. t-3 (its replica's too)")
 	f.StringVar(&fl.since, "since", "", "only events newer than this duration, e.g. 10m or 2h (default: all)")
 	f.StringVarP(&fl.output, "output", "o", "", "output format: json, one object per line (default: a table)")
 	f.IntVar(&fl.limit, "limit", defaultEventsLimit, "only the newest N events; 0: the whole log (printed as it is read)")
@@ -55,7 +56,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 type eventsFlags struct {
 	follow               bool
 	session, kind, since string
-	host                 string
+	host, task           string
 	output               string
 	limit                int
 }
@@ -73,6 +74,9 @@ func runEvents(cmd *cobra.Command, g *globals, fl eventsFlags) error {
 			return err
 		}
 	}
+	if fl.task != "" && herd.TaskSeq(fl.task) == 0 {
+		return fmt.Errorf("events: --task %q is not a task id (t-<n>)", fl.task)
+	}
 	c, err := g.client()
 	if err != nil {
 		return err
@@ -86,6 +90,7 @@ func runEvents(cmd *cobra.Command, g *globals, fl eventsFlags) error {
 	set("session", fl.session)
 	set("kind", fl.kind)
 	set("host", fl.host)
+	set("task", fl.task)
 	set("since", fl.since)
 	if fl.limit > 0 {
 		q.Set("limit", strconv.Itoa(fl.limit))

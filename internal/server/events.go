@@ -19,9 +19,19 @@ import (
 // (a wake-up from the store shortens the wait).
 func (sv *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.EventFilter{Session: q.Get("session"), Kind: q.Get("kind"), Host: q.Get("host")}
+	f := store.EventFilter{Session: q.Get("session"), Kind: q.Get("kind"), Host: q.Get("host"), Task: q.Get("task")}
 	if f.Session != "" && !sv.permitRead(w, r, "describe_session", f.Session) {
 		return
+	}
+	if f.Task != "" {
+		if herd.TaskSeq(f.Task) == 0 {
+			fail(w, badf("events: task %q is not a task id (t-<n>)", f.Task))
+			return
+		}
+		ts := sv.tasks(w)
+		if ts == nil || !sv.permitTask(w, r, ts, f.Task, "describe_task") {
+			return
+		}
 	}
 	if v := q.Get("since"); v != "" {
 		dur, err := time.ParseDuration(v)

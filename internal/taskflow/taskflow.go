@@ -265,6 +265,10 @@ func nextExec(t herd.Task, r *Replica, o Observed) Step {
 		if r.Ready() {
 			return Step{Do: Relaunch}
 		}
+	case t.State == herd.TaskNeedsYou:
+		// Its agent runs no turn of its own: a person's comment (a
+		// launch) or retry moves it on; the turn that put it here (its
+		// exit, its commits) does not count again.
 	case r.Incarnation != t.Incarnation:
 		return Step{Do: Adopt}
 	case r.State == herd.StateSucceeded:
@@ -273,10 +277,8 @@ func nextExec(t herd.Task, r *Replica, o Observed) Step {
 			return Step{Do: Fail, Reason: ReasonBranchGone}
 		case o.Commits > 0:
 			return Step{Do: Check}
-		case t.State != herd.TaskNeedsYou:
-			return Step{Do: NeedsYou, Reason: ReasonNoCommit}
 		}
-	case t.State == herd.TaskNeedsYou:
+		return Step{Do: NeedsYou, Reason: ReasonNoCommit}
 	case r.State == herd.StateFailed, r.State == herd.StateStalled,
 		r.State == herd.StateStopped && o.Now.Sub(r.Since) >= StoppedGrace:
 		return Step{Do: NeedsYou, Reason: ReasonAgentStuck}

@@ -97,6 +97,8 @@ func TestNextExec(t *testing.T) {
 		{"exited 0 without a commit", task(herd.TaskChanges, "i1"), Observed{Replica: exec(herd.StateSucceeded, idle, "i1")}, Step{Do: NeedsYou, Reason: ReasonNoCommit}},
 		{"exited 0, branch gone", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateSucceeded, idle, "i1"), Commits: -1}, Step{Do: Fail, Reason: ReasonBranchGone}},
 		{"needs you, still exited", task(herd.TaskNeedsYou, "i1"), Observed{Replica: exec(herd.StateSucceeded, idle, "i1")}, Step{Do: Wait}},
+		{"needs you after the check, exited 0 with commits: not checked again", task(herd.TaskNeedsYou, "i1"), Observed{Replica: exec(herd.StateSucceeded, idle, "i1"), Commits: 2}, Step{Do: Wait}},
+		{"needs you, relaunched by hand", task(herd.TaskNeedsYou, "i1"), Observed{Replica: exec(herd.StateRunning, working, "i2")}, Step{Do: Wait}},
 		{"crashed, backing off", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateBackoff, herd.ActivityUnknown, "i1")}, Step{Do: Wait}},
 		{"relaunched after a crash: its launch had the text", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StatePending, herd.ActivityUnknown, "i2")}, Step{Do: Adopt}},
 		{"failed: its restarts spent", task(herd.TaskWorking, "i1"), Observed{Replica: exec(herd.StateFailed, herd.ActivityUnknown, "i1")}, Step{Do: NeedsYou, Reason: ReasonAgentStuck}},

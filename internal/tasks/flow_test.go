@@ -383,6 +383,17 @@ func TestCheckFailedNotify(t *testing.T) {
 	if got.Reason != "check_failed" || got.Attempts != 0 || len(f.fake.typed) != 1 {
 		t.Errorf("expected needs_you (check_failed) with only the prompt typed, got %+v, typed %q", got, f.fake.typed)
 	}
+	// Regression: the turn that was checked does not send the task back
+	// to its check (it went round check → needs_you → check for ever).
+	for range 3 {
+		if err := f.m.round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.m.group.Wait()
+	}
+	if got := f.get("t-1"); got.State != herd.TaskNeedsYou || got.CheckLog != filepath.Join(f.m.o.Dir, "t-1", "check-1.log") {
+		t.Errorf("expected the task to stay before a person, its check run once, got %s, %s", got.State, got.CheckLog)
+	}
 	f.m.group.Wait()
 	mu.Lock()
 	defer mu.Unlock()

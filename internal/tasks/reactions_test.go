@@ -139,6 +139,43 @@ func TestEscalateUnansweredCheckFailure(t *testing.T) {
 	f.settle("t-1", herd.TaskReview)
 }
 
+// TestNoWakeAfterTheLastReaction: regression — a task cancelled while a
+// reaction waited on its agent leaves the loop no deadline to wake for
+// (it woke every 250 ms for the past one, the store read each time).
+func TestNoWakeAfterTheLastReaction(t *testing.T) {
+	f := newFixture(t, []string{"false"})
+	f.withReactions(config.Reactions{CheckFailed: config.Reaction{Action: config.ReactionSend, Retries: 2, EscalateAfter: time.Hour}})
+	ctx := context.Background()
+	f.fake.agent = func(session, text string) {
+		if text == "job" {
+			commitIn(t, filepath.Join(f.repo, ".herd", "worktrees", "t-1"), "one")
+			f.fake.turnEnd(session)
+		}
+	}
+	if _, err := f.m.Add(ctx, AddRequest{Role: "w", Prompt: "job"}); err != nil {
+		t.Fatal(err)
+	}
+	for f.get("t-1").Reacted == "" {
+		f.settle("t-1", herd.TaskWorking)
+	}
+	if err := f.m.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.m.nextWake(time.Now()); d < 59*time.Minute {
+		t.Fatalf("expected a wake at the escalation an hour ahead, got %s", d)
+	}
+	if _, err := f.m.Verb(ctx, taskflow.VerbCancel, VerbRequest{ID: "t-1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.m.group.Wait()
+	if err := f.m.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.m.nextWake(time.Now()); d != 0 {
+		t.Errorf("expected no deadline left, got a wake in %s", d)
+	}
+}
+
 // TestNudgeStalledAgent: with [reactions.agent_stuck] sending, a stalled
 // agent holding a task is nudged, again after escalate_after while it
 // stays stalled, and then a person is needed; a nudge it answers (no
@@ -250,6 +287,17 @@ func TestChangesRequested(t *testing.T) {
 			}
 			if got.State != herd.TaskNeedsYou || got.Reason != herd.ReactionChangesRequested || got.Reacted != "" || typed != 1 {
 				t.Errorf("expected needs_you (changes_requested), nothing typed, got %+v, typed %q", got, f.fake.typed)
+			}
+			// Regression: the turn that ended before the review does not
+			// put the task back in review behind the person's back.
+			for range 3 {
+				if err := f.m.round(ctx); err != nil {
+					t.Fatal(err)
+				}
+				f.m.group.Wait()
+			}
+			if got := f.get("t-1"); got.State != herd.TaskNeedsYou {
+				t.Errorf("expected the task kept before a person, got %s", got.State)
 			}
 			if want := []string{"changes_requested notify 1"}; !equal(f.reactions("t-1"), want) {
 				t.Errorf("expected reactions %q, got %q", want, f.reactions("t-1"))

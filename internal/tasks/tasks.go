@@ -159,6 +159,9 @@ func (m *Manager) Run(ctx context.Context) {
 
 // round assigns what is queued and moves every task held one step.
 func (m *Manager) round(ctx context.Context) error {
+	m.mu.Lock()
+	m.escalateAt = time.Time{} // found again below, if any task still waits
+	m.mu.Unlock()
 	if _, away := m.o.Status.StoreAway(); away {
 		// Tasks live in the shared store only: they wait for it (the
 		// agents go on; their turn ends are in the event log after).
@@ -384,13 +387,9 @@ func (m *Manager) publish(ctx context.Context, t herd.Task) {
 
 // needsYou puts the task before a person, with why.
 func (m *Manager) needsYou(ctx context.Context, t herd.Task, reason, msg string) error {
-	cursor, err := m.lastEventID(ctx)
-	if err != nil {
-		return err
-	}
 	return m.write(ctx, t.ID, []herd.TaskState{t.State}, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 		kind := t.Reacted // the reaction that went unanswered, if any
-		t.State, t.Reason, t.DeliveredAfter, t.ApprovedBy = herd.TaskNeedsYou, reason, cursor, ""
+		t.State, t.Reason, t.ApprovedBy = herd.TaskNeedsYou, reason, ""
 		evs := []*herd.Event{m.event(*t, herd.EventTaskNeedsYou, reason, msg, nil)}
 		switch {
 		case reason == taskflow.ReasonAgentStuck:
@@ -478,6 +477,18 @@ func (m *Manager) write(ctx context.Context, id string, from []herd.TaskState, c
 			// A reaction waits for the agent only while it works on it:
 			// a turn ended, a person or the end answered it.
 			t.Reacted, t.ReactedAt = "", nil
+		}
+		if t.State == herd.TaskNeedsYou && before != herd.TaskNeedsYou {
+			// Before a person, the agent's next turn is looked for from
+			// now: the turn that ended before (the one checked, or the
+			// one that stopped without a commit) does not count again.
+			newest, err := tx.Events(store.EventFilter{Limit: 1})
+			if err != nil {
+				return err
+			}
+			if len(newest) == 1 {
+				t.DeliveredAfter = newest[0].ID
+			}
 		}
 		t.UpdatedAt = time.Now().UTC()
 		if err := tx.PutTask(t); err != nil {

@@ -50,6 +50,7 @@ var Sections = []Section{
 		return slices.Equal(a.MCP.Roles, b.MCP.Roles) && slices.Equal(a.MCP.Verbs, b.MCP.Verbs)
 	}},
 	{Name: "auto_continue", Live: true, equal: func(a, b *Config) bool { return a.AutoContinue == b.AutoContinue }},
+	{Name: "reactions", Live: true, equal: func(a, b *Config) bool { return a.Reactions == b.Reactions }},
 	{Name: "prices", Live: true, equal: func(a, b *Config) bool { return equalPrices(a.Prices, b.Prices) }},
 	{Name: "web", Why: "the console's listener is opened at start", equal: func(a, b *Config) bool { return a.Web.Equal(b.Web) }},
 }

@@ -83,6 +83,7 @@ func TestChangedSections(t *testing.T) {
 		{"escalation command", func(c *Config) { c.Escalation.Command = []string{"notify"} }, []string{"escalation+"}},
 		{"restart and reaper", func(c *Config) { c.Restart.MaxRestarts = 1; c.Reaper.Orphans = false }, []string{"restart+", "reaper+"}},
 		{"probe needs a restart", func(c *Config) { c.Probe.Interval = time.Minute }, []string{"probe"}},
+		{"reactions", func(c *Config) { c.Reactions.CheckFailed.EscalateAfter = time.Hour }, []string{"reactions+"}},
 		{"store, tmux, metrics, daemon", func(c *Config) {
 			c.Store.EventMaxRows = 1
 			c.Tmux.Socket = "x"

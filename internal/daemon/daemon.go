@@ -291,7 +291,7 @@ func (d *Daemon) newFrontDoors(o Options) error {
 	})
 	d.tasks = tasks.New(tasks.Options{
 		Status: d.status, Slots: d.slots, Inject: d.verbs, Worktrees: d.wt, Contain: d.contain,
-		Dir: filepath.Join(o.StateDir, "tasks"), Reactions: cfg.Reactions, Reconcile: d.slots.Kick, Log: log,
+		Dir: filepath.Join(o.StateDir, "tasks"), Reactions: func() config.Reactions { return d.live.Load().Reactions }, Reconcile: d.slots.Kick, Log: log,
 		Notify: func(ctx context.Context, t herd.Task, reason, msg string) {
 			d.attention.Announce(ctx, attention.TaskMessage(t.ID, t.Title, t.Role, t.Session, host, reason, msg, time.Now()))
 		},

@@ -98,7 +98,7 @@ func (m *Manager) check(ctx context.Context, t herd.Task, role herd.Role) error 
 	}
 	n := t.Attempts + 1
 	res := m.run(ctx, t.ID+"-check-"+fmt.Sprint(n), t.Worktree, t.Check, checkTimeout(role), m.logPath(t.ID, n))
-	react := m.o.Reactions.CheckFailed
+	react := m.o.Reactions().CheckFailed
 	retries := react.Retries
 	if react.Action == config.ReactionNotify {
 		retries = 0

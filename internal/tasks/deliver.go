@@ -210,7 +210,7 @@ func (m *Manager) nudge(ctx context.Context, t herd.Task) error {
 		t.ID, title, t.Branch)
 	return m.react(ctx, t, []herd.TaskState{t.State}, herd.ReactionAgentStuck, text, func(t herd.Task) []*herd.Event {
 		return []*herd.Event{m.event(t, herd.EventReaction, herd.ReactionAgentStuck,
-			fmt.Sprintf("task %s: %s is stalled; nudged (%d of %d)", t.ID, t.Session, t.Nudges, m.o.Reactions.AgentStuck.Retries),
+			fmt.Sprintf("task %s: %s is stalled; nudged (%d of %d)", t.ID, t.Session, t.Nudges, m.o.Reactions().AgentStuck.Retries),
 			map[string]any{"kind": herd.ReactionAgentStuck, "attempt": t.Nudges, "action": "send"})}
 	}, func(t *herd.Task) { t.Nudges++ })
 }

@@ -361,7 +361,9 @@ func TestCheckFailedNotify(t *testing.T) {
 	f := newFixture(t, []string{"false"})
 	f.m = New(Options{Status: status.New(f.st, "h", herd.RestartPolicy{}, slog.Default()), Slots: f.fake, Inject: f.fake,
 		Worktrees: &worktree.Manager{}, Dir: t.TempDir(), Log: slog.Default(),
-		Reactions: config.Reactions{CheckFailed: config.Reaction{Action: config.ReactionNotify, Retries: 5}, Conflict: config.Reaction{Action: config.ReactionSend}}})
+		Reactions: func() config.Reactions {
+			return config.Reactions{CheckFailed: config.Reaction{Action: config.ReactionNotify, Retries: 5}, Conflict: config.Reaction{Action: config.ReactionSend}}
+		}})
 	var (
 		mu   sync.Mutex
 		told []string

@@ -110,7 +110,7 @@ func (m *Manager) land(ctx context.Context, t herd.Task, role herd.Role) error {
 			m.log.Warn("tasks: relaunch a landed task's replica", "task", t.ID, "session", t.Session, "err", err)
 		}
 		return nil
-	case (errors.Is(err, worktree.ErrConflict) || errors.Is(err, worktree.ErrBaseMoved)) && m.o.Reactions.Conflict.Action == config.ReactionNotify:
+	case (errors.Is(err, worktree.ErrConflict) || errors.Is(err, worktree.ErrBaseMoved)) && m.o.Reactions().Conflict.Action == config.ReactionNotify:
 		return m.write(ctx, t.ID, review, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
 			t.State, t.Reason, t.ApprovedBy = herd.TaskNeedsYou, herd.ReactionConflict, ""
 			msg := fmt.Sprintf("task %s cannot land: %v", t.ID, err)

@@ -22,7 +22,7 @@ import (
 // returns what it told a person ("t-N reason").
 func (f *fixture) withReactions(rx config.Reactions) func() []string {
 	f.m = New(Options{Status: status.New(f.st, "h", herd.RestartPolicy{}, slog.Default()), Slots: f.fake, Inject: f.fake,
-		Worktrees: &worktree.Manager{}, Dir: f.t.TempDir(), Log: slog.Default(), Reactions: rx})
+		Worktrees: &worktree.Manager{}, Dir: f.t.TempDir(), Log: slog.Default(), Reactions: func() config.Reactions { return rx }})
 	var (
 		mu   sync.Mutex
 		told []string

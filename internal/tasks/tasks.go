@@ -61,9 +61,9 @@ type Options struct {
 	Contain *cgroup.Containment
 	// Dir keeps the checks' output (<state-dir>/tasks).
 	Dir string
-	// Reactions say what a failed check and a conflict do ([reactions]);
-	// the zero value is config.Default's.
-	Reactions config.Reactions
+	// Reactions says what each reaction does ([reactions], as reloaded);
+	// nil is config.Default's.
+	Reactions func() config.Reactions
 	// Notify tells a person that a task needs them (attention's
 	// Announce: the [notify] channels); nil tells no one. It may block
 	// until delivered: it runs beside the component.
@@ -115,8 +115,9 @@ func New(o Options) *Manager {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	if o.Reactions == (config.Reactions{}) {
-		o.Reactions = config.Default().Reactions
+	if o.Reactions == nil {
+		def := config.Default().Reactions
+		o.Reactions = func() config.Reactions { return def }
 	}
 	return &Manager{o: o, st: o.Status.Store(), host: o.Status.Host(), log: o.Log, kick: make(chan struct{}, 1),
 		busy: map[string]bool{}, failures: map[string]int{}, group: loop.Group{Log: o.Log},
@@ -187,7 +188,7 @@ func (m *Manager) round(ctx context.Context) error {
 		if t.State.Holds() && !m.isBusy(t.ID) {
 			held = append(held, t)
 		}
-		if at := taskflow.EscalateAt(t, m.o.Reactions.Of(t.Reacted).EscalateAfter); !at.IsZero() && (escalate.IsZero() || at.Before(escalate)) {
+		if at := taskflow.EscalateAt(t, m.o.Reactions().Of(t.Reacted).EscalateAfter); !at.IsZero() && (escalate.IsZero() || at.Before(escalate)) {
 			escalate = at
 		}
 	}
@@ -305,11 +306,11 @@ func (m *Manager) step(ctx context.Context, w world, t herd.Task) error {
 	}
 	st := taskflow.Next(t, obs)
 	if st.Do == taskflow.Wait && t.Reacted != "" {
-		rx := m.o.Reactions.Of(t.Reacted)
+		rx := m.o.Reactions().Of(t.Reacted)
 		st = taskflow.Escalate(t, obs.Replica, rx.EscalateAfter, rx.Retries, obs.Now)
 	}
 	if st.Do == taskflow.NeedsYou && st.Reason == taskflow.ReasonAgentStuck {
-		stuck := m.o.Reactions.AgentStuck
+		stuck := m.o.Reactions().AgentStuck
 		st = taskflow.Stuck(t, obs.Replica, stuck.Action == config.ReactionSend, stuck.Retries)
 	}
 	switch st.Do {

@@ -208,7 +208,7 @@ func (m *Manager) Verb(ctx context.Context, verb string, req VerbRequest) (herd.
 		if from[0] == herd.TaskReview || from[0] == herd.TaskNeedsYou {
 			kind = herd.ReactionChangesRequested
 		}
-		if from[0] == herd.TaskReview && m.o.Reactions.ChangesRequested.Action == config.ReactionNotify {
+		if from[0] == herd.TaskReview && m.o.Reactions().ChangesRequested.Action == config.ReactionNotify {
 			err = m.changesForAPerson(ctx, t, req)
 			break
 		}

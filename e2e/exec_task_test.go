@@ -14,12 +14,12 @@ import (
 
 // execAgent is a headless agent run per turn (as `claude -p PROMPT` or
 // `codex exec PROMPT` are): its turn's text is its last argument; it
-// writes the text's first line to WORK.md and commits it. Its first run
+// writes the text's last line to WORK.md and commits it. Its first run
 // of all crashes (exit 3) before doing anything, once.
 const execAgent = `
 set -e
 if [ ! -e "$CRASHED" ]; then : > "$CRASHED"; exit 3; fi
-printf '%s\n' "$1" | head -n 1 >> WORK.md
+printf '%s\n' "$1" | grep -v '^$' | tail -n 1 >> WORK.md
 git add WORK.md
 git -c user.name=agent -c user.email=agent@example.com commit -q -m "turn"
 `
@@ -58,6 +58,10 @@ restart = { policy = "on-failure" }
 		t.Fatal("expected nothing run by a replica with no task")
 	}
 
+	// A prompt the agent would read as an option is refused.
+	if _, stderr, code := e.herd("task", "add", "headless", "--", "- fix X"); code == 0 || !strings.Contains(stderr, "read it as an option") {
+		t.Errorf("[option] expected a prompt starting with - refused, got exit %d: %s", code, stderr)
+	}
 	// A prompt over the kernel's limit of one argument is refused.
 	if _, stderr, code := e.herdIn(strings.Repeat("x", herd.MaxExecTurn+1), "task", "add", "headless", "-"); code == 0 || !strings.Contains(stderr, "as an argument") {
 		t.Errorf("[oversized] expected a prompt over %d bytes refused for an exec role, got exit %d: %s", herd.MaxExecTurn, code, stderr)
@@ -69,12 +73,13 @@ restart = { policy = "on-failure" }
 	}
 	wt := filepath.Join(repo, ".herd", "worktrees", id)
 	work, err := os.ReadFile(filepath.Join(wt, "WORK.md"))
-	if err != nil || !strings.HasPrefix(string(work), "add a greeting\nThe check of task "+id) {
+	if err != nil || string(work) != "add a greeting\nFix the cause and commit the fix on this branch.\n" {
 		t.Errorf("[work] expected the prompt, then the check's failure, each a launch's argument, got %q (%v)", work, err)
 	}
 	// Each launch ran in the task's worktree, the last argument its turn:
 	// the prompt, the prompt again (the crash relaunch by the restart
-	// policy), then the check's failure.
+	// policy), then the check's failure after the prompt (this agent's
+	// conversation is not continued: it is told the task again).
 	var turns []string
 	for _, ev := range e.events("--session", "headless-0", "--kind", herd.EventRestarted) {
 		argv, _ := ev.Data["argv"].([]any)
@@ -82,9 +87,9 @@ restart = { policy = "on-failure" }
 			t.Errorf("[launch] expected a launch in %s with the turn as its last argument, got %+v", wt, ev.Data)
 			continue
 		}
-		turns = append(turns, fmt.Sprintf("%v: %s", ev.Data["restarts"], strings.SplitN(fmt.Sprint(argv[4]), "\n", 2)[0]))
+		turns = append(turns, fmt.Sprintf("%v: %s", ev.Data["restarts"], strings.ReplaceAll(fmt.Sprint(argv[4]), "\n", "|")))
 	}
-	if want := []string{"0: add a greeting", "1: add a greeting", "0: The check of task " + id}; len(turns) != 3 || turns[0] != want[0] || turns[1] != want[1] || !strings.HasPrefix(turns[2], want[2]) {
+	if want := []string{"0: add a greeting", "1: add a greeting", "0: add a greeting||The check of task " + id}; len(turns) != 3 || turns[0] != want[0] || turns[1] != want[1] || !strings.HasPrefix(turns[2], want[2]) {
 		t.Errorf("[turns] expected (restarts: turn) %q, got %q", want, turns)
 	}
 	if crashes := e.events("--session", "headless-0", "--kind", herd.EventCrashed); len(crashes) != 1 {

@@ -66,6 +66,12 @@ func (g *globals) ensureDaemon(dir string) error {
 	if answers(sock) {
 		return nil // started by the command that held the lock
 	}
+	// A command naming another config than the daemon's is refused
+	// whoever would start it.
+	cfg, err := g.autostartConfig(dir)
+	if err != nil {
+		return err
+	}
 	if unit, err := systemdRunsDaemon(dir); err != nil || unit {
 		if err != nil {
 			return err
@@ -73,10 +79,6 @@ func (g *globals) ensureDaemon(dir string) error {
 		// systemd runs this state dir's daemon: a daemon started here
 		// would be outside it and block its restarts.
 		return startUnit(dir, sock, deadline)
-	}
-	cfg, err := g.autostartConfig(dir)
-	if err != nil {
-		return err
 	}
 	return g.startDaemon(dir, sock, cfg, deadline)
 }
@@ -88,17 +90,18 @@ const configRecord = "daemon.config"
 
 // ranWith is what configRecord holds (JSON; a bare path in older state
 // dirs): the config file (absolute; "" for the defaults), a hash of its
-// content, and the tmux socket the daemon's agents run on.
+// content, and the tmux socket the daemon's agents run on ("" is the
+// user's default server; nil: not recorded, an older daemon).
 type ranWith struct {
-	Config     string `json:"config"`
-	SHA256     string `json:"sha256,omitempty"`
-	TmuxSocket string `json:"tmux_socket,omitempty"`
+	Config     string  `json:"config"`
+	SHA256     string  `json:"sha256,omitempty"`
+	TmuxSocket *string `json:"tmux_socket,omitempty"`
 }
 
 // recordConfig writes, for the daemon of dir about to run, the config it
 // runs with: path ("" for the defaults) and the tmux socket it names.
 func recordConfig(dir, path, tmuxSocket string) error {
-	rec := ranWith{TmuxSocket: tmuxSocket}
+	rec := ranWith{TmuxSocket: &tmuxSocket}
 	if path != "" {
 		abs, err := filepath.Abs(path)
 		if err != nil {

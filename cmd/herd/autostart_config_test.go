@@ -80,8 +80,15 @@ func TestConfigRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, ok := recordedConfig(state)
-	if !ok || got.Config != cfg || got.TmuxSocket != "fleet" || got.SHA256 != fileHash(cfg) || len(got.SHA256) != 64 {
+	if !ok || got.Config != cfg || got.TmuxSocket == nil || *got.TmuxSocket != "fleet" || got.SHA256 != fileHash(cfg) || len(got.SHA256) != 64 {
 		t.Errorf("[json] expected %s, its hash and socket fleet, got %+v, %v", cfg, got, ok)
+	}
+	// The user's default server is recorded too (told apart from none).
+	if err := recordConfig(state, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := recordedConfig(state); got.TmuxSocket == nil || *got.TmuxSocket != "" {
+		t.Errorf("[default server] expected the socket recorded as \"\", got %+v", got)
 	}
 	for _, c := range []struct {
 		content string
@@ -95,7 +102,7 @@ func TestConfigRecord(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(state, configRecord), []byte(c.content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if got, ok := recordedConfig(state); got != c.want || ok != c.ok {
+		if got, ok := recordedConfig(state); got.Config != c.want.Config || got.TmuxSocket != nil || ok != c.ok {
 			t.Errorf("[%q] expected %+v, %v, got %+v, %v", c.content, c.want, c.ok, got, ok)
 		}
 	}

@@ -121,7 +121,7 @@ func reloadOnHUP(ctx context.Context, d *daemon.Daemon, log *slog.Logger) (stop 
 // and launch their slots a second time beside them.
 func sameTmuxSocket(ctx context.Context, dir string, cfg *config.Config, st store.Store) error {
 	ran, ok := recordedConfig(dir)
-	if !ok || ran.TmuxSocket == "" || ran.TmuxSocket == cfg.Tmux.Socket {
+	if !ok || ran.TmuxSocket == nil || *ran.TmuxSocket == cfg.Tmux.Socket {
 		return nil
 	}
 	host := cfg.Daemon.Host
@@ -151,7 +151,7 @@ func sameTmuxSocket(ctx context.Context, dir string, cfg *config.Config, st stor
 	return fmt.Errorf("daemon: %d tmux agent(s) of %s (%s) run on tmux socket %q, recorded by the daemon that ran with %s; "+
 		"this config names socket %q, where they cannot be seen (read unknown, their slots launched again). "+
 		"Start the daemon with the config it ran with, or set [tmux] socket = %q, or stop those agents first",
-		len(live), dir, strings.Join(first(live, 3), ", "), ran.TmuxSocket, with, cfg.Tmux.Socket, ran.TmuxSocket)
+		len(live), dir, strings.Join(first(live, 3), ", "), *ran.TmuxSocket, with, cfg.Tmux.Socket, *ran.TmuxSocket)
 }
 
 // first is at most n of names, "…" after them when there are more.

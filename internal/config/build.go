@@ -343,6 +343,9 @@ func (b *builder) roles(fr []fileRole, defaults herd.RestartPolicy) []herd.Role 
 			report(p)
 		})
 		r = resolveKinds(r)
+		if !written["policy"] {
+			r.Restart.Policy = inheritedPolicy(r, r.Restart.Policy)
+		}
 
 		for _, p := range roleProblems(r) {
 			switch {

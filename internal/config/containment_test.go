@@ -103,7 +103,7 @@ func TestParseContainmentErrors(t *testing.T) {
 		{"check as string", head + "check = \"go test\"\n", "role[0].check", `check: "go test" is a string; write an argv array`, 4},
 		{"check timeout", head + "check_timeout = \"soon\"\n", "role[0].check_timeout", `invalid duration "soon"`, 4},
 		{"merge mode", head + "merge = \"octopus\"\n", "role[0].merge", `"octopus"`, 4},
-		{"tasks on exec, restarted always", head + "runtime = \"exec\"\ntasks = true\nrestart = { policy = \"always\" }\n", "role[0].restart", `restart policy "always" would run each turn again`, 6},
+		{"tasks on exec, restarted always", head + "runtime = \"exec\"\ntasks = true\nrestart = { policy = \"always\" }\n", "role[0].restart.policy", `restart policy "always" would run each turn again`, 6},
 		{"tasks placed, scaled by the queue", head + "spread = true\ntasks = true\nmax_replicas = 3\n", "role[0].max_replicas", `keeps its replicas`, 6},
 		{"max replicas without tasks", head + "max_replicas = 4\n", "role[0].max_replicas", `needs tasks = true`, 4},
 		{"max replicas below replicas", head + "tasks = true\nreplicas = 3\nmax_replicas = 2\n", "role[0].max_replicas", `2 is below replicas (3)`, 6},
@@ -174,5 +174,39 @@ func TestResolveRoleDoesNotAliasContainment(t *testing.T) {
 	out.WorktreeInclude[0] = "changed"
 	if in.WorktreeSetup[0] != "make" || in.WorktreeInclude[0] != ".env" {
 		t.Fatalf("expected the input untouched, got %v %v", in.WorktreeSetup, in.WorktreeInclude)
+	}
+}
+
+// TestExecTaskRolePolicy: an exec role that takes tasks, its restart
+// policy left to [restart]'s "always", runs "on-failure" (its turn ends
+// at its exit 0); one that names "always" itself is refused (above);
+// other roles keep the default.
+func TestExecTaskRolePolicy(t *testing.T) {
+	cfg, err := Parse([]byte(`[restart]
+policy = "always"
+[[role]]
+name = "headless"
+command = ["claude", "-p"]
+workdir = "/w"
+runtime = "exec"
+tasks = true
+[[role]]
+name = "plain"
+command = ["sleep", "1"]
+workdir = "/w"
+runtime = "exec"
+`), "herd.toml", "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Roles[0].Restart.Policy; got != herd.PolicyOnFailure {
+		t.Errorf("[exec task role] expected on-failure, got %q", got)
+	}
+	if got := cfg.Roles[1].Restart.Policy; got != herd.PolicyAlways {
+		t.Errorf("[plain exec role] expected the default always, got %q", got)
+	}
+	r, err := Inherit(herd.Role{Name: "h", Runtime: herd.RuntimeExec, Tasks: true}, []string{"policy"}, herd.RestartPolicy{Policy: herd.PolicyAlways})
+	if err != nil || r.Restart.Policy != herd.PolicyOnFailure {
+		t.Errorf("[applied] expected on-failure inherited, got %q, %v", r.Restart.Policy, err)
 	}
 }

@@ -237,7 +237,7 @@ func taskProblems(r herd.Role) []problem {
 	if r.Tasks && r.Runtime == herd.RuntimeExec && r.Restart.Policy == herd.PolicyAlways {
 		// Its agent exits 0 when its turn is done; always would run the
 		// turn again.
-		add(`an exec role that takes tasks runs one turn a launch, ended by its exit 0: restart policy "always" would run each turn again; use "on-failure" or "never"`, "restart")
+		add(`an exec role that takes tasks runs one turn a launch, ended by its exit 0: restart policy "always" would run each turn again; use "on-failure" (its default) or "never"`, "restart.policy")
 	}
 	return probs
 }

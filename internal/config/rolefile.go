@@ -85,12 +85,23 @@ func LoadRoles(path string) (*RoleFile, error) {
 	return rf, nil
 }
 
+// inheritedPolicy is the restart policy role r takes from the [restart]
+// default policy: an exec role that takes tasks runs one turn a launch,
+// ended by its exit 0, so "always" (which would run each turn again) is
+// "on-failure" for it. A role that names "always" itself is refused.
+func inheritedPolicy(r herd.Role, policy string) string {
+	if r.Tasks && r.Runtime == herd.RuntimeExec && policy == herd.PolicyAlways {
+		return herd.PolicyOnFailure
+	}
+	return policy
+}
+
 // Inherit sets the restart keys of r named in keys from defaults.
 func Inherit(r herd.Role, keys []string, defaults herd.RestartPolicy) (herd.Role, error) {
 	for _, k := range keys {
 		switch k {
 		case "policy":
-			r.Restart.Policy = defaults.Policy
+			r.Restart.Policy = inheritedPolicy(r, defaults.Policy)
 		case "initial_backoff":
 			r.Restart.InitialBackoff = defaults.InitialBackoff
 		case "max_backoff":

@@ -71,6 +71,12 @@ func (s *Slots) launchLocked(ctx context.Context, req LaunchRequest) error {
 	if !s.ops.Begin() {
 		return errShuttingDown
 	}
+	if req.Role.Tasks && req.Role.Runtime == herd.RuntimeExec && len(req.Argv) > 0 {
+		// An exec task role's argv ends in its turn, given again at each
+		// launch: a resume runs the role's command continuing the
+		// conversation, not a snapshot that holds the last turn.
+		req.Argv, req.Continue = nil, true
+	}
 	defer s.ops.End()
 	if s.fenced(req.Role) {
 		gen, err := s.fenceCheck(ctx, req)
@@ -296,15 +302,32 @@ func (l *slotLaunch) pickConversation(priorID string) {
 }
 
 // giveTurn ends an exec task role's argv in the held task's turn: the
-// text its agent works on (the prompt, or what a reaction sent).
+// text its agent works on — the prompt, or what a reaction sent, after
+// the prompt when the agent's conversation is not continued (it would
+// not know the task otherwise). The incarnation records it cut short.
 func (l *slotLaunch) giveTurn() {
-	text := l.task.Turn
-	if text == "" {
-		text = l.task.Prompt
-	}
-	l.argv = append(slices.Clip(l.argv), text)
-	l.spec.Argv, l.inc.Argv, l.turn = l.argv, l.argv, true
+	l.argv = append(slices.Clip(l.argv), turnText(*l.task, l.resumedConv != ""))
+	l.spec.Argv, l.turn = l.argv, true
+	l.inc.Argv = l.shownArgv()
 	l.data["task"] = l.task.ID
+}
+
+// turnText is the argument of task t's next launch: its turn, with its
+// prompt first unless the conversation goes on, within the kernel's
+// limit of one argument (the prompt cut short when both are too long).
+func turnText(t herd.Task, continued bool) string {
+	switch {
+	case t.Turn == "":
+		return t.Prompt
+	case continued:
+		return t.Turn
+	}
+	const sep, cut = "\n\n", "\n[…]"
+	prompt := t.Prompt
+	if room := herd.MaxExecTurn - len(t.Turn) - len(sep); len(prompt) > room {
+		prompt = strings.ToValidUTF8(prompt[:max(room-len(cut), 0)], "") + cut
+	}
+	return prompt + sep + t.Turn
 }
 
 // shownArgv is the launch's argv as its events show it: a task's turn

@@ -147,7 +147,8 @@ func (m *Manager) Parked(ctx context.Context, l *Launch) error {
 		s = *l.Prior
 	}
 	now := time.Now().UTC()
-	s.Host = m.host
+	s.Host, s.RuntimeKind = m.host, l.Inc.RuntimeKind
+	s.Archived, s.Snapshot, s.LastActivityAt = false, nil, nil
 	s.State, s.StateSince = herd.StateSucceeded, now
 	s.Runtime, s.Process, s.Activity = herd.Dead, herd.Dead, herd.ActivityUnknown
 	s.Exit = &herd.Exit{Reason: herd.ReasonNoTask, At: now, Message: "no task: nothing to run"}

@@ -150,12 +150,22 @@ func (m *Manager) send(ctx context.Context, t herd.Task, from []herd.TaskState, 
 	if role.Runtime == herd.RuntimeExec {
 		// An exec agent reads no input: its next turn is a launch given
 		// the text, continuing its conversation where it can.
+		prior := now.Turn
 		err := m.write(ctx, t.ID, from, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) { t.Turn = text; return nil, nil })
 		if err != nil {
 			return err
 		}
 		if inc, err = m.o.Slots.Restart(ctx, slots.RestartRequest{Name: t.Session, Reason: "task", Continue: true,
 			Data: map[string]any{"task": t.ID, "turn": kind}}); err != nil {
+			// Not sent: a later launch must not run it.
+			if werr := m.write(ctx, t.ID, nil, func(t *herd.Task, tx store.Tx) ([]*herd.Event, error) {
+				if t.Turn == text {
+					t.Turn = prior
+				}
+				return nil, nil
+			}); werr != nil {
+				m.log.Warn("tasks: take back a turn not sent", "task", t.ID, "err", werr)
+			}
 			return &typeError{session: t.Session, err: err}
 		}
 	} else if err := m.type_(ctx, t.Session, text); err != nil {

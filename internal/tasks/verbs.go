@@ -46,6 +46,9 @@ func (m *Manager) Add(ctx context.Context, req AddRequest) (herd.Task, error) {
 	if !role.Tasks {
 		return herd.Task{}, errs.Badf("task: role %s does not take tasks (set tasks = true in its [[role]])", role.Name)
 	}
+	if role.Runtime == herd.RuntimeExec && strings.HasPrefix(req.Prompt, "-") {
+		return herd.Task{}, errs.Badf("task: the prompt starts with %q; role %s gives it to its agent as an argument, which would read it as an option: begin it with a word", "-", role.Name)
+	}
 	if role.Runtime == herd.RuntimeExec && len(req.Prompt) > herd.MaxExecTurn {
 		return herd.Task{}, errs.Badf("task: the prompt is %d bytes; role %s runs its agent with the prompt as an argument, at most %d bytes (the kernel's limit)",
 			len(req.Prompt), role.Name, herd.MaxExecTurn)

@@ -263,7 +263,7 @@ func (e *env) events(args ...string) []herd.Event {
 	q := url.Values{"limit": {"1000"}} // the command's default
 	for i := 0; i < len(args); i++ {
 		name, ok := strings.CutPrefix(args[i], "--")
-		if !ok || i+1 >= len(args) || !slices.Contains([]string{"session", "kind", "host", "since", "limit"}, name) {
+		if !ok || i+1 >= len(args) || !slices.Contains([]string{"session", "kind", "host", "task", "since", "limit"}, name) {
 			e.t.Fatalf("events: %q is not a filter of herd events", args[i])
 		}
 		i++

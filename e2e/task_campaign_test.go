@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,14 +16,15 @@ import (
 )
 
 // TestTaskCampaign puts tasks through simulated agents while agents are
-// SIGKILLed and the daemon is SIGKILLed and started again, approving each
+// SIGKILLed, their tmux server is killed (every agent at once) and the
+// daemon is SIGKILLed and started again, approving each
 // task that reaches review: every task lands, once; no task is held by
 // two replicas, nor a replica by two tasks, at once; nothing lands
 // without a passing check; every task's work is on main (no commit
 // dropped). HERD_CAMPAIGN=full runs 200 tasks through 10 agents.
 func TestTaskCampaign(t *testing.T) {
 	hasTmux(t)
-	tasks, replicas, daemonKills := campaign(12, 200), campaign(4, 10), campaign(2, 8)
+	tasks, replicas, daemonKills, tmuxKills := campaign(12, 200), campaign(4, 10), campaign(2, 8), campaign(1, 4)
 	repo := gitRepo(t)
 	e := newEnv(t, "[restart]\ninitial_backoff = \"100ms\"\nmax_backoff = \"1s\"\nmax_restarts = 0\n")
 	e.start()
@@ -43,7 +45,8 @@ check = ["sh", "-c", "ls work/*.md"]
 	deadline := time.Now().Add(time.Duration(campaign(150, 1500)) * time.Second)
 	nextAgentKill := time.Now().Add(2 * time.Second)
 	nextDaemonKill := time.Now().Add(6 * time.Second)
-	agentKills, killedDaemon, retried := 0, 0, 0
+	nextTmuxKill := time.Now().Add(4 * time.Second)
+	agentKills, killedDaemon, killedTmux, retried := 0, 0, 0, 0
 	for {
 		ts := e.allTasks()
 		landed := 0
@@ -95,9 +98,20 @@ check = ["sh", "-c", "ls work/*.md"]
 			killedDaemon++
 			nextDaemonKill = now.Add(time.Duration(8+rng.IntN(8)) * time.Second)
 		}
+		if killedTmux < tmuxKills && now.After(nextTmuxKill) {
+			// Every agent at once, mid-turn or not.
+			if exec.Command("tmux", "-L", e.tmuxSock, "kill-server").Run() == nil {
+				killedTmux++
+			}
+			nextTmuxKill = now.Add(time.Duration(15+rng.IntN(15)) * time.Second)
+		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	t.Logf("%d tasks through %d agents: %d agent SIGKILLs, %d daemon SIGKILLs, %d retried", tasks, replicas, agentKills, killedDaemon, retried)
+	t.Logf("%d tasks through %d agents: %d agent SIGKILLs, %d tmux server kills, %d daemon SIGKILLs, %d retried",
+		tasks, replicas, agentKills, killedTmux, killedDaemon, retried)
+	if killedTmux == 0 {
+		t.Errorf("expected the tmux server killed at least once")
+	}
 
 	evs := e.events("--limit", "0") // every event: a full campaign writes many more than the default 1000
 	landedOnce := map[string]int{}
@@ -162,11 +176,9 @@ func (e *env) allTasks() []herd.Task {
 
 // lastTaskEvent is the message of the newest event of task id.
 func lastTaskEvent(e *env, id string) string {
-	evs := e.events("--limit", "0") // every event: a full campaign writes many more than the default 1000
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Data["task"] == id {
-			return evs[i].Kind + ": " + evs[i].Message + fmt.Sprint(evs[i].Data)
-		}
+	evs := e.events("--task", id, "--limit", "1")
+	if len(evs) == 0 {
+		return ""
 	}
-	return ""
+	return evs[0].Kind + ": " + evs[0].Message + fmt.Sprint(evs[0].Data)
 }

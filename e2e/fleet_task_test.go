@@ -22,6 +22,7 @@ import (
 // passes, and the task lands. a never took the task from b while b held
 // it, and b back changes nothing.
 func TestFleetTaskSurvivesHostLoss(t *testing.T) {
+	t.Parallel()
 	hasTmux(t)
 	dsn := startPG(t)
 	a := newFleetEnv(t, "a", dsn, `lease = "2s"`)

@@ -16,7 +16,8 @@
 # Then the full-size campaigns the test command runs short
 # (HERD_CAMPAIGN=full): PostgreSQL outages (four, over 150 agents),
 # partitions (twenty, in network namespaces; root), tasks (200 through 10
-# agents, with agent, tmux server and daemon kills) and the reaper's soak
+# agents, with agent, tmux server and daemon kills; 40 through a fleet of
+# two, six hosts lost) and the reaper's soak
 # (200 sessions). CHAOS_CAMPAIGNS=0 leaves them out.
 set -eu
 cd "$(dirname "$0")/.."
@@ -25,7 +26,7 @@ timeout=$(awk -v m="$minutes" 'BEGIN { printf "%dm", m * 2 + 10 }')
 rc=0
 HERD_CHAOS=1 CHAOS_MINUTES="$minutes" go test -count=1 -run '^TestChaos$' -v -timeout "$timeout" ./e2e/ || rc=$?
 if [ "${CHAOS_CAMPAIGNS:-1}" != 0 ]; then
-  HERD_CAMPAIGN=full go test -count=1 -run '^(TestPostgresOutageCampaign|TestPartitionFencing|TestTaskCampaign)$' -v -timeout 60m ./e2e/ || rc=$?
+  HERD_CAMPAIGN=full go test -count=1 -run '^(TestPostgresOutageCampaign|TestPartitionFencing|TestTaskCampaign|TestFleetTaskCampaign)$' -v -timeout 60m ./e2e/ || rc=$?
   HERD_REAP_SOAK=5 go test -count=1 -run '^TestReapSoak$' -v -timeout 20m ./internal/daemon/ || rc=$?
 fi
 exit "$rc"

@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -119,60 +116,22 @@ failover = true
 		t.Errorf("expected a host lost at least once")
 	}
 
-	evs := up().events("--limit", "0")
-	landedOnce, passed := map[string]int{}, map[string]bool{}
-	holder, holding := map[string]string{}, map[string]string{}
 	deliveredOn := map[string]string{} // task -> the host it was last typed on
-	for _, ev := range evs {
-		id, _ := ev.Data["task"].(string)
-		if id == "" {
-			continue
+	checkTaskStories(t, up().events("--limit", "0"), tasks, repo, func(id string, ev herd.Event) {
+		if ev.Kind != herd.EventTaskDelivered {
+			return
 		}
-		switch ev.Kind {
-		case herd.EventTaskAssigned:
-			if s := holder[id]; s != "" {
-				t.Errorf("%s assigned to %s while %s holds it", id, ev.Session, s)
+		// Typed on another host than before: only after that host was
+		// lost and its lease (2s) ended.
+		if prev := deliveredOn[id]; prev != "" && prev != ev.Host {
+			ok := false
+			for _, l := range lost {
+				ok = ok || (l.host == prev && ev.Time.Sub(l.at) >= 2*time.Second)
 			}
-			if other := holding[ev.Session]; other != "" {
-				t.Errorf("%s assigned to %s, which holds %s", id, ev.Session, other)
+			if !ok {
+				t.Errorf("%s typed on %s at %s after %s, which was not lost long enough before", id, ev.Host, ev.Time.Format(time.TimeOnly), prev)
 			}
-			holder[id], holding[ev.Session] = ev.Session, id
-		case herd.EventTaskDelivered:
-			// Typed on another host than before: only after that host
-			// was lost and its lease (2s) ended.
-			if prev := deliveredOn[id]; prev != "" && prev != ev.Host {
-				ok := false
-				for _, l := range lost {
-					ok = ok || (l.host == prev && ev.Time.Sub(l.at) >= 2*time.Second)
-				}
-				if !ok {
-					t.Errorf("%s typed on %s at %s after %s, which was not lost long enough before", id, ev.Host, ev.Time.Format(time.TimeOnly), prev)
-				}
-			}
-			deliveredOn[id] = ev.Host
-		case herd.EventTaskLanded, herd.EventTaskCancelled, herd.EventTaskFailed, herd.EventTaskQueued:
-			if s := holder[id]; s != "" && holding[s] == id {
-				delete(holding, s)
-			}
-			delete(holder, id)
-			if ev.Kind == herd.EventTaskLanded {
-				landedOnce[id]++
-				if !passed[id] {
-					t.Errorf("%s landed without a passing check before it", id)
-				}
-			}
-		case herd.EventTaskChecked:
-			passed[id] = ev.Reason == "passed"
 		}
-	}
-	for i := range tasks {
-		id := herd.TaskID(int64(i + 1))
-		if landedOnce[id] != 1 {
-			t.Errorf("%s landed %d times", id, landedOnce[id])
-		}
-		b, err := os.ReadFile(filepath.Join(repo, "work", "herd-"+id+".md"))
-		if err != nil || !strings.Contains(string(b), fmt.Sprintf("job-%d do the work", i)) {
-			t.Errorf("%s: expected its work on main, got %q (%v)", id, b, err)
-		}
-	}
+		deliveredOn[id] = ev.Host
+	})
 }

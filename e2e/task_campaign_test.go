@@ -113,7 +113,16 @@ check = ["sh", "-c", "ls work/*.md"]
 		t.Errorf("expected the tmux server killed at least once")
 	}
 
-	evs := e.events("--limit", "0") // every event: a full campaign writes many more than the default 1000
+	checkTaskStories(t, e.events("--limit", "0"), tasks, repo, nil) // every event: a full campaign writes many more than the default 1000
+}
+
+// checkTaskStories checks a task campaign's event log: no task assigned
+// while held, nor to a replica holding another; each of the tasks landed
+// once, after a passing check; each one's work on main (the file of its
+// branch, with its prompt). Each event of a task is also handed to also
+// (nil: none).
+func checkTaskStories(t *testing.T, evs []herd.Event, tasks int, repo string, also func(id string, ev herd.Event)) {
+	t.Helper()
 	landedOnce := map[string]int{}
 	passed := map[string]bool{}
 	holder := map[string]string{}  // task -> session holding it
@@ -122,6 +131,9 @@ check = ["sh", "-c", "ls work/*.md"]
 		id, _ := ev.Data["task"].(string)
 		if id == "" {
 			continue
+		}
+		if also != nil {
+			also(id, ev)
 		}
 		switch ev.Kind {
 		case herd.EventTaskAssigned:

@@ -262,7 +262,7 @@ func TestBudgetStopsAtIdle(t *testing.T) {
 	})
 	for _, name := range []string{"soft-0", "hard-0"} {
 		if s, _ := e.session(name); s.State != herd.StateStopped || s.Restarts != 0 || s.BackoffUntil != nil {
-			t.Errorf("[%s] expected stopped, no crash counted, no backoff, got %s restarts %d backoff %v", name, s.State, s.Restarts, s.BackoffUntil)
+			t.Errorf("[%s] expected stopped, no crash counted, no backoff, got %s restarts %d backoff %v; its events:\n%s", name, s.State, s.Restarts, s.BackoffUntil, e.try("events", "--session", name))
 		}
 	}
 	if s, _ := e.session("free-0"); s.State != herd.StateRunning {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -93,8 +94,11 @@ func TestWaitForState(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The signal handler is set up as the process starts: give it a moment.
-	time.Sleep(500 * time.Millisecond)
+	// herd's main sets up its signal handling before anything else: once
+	// the command holds a socket (it dialed the daemon), an interrupt is
+	// its to handle. (A fixed sleep here was not enough under load: the
+	// interrupt came first and the runtime's default ended the process.)
+	e.waitFor("herd wait connected to the daemon", 20*time.Second, func() bool { return holdsSocket(cmd.Process.Pid) })
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "interrupted") {
@@ -117,4 +121,15 @@ func TestWaitForState(t *testing.T) {
 	case <-time.After(15 * time.Second): // the stop and the wait's own wake-up
 		t.Errorf("[stopped] expected the wait to end at the stop")
 	}
+}
+
+// holdsSocket reports whether process pid has a socket open.
+func holdsSocket(pid int) bool {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			return true
+		}
+	}
+	return false
 }

@@ -74,6 +74,11 @@ func (m *Manager) RecordDeath(ctx context.Context, dt Death) (bool, error) {
 		if !Succeeded(dt.Exit) {
 			m.Metrics.Crash(dt.Exit.Reason)
 		}
+		// One line in the log for each agent that ended on its own: the
+		// events say it too, but a log read alone (a failed test's, a
+		// support request's) otherwise never shows that one died.
+		m.log.Info("agent ended", "session", dt.Session, "incarnation", dt.Incarnation, "reason", dt.Exit.Reason,
+			"code", exitCode(dt.Exit), "signal", exitSignal(dt.Exit), "then", state)
 		w := ChangeState | ChangeEnded | ChangeDied
 		if dt.Leftover {
 			w |= ChangeLeftover
@@ -306,4 +311,20 @@ func limitedSeen(seen map[string]any, now time.Time) (until time.Time, ok bool) 
 		return time.Time{}, false
 	}
 	return agents.ParseResetTime(text, now)
+}
+
+// exitCode and exitSignal are an exit's code and signal for a log line
+// (-1: none).
+func exitCode(e herd.Exit) int {
+	if e.Code == nil {
+		return -1
+	}
+	return *e.Code
+}
+
+func exitSignal(e herd.Exit) int {
+	if e.Signal == nil {
+		return -1
+	}
+	return *e.Signal
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/pressly/goose/v3"
 
-	"herd/internal/store"
 	"herd/internal/store/pgtest"
+	"herd/internal/store/storetest"
 )
 
 // TestMigrateEventTask: the events of a store from before the task
@@ -31,7 +31,7 @@ func TestMigrateEventTask(t *testing.T) {
 	if _, err := p.UpTo(testCtx(t), 13); err != nil {
 		t.Fatal(err)
 	}
-	for _, data := range []string{`{"task":"t-3","by":"ana"}`, `{"task":7}`, `{}`, `{"note":"\"task\":\"t-3\""}`, `{"task":"t-4"}`} {
+	for _, data := range storetest.EventTaskData {
 		if _, err := db.Exec("INSERT INTO events (at, host, session, incarnation, kind, reason, message, data) VALUES (1, 'h', 'w-0', '', 'k', '', '', $1)", data); err != nil {
 			t.Fatal(err)
 		}
@@ -43,16 +43,5 @@ func TestMigrateEventTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for task, want := range map[string]int{"t-3": 1, "t-4": 1, "t-7": 0} {
-		err := s.View(testCtx(t), func(tx store.Tx) error {
-			evs, err := tx.Events(store.EventFilter{Task: task})
-			if len(evs) != want {
-				t.Errorf("[%s] expected %d event(s), got %d", task, want, len(evs))
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.CheckEventTask(t, s)
 }
